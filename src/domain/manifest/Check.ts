@@ -1,0 +1,97 @@
+/**
+ * The whole manifest check, pure: substitute constants, apply the removed/retired/extension
+ * key rules, decode with the strict schema (every problem, not only the first), then the
+ * cross-key, reference, format and file rules. Returns every problem with its key path, and the
+ * typed manifest when there is no error.
+ */
+import { Either, ParseResult } from "effect"
+import { substituteConstants, type ExternalConstant } from "./Constants.js"
+import type { CheckEnvironment } from "./Environment.js"
+import { problemsOfIssue } from "./internal/issues.js"
+import { isMap } from "./internal/schemaKit.js"
+import { EXTENSION_KEYS, Manifest, REPLACED_KEYS, RETIRED_KEYS } from "./Manifest.js"
+import { error, hasErrors, isUnder, type KeyPath, type Problem } from "./Problem.js"
+import { extensionKeyProblems, fileRules } from "./rules/files.js"
+import { formatRules } from "./rules/formats.js"
+import { jobRules, scheduleJobRules, toolRules, traitRules, vendorRules } from "./rules/references.js"
+import * as Structure from "./rules/structure.js"
+
+export interface ManifestCheck {
+  readonly problems: ReadonlyArray<Problem>
+  /** The decoded manifest; present only when no problem is an error. */
+  readonly manifest: Manifest | undefined
+  /** Other bags' constants used, resolved where those bags are installed. */
+  readonly externalConstants: ReadonlyArray<ExternalConstant>
+}
+
+const decode = ParseResult.decodeUnknownEither(Manifest, { errors: "all", onExcessProperty: "error" })
+
+const crossKeyRules: ReadonlyArray<(raw: Record<string, unknown>) => Array<Problem>> = [
+  Structure.processRules,
+  Structure.scheduleStructure,
+  Structure.bagSourceRules,
+  Structure.storeRules,
+  Structure.permissionRules,
+  Structure.mcpRules,
+  Structure.appRules,
+  Structure.hookRules,
+  Structure.providesRules,
+  Structure.dependencyRules,
+  Structure.validateRules,
+  traitRules,
+  jobRules,
+  scheduleJobRules,
+  vendorRules,
+  toolRules
+]
+
+export const checkManifest = (document: unknown, env: CheckEnvironment): ManifestCheck => {
+  if (!isMap(document)) {
+    const what = document === null || document === undefined ? "empty" : Array.isArray(document) ? "a list" : `a ${typeof document}`
+    return {
+      problems: [error([], `bag.yaml must be a map of keys (name, description, ...), but it is ${what}`)],
+      manifest: undefined,
+      externalConstants: []
+    }
+  }
+  const substitution = substituteConstants(document)
+  const problems: Array<Problem> = [...substitution.problems]
+  const raw: Record<string, unknown> = { ...substitution.value }
+
+  for (const [key, message] of Object.entries(REPLACED_KEYS)) {
+    if (key in raw) {
+      problems.push(error([key], message, "key"))
+      delete raw[key]
+    }
+  }
+  for (const key of RETIRED_KEYS) delete raw[key]
+  const extensionProblems = extensionKeyProblems(raw, EXTENSION_KEYS)
+  problems.push(...extensionProblems)
+  for (const p of extensionProblems) delete raw[p.path[0] as string]
+
+  const opaque = substitution.opaque
+  const visible = (p: Problem) => !opaque.some((o: KeyPath) => isUnder(p.path, o))
+  const decoded = decode(raw)
+  if (Either.isLeft(decoded)) problems.push(...problemsOfIssue(decoded.left).filter(visible))
+  for (const rule of crossKeyRules) problems.push(...rule(raw).filter(visible))
+  problems.push(...formatRules(raw, env.validators).filter(visible))
+  if (env.listing !== undefined) problems.push(...fileRules(raw, env.listing).filter(visible))
+
+  const unique = dedupe(problems)
+  return {
+    problems: unique,
+    manifest: Either.isRight(decoded) && !hasErrors(unique) ? decoded.right : undefined,
+    externalConstants: substitution.external
+  }
+}
+
+/** Two rules may see the same fault; a person should read it once. */
+const dedupe = (problems: ReadonlyArray<Problem>): Array<Problem> => {
+  const seen = new Set<string>()
+  return problems.filter((p) => {
+    const key = `${JSON.stringify(p.path)}\u0000${p.message}`
+    if (seen.has(key)) return false
+    seen.add(key)
+    return true
+  })
+}

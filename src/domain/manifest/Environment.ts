@@ -1,0 +1,38 @@
+/**
+ * What a manifest check needs besides the manifest, passed in as values so the check stays
+ * pure: the bag directory's listing, and the validators of formats that well-kept libraries
+ * own (cron expressions, IANA zones, JSON Schema), supplied by the infra layer.
+ */
+export interface BagListing {
+  /** Relative POSIX paths of the bag's regular files. */
+  readonly files: ReadonlySet<string>
+  /** Relative POSIX paths of the bag's directories (the root is ""). */
+  readonly dirs: ReadonlySet<string>
+}
+
+export interface FormatValidators {
+  /** Why a five-field cron expression is invalid, or undefined when it is valid. */
+  readonly cron: (expression: string) => string | undefined
+  readonly isTimeZone: (zone: string) => boolean
+  /** Why a document is not a valid JSON Schema, or undefined when it compiles. */
+  readonly jsonSchema: (schema: unknown) => string | undefined
+  /** Why `value` does not satisfy `schema` (assumed valid), or undefined when it does. */
+  readonly validate: (schema: unknown, value: unknown) => string | undefined
+}
+
+export interface CheckEnvironment {
+  readonly validators: FormatValidators
+  /** Absent when only the manifest text is checked: file existence is then not judged. */
+  readonly listing?: BagListing
+}
+
+/** `./a/../b/` -> `b`: the form listings use. Assumes the path was checked to stay inside the bag. */
+export const normalizeBagPath = (path: string): string => {
+  const out: Array<string> = []
+  for (const part of path.split("/")) {
+    if (part === "" || part === ".") continue
+    if (part === "..") out.pop()
+    else out.push(part)
+  }
+  return out.join("/")
+}

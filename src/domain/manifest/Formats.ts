@@ -1,0 +1,118 @@
+/**
+ * The small value formats of bag.yaml: names, durations, KEY=VALUE literals, schedule
+ * intervals and times. Each is a pure check with the rule text used in messages.
+ */
+import { Schema } from "effect"
+import { matching } from "./internal/schemaKit.js"
+
+/** `name`: letters, digits, dots, underscores, hyphens (spec); starting with a letter or digit. */
+export const BAG_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/
+export const BagName = matching(BAG_NAME, "must use only letters, digits, dots, underscores and hyphens, starting with a letter or digit")
+
+export const KEBAB = /^[a-z0-9]+(?:-[a-z0-9]+)*$/
+export const KEBAB_RULE = "use kebab-case: lowercase letters and digits joined by single hyphens"
+export const KebabName = Schema.String.pipe(Schema.filter((s) => KEBAB.test(s))).annotations({ description: KEBAB_RULE })
+
+export const STORE_NAME = /^[a-z0-9][a-z0-9_-]*$/
+export const STORE_RULE = "use lowercase letters, digits, hyphens and underscores, starting with a letter or digit"
+export const StoreName = Schema.String.pipe(Schema.filter((s) => STORE_NAME.test(s))).annotations({ description: STORE_RULE })
+
+export const ENV_VAR = /^[A-Z_][A-Z0-9_]*$/
+export const ENV_VAR_RULE = "an environment variable name uses capitals, digits and underscores"
+export const EnvVarName = Schema.String.pipe(Schema.filter((s) => ENV_VAR.test(s))).annotations({ description: ENV_VAR_RULE })
+
+/** Trait and bound names are qualified as `<bag>:<name>`, so a colon inside one would be ambiguous. */
+export const LOCAL_NAME = /^[^:\s]+$/
+export const LocalName = Schema.String.pipe(Schema.filter((s) => LOCAL_NAME.test(s))).annotations({
+  description: "a name may not contain a colon or spaces"
+})
+
+/** Non-secret `KEY=VALUE` literal (service, script, job and schedule `env`). */
+export const ENV_LITERAL = /^[A-Za-z_][A-Za-z0-9_]*=/
+export const EnvLiteral = matching(ENV_LITERAL, "must be a KEY=VALUE literal with KEY a variable name (letters, digits, underscores)")
+
+/**
+ * A worker label `KEY=VALUE`. Labels travel comma-separated in `SVC_WORKFLOW_LABELS`, so
+ * neither part may hold a comma; the key may not be empty.
+ */
+export const LABEL = /^[A-Za-z0-9][A-Za-z0-9._/-]*=[^,=]*$/
+export const Label = matching(LABEL, "must be a KEY=VALUE label (key: letters, digits, '.', '_', '/', '-'; no commas)")
+
+export const EVERY_INTERVALS = ["1m", "5m", "15m", "30m", "1h", "1d"] as const
+
+const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 }
+const DURATION = /^(\d+(?:\.\d+)?)([smhd]?)$/
+
+/**
+ * Seconds of a duration: a number of seconds, or a number with `s`, `m`, `h` or `d`
+ * (`90`, `"90"`, `30s`, `5m`, `2h`, `1d`). Zero and negative durations are refused: a job
+ * with no time at all could never run.
+ */
+export const durationSeconds = (value: unknown): number | undefined => {
+  if (typeof value === "number") return Number.isFinite(value) && value > 0 ? value : undefined
+  if (typeof value !== "string") return undefined
+  const match = DURATION.exec(value.trim())
+  if (match === null) return undefined
+  const seconds = Number(match[1]) * UNIT_SECONDS[match[2] === "" ? "s" : match[2]!]!
+  return seconds > 0 ? seconds : undefined
+}
+
+export const DURATION_RULE = "must be a duration: seconds as a number, or a number with s, m, h or d (90, 30s, 5m, 2h, 1d)"
+
+export const Duration = Schema.Union(Schema.Number, Schema.String).pipe(
+  Schema.filter((v) => durationSeconds(v) !== undefined || DURATION_RULE)
+)
+
+export const durationAtMost = (limit: number) =>
+  Duration.pipe(
+    Schema.filter((v) => (durationSeconds(v) ?? Infinity) <= limit || `must be at most ${limit} seconds`)
+  )
+
+const ISO_WITH_OFFSET = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/
+
+/** An ISO 8601 date and time with an explicit offset (`Z` or `+02:00`), and a real calendar date. */
+export const isIsoTimeWithOffset = (s: string): boolean => {
+  const m = ISO_WITH_OFFSET.exec(s)
+  if (m === null) return false
+  const [year, month, day, hour, minute, second] = [m[1], m[2], m[3], m[4], m[5], m[6] ?? "0"].map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number
+  ]
+  if (month < 1 || month > 12 || hour > 23 || minute > 59 || second > 59) return false
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate()
+  if (day < 1 || day > daysInMonth) return false
+  if (m[7] !== "Z") {
+    const [oh, om] = m[7]!.slice(1).split(":").map(Number) as [number, number]
+    if (oh > 23 || om > 59) return false
+  }
+  return true
+}
+
+export const At = Schema.String.pipe(
+  Schema.filter(
+    (s) => s === "login" || isIsoTimeWithOffset(s) || "must be login or an ISO 8601 time with an offset, such as 2026-12-01T09:00:00+01:00"
+  )
+)
+
+/** A path the manifest names must stay inside the bag: relative, no `..` climbing out. */
+export const isInsideBag = (path: string): boolean => {
+  if (path.length === 0 || path.startsWith("/") || /^[A-Za-z]:[\\/]/.test(path) || path.includes("\\")) return false
+  let depth = 0
+  for (const part of path.split("/")) {
+    if (part === "..") depth--
+    else if (part !== "." && part !== "") depth++
+    if (depth < 0) return false
+  }
+  return true
+}
+
+export const BagPath = Schema.String.pipe(
+  Schema.filter((s) => isInsideBag(s) || "must be a relative path inside the bag (no leading /, no .. leaving it)")
+)
+
+export const ScriptFile = (exts: ReadonlyArray<string>) =>
+  BagPath.pipe(Schema.filter((s) => exts.some((e) => s.endsWith(e)) || `must be a ${exts.join(" or ")} file`))

@@ -1,0 +1,105 @@
+/** `jobs`: the work a bag ships, and what runs it (`runs`). */
+import { Schema } from "effect"
+import { BagPath, Duration, durationAtMost, EnvLiteral, KebabName, Label } from "../Formats.js"
+import { byKind, choose, forbidden, isMap, matching, nonEmptyList, NonEmpty, oneOfValues, opt, Str, StrList } from "../internal/schemaKit.js"
+
+/** A job's own version, part of its address `BAG:JOB@VERSION`, so it may not hold `:` or `@`. */
+export const JOB_VERSION = /^[A-Za-z0-9][A-Za-z0-9._+-]*$/
+export const JobVersion = byKind("a version string or number", {
+  string: matching(JOB_VERSION, "must be a version such as 1.0.0 (letters, digits, '.', '_', '+', '-'; no ':' or '@')"),
+  number: Schema.Number.pipe(Schema.filter((n) => (Number.isFinite(n) && n >= 0) || "must be a non-negative number"))
+})
+
+const Command = byKind("a command string or a list of program and arguments", {
+  string: NonEmpty,
+  list: nonEmptyList(Schema.String, "program")
+})
+
+const execution = {
+  secrets: opt(StrList),
+  env: opt(Schema.Array(EnvLiteral)),
+  "working-directory": opt(BagPath)
+}
+
+export const NodeRuns = Schema.Struct({
+  using: Schema.Literal("node"),
+  main: BagPath,
+  command: opt(forbidden("applies only to process jobs (using: process)")),
+  action: opt(forbidden("applies only to action jobs (using: action)")),
+  ...execution
+})
+
+export const ProcessRuns = Schema.Struct({
+  using: Schema.Literal("process"),
+  command: Schema.Array(NonEmpty).pipe(
+    Schema.filter((c) => c.length > 0 || "must be a non-empty list: the program, then its arguments (no shell)")
+  ),
+  main: opt(forbidden("applies only to node jobs (using: node)")),
+  action: opt(forbidden("applies only to action jobs (using: action)")),
+  ...execution
+})
+
+const notForAction = forbidden("does not apply to action jobs: the agent's own context decides it")
+export const ActionRuns = Schema.Struct({
+  using: Schema.Literal("action"),
+  action: matching(/^(?:[A-Za-z0-9][A-Za-z0-9._-]*:)?[^\s:@]+$/, "must name an action: <name> or <bag>:<name>"),
+  main: opt(forbidden("applies only to node jobs (using: node)")),
+  command: opt(forbidden("applies only to process jobs (using: process)")),
+  secrets: opt(notForAction),
+  env: opt(notForAction),
+  "working-directory": opt(notForAction)
+})
+
+/** When `using` is missing or wrong, only `using` is reported: the other keys depend on it. */
+const UnknownRuns = Schema.Struct(
+  { using: oneOfValues("node", "process", "action") },
+  Schema.Record({ key: Schema.String, value: Schema.Unknown })
+)
+
+export const Runs = choose<typeof NodeRuns.Type | typeof ProcessRuns.Type | typeof ActionRuns.Type>(
+  "a map with using: node, process or action",
+  (u) => {
+    if (!isMap(u)) return undefined
+    switch (u["using"]) {
+      case "node":
+        return NodeRuns
+      case "process":
+        return ProcessRuns
+      case "action":
+        return ActionRuns
+      default:
+        return UnknownRuns
+    }
+  }
+)
+export type Runs = typeof Runs.Type
+
+/** JSON Schema content is checked by a JSON Schema compiler (see Check), not by this schema. */
+export const JsonSchemaDocument = byKind("a JSON Schema object", {
+  map: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+})
+
+export const Job = Schema.Struct({
+  description: opt(Str),
+  version: opt(JobVersion),
+  runs: Runs,
+  input_schema: opt(JsonSchemaDocument),
+  output_schema: opt(JsonSchemaDocument),
+  requires: opt(
+    Schema.Struct({
+      tools: opt(StrList),
+      secrets: opt(StrList),
+      bins: opt(StrList),
+      labels: opt(Schema.Array(Label))
+    })
+  ),
+  preflight: opt(Schema.Struct({ command: Command, timeout: opt(durationAtMost(60)), hint: opt(Str) })),
+  validate: opt(
+    Schema.Struct({ files_exist: opt(Schema.Array(BagPath)), command: opt(Command), timeout: opt(durationAtMost(600)) })
+  ),
+  timeout: opt(Duration),
+  bounds: opt(StrList)
+})
+export type Job = typeof Job.Type
+
+export const Jobs = Schema.Record({ key: KebabName, value: Job })

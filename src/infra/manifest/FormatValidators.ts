@@ -1,0 +1,79 @@
+/**
+ * The format validators the manifest check is given (domain `FormatValidators`), backed by
+ * well-kept libraries: croner for cron expressions, Intl for IANA zones, ajv for JSON Schema.
+ */
+import { Ajv, type ValidateFunction } from "ajv"
+import { Ajv2020 } from "ajv/dist/2020.js"
+import addFormatsModule from "ajv-formats"
+import { Cron } from "croner"
+import type { FormatValidators } from "../../domain/manifest/Environment.js"
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv | Ajv2020) => void
+
+const zoneCache = new Map<string, boolean>()
+const IANA_SHAPE = /^[A-Za-z][A-Za-z0-9_+-]*(?:\/[A-Za-z0-9_+-]+)*$/
+
+export const isTimeZone = (zone: string): boolean => {
+  let known = zoneCache.get(zone)
+  if (known === undefined) {
+    try {
+      known = IANA_SHAPE.test(zone) && new Intl.DateTimeFormat("en-US", { timeZone: zone }).resolvedOptions().timeZone !== undefined
+    } catch {
+      known = false
+    }
+    if (zoneCache.size < 10_000) zoneCache.set(zone, known)
+  }
+  return known
+}
+
+export const cronProblem = (expression: string): string | undefined => {
+  try {
+    new Cron(expression, { paused: true })
+    return undefined
+  } catch (e) {
+    return e instanceof Error ? e.message.replace(/^CronPattern: /, "") : String(e)
+  }
+}
+
+// One instance per dialect; `strict` makes typos in keywords (`tpye`) errors rather than no-ops.
+const makeAjv = <A extends Ajv | Ajv2020>(ajv: A): A => {
+  addFormats(ajv)
+  return ajv
+}
+const draft7 = makeAjv(new Ajv({ strict: true, allErrors: true, addUsedSchema: false }))
+const draft2020 = makeAjv(new Ajv2020({ strict: true, allErrors: true, addUsedSchema: false }))
+
+type Compiled = { readonly ok: true; readonly validate: ValidateFunction } | { readonly ok: false; readonly why: string }
+const compiled = new Map<string, Compiled>()
+
+const compile = (schema: unknown): Compiled => {
+  const key = JSON.stringify(schema)
+  let result = compiled.get(key)
+  if (result === undefined) {
+    const meta = typeof schema === "object" && schema !== null ? (schema as Record<string, unknown>)["$schema"] : undefined
+    const ajv = typeof meta === "string" && meta.includes("2020-12") ? draft2020 : draft7
+    try {
+      result = { ok: true, validate: ajv.compile(schema as object) }
+    } catch (e) {
+      result = { ok: false, why: e instanceof Error ? e.message : String(e) }
+    }
+    if (compiled.size >= 1_000) compiled.delete(compiled.keys().next().value!)
+    compiled.set(key, result)
+  }
+  return result
+}
+
+export const formatValidators: FormatValidators = {
+  cron: cronProblem,
+  isTimeZone,
+  jsonSchema: (schema) => {
+    const result = compile(schema)
+    return result.ok ? undefined : result.why
+  },
+  validate: (schema, value) => {
+    const result = compile(schema)
+    if (!result.ok) return result.why
+    if (result.validate(value)) return undefined
+    return draft7.errorsText(result.validate.errors, { dataVar: "inputs" })
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * Reads bag.yaml text into a plain value and turns key paths back into line and column.
+ * YAML traps are problems, not crashes: syntax errors, duplicate keys (`uniqueKeys`), several
+ * documents in one file, and alias bombs (`maxAliasCount`) all come back with a position.
+ */
+import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from "yaml"
+import { error, type KeyPath, type Problem } from "../../domain/manifest/Problem.js"
+
+export interface Position {
+  readonly line: number
+  readonly column: number
+}
+
+export interface ParsedManifest {
+  /** The document as plain data; undefined when YAML itself failed. */
+  readonly value: unknown
+  /** YAML-level problems, already positioned. */
+  readonly problems: ReadonlyArray<LocatedProblem>
+  readonly locate: (path: KeyPath, at: "key" | "value") => Position
+}
+
+export interface LocatedProblem extends Problem, Position {}
+
+/** At most this many alias expansions: a few are legitimate reuse, thousands are an attack. */
+export const MAX_ALIAS_COUNT = 100
+
+export const parseManifest = (text: string): ParsedManifest => {
+  const lineCounter = new LineCounter()
+  const doc = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: true, strict: true })
+  const at = (offset: number): Position => {
+    const { line, col } = lineCounter.linePos(offset)
+    return { line, column: col }
+  }
+  const locate = (path: KeyPath, where: "key" | "value") => locateIn(doc, path, where, at)
+  const yamlProblems: Array<LocatedProblem> = doc.errors.map((e) => {
+    const [start] = e.linePos ?? [{ line: 1, col: 1 }]
+    return { ...error([], yamlMessage(e.code, e.message)), line: start.line, column: start.col }
+  })
+  if (yamlProblems.length > 0) return { value: undefined, problems: yamlProblems, locate }
+  try {
+    return { value: doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT }), problems: [], locate }
+  } catch (e) {
+    const message =
+      e instanceof ReferenceError && /alias/i.test(e.message)
+        ? `YAML aliases expand more than ${MAX_ALIAS_COUNT} times; a manifest this repetitive is refused as a resource-exhaustion risk`
+        : `YAML could not be read: ${e instanceof Error ? e.message : String(e)}`
+    return { value: undefined, problems: [{ ...error([], message), line: 1, column: 1 }], locate }
+  }
+}
+
+const yamlMessage = (code: string, message: string): string => {
+  const first = message.split("\n")[0]!.replace(/ at line \d+, column \d+:?$/, "")
+  switch (code) {
+    case "DUPLICATE_KEY":
+      return "duplicate key: each key may appear only once in a map"
+    case "MULTIPLE_DOCS":
+      return "bag.yaml must hold a single YAML document"
+    default:
+      return `YAML syntax: ${first}`
+  }
+}
+
+const locateIn = (
+  doc: Document,
+  path: KeyPath,
+  where: "key" | "value",
+  at: (offset: number) => Position
+): Position => {
+  let node: unknown = doc.contents
+  let best: number = rangeStart(node) ?? 0
+  for (let i = 0; i < path.length; i++) {
+    if (isAlias(node)) node = node.resolve(doc)
+    const segment = path[i]
+    if (isMap(node)) {
+      const pair = node.items.find((p) => (isScalar(p.key) ? String(p.key.value) : String(p.key)) === String(segment))
+      if (pair === undefined) break
+      const keyStart = rangeStart(pair.key)
+      if (i === path.length - 1 && where === "key" && keyStart !== undefined) return at(keyStart)
+      node = pair.value
+      best = rangeStart(node) ?? keyStart ?? best
+      if (rangeStart(node) === undefined) break
+    } else if (isSeq(node) && typeof segment === "number") {
+      const item = node.items[segment]
+      if (item === undefined) break
+      node = item
+      best = rangeStart(node) ?? best
+    } else break
+  }
+  return at(best)
+}
+
+const rangeStart = (node: unknown): number | undefined => {
+  const range = (node as Node | null)?.range
+  return Array.isArray(range) ? range[0] : undefined
+}
