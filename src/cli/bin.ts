@@ -1,1 +1,32 @@
-export {}
+#!/usr/bin/env node
+/**
+ * The `svc` binary. Runs the command tree and turns its outcome into the exit codes of the CLI
+ * contract: 0 success, 1 invalid or refused, 2 usage error or runtime not reachable.
+ */
+import { ValidationError } from "@effect/cli"
+import { Cause, Effect, Exit, Option } from "effect"
+import { CliFailure } from "./CliFailure.js"
+import { cli, MainLayer } from "./main.js"
+
+const exitCodeOf = (exit: Exit.Exit<unknown, unknown>): number => {
+  if (Exit.isSuccess(exit)) return 0
+  const failure = Cause.failureOption(exit.cause)
+  if (Option.isSome(failure)) {
+    const error = failure.value
+    if (error instanceof CliFailure) {
+      if (error.silent !== true) process.stderr.write(`svc: ${error.message}\n`)
+      return error.exitCode
+    }
+    // @effect/cli has already printed the usage problem and the help that fits it.
+    if (ValidationError.isValidationError(error)) return ValidationError.isHelpRequested(error) ? 0 : 2
+    process.stderr.write(`svc: ${error instanceof Error ? error.message : String(error)}\n`)
+    return 1
+  }
+  if (Cause.isInterruptedOnly(exit.cause)) return 130
+  process.stderr.write(`svc: internal error: ${Cause.pretty(exit.cause)}\n`)
+  return 70
+}
+
+Effect.runPromiseExit(cli(process.argv).pipe(Effect.provide(MainLayer))).then((exit) => {
+  process.exitCode = exitCodeOf(exit)
+})

@@ -7,7 +7,9 @@ import { matching } from "./internal/schemaKit.js"
 
 /** `name`: letters, digits, dots, underscores, hyphens (spec); starting with a letter or digit. */
 export const BAG_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/
-export const BagName = matching(BAG_NAME, "must use only letters, digits, dots, underscores and hyphens, starting with a letter or digit")
+export const BAG_NAME_RULE = "must use only letters, digits, dots, underscores and hyphens, starting with a letter or digit"
+// The description is what a map keyed by bag names (`requires`) says of a bad key.
+export const BagName = matching(BAG_NAME, BAG_NAME_RULE).annotations({ description: BAG_NAME_RULE })
 
 export const KEBAB = /^[a-z0-9]+(?:-[a-z0-9]+)*$/
 export const KEBAB_RULE = "use kebab-case: lowercase letters and digits joined by single hyphens"

@@ -3,7 +3,7 @@
  * YAML traps are problems, not crashes: syntax errors, duplicate keys (`uniqueKeys`), several
  * documents in one file, and alias bombs (`maxAliasCount`) all come back with a position.
  */
-import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from "yaml"
+import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type Node } from "yaml"
 import { error, type KeyPath, type Problem } from "../../domain/manifest/Problem.js"
 
 export interface Position {
@@ -34,16 +34,36 @@ export const parseManifest = (text: string): ParsedManifest => {
   const locate = (path: KeyPath, where: "key" | "value") => locateIn(doc, path, where, at)
   const yamlProblems: Array<LocatedProblem> = doc.errors.map((e) => {
     const [start] = e.linePos ?? [{ line: 1, col: 1 }]
-    return { ...error([], yamlMessage(e.code, e.message)), line: start.line, column: start.col }
+    // A duplicate key names its own key path, like every other problem.
+    const path = e.code === "DUPLICATE_KEY" ? (keyPathAt(doc.contents, e.pos[0]) ?? []) : []
+    return { ...error(path, yamlMessage(e.code, e.message), path.length > 0 ? "key" : "value"), line: start.line, column: start.col }
   })
   if (yamlProblems.length > 0) return { value: undefined, problems: yamlProblems, locate }
   try {
     return { value: doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT }), problems: [], locate }
   } catch (e) {
-    const message =
-      e instanceof ReferenceError && /alias/i.test(e.message)
-        ? `YAML aliases expand more than ${MAX_ALIAS_COUNT} times; a manifest this repetitive is refused as a resource-exhaustion risk`
-        : `YAML could not be read: ${e instanceof Error ? e.message : String(e)}`
+    if (e instanceof ReferenceError && /excessive alias/i.test(e.message)) {
+      const message = `YAML aliases expand more than ${MAX_ALIAS_COUNT} times; a manifest this repetitive is refused as a resource-exhaustion risk`
+      return { value: undefined, problems: [{ ...error([], message), line: 1, column: 1 }], locate }
+    }
+    // An alias with no anchor before it (`*nope`): say so, at the alias.
+    const unresolved = e instanceof ReferenceError ? /^Unresolved alias.*: (.*)$/.exec(e.message) : null
+    if (unresolved !== null) {
+      const source = unresolved[1]!
+      let offset = 0
+      visit(doc, {
+        Alias: (_key, node) => {
+          if (node.source === source && node.range) {
+            offset = node.range[0]
+            return visit.BREAK
+          }
+          return undefined
+        }
+      })
+      const message = `YAML alias *${source} has no anchor &${source} before it`
+      return { value: undefined, problems: [{ ...error(keyPathAt(doc.contents, offset) ?? [], message), ...at(offset) }], locate }
+    }
+    const message = `YAML could not be read: ${e instanceof Error ? e.message : String(e)}`
     return { value: undefined, problems: [{ ...error([], message), line: 1, column: 1 }], locate }
   }
 }
@@ -87,6 +107,26 @@ const locateIn = (
     } else break
   }
   return at(best)
+}
+
+/** The key path of the map key or value that starts at `offset` (a duplicate key, an alias). */
+const keyPathAt = (node: unknown, offset: number, path: KeyPath = []): KeyPath | undefined => {
+  if (isMap(node)) {
+    for (const pair of node.items) {
+      const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key)
+      const keyRange = (pair.key as Node | null)?.range
+      if (keyRange != null && keyRange[0] === offset) return [...path, key]
+      const inner = keyPathAt(pair.value, offset, [...path, key])
+      if (inner !== undefined) return inner
+    }
+  } else if (isSeq(node)) {
+    for (let i = 0; i < node.items.length; i++) {
+      const inner = keyPathAt(node.items[i], offset, [...path, i])
+      if (inner !== undefined) return inner
+    }
+  }
+  const range = (node as Node | null)?.range
+  return range != null && range[0] === offset && path.length > 0 ? path : undefined
 }
 
 const rangeStart = (node: unknown): number | undefined => {

@@ -53,10 +53,25 @@ export const traitRules = (raw: Record<string, unknown>): Array<Problem> => {
   // Cycles among this bag's traits, each reported once, at the first trait of the cycle.
   const state = new Map<string, "visiting" | "done">()
   const reported = new Set<string>()
-  const visit = (name: string, stack: Array<string>): void => {
-    state.set(name, "visiting")
-    stack.push(name)
-    for (const next of edges.get(name) ?? []) {
+  // Depth-first with an explicit stack, not recursion: a long include chain must not overflow the call stack.
+  const visit = (root: string): void => {
+    const stack: Array<string> = []
+    const frames: Array<{ readonly name: string; readonly next: ReadonlyArray<string>; i: number }> = []
+    const enter = (name: string) => {
+      state.set(name, "visiting")
+      stack.push(name)
+      frames.push({ name, next: edges.get(name) ?? [], i: 0 })
+    }
+    enter(root)
+    while (frames.length > 0) {
+      const frame = frames[frames.length - 1]!
+      if (frame.i >= frame.next.length) {
+        frames.pop()
+        stack.pop()
+        state.set(frame.name, "done")
+        continue
+      }
+      const next = frame.next[frame.i++]!
       if (state.get(next) === "visiting") {
         const cycle = [...stack.slice(stack.indexOf(next)), next]
         const key = [...new Set(cycle)].sort().join("\u0000")
@@ -64,12 +79,10 @@ export const traitRules = (raw: Record<string, unknown>): Array<Problem> => {
           reported.add(key)
           out.push(error(["traits", next, "includes"], `trait includes form a cycle: ${cycle.join(" -> ")}`))
         }
-      } else if (state.get(next) === undefined) visit(next, stack)
+      } else if (state.get(next) === undefined) enter(next)
     }
-    stack.pop()
-    state.set(name, "done")
   }
-  for (const name of edges.keys()) if (state.get(name) === undefined) visit(name, [])
+  for (const name of edges.keys()) if (state.get(name) === undefined) visit(name)
   return out
 }
 

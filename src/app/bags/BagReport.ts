@@ -1,0 +1,201 @@
+/**
+ * `svc bag show` and `svc bag doctor`: what an installed bag offers, and what it lacks on this
+ * machine. What depends on other installed bags is judged here, not by `check` (spec: an unmet
+ * requirement drops the bag's tools with one message, or is a warning when `optional`).
+ */
+import { Effect, Either, Schema } from "effect"
+import { constantReference } from "../../domain/manifest/Constants.js"
+import type { Manifest } from "../../domain/manifest/Manifest.js"
+import { explainEligibility, remoteEligibility, type RemoteEligibility } from "../../domain/manifest/RemoteEligibility.js"
+import { DependencyPackage } from "../../domain/manifest/schema/Composition.js"
+import { BagDirectory } from "./BagDirectory.js"
+import { checkSnapshot } from "./BagCheck.js"
+import { BagStore, BagStoreError, HostPrograms, type InstalledBag } from "./BagStore.js"
+import { ManifestSource } from "./ManifestSource.js"
+import { registeredName } from "./BagInstall.js"
+
+export interface Finding {
+  readonly severity: "error" | "warning"
+  readonly message: string
+}
+
+export interface JobSummary {
+  readonly name: string
+  readonly address: string | undefined
+  readonly runs: string
+  readonly digest: string
+  readonly remote: RemoteEligibility
+  readonly explanation: string
+}
+
+export interface BagSummary {
+  readonly name: string
+  readonly description: string
+  readonly version: string | undefined
+  readonly digest: string
+  readonly installedAt: string
+  readonly source: string
+  readonly jobs: ReadonlyArray<JobSummary>
+  readonly services: ReadonlyArray<string>
+  readonly schedules: ReadonlyArray<string>
+  readonly scripts: ReadonlyArray<string>
+  readonly findings: ReadonlyArray<Finding>
+}
+
+const loadManifest = (bag: InstalledBag) =>
+  Effect.gen(function* () {
+    const snapshot = yield* (yield* BagDirectory).read(bag.path)
+    const report = yield* checkSnapshot(snapshot)
+    if (report.manifest === undefined) {
+      return yield* new BagStoreError({ reason: "Corrupt", message: `the installed copy of ${bag.name} no longer passes bag check; reinstall it` })
+    }
+    return report.manifest
+  }).pipe(Effect.catchTag("BagDirectoryError", (e) => new BagStoreError({ reason: "Corrupt", message: e.message })))
+
+const getInstalled = (name: string) =>
+  Effect.gen(function* () {
+    const bag = yield* (yield* BagStore).get(name)
+    if (bag === undefined) return yield* new BagStoreError({ reason: "NotInstalled", message: `no bag named ${JSON.stringify(name)} is installed` })
+    return bag
+  })
+
+/** Requirements, composed bags and other bags' constants, judged against what is installed. */
+const relationFindings = (manifest: Manifest, installed: ReadonlyArray<InstalledBag>) =>
+  Effect.gen(function* () {
+    const names = new Set(installed.map((b) => b.name))
+    const findings: Array<Finding> = []
+    const unmet = Object.entries(manifest.requires ?? {}).filter(([bag]) => !names.has(bag))
+    const hard = unmet.filter(([, r]) => r.optional !== true)
+    if (hard.length > 0) {
+      const why = hard.map(([bag, r]) => `${bag}${r.reason === undefined ? "" : ` (${r.reason})`}`).join(", ")
+      findings.push({ severity: "error", message: `tools dropped: requires ${why}, not installed` })
+    }
+    for (const [bag, r] of unmet.filter(([, r]) => r.optional === true)) {
+      findings.push({ severity: "warning", message: `optional requirement ${bag} is not installed${r.reason === undefined ? "" : ` (${r.reason})`}; the bag loads without it` })
+    }
+    const composed = Array.isArray(manifest.bags) ? manifest.bags : Object.keys(manifest.bags ?? {})
+    for (const bag of composed) {
+      if (!names.has(bag)) findings.push({ severity: "error", message: `composes bag ${bag}, which is not installed` })
+    }
+    // Another bag's constants: resolved against that bag's installed manifest.
+    const refs = collectExternalConstants(manifest, registeredName(manifest))
+    for (const { bag, name } of refs) {
+      const other = installed.find((b) => b.name === bag)
+      if (other === undefined) {
+        findings.push({ severity: "error", message: `uses constant ${name} of bag ${bag}, which is not installed` })
+        continue
+      }
+      const otherManifest = yield* loadManifest(other)
+      if (!Object.prototype.hasOwnProperty.call(otherManifest.constants ?? {}, name)) {
+        findings.push({ severity: "error", message: `uses constant ${name} of bag ${bag}, which defines no such constant` })
+      }
+    }
+    return findings
+  })
+
+const collectExternalConstants = (manifest: Manifest, own: string) => {
+  const refs: Array<{ bag: string; name: string }> = []
+  const walk = (v: unknown): void => {
+    const ref = constantReference(v)
+    if (typeof ref === "string" && ref.includes(":")) {
+      const [bag, name] = [ref.slice(0, ref.indexOf(":")), ref.slice(ref.indexOf(":") + 1)]
+      if (bag !== own) refs.push({ bag, name })
+    } else if (Array.isArray(v)) v.forEach(walk)
+    else if (typeof v === "object" && v !== null) Object.values(v).forEach(walk)
+  }
+  for (const [key, value] of Object.entries(manifest)) if (key !== "constants") walk(value)
+  return refs
+}
+
+export const showBag = (name: string) =>
+  Effect.gen(function* () {
+    const bag = yield* getInstalled(name)
+    const manifest = yield* loadManifest(bag)
+    const installed = yield* (yield* BagStore).list
+    const jobs = Object.entries(manifest.jobs ?? {}).map(([jobName, job]): JobSummary => {
+      const remote = remoteEligibility(job)
+      return {
+        name: jobName,
+        address: bag.jobs.find((j) => j.name === jobName)?.address,
+        runs: job.runs.using,
+        digest: bag.digest,
+        remote,
+        explanation: explainEligibility(remote)
+      }
+    })
+    return {
+      name: bag.name,
+      description: bag.description,
+      version: manifest.version,
+      digest: bag.digest,
+      installedAt: bag.installedAt,
+      source: bag.source,
+      jobs,
+      services: Object.keys(manifest.services ?? {}),
+      schedules: Object.keys(manifest.schedules ?? {}),
+      scripts: Object.keys(manifest.scripts ?? {}),
+      findings: yield* relationFindings(manifest, installed)
+    } satisfies BagSummary
+  })
+
+export interface DoctorReport {
+  readonly bag: string
+  readonly findings: ReadonlyArray<Finding>
+}
+
+const PackageMap = Schema.Record({ key: Schema.String, value: DependencyPackage })
+const decodePackages = Schema.decodeUnknownEither(PackageMap, { onExcessProperty: "error" })
+
+/** Dependencies as a map: inline, or from the YAML file or package-bundle file the manifest names. */
+const dependencyMap = (bag: InstalledBag, manifest: Manifest) =>
+  Effect.gen(function* () {
+    const deps = manifest.dependencies
+    if (deps === undefined) return { packages: {}, findings: [] as Array<Finding> }
+    if (typeof deps !== "string") return { packages: deps, findings: [] as Array<Finding> }
+    const text = yield* (yield* BagDirectory).readText(bag.path, deps).pipe(Effect.orElseSucceed(() => undefined))
+    if (text === undefined) return { packages: {}, findings: [{ severity: "error", message: `dependencies file ${deps} cannot be read` }] as Array<Finding> }
+    if (/\.ya?ml$/.test(deps)) {
+      const parsed = (yield* ManifestSource).parse(text)
+      const decoded = decodePackages(parsed.value ?? {})
+      return Either.isRight(decoded)
+        ? { packages: decoded.right, findings: [] as Array<Finding> }
+        : { packages: {}, findings: [{ severity: "error", message: `dependencies file ${deps} is not a map of packages with a reason each` }] as Array<Finding> }
+    }
+    // A package bundle: plain lines naming formulae and casks (`jq`, or Brewfile's `brew "jq"`).
+    const packages: Record<string, DependencyPackage> = {}
+    for (const line of text.split("\n")) {
+      const trimmed = line.replace(/#.*$/, "").trim()
+      if (trimmed === "") continue
+      const m = /^(?:brew|cask)\s+["']([^"']+)["']/.exec(trimmed)
+      const pkg = m?.[1] ?? trimmed.split(/\s+/)[0]!
+      packages[pkg] = { reason: `listed in ${deps}` }
+    }
+    return { packages, findings: [] as Array<Finding> }
+  })
+
+export const doctorBag = (name: string) =>
+  Effect.gen(function* () {
+    const bag = yield* getInstalled(name)
+    const manifest = yield* loadManifest(bag)
+    const host = yield* HostPrograms
+    const { packages, findings } = yield* dependencyMap(bag, manifest)
+    for (const [pkg, spec] of Object.entries(packages)) {
+      const program = spec.bin ?? pkg
+      const found = yield* host.which(program)
+      if (found !== undefined) continue
+      const install = host.platform === "macos" ? spec.install?.macos : host.platform === "linux" ? spec.install?.linux : undefined
+      const how = install === undefined ? "no install command is given for this platform" : `install it with: ${install}`
+      findings.push({
+        severity: spec.optional === true ? "warning" : "error",
+        message: `${program} is not on PATH (${spec.reason}); ${how}`
+      })
+    }
+    const installed = yield* (yield* BagStore).list
+    findings.push(...(yield* relationFindings(manifest, installed)))
+    return { bag: bag.name, findings } satisfies DoctorReport
+  })
+
+export const doctorAll = Effect.gen(function* () {
+  const bags = yield* (yield* BagStore).list
+  return yield* Effect.forEach(bags, (b) => doctorBag(b.name))
+})

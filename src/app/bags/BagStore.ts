@@ -1,0 +1,46 @@
+/** Port: the installed bags in `$SVC_HOME` (see docs/bags.md for the layout). */
+import { Context, Data, type Effect } from "effect"
+import type { BagSnapshot } from "./BagDirectory.js"
+
+export interface InstalledJob {
+  readonly name: string
+  /** `BAG:JOB@VERSION` when the job has a version. */
+  readonly address: string | undefined
+}
+
+export interface InstalledBag {
+  readonly name: string
+  readonly description: string
+  readonly digest: string
+  readonly installedAt: string
+  /** Where it was installed from, for the operator's information only. */
+  readonly source: string
+  readonly jobs: ReadonlyArray<InstalledJob>
+  /** Directory holding the installed copy. */
+  readonly path: string
+}
+
+export class BagStoreError extends Data.TaggedError("BagStoreError")<{
+  readonly reason: "NotInstalled" | "Io" | "Corrupt"
+  readonly message: string
+}> {}
+
+export class BagStore extends Context.Tag("svc/BagStore")<
+  BagStore,
+  {
+    readonly list: Effect.Effect<ReadonlyArray<InstalledBag>, BagStoreError>
+    readonly get: (name: string) => Effect.Effect<InstalledBag | undefined, BagStoreError>
+    /** Copies the snapshot's files and records it; replaces an installed bag of that name atomically. */
+    readonly put: (snapshot: BagSnapshot, record: Omit<InstalledBag, "path">) => Effect.Effect<InstalledBag, BagStoreError>
+    readonly remove: (name: string) => Effect.Effect<void, BagStoreError>
+  }
+>() {}
+
+/** Port: looking up host programs on PATH (for `svc bag doctor`). */
+export class HostPrograms extends Context.Tag("svc/HostPrograms")<
+  HostPrograms,
+  {
+    readonly which: (program: string) => Effect.Effect<string | undefined>
+    readonly platform: "macos" | "linux" | "other"
+  }
+>() {}

@@ -1,0 +1,31 @@
+/** `svc new NAME`: writes the starter bag into a new directory NAME. */
+import { FileSystem, Path } from "@effect/platform"
+import { Data, Effect } from "effect"
+import { starterFiles } from "../../domain/bags/Starter.js"
+import { BAG_NAME } from "../../domain/manifest/Formats.js"
+
+export class NewBagRefused extends Data.TaggedError("NewBagRefused")<{ readonly message: string }> {}
+
+export const newBag = (name: string, parent: string = ".") =>
+  Effect.gen(function* () {
+    if (!BAG_NAME.test(name)) {
+      return yield* new NewBagRefused({
+        message: `${JSON.stringify(name)} is not a bag name: use letters, digits, dots, underscores and hyphens, starting with a letter or digit`
+      })
+    }
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Path.Path
+    const dir = path.resolve(parent, name)
+    if (yield* fs.exists(dir)) return yield* new NewBagRefused({ message: `${dir} already exists; choose another name or remove it` })
+    for (const file of starterFiles(name)) {
+      const target = path.join(dir, file.path)
+      yield* fs.makeDirectory(path.dirname(target), { recursive: true })
+      yield* fs.writeFileString(target, file.content)
+    }
+    return dir
+  }).pipe(
+    Effect.catchTags({
+      SystemError: (e) => new NewBagRefused({ message: `cannot create the bag: ${e.message}` }),
+      BadArgument: (e) => new NewBagRefused({ message: `cannot create the bag: ${e.message}` })
+    })
+  )

@@ -1,0 +1,121 @@
+/** `svc bag check|install|list|show|doctor|remove`: bags on this machine. */
+import { Args, Command, Options } from "@effect/cli"
+import { Console, Effect } from "effect"
+import { checkBag, type CheckReport } from "../../app/bags/BagCheck.js"
+import type { BagDirectoryError } from "../../app/bags/BagDirectory.js"
+import { installBag, removeBag } from "../../app/bags/BagInstall.js"
+import { doctorAll, doctorBag, showBag, type DoctorReport, type Finding } from "../../app/bags/BagReport.js"
+import { BagStore, type BagStoreError } from "../../app/bags/BagStore.js"
+import { shortDigest } from "../../domain/bags/Digest.js"
+import { exitQuietly, refused, usage } from "../CliFailure.js"
+import { printJson, printLines, table } from "../output.js"
+
+const json = Options.boolean("json").pipe(Options.withDescription("print one JSON document on stdout"))
+
+const directoryFailure = (e: BagDirectoryError) =>
+  e.reason === "NotFound" || e.reason === "NotADirectory" ? usage(e.message) : refused(e.message)
+const storeFailure = (e: BagStoreError) => refused(e.message)
+
+const problemLine = (p: CheckReport["problems"][number]) =>
+  `bag.yaml:${p.line}:${p.column}: ${p.path}: ${p.severity === "warning" ? "warning: " : ""}${p.message}`
+
+const check = Command.make(
+  "check",
+  { dir: Args.directory({ name: "DIR", exists: "either" }).pipe(Args.withDefault(".")), json },
+  ({ dir, json }) =>
+    Effect.gen(function* () {
+      const { report } = yield* checkBag(dir)
+      if (json) {
+        yield* printJson({
+          valid: report.valid,
+          problems: report.problems.map((p) => ({ path: p.path, line: p.line, column: p.column, message: p.message, severity: p.severity }))
+        })
+      } else {
+        yield* printLines(report.problems.map(problemLine))
+        if (report.valid) yield* Console.log(`${dir}: bag.yaml is valid`)
+      }
+      if (!report.valid) return yield* exitQuietly(1)
+    }).pipe(Effect.catchTag("BagDirectoryError", (e) => Effect.fail(directoryFailure(e))))
+).pipe(Command.withDescription("Validate a bag directory without installing it (exit 0 valid, 1 invalid)"))
+
+const install = Command.make(
+  "install",
+  { dir: Args.directory({ name: "DIR", exists: "either" }), json },
+  ({ dir, json }) =>
+    installBag(dir).pipe(
+      Effect.flatMap(({ bag, status }) =>
+        json
+          ? printJson({ status, name: bag.name, digest: bag.digest, jobs: bag.jobs })
+          : Console.log(`${status} ${bag.name} ${bag.digest}${bag.jobs.length > 0 ? `\njobs: ${bag.jobs.map((j) => j.address ?? `${j.name} (unversioned)`).join(", ")}` : ""}`)
+      ),
+      Effect.catchTags({
+        BagDirectoryError: (e) => Effect.fail(directoryFailure(e)),
+        BagInvalid: (e) =>
+          Effect.zipRight(
+            json ? printJson({ valid: false, problems: e.problems }) : printLines(e.problems.map(problemLine)),
+            Effect.fail(refused(e.message))
+          ),
+        AddressTaken: (e) => Effect.fail(refused(e.message)),
+        BagStoreError: (e) => Effect.fail(storeFailure(e))
+      })
+    )
+).pipe(Command.withDescription("Validate a bag and install a copy into $SVC_HOME, with its content digest"))
+
+const list = Command.make("list", { json }, ({ json }) =>
+  Effect.gen(function* () {
+    const bags = yield* (yield* BagStore).list
+    if (json) return yield* printJson({ bags: bags.map(({ path: _path, ...b }) => b) })
+    if (bags.length === 0) return yield* Console.log("no bags installed; install one with: svc bag install DIR")
+    yield* printLines(table(["NAME", "DIGEST", "JOBS", "DESCRIPTION"], bags.map((b) => [b.name, shortDigest(b.digest), String(b.jobs.length), b.description])))
+  }).pipe(Effect.catchTag("BagStoreError", (e) => Effect.fail(storeFailure(e))))
+).pipe(Command.withDescription("List installed bags"))
+
+const findingLines = (findings: ReadonlyArray<Finding>) => findings.map((f) => `${f.severity}: ${f.message}`)
+
+const show = Command.make("show", { name: Args.text({ name: "NAME" }), json }, ({ json, name }) =>
+  Effect.gen(function* () {
+    const summary = yield* showBag(name)
+    if (json) return yield* printJson(summary)
+    yield* printLines([
+      `${summary.name}${summary.version === undefined ? "" : ` ${summary.version}`}: ${summary.description}`,
+      `digest: ${summary.digest}`,
+      `installed: ${summary.installedAt} from ${summary.source}`,
+      ...(summary.jobs.length === 0
+        ? ["jobs: none"]
+        : ["jobs:", ...table(["  JOB", "ADDRESS", "RUNS", "REMOTE"], summary.jobs.map((j) => [`  ${j.name}`, j.address ?? "(unversioned)", j.runs, j.explanation]))]),
+      ...(summary.services.length > 0 ? [`services: ${summary.services.join(", ")}`] : []),
+      ...(summary.schedules.length > 0 ? [`schedules: ${summary.schedules.join(", ")}`] : []),
+      ...(summary.scripts.length > 0 ? [`scripts: ${summary.scripts.join(", ")}`] : []),
+      ...findingLines(summary.findings)
+    ])
+  }).pipe(Effect.catchTag("BagStoreError", (e) => Effect.fail(storeFailure(e))))
+).pipe(Command.withDescription("Show an installed bag: jobs with BAG:JOB@VERSION, digest, remote eligibility"))
+
+const doctor = Command.make(
+  "doctor",
+  { name: Args.text({ name: "NAME" }).pipe(Args.optional), json },
+  ({ json, name }) =>
+    Effect.gen(function* () {
+      const reports: ReadonlyArray<DoctorReport> = name._tag === "Some" ? [yield* doctorBag(name.value)] : yield* doctorAll
+      if (json) yield* printJson({ bags: reports })
+      else {
+        for (const r of reports) {
+          yield* printLines(r.findings.length === 0 ? [`${r.bag}: ok`] : [`${r.bag}:`, ...findingLines(r.findings).map((l) => `  ${l}`)])
+        }
+        if (reports.length === 0) yield* Console.log("no bags installed")
+      }
+      if (reports.some((r) => r.findings.some((f) => f.severity === "error"))) return yield* exitQuietly(1)
+    }).pipe(Effect.catchTag("BagStoreError", (e) => Effect.fail(storeFailure(e))))
+).pipe(Command.withDescription("Check what installed bags need on this machine (programs on PATH, required bags)"))
+
+const remove = Command.make("remove", { name: Args.text({ name: "NAME" }), json }, ({ json, name }) =>
+  removeBag(name).pipe(
+    Effect.flatMap((bag) => (json ? printJson({ removed: bag.name, digest: bag.digest }) : Console.log(`removed ${bag.name}`))),
+    Effect.catchTag("BagStoreError", (e) => Effect.fail(storeFailure(e)))
+  )
+).pipe(Command.withDescription("Remove an installed bag"))
+
+export const bagCommand = Command.make("bag").pipe(
+  Command.withDescription("Bags: check, install, list, show, doctor, remove"),
+  Command.withSubcommands([check, install, list, show, doctor, remove])
+)

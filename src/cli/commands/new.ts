@@ -1,0 +1,23 @@
+/** `svc new NAME`: create a starter bag that `svc bag check` accepts. */
+import { Args, Command, Options } from "@effect/cli"
+import { Console, Effect } from "effect"
+import { newBag } from "../../app/bags/NewBag.js"
+import { refused } from "../CliFailure.js"
+import { printJson } from "../output.js"
+
+export const newCommand = Command.make(
+  "new",
+  {
+    name: Args.text({ name: "NAME" }).pipe(Args.withDescription("bag name; the bag is created in ./NAME")),
+    json: Options.boolean("json").pipe(Options.withDescription("print { name, dir } as JSON"))
+  },
+  ({ json, name }) =>
+    newBag(name).pipe(
+      Effect.flatMap((dir) =>
+        json
+          ? printJson({ name, dir })
+          : Console.log(`created ${dir}\nnext: svc bag check ${name} && svc bag install ${name}`)
+      ),
+      Effect.catchTag("NewBagRefused", (e) => Effect.fail(refused(e.message)))
+    )
+).pipe(Command.withDescription("Create a starter bag (bag.yaml and a versioned node job) in a new directory"))

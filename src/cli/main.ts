@@ -1,0 +1,28 @@
+/** The `svc` command tree and the layers it runs with. */
+import { Command } from "@effect/cli"
+import { NodeContext } from "@effect/platform-node"
+import { Layer } from "effect"
+import * as NodeBagDirectory from "../infra/bags/NodeBagDirectory.js"
+import * as FileBagStore from "../infra/bags/FileBagStore.js"
+import * as HostPrograms from "../infra/bags/HostPrograms.js"
+import * as ManifestSourceLive from "../infra/manifest/ManifestSourceLive.js"
+import * as SvcHome from "../infra/SvcHome.js"
+import { bagCommand } from "./commands/bag.js"
+import { newCommand } from "./commands/new.js"
+
+export const VERSION = "0.1.0"
+
+export const svc = Command.make("svc").pipe(
+  Command.withDescription("svc: spread background work from an owner machine to linked workers"),
+  Command.withSubcommands([newCommand, bagCommand])
+)
+
+export const cli = Command.run(svc, { name: "svc", version: VERSION })
+
+export const MainLayer = Layer.mergeAll(
+  NodeContext.layer,
+  NodeBagDirectory.layer,
+  FileBagStore.layer.pipe(Layer.provide(SvcHome.layer)),
+  HostPrograms.layer,
+  ManifestSourceLive.layer
+)

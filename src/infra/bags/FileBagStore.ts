@@ -1,0 +1,80 @@
+/**
+ * `BagStore` in `$SVC_HOME/bags`: one directory per installed bag, `<name>/bag/` holding the
+ * copy and `<name>/install.json` the record (docs/bags.md). A replacement is staged beside it
+ * and swapped in with renames, so a crash leaves the old or the new bag, never half of one.
+ */
+import { randomBytes } from "node:crypto"
+import * as fs from "node:fs/promises"
+import * as nodePath from "node:path"
+import { Effect, Layer, Schema } from "effect"
+import { BagStore, BagStoreError, type InstalledBag } from "../../app/bags/BagStore.js"
+import { SvcHome } from "../SvcHome.js"
+
+const Record = Schema.Struct({
+  name: Schema.String,
+  description: Schema.String,
+  digest: Schema.String,
+  installedAt: Schema.String,
+  source: Schema.String,
+  jobs: Schema.Array(Schema.Struct({ name: Schema.String, address: Schema.optionalWith(Schema.String, { exact: true }) }))
+})
+const decodeRecord = Schema.decodeUnknownEither(Schema.parseJson(Record))
+
+/** An extension registers as `parent/name`; on disk the slash becomes `+`. */
+const dirName = (name: string) => name.replace(/\//g, "+")
+
+const io = (what: string) => (e: unknown) =>
+  new BagStoreError({ reason: "Io", message: `${what}: ${(e as NodeJS.ErrnoException)?.code ?? String(e)}` })
+
+export const make = (home: string) => {
+  const root = nodePath.join(home, "bags")
+  const read = async (dir: string): Promise<InstalledBag | undefined> => {
+    const text = await fs.readFile(nodePath.join(root, dir, "install.json"), "utf8").catch(() => undefined)
+    if (text === undefined) return undefined
+    const record = decodeRecord(text)
+    if (record._tag === "Left") throw new BagStoreError({ reason: "Corrupt", message: `${nodePath.join(root, dir, "install.json")} is not a valid install record` })
+    return {
+      ...record.right,
+      jobs: record.right.jobs.map((j) => ({ name: j.name, address: j.address })),
+      path: nodePath.join(root, dir, "bag")
+    }
+  }
+  const wrap = <A>(what: string, f: () => Promise<A>) =>
+    Effect.tryPromise({ try: f, catch: (e) => (e instanceof BagStoreError ? e : io(what)(e)) })
+
+  return BagStore.of({
+    list: wrap("reading the bag store", async () => {
+      const entries = await fs.readdir(root, { withFileTypes: true }).catch(() => [])
+      const bags: Array<InstalledBag> = []
+      for (const e of entries) {
+        if (!e.isDirectory() || e.name.startsWith(".")) continue
+        const bag = await read(e.name)
+        if (bag !== undefined) bags.push(bag)
+      }
+      return bags.sort((a, b) => a.name.localeCompare(b.name))
+    }),
+    get: (name) => wrap(`reading bag ${name}`, () => read(dirName(name))),
+    put: (snapshot, record) =>
+      wrap(`installing bag ${record.name}`, async () => {
+        await fs.mkdir(root, { recursive: true })
+        const staging = nodePath.join(root, `.staging-${randomBytes(6).toString("hex")}`)
+        try {
+          for (const dir of [...snapshot.listing.dirs].sort()) await fs.mkdir(nodePath.join(staging, "bag", dir), { recursive: true })
+          for (const f of snapshot.files) await fs.copyFile(nodePath.join(snapshot.dir, f.path), nodePath.join(staging, "bag", f.path))
+          const json = { ...record, jobs: record.jobs.map((j) => (j.address === undefined ? { name: j.name } : j)) }
+          await fs.writeFile(nodePath.join(staging, "install.json"), JSON.stringify(json, null, 2) + "\n")
+          const target = nodePath.join(root, dirName(record.name))
+          const old = `${staging}-old`
+          const hadOld = await fs.rename(target, old).then(() => true, () => false)
+          await fs.rename(staging, target)
+          if (hadOld) await fs.rm(old, { recursive: true, force: true })
+          return { ...record, path: nodePath.join(target, "bag") }
+        } finally {
+          await fs.rm(staging, { recursive: true, force: true })
+        }
+      }),
+    remove: (name) => wrap(`removing bag ${name}`, () => fs.rm(nodePath.join(root, dirName(name)), { recursive: true, force: true }))
+  })
+}
+
+export const layer = Layer.effect(BagStore, Effect.map(SvcHome, (home) => make(home.path)))

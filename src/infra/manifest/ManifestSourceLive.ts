@@ -1,0 +1,7 @@
+/** `ManifestSource` backed by the `yaml` package (positions) and the library validators. */
+import { Layer } from "effect"
+import { ManifestSource } from "../../app/bags/ManifestSource.js"
+import { formatValidators } from "./FormatValidators.js"
+import { parseManifest } from "./YamlManifest.js"
+
+export const layer = Layer.succeed(ManifestSource, { parse: parseManifest, validators: formatValidators })
