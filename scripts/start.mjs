@@ -6,7 +6,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 
-const svc = fileURLToPath(new URL("../dist/cli/bin.js", import.meta.url))
+const svc = fileURLToPath(new URL("../dist/svc.mjs", import.meta.url))
 const work = mkdtempSync(join(tmpdir(), "svc-start-"))
 const run = (...args) => {
   console.log(`$ svc ${args.join(" ")}`)

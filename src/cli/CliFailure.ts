@@ -3,7 +3,7 @@
  * checked is invalid or the request was refused, 2 for a usage error or an unreachable
  * runtime. The message is one sentence for stderr; it never carries a secret.
  */
-import { Data } from "effect"
+import * as Data from "effect/Data"
 
 export class CliFailure extends Data.TaggedError("CliFailure")<{
   readonly exitCode: 1 | 2

@@ -3,8 +3,11 @@
  * The `svc` binary. Runs the command tree and turns its outcome into the exit codes of the CLI
  * contract: 0 success, 1 invalid or refused, 2 usage error or runtime not reachable.
  */
-import { ValidationError } from "@effect/cli"
-import { Cause, Effect, Exit, Option } from "effect"
+import * as ValidationError from "@effect/cli/ValidationError"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
 import { CliFailure } from "./CliFailure.js"
 import { cli, MainLayer } from "./main.js"
 

@@ -1,7 +1,7 @@
 /** The `svc` command tree and the layers it runs with. */
-import { Command } from "@effect/cli"
-import { NodeContext } from "@effect/platform-node"
-import { Layer } from "effect"
+import * as Command from "@effect/cli/Command"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as Layer from "effect/Layer"
 import * as NodeBagDirectory from "../infra/bags/NodeBagDirectory.js"
 import * as FileBagStore from "../infra/bags/FileBagStore.js"
 import * as HostPrograms from "../infra/bags/HostPrograms.js"

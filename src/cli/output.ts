@@ -1,5 +1,6 @@
 /** Printing: one JSON document for `--json`, plain lines otherwise. */
-import { Console, Effect } from "effect"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
 
 export const printJson = (value: unknown) => Console.log(JSON.stringify(value, null, 2))
 

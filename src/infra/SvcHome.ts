@@ -4,7 +4,10 @@
  */
 import * as os from "node:os"
 import * as nodePath from "node:path"
-import { Config, Context, Effect, Layer } from "effect"
+import * as Config from "effect/Config"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 
 export class SvcHome extends Context.Tag("svc/SvcHome")<SvcHome, { readonly path: string }>() {}
 

@@ -2,8 +2,9 @@
  * `svc bag check`: judge a bag directory alone, without installing it: the manifest (every
  * problem, positioned) and the files it names.
  */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { checkManifest, type ManifestCheck } from "../../domain/manifest/Check.js"
+import type { ConstantResolver } from "../../domain/manifest/Constants.js"
 import type { BagListing } from "../../domain/manifest/Environment.js"
 import type { Manifest } from "../../domain/manifest/Manifest.js"
 import { formatPath, type Severity } from "../../domain/manifest/Problem.js"
@@ -29,7 +30,7 @@ export interface CheckReport {
 const byPosition = (a: ReportedProblem, b: ReportedProblem) => a.line - b.line || a.column - b.column
 
 /** Checks manifest text; with a listing, also that the files it names exist. */
-export const checkText = (text: string, listing?: BagListing) =>
+export const checkText = (text: string, listing?: BagListing, constants?: ConstantResolver) =>
   Effect.map(ManifestSource, (source): CheckReport => {
     const parsed = source.parse(text)
     if (parsed.problems.length > 0) {
@@ -38,23 +39,28 @@ export const checkText = (text: string, listing?: BagListing) =>
         .sort(byPosition)
       return { valid: false, problems, manifest: undefined, externalConstants: [] }
     }
-    const result = checkManifest(parsed.value, listing === undefined ? { validators: source.validators } : { validators: source.validators, listing })
+    const result = checkManifest(parsed.value, {
+      validators: source.validators,
+      ...(listing === undefined ? {} : { listing }),
+      ...(constants === undefined ? {} : { constants })
+    })
     const problems = result.problems
       .map((p) => ({ path: formatPath(p.path), ...parsed.locate(p.path, p.at), message: p.message, severity: p.severity }))
       .sort(byPosition)
     return {
-      valid: result.manifest !== undefined,
+      valid: !problems.some((p) => p.severity === "error"),
       problems,
       manifest: result.manifest,
       externalConstants: result.externalConstants
     }
   })
 
-export const checkSnapshot = (snapshot: BagSnapshot) => checkText(snapshot.manifestText, snapshot.listing)
+export const checkSnapshot = (snapshot: BagSnapshot, constants?: ConstantResolver) =>
+  checkText(snapshot.manifestText, snapshot.listing, constants)
 
-export const checkBag = (dir: string) =>
+export const checkBag = (dir: string, constants?: ConstantResolver) =>
   Effect.gen(function* () {
     const snapshot = yield* (yield* BagDirectory).read(dir)
-    const report = yield* checkSnapshot(snapshot)
+    const report = yield* checkSnapshot(snapshot, constants)
     return { snapshot, report }
   })

@@ -1,5 +1,7 @@
 /** Port: reading a bag directory (its manifest text, its file listing, its content digest). */
-import { Context, Data, type Effect } from "effect"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import type * as Effect from "effect/Effect"
 import type { BagListing } from "../../domain/manifest/Environment.js"
 
 export interface BagFile {

@@ -4,13 +4,17 @@
  * `BAG:JOB@VERSION` is installed with one digest, a bag with other content that still claims
  * that address is refused (bump the job's version instead).
  */
-import { Clock, Data, Effect } from "effect"
+import * as Clock from "effect/Clock"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
 import type { Manifest } from "../../domain/manifest/Manifest.js"
 import { formatJobAddress, versionString } from "../../domain/manifest/JobAddress.js"
 import { shortDigest } from "../../domain/bags/Digest.js"
 import { BagDirectory } from "./BagDirectory.js"
 import { checkBag, type ReportedProblem } from "./BagCheck.js"
-import { BagStore, BagStoreError, type InstalledBag, type InstalledJob } from "./BagStore.js"
+import { BagStore, BagStoreError, type InstalledBag, type InstalledJob, type PinnedConstant } from "./BagStore.js"
+import { installedResolver } from "./BagConstants.js"
+import type { ExternalConstant } from "../../domain/manifest/Constants.js"
 
 export class BagInvalid extends Data.TaggedError("BagInvalid")<{
   readonly dir: string
@@ -42,15 +46,26 @@ export const jobsOf = (manifest: Manifest): Array<InstalledJob> =>
     address: job.version === undefined ? undefined : formatJobAddress({ bag: registeredName(manifest), job: name, version: versionString(job.version) })
   }))
 
+const pins = (used: ReadonlyArray<ExternalConstant>, installed: ReadonlyArray<InstalledBag>): Array<PinnedConstant> => {
+  const resolve = installedResolver(installed)
+  const out: Array<PinnedConstant> = []
+  for (const { bag, name } of used) {
+    const found = resolve(bag, name)
+    if (found !== undefined && !out.some((p) => p.bag === bag && p.name === name)) out.push({ bag, name, value: found.value })
+  }
+  return out
+}
+
 export type InstallOutcome = { readonly status: "installed" | "replaced" | "unchanged"; readonly bag: InstalledBag }
 
 export const installBag = (dir: string) =>
   Effect.gen(function* () {
-    const { snapshot, report } = yield* checkBag(dir)
+    const store = yield* BagStore
+    const installed = yield* store.list
+    const { snapshot, report } = yield* checkBag(dir, installedResolver(installed))
     if (report.manifest === undefined) return yield* new BagInvalid({ dir, problems: report.problems })
     const manifest = report.manifest
     const digest = yield* (yield* BagDirectory).digest(snapshot)
-    const store = yield* BagStore
     const name = registeredName(manifest)
     const current = yield* store.get(name)
     if (current !== undefined && current.digest === digest) return { status: "unchanged", bag: current } satisfies InstallOutcome
@@ -67,7 +82,9 @@ export const installBag = (dir: string) =>
       digest,
       installedAt: new Date(now).toISOString(),
       source: snapshot.dir,
-      jobs
+      jobs,
+      constants: manifest.constants ?? {},
+      pinnedConstants: pins(report.externalConstants, installed)
     })
     return { status: current === undefined ? "installed" : "replaced", bag } satisfies InstallOutcome
   })

@@ -3,8 +3,9 @@
  * machine. What depends on other installed bags is judged here, not by `check` (spec: an unmet
  * requirement drops the bag's tools with one message, or is a warning when `optional`).
  */
-import { Effect, Either, Schema } from "effect"
-import { constantReference } from "../../domain/manifest/Constants.js"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
 import type { Manifest } from "../../domain/manifest/Manifest.js"
 import { explainEligibility, remoteEligibility, type RemoteEligibility } from "../../domain/manifest/RemoteEligibility.js"
 import { DependencyPackage } from "../../domain/manifest/schema/Composition.js"
@@ -12,7 +13,7 @@ import { BagDirectory } from "./BagDirectory.js"
 import { checkSnapshot } from "./BagCheck.js"
 import { BagStore, BagStoreError, HostPrograms, type InstalledBag } from "./BagStore.js"
 import { ManifestSource } from "./ManifestSource.js"
-import { registeredName } from "./BagInstall.js"
+import { pinDrift, pinnedResolver } from "./BagConstants.js"
 
 export interface Finding {
   readonly severity: "error" | "warning"
@@ -45,7 +46,7 @@ export interface BagSummary {
 const loadManifest = (bag: InstalledBag) =>
   Effect.gen(function* () {
     const snapshot = yield* (yield* BagDirectory).read(bag.path)
-    const report = yield* checkSnapshot(snapshot)
+    const report = yield* checkSnapshot(snapshot, pinnedResolver(bag.pinnedConstants))
     if (report.manifest === undefined) {
       return yield* new BagStoreError({ reason: "Corrupt", message: `the installed copy of ${bag.name} no longer passes bag check; reinstall it` })
     }
@@ -60,7 +61,7 @@ const getInstalled = (name: string) =>
   })
 
 /** Requirements, composed bags and other bags' constants, judged against what is installed. */
-const relationFindings = (manifest: Manifest, installed: ReadonlyArray<InstalledBag>) =>
+const relationFindings = (bag: InstalledBag, manifest: Manifest, installed: ReadonlyArray<InstalledBag>) =>
   Effect.gen(function* () {
     const names = new Set(installed.map((b) => b.name))
     const findings: Array<Finding> = []
@@ -77,35 +78,9 @@ const relationFindings = (manifest: Manifest, installed: ReadonlyArray<Installed
     for (const bag of composed) {
       if (!names.has(bag)) findings.push({ severity: "error", message: `composes bag ${bag}, which is not installed` })
     }
-    // Another bag's constants: resolved against that bag's installed manifest.
-    const refs = collectExternalConstants(manifest, registeredName(manifest))
-    for (const { bag, name } of refs) {
-      const other = installed.find((b) => b.name === bag)
-      if (other === undefined) {
-        findings.push({ severity: "error", message: `uses constant ${name} of bag ${bag}, which is not installed` })
-        continue
-      }
-      const otherManifest = yield* loadManifest(other)
-      if (!Object.prototype.hasOwnProperty.call(otherManifest.constants ?? {}, name)) {
-        findings.push({ severity: "error", message: `uses constant ${name} of bag ${bag}, which defines no such constant` })
-      }
-    }
+    for (const drift of pinDrift(bag, installed)) findings.push({ severity: "warning", message: drift })
     return findings
   })
-
-const collectExternalConstants = (manifest: Manifest, own: string) => {
-  const refs: Array<{ bag: string; name: string }> = []
-  const walk = (v: unknown): void => {
-    const ref = constantReference(v)
-    if (typeof ref === "string" && ref.includes(":")) {
-      const [bag, name] = [ref.slice(0, ref.indexOf(":")), ref.slice(ref.indexOf(":") + 1)]
-      if (bag !== own) refs.push({ bag, name })
-    } else if (Array.isArray(v)) v.forEach(walk)
-    else if (typeof v === "object" && v !== null) Object.values(v).forEach(walk)
-  }
-  for (const [key, value] of Object.entries(manifest)) if (key !== "constants") walk(value)
-  return refs
-}
 
 export const showBag = (name: string) =>
   Effect.gen(function* () {
@@ -134,7 +109,7 @@ export const showBag = (name: string) =>
       services: Object.keys(manifest.services ?? {}),
       schedules: Object.keys(manifest.schedules ?? {}),
       scripts: Object.keys(manifest.scripts ?? {}),
-      findings: yield* relationFindings(manifest, installed)
+      findings: yield* relationFindings(bag, manifest, installed)
     } satisfies BagSummary
   })
 
@@ -191,7 +166,7 @@ export const doctorBag = (name: string) =>
       })
     }
     const installed = yield* (yield* BagStore).list
-    findings.push(...(yield* relationFindings(manifest, installed)))
+    findings.push(...(yield* relationFindings(bag, manifest, installed)))
     return { bag: bag.name, findings } satisfies DoctorReport
   })
 

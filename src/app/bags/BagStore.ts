@@ -1,11 +1,19 @@
 /** Port: the installed bags in `$SVC_HOME` (see docs/bags.md for the layout). */
-import { Context, Data, type Effect } from "effect"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import type * as Effect from "effect/Effect"
 import type { BagSnapshot } from "./BagDirectory.js"
 
 export interface InstalledJob {
   readonly name: string
   /** `BAG:JOB@VERSION` when the job has a version. */
   readonly address: string | undefined
+}
+
+export interface PinnedConstant {
+  readonly bag: string
+  readonly name: string
+  readonly value: unknown
 }
 
 export interface InstalledBag {
@@ -16,6 +24,10 @@ export interface InstalledBag {
   /** Where it was installed from, for the operator's information only. */
   readonly source: string
   readonly jobs: ReadonlyArray<InstalledJob>
+  /** The bag's own constants, which bags composing or requiring it may use. */
+  readonly constants: Readonly<Record<string, unknown>>
+  /** Other bags' constants this bag uses, with the values they had when it was installed. */
+  readonly pinnedConstants: ReadonlyArray<PinnedConstant>
   /** Directory holding the installed copy. */
   readonly path: string
 }

@@ -2,7 +2,7 @@
  * Port: turning bag.yaml text into a plain value with positions, and the format validators the
  * pure check needs. The infra layer backs it with the `yaml` package, croner and ajv.
  */
-import { Context } from "effect"
+import * as Context from "effect/Context"
 import type { FormatValidators } from "../../domain/manifest/Environment.js"
 import type { KeyPath, Problem } from "../../domain/manifest/Problem.js"
 

@@ -1,6 +1,8 @@
 /** `svc new NAME`: writes the starter bag into a new directory NAME. */
-import { FileSystem, Path } from "@effect/platform"
-import { Data, Effect } from "effect"
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as Path from "@effect/platform/Path"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
 import { starterFiles } from "../../domain/bags/Starter.js"
 import { BAG_NAME } from "../../domain/manifest/Formats.js"
 

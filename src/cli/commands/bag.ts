@@ -1,6 +1,9 @@
 /** `svc bag check|install|list|show|doctor|remove`: bags on this machine. */
-import { Args, Command, Options } from "@effect/cli"
-import { Console, Effect } from "effect"
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
 import { checkBag, type CheckReport } from "../../app/bags/BagCheck.js"
 import type { BagDirectoryError } from "../../app/bags/BagDirectory.js"
 import { installBag, removeBag } from "../../app/bags/BagInstall.js"

@@ -1,6 +1,9 @@
 /** `svc new NAME`: create a starter bag that `svc bag check` accepts. */
-import { Args, Command, Options } from "@effect/cli"
-import { Console, Effect } from "effect"
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
 import { newBag } from "../../app/bags/NewBag.js"
 import { refused } from "../CliFailure.js"
 import { printJson } from "../output.js"

@@ -4,13 +4,14 @@
  * cross-key, reference, format and file rules. Returns every problem with its key path, and the
  * typed manifest when there is no error.
  */
-import { Either, ParseResult } from "effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
 import { substituteConstants, type ExternalConstant } from "./Constants.js"
 import type { CheckEnvironment } from "./Environment.js"
 import { problemsOfIssue } from "./internal/issues.js"
 import { isMap } from "./internal/schemaKit.js"
 import { EXTENSION_KEYS, Manifest, REPLACED_KEYS, RETIRED_KEYS } from "./Manifest.js"
-import { error, hasErrors, isUnder, type KeyPath, type Problem } from "./Problem.js"
+import { error, hasErrors, isUnder, type KeyPath, type PathSegment, type Problem } from "./Problem.js"
 import { extensionKeyProblems, fileRules } from "./rules/files.js"
 import { formatRules } from "./rules/formats.js"
 import { jobRules, scheduleJobRules, toolRules, traitRules, vendorRules } from "./rules/references.js"
@@ -18,7 +19,10 @@ import * as Structure from "./rules/structure.js"
 
 export interface ManifestCheck {
   readonly problems: ReadonlyArray<Problem>
-  /** The decoded manifest; present only when no problem is an error. */
+  /**
+   * The decoded manifest; present only when no problem is an error and every value is known
+   * (another bag's constant is known only where that bag is installed).
+   */
   readonly manifest: Manifest | undefined
   /** Other bags' constants used, resolved where those bags are installed. */
   readonly externalConstants: ReadonlyArray<ExternalConstant>
@@ -54,7 +58,15 @@ export const checkManifest = (document: unknown, env: CheckEnvironment): Manifes
       externalConstants: []
     }
   }
-  const substitution = substituteConstants(document)
+  const cycle = selfReference(document)
+  if (cycle !== undefined) {
+    return {
+      problems: [error(cycle, "contains itself: a YAML alias inside its own anchor makes a value without end, which no manifest key accepts")],
+      manifest: undefined,
+      externalConstants: []
+    }
+  }
+  const substitution = substituteConstants(document, env.constants)
   const problems: Array<Problem> = [...substitution.problems]
   const raw: Record<string, unknown> = { ...substitution.value }
 
@@ -94,4 +106,38 @@ const dedupe = (problems: ReadonlyArray<Problem>): Array<Problem> => {
     seen.add(key)
     return true
   })
+}
+
+/**
+ * The key path of a value that contains itself (`a: &x [*x]`: YAML lets an alias point into its
+ * own anchor), or undefined. Every later step walks the document, so such a value would never
+ * end. Iterative, so a deep document cannot overflow the stack; a value shared by several
+ * aliases (no cycle) is walked once.
+ */
+const selfReference = (root: unknown): KeyPath | undefined => {
+  type Frame = { readonly node: object; readonly segment: PathSegment; readonly children: ReadonlyArray<readonly [PathSegment, unknown]>; i: number }
+  const onPath = new Set<object>()
+  const finished = new Set<object>()
+  const frames: Array<Frame> = []
+  const enter = (node: object, segment: PathSegment) => {
+    onPath.add(node)
+    const children = Array.isArray(node) ? node.map((v, i) => [i, v] as const) : Object.entries(node)
+    frames.push({ node, segment, children, i: 0 })
+  }
+  if (typeof root !== "object" || root === null) return undefined
+  enter(root, "")
+  while (frames.length > 0) {
+    const frame = frames[frames.length - 1]!
+    if (frame.i >= frame.children.length) {
+      frames.pop()
+      onPath.delete(frame.node)
+      finished.add(frame.node)
+      continue
+    }
+    const [segment, child] = frame.children[frame.i++]!
+    if (typeof child !== "object" || child === null || finished.has(child)) continue
+    if (onPath.has(child)) return [...frames.slice(1).map((f) => f.segment), segment]
+    enter(child, segment)
+  }
+  return undefined
 }

@@ -15,6 +15,13 @@ export interface ExternalConstant {
   readonly name: string
 }
 
+/**
+ * Looks up another bag's constant where bags are installed: `undefined` when that bag or
+ * constant is not there. Without a resolver (plain `svc bag check`), other bags' constants
+ * stay unresolved and their places are left out of validation.
+ */
+export type ConstantResolver = (bag: string, name: string) => { readonly value: unknown } | undefined
+
 export interface Substitution {
   readonly value: Record<string, unknown>
   readonly problems: ReadonlyArray<Problem>
@@ -38,7 +45,7 @@ export const relatedBags = (raw: Record<string, unknown>): ReadonlySet<string> =
   return names
 }
 
-export const substituteConstants = (raw: Record<string, unknown>): Substitution => {
+export const substituteConstants = (raw: Record<string, unknown>, resolver?: ConstantResolver): Substitution => {
   const constants = isMap(raw["constants"]) ? raw["constants"] : {}
   const own = typeof raw["name"] === "string" ? raw["name"] : undefined
   const related = relatedBags(raw)
@@ -62,6 +69,11 @@ export const substituteConstants = (raw: Record<string, unknown>): Substitution 
         )
       }
       external.push({ path, bag, name })
+      if (resolver !== undefined) {
+        const found = resolver(bag, name)
+        if (found !== undefined) return found.value
+        problems.push(error(path, `constant ${JSON.stringify(name)} of bag ${JSON.stringify(bag)} is not available: that bag is not installed or defines no such constant`))
+      }
       opaque.push(path)
       return { constant: ref }
     }

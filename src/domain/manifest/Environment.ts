@@ -1,3 +1,5 @@
+import type { ConstantResolver } from "./Constants.js"
+
 /**
  * What a manifest check needs besides the manifest, passed in as values so the check stays
  * pure: the bag directory's listing, and the validators of formats that well-kept libraries
@@ -22,6 +24,8 @@ export interface FormatValidators {
 
 export interface CheckEnvironment {
   readonly validators: FormatValidators
+  /** Other bags' constants, where they are installed (see Constants). */
+  readonly constants?: ConstantResolver
   /** Absent when only the manifest text is checked: file existence is then not judged. */
   readonly listing?: BagListing
 }

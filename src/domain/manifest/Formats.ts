@@ -2,8 +2,8 @@
  * The small value formats of bag.yaml: names, durations, KEY=VALUE literals, schedule
  * intervals and times. Each is a pure check with the rule text used in messages.
  */
-import { Schema } from "effect"
-import { matching } from "./internal/schemaKit.js"
+import * as Schema from "effect/Schema"
+import { byKind, matching } from "./internal/schemaKit.js"
 
 /** `name`: letters, digits, dots, underscores, hyphens (spec); starting with a letter or digit. */
 export const BAG_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/
@@ -61,9 +61,11 @@ export const durationSeconds = (value: unknown): number | undefined => {
 
 export const DURATION_RULE = "must be a duration: seconds as a number, or a number with s, m, h or d (90, 30s, 5m, 2h, 1d)"
 
-export const Duration = Schema.Union(Schema.Number, Schema.String).pipe(
-  Schema.filter((v) => durationSeconds(v) !== undefined || DURATION_RULE)
-)
+// Chosen by kind, not `Schema.Union`: a list or a map gets one message, not one per member.
+export const Duration = byKind("a duration: seconds as a number, or a number with s, m, h or d", {
+  number: Schema.Number,
+  string: Schema.String
+}).pipe(Schema.filter((v) => durationSeconds(v) !== undefined || DURATION_RULE))
 
 export const durationAtMost = (limit: number) =>
   Duration.pipe(

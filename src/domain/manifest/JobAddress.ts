@@ -3,7 +3,9 @@
  * versioned job is addressed `bag:<name>@<version>`; the bag's own `version` is not branched
  * on). Scopes, `svc run` and advertisements use this form, e.g. `hasher:checksum@1.0.0`.
  */
-import { Either, ParseResult, Schema } from "effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
 
 export const JOB_ADDRESS = /^([A-Za-z0-9][A-Za-z0-9._-]*):([a-z0-9]+(?:-[a-z0-9]+)*)@([A-Za-z0-9][A-Za-z0-9._+-]*)$/
 

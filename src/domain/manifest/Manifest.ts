@@ -4,7 +4,7 @@
  * open subtrees are named in docs/manifest.md: `constants` values, retired `verbs`/`nouns`,
  * JSON Schema contents, `bound` keys beyond the two shown, inline schedule actions.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { BagName } from "./Formats.js"
 import { NonEmpty, opt, Str } from "./internal/schemaKit.js"
 import { Apps } from "./schema/Apps.js"

@@ -6,7 +6,9 @@
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as nodePath from "node:path"
-import { Effect, Layer, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import { BagStore, BagStoreError, type InstalledBag } from "../../app/bags/BagStore.js"
 import { SvcHome } from "../SvcHome.js"
 
@@ -16,7 +18,9 @@ const Record = Schema.Struct({
   digest: Schema.String,
   installedAt: Schema.String,
   source: Schema.String,
-  jobs: Schema.Array(Schema.Struct({ name: Schema.String, address: Schema.optionalWith(Schema.String, { exact: true }) }))
+  jobs: Schema.Array(Schema.Struct({ name: Schema.String, address: Schema.optionalWith(Schema.String, { exact: true }) })),
+  constants: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  pinnedConstants: Schema.Array(Schema.Struct({ bag: Schema.String, name: Schema.String, value: Schema.Unknown }))
 })
 const decodeRecord = Schema.decodeUnknownEither(Schema.parseJson(Record))
 

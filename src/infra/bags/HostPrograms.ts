@@ -2,7 +2,8 @@
 import { constants as fsConstants } from "node:fs"
 import * as fs from "node:fs/promises"
 import * as nodePath from "node:path"
-import { Effect, Layer } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { HostPrograms } from "../../app/bags/BagStore.js"
 
 const executable = (path: string) => fs.access(path, fsConstants.X_OK).then(() => true, () => false)

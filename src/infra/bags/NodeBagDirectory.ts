@@ -2,7 +2,8 @@
 import { createHash } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as nodePath from "node:path"
-import { Effect, Layer } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { BagDirectory, BagDirectoryError, type BagFile, type BagSnapshot } from "../../app/bags/BagDirectory.js"
 import { canonicalListing, formatDigest } from "../../domain/bags/Digest.js"
 

@@ -35,13 +35,24 @@ export const cronProblem = (expression: string): string | undefined => {
   }
 }
 
-// One instance per dialect; `strict` makes typos in keywords (`tpye`) errors rather than no-ops.
+// One instance per dialect. `strictSchema` makes typos in keywords (`tpye`) errors rather than
+// no-ops; ajv's other strict checks are lints that refuse valid schemas (`{type: object,
+// required: [a]}`, `properties` without `type`, union types, open tuples), so they stay off.
 const makeAjv = <A extends Ajv | Ajv2020>(ajv: A): A => {
   addFormats(ajv)
   return ajv
 }
-const draft7 = makeAjv(new Ajv({ strict: true, allErrors: true, addUsedSchema: false }))
-const draft2020 = makeAjv(new Ajv2020({ strict: true, allErrors: true, addUsedSchema: false }))
+const options = {
+  strictSchema: true,
+  strictNumbers: true,
+  strictTypes: false,
+  strictTuples: false,
+  strictRequired: false,
+  allErrors: true,
+  addUsedSchema: false
+} as const
+const draft7 = makeAjv(new Ajv(options))
+const draft2020 = makeAjv(new Ajv2020(options))
 
 type Compiled = { readonly ok: true; readonly validate: ValidateFunction } | { readonly ok: false; readonly why: string }
 const compiled = new Map<string, Compiled>()

@@ -1,5 +1,5 @@
 /** `ManifestSource` backed by the `yaml` package (positions) and the library validators. */
-import { Layer } from "effect"
+import * as Layer from "effect/Layer"
 import { ManifestSource } from "../../app/bags/ManifestSource.js"
 import { formatValidators } from "./FormatValidators.js"
 import { parseManifest } from "./YamlManifest.js"

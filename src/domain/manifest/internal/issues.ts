@@ -3,7 +3,9 @@
  * path and a message in the manifest's own words. Written against `ParseResult`'s public issue
  * model so that every problem of a decode (errors: "all") is kept, not only the first.
  */
-import { Option, ParseResult, SchemaAST as AST } from "effect"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as AST from "effect/SchemaAST"
 import { describeValue, error, type KeyPath, type Problem } from "../Problem.js"
 import { suggest } from "./suggest.js"
 

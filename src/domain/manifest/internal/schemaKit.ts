@@ -3,8 +3,10 @@
  * helpers only fix how optional keys behave (exact: an absent key stays absent) and give the
  * messages a person writing YAML understands ("must be a string, not a list").
  */
-import { Either, ParseResult, Schema } from "effect"
-import type { SchemaAST as AST } from "effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import type * as AST from "effect/SchemaAST"
 import { describeValue } from "../Problem.js"
 
 /** Optional key: absent stays absent (no `undefined` member, no "Expected undefined" noise). */

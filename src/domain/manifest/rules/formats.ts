@@ -23,7 +23,8 @@ export const formatRules = (raw: Record<string, unknown>, v: FormatValidators): 
   for (const [name, schedule] of entriesOf(raw["schedules"])) {
     if (!isMap(schedule)) continue
     const cron = str(schedule["cron"])
-    if (cron !== undefined) {
+    // An empty cron is the schema's to report ("must not be empty"), once.
+    if (cron !== undefined && cron.trim().length > 0) {
       const fields = cron.trim().split(/\s+/)
       if (fields.length !== 5) {
         out.push(error(["schedules", name, "cron"], `must be a five-field cron expression (minute hour day month weekday), found ${fields.length} fields`))

@@ -1,5 +1,5 @@
 /** `apps`: macOS or iOS apps a bag builds. */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { BagPath } from "../Formats.js"
 import { Bool, byKind, NonEmpty, oneOfValues, opt, StrList, withDefault } from "../internal/schemaKit.js"
 

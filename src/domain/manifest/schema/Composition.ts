@@ -1,5 +1,5 @@
 /** How a bag relates to other bags and programs: `bags`, `requires`, `dependencies`. */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { BagPath } from "../Formats.js"
 import { byKind, NonEmpty, opt, Str, StrList, Bool } from "../internal/schemaKit.js"
 

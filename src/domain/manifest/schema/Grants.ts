@@ -1,5 +1,5 @@
 /** What a bag grants and restricts: `traits`, `bounds`, `credentials`, `permissions`, `tools`. */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { EnvVarName, LocalName } from "../Formats.js"
 import { byKind, NonEmpty, oneOfValues, opt, StrList, withDefault } from "../internal/schemaKit.js"
 

@@ -1,7 +1,7 @@
 /** Infrastructure and hosting: `infra` and a provider bag's `provides`. */
-import { Schema } from "effect"
-import { BagPath, EnvVarName } from "../Formats.js"
-import { oneOfValues, opt } from "../internal/schemaKit.js"
+import * as Schema from "effect/Schema"
+import { BagPath } from "../Formats.js"
+import { byKind, matching, oneOfValues, opt } from "../internal/schemaKit.js"
 
 /**
  * The spec allows one provider: the lowercase name of the infrastructure-as-code tool. We
@@ -12,11 +12,21 @@ export const INFRA_PROVIDER = "terraform"
 export const Infra = Schema.Struct({
   provider: oneOfValues(INFRA_PROVIDER),
   root: BagPath,
-  variables: opt(Schema.Array(EnvVarName))
+  // Any environment variable name: Terraform's own inputs are `TF_VAR_<name>`, usually lower case.
+  variables: opt(
+    Schema.Array(matching(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name (letters, digits, underscores; not starting with a digit)"))
+  )
 })
 
 export const Provides = Schema.Struct({
-  local: opt(Schema.Struct({})),
+  // `Schema.Struct({})` would accept any non-null value (even `true`): spell out "an empty map".
+  local: opt(
+    byKind("an empty map {}", {
+      map: Schema.Record({ key: Schema.String, value: Schema.Unknown }).pipe(
+        Schema.filter((o) => Object.keys(o).length === 0 || "must be an empty map {}: local takes no options")
+      )
+    })
+  ),
   tunnel: opt(
     Schema.Struct({
       reach: Schema.Array(oneOfValues("private", "public")),

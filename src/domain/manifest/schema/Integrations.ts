@@ -1,5 +1,5 @@
 /** How a bag plugs into sessions and tools: prompts, mcp-servers, auth, cli, notifier, slash commands, hooks. */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { BagPath, Duration, EnvVarName } from "../Formats.js"
 import { Bool, byKind, nonEmptyList, NonEmpty, oneOfValues, opt, StrList } from "../internal/schemaKit.js"
 

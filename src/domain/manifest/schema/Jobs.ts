@@ -1,5 +1,5 @@
 /** `jobs`: the work a bag ships, and what runs it (`runs`). */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { BagPath, Duration, durationAtMost, EnvLiteral, KebabName, Label } from "../Formats.js"
 import { byKind, choose, forbidden, isMap, matching, nonEmptyList, NonEmpty, oneOfValues, opt, Str, StrList } from "../internal/schemaKit.js"
 

@@ -1,5 +1,5 @@
 /** Programs a bag runs: long-running `services` and on-demand `scripts`. */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { BagPath, EnvLiteral } from "../Formats.js"
 import { Bool, matching, NonEmpty, oneOfValues, opt, StrList, withDefault } from "../internal/schemaKit.js"
 

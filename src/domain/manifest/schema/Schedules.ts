@@ -1,5 +1,5 @@
 /** `schedules`: work run on a trigger (one of every, cron, at) with one payload (job, action, entry). */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { At, BagPath, Duration, EnvLiteral, EVERY_INTERVALS, KebabName } from "../Formats.js"
 import { Bool, byKind, matching, NonEmpty, oneOfValues, opt, Str, StrList, withDefault } from "../internal/schemaKit.js"
 

@@ -1,5 +1,5 @@
 /** Databases a bag owns: `store`, `stores`, and their `snapshots` and `restores` hooks. */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { BagPath, ScriptFile, StoreName } from "../Formats.js"
 import { oneOfValues } from "../internal/schemaKit.js"
 

@@ -1,5 +1,5 @@
 /** `vendors`: the catalog of model vendors, read as data. */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { EnvVarName } from "../Formats.js"
 import { Bool, byKind, choose, isMap, nonEmptyList, NonEmpty, oneOfValues, opt } from "../internal/schemaKit.js"
 

@@ -1,0 +1,271 @@
+/**
+ * The bag commands as a new user meets them: the real `svc` binary in child processes, with a
+ * real $SVC_HOME and real bag directories.
+ */
+import { spawnSync } from "node:child_process"
+import { appendFileSync, chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Ajv } from "ajv"
+import { parse } from "yaml"
+import { beforeEach, describe, expect, it } from "vitest"
+import { svc, tempDir } from "../support/svc.js"
+
+let cwd: string
+let home: string
+const run = (...args: Array<string>) => svc(args, { cwd, home })
+
+beforeEach(() => {
+  cwd = tempDir("svc-cwd-")
+  home = tempDir("svc-home-")
+})
+
+describe("svc new and svc bag check", () => {
+  it("creates a starter bag that check accepts, with a job that really runs and honours its output_schema", async () => {
+    const created = await run("new", "hasher")
+    expect(created.code).toBe(0)
+    expect(created.stdout).toContain(join(cwd, "hasher"))
+
+    const checked = await run("bag", "check", "hasher")
+    expect(checked.code).toBe(0)
+    expect(checked.stdout).toContain("bag.yaml is valid")
+
+    const manifest = parse(readFileSync(join(cwd, "hasher", "bag.yaml"), "utf8"))
+    const job = manifest.jobs.checksum
+    const input = { text: "hello" }
+    expect(new Ajv().validate(job.input_schema, input)).toBe(true)
+    const ran = spawnSync(process.execPath, [join(cwd, "hasher", job.runs.main)], { input: JSON.stringify(input), encoding: "utf8" })
+    expect(ran.status).toBe(0)
+    const lines = ran.stdout.trim().split("\n")
+    const result = JSON.parse(lines[lines.length - 1]!)
+    expect(result).toEqual({ sha256: "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824", length: 5 })
+    expect(new Ajv().validate(job.output_schema, result)).toBe(true)
+  })
+
+  it("refuses an invalid name and an existing directory (exit 1, one sentence on stderr)", async () => {
+    const bad = await run("new", "no/slashes")
+    expect(bad.code).toBe(1)
+    expect(bad.stderr).toMatch(/is not a bag name/)
+    expect((await run("new", "twice")).code).toBe(0)
+    const again = await run("new", "twice")
+    expect(again.code).toBe(1)
+    expect(again.stderr).toMatch(/already exists/)
+  })
+
+  it("prints every problem as bag.yaml:LINE:COL: key.path: message and exits 1", async () => {
+    mkdirSync(join(cwd, "bad"))
+    writeFileSync(
+      join(cwd, "bad", "bag.yaml"),
+      ["name: bad", "description: broken on purpose", "jobs:", "  build:", "    runs:", "      using: nodejs", "  fetch:", "    runs: {using: node, main: missing.mjs}", "colour: blue", ""].join("\n")
+    )
+    const checked = await run("bag", "check", "bad")
+    expect(checked.code).toBe(1)
+    expect(checked.stdout.trim().split("\n")).toEqual([
+      'bag.yaml:6:14: jobs.build.runs.using: must be one of node, process, action, not the string "nodejs"',
+      "bag.yaml:8:31: jobs.fetch.runs.main: missing.mjs does not exist in the bag",
+      'bag.yaml:9:1: colour: unknown key "colour"'
+    ])
+  })
+
+  it("gives { valid, problems } with --json", async () => {
+    mkdirSync(join(cwd, "bad"))
+    writeFileSync(join(cwd, "bad", "bag.yaml"), "name: bad\n")
+    const checked = await run("bag", "check", "bad", "--json")
+    expect(checked.code).toBe(1)
+    const doc = JSON.parse(checked.stdout)
+    expect(doc.valid).toBe(false)
+    expect(doc.problems).toEqual([{ path: "description", line: 1, column: 1, message: "is required", severity: "error" }])
+    await run("new", "good")
+    const ok = JSON.parse((await run("bag", "check", "good", "--json")).stdout)
+    expect(ok).toEqual({ valid: true, problems: [] })
+  })
+
+  it("checks the current directory by default, and says a missing directory is a usage error (exit 2)", async () => {
+    await run("new", "here")
+    expect((await svc(["bag", "check"], { cwd: join(cwd, "here"), home })).code).toBe(0)
+    const missing = await run("bag", "check", "nowhere")
+    expect(missing.code).toBe(2)
+    expect(missing.stderr).toMatch(/nowhere does not exist/)
+    mkdirSync(join(cwd, "empty"))
+    const noManifest = await run("bag", "check", "empty")
+    expect(noManifest.code).toBe(1)
+    expect(noManifest.stderr).toMatch(/has no bag\.yaml/)
+  })
+
+  it("answers a usage error with exit 2 and lists every command in --help", async () => {
+    expect((await run("bag", "frobnicate")).code).toBe(2)
+    const help = await run("--help")
+    expect(help.code).toBe(0)
+    for (const command of ["new", "bag check", "bag install", "bag list", "bag show", "bag doctor", "bag remove"]) {
+      expect(help.stdout).toContain(command)
+    }
+  })
+})
+
+describe("the bag store", () => {
+  it("installs, lists, shows and removes a bag", async () => {
+    await run("new", "hasher")
+    const installed = await run("bag", "install", "hasher", "--json")
+    expect(installed.code).toBe(0)
+    const record = JSON.parse(installed.stdout)
+    expect(record.status).toBe("installed")
+    expect(record.digest).toMatch(/^sha256:[0-9a-f]{64}$/)
+    expect(record.jobs).toEqual([{ name: "checksum", address: "hasher:checksum@1.0.0" }])
+
+    const listed = JSON.parse((await run("bag", "list", "--json")).stdout)
+    expect(listed.bags.map((b: { name: string }) => b.name)).toEqual(["hasher"])
+
+    const shown = JSON.parse((await run("bag", "show", "hasher", "--json")).stdout)
+    expect(shown.jobs).toEqual([
+      expect.objectContaining({ name: "checksum", address: "hasher:checksum@1.0.0", digest: record.digest, remote: { eligible: true } })
+    ])
+    expect((await run("bag", "show", "hasher")).stdout).toMatch(/checksum\s+hasher:checksum@1\.0\.0\s+node\s+remote-eligible/)
+
+    expect((await run("bag", "install", "hasher", "--json")).stdout).toContain('"status": "unchanged"')
+    expect((await run("bag", "remove", "hasher")).code).toBe(0)
+    expect(JSON.parse((await run("bag", "list", "--json")).stdout).bags).toEqual([])
+    const gone = await run("bag", "show", "hasher")
+    expect(gone.code).toBe(1)
+    expect(gone.stderr).toMatch(/no bag named "hasher" is installed/)
+  })
+
+  it("gives the same digest for the same content anywhere, and another for changed content or mode", async () => {
+    await run("new", "a")
+    const first = JSON.parse((await run("bag", "install", "a", "--json")).stdout).digest
+    const otherCwd = tempDir("svc-cwd2-")
+    const otherHome = tempDir("svc-home2-")
+    await svc(["new", "a"], { cwd: otherCwd, home: otherHome })
+    expect(JSON.parse((await svc(["bag", "install", "a", "--json"], { cwd: otherCwd, home: otherHome })).stdout).digest).toBe(first)
+
+    chmodSync(join(otherCwd, "a", "jobs", "checksum.mjs"), 0o755)
+    const third = tempDir("svc-home3-")
+    expect(JSON.parse((await svc(["bag", "install", "a", "--json"], { cwd: otherCwd, home: third })).stdout).digest).not.toBe(first)
+  })
+
+  it("refuses to change what an installed BAG:JOB@VERSION means, and accepts a bumped version", async () => {
+    await run("new", "hasher")
+    expect((await run("bag", "install", "hasher")).code).toBe(0)
+    appendFileSync(join(cwd, "hasher", "jobs", "checksum.mjs"), "// changed\n")
+    const refused = await run("bag", "install", "hasher")
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toMatch(/hasher:checksum@1\.0\.0 is already installed with digest [0-9a-f]{12}.*bump the job's version/)
+    const manifest = readFileSync(join(cwd, "hasher", "bag.yaml"), "utf8").replace("version: 1.0.0", "version: 1.1.0")
+    writeFileSync(join(cwd, "hasher", "bag.yaml"), manifest)
+    const bumped = await run("bag", "install", "hasher", "--json")
+    expect(bumped.code).toBe(0)
+    expect(JSON.parse(bumped.stdout)).toMatchObject({ status: "replaced", jobs: [{ address: "hasher:checksum@1.1.0" }] })
+  })
+
+  it("refuses to install an invalid bag, printing its problems", async () => {
+    mkdirSync(join(cwd, "bad"))
+    writeFileSync(join(cwd, "bad", "bag.yaml"), "name: bad\ndescription: x\nstore: {owned_by: node, engine: sqlite, migrations: m}\n")
+    const out = await run("bag", "install", "bad")
+    expect(out.code).toBe(1)
+    expect(out.stdout).toContain("bag.yaml:3:53: store.migrations: m does not exist in the bag")
+    expect(out.stderr).toMatch(/bad: bag.yaml has 1 problem; run svc bag check bad/)
+    expect(JSON.parse((await run("bag", "list", "--json")).stdout).bags).toEqual([])
+  })
+})
+
+describe("svc bag show and svc bag doctor judge what depends on this machine", () => {
+  const writeBag = (name: string, manifest: string, files: Record<string, string> = {}) => {
+    mkdirSync(join(cwd, name), { recursive: true })
+    writeFileSync(join(cwd, name, "bag.yaml"), manifest)
+    for (const [path, content] of Object.entries(files)) {
+      mkdirSync(join(cwd, name, path, ".."), { recursive: true })
+      writeFileSync(join(cwd, name, path), content)
+    }
+  }
+
+  it("reports missing programs with their install command, optional ones as warnings", async () => {
+    writeBag(
+      "tooling",
+      [
+        "name: tooling",
+        "description: needs programs",
+        "dependencies:",
+        "  node: {reason: runs the jobs}",
+        "  surely-not-installed-xyz: {reason: converts files, install: {linux: apt-get install xyz, macos: brew install xyz}}",
+        "  also-missing-abc: {reason: nice to have, optional: true}",
+        ""
+      ].join("\n")
+    )
+    expect((await run("bag", "install", "tooling")).code).toBe(0)
+    const doctor = await svc(["bag", "doctor", "tooling", "--json"], { cwd, home, env: { PATH: `${process.execPath.replace(/\/node$/, "")}` } })
+    expect(doctor.code).toBe(1)
+    const [report] = JSON.parse(doctor.stdout).bags
+    const platformInstall = process.platform === "darwin" ? "brew install xyz" : "apt-get install xyz"
+    expect(report.findings).toEqual([
+      { severity: "error", message: `surely-not-installed-xyz is not on PATH (converts files); install it with: ${platformInstall}` },
+      { severity: "warning", message: "also-missing-abc is not on PATH (nice to have); no install command is given for this platform" }
+    ])
+  })
+
+  it("drops tools for an unmet requirement with one message, and warns for an optional one", async () => {
+    writeBag(
+      "needy",
+      ["name: needy", "description: needs others", "requires:", "  vault: {reason: reads secrets}", "  search: {optional: true}", ""].join("\n")
+    )
+    await run("bag", "install", "needy")
+    const shown = JSON.parse((await run("bag", "show", "needy", "--json")).stdout)
+    expect(shown.findings).toEqual([
+      { severity: "error", message: "tools dropped: requires vault (reads secrets), not installed" },
+      { severity: "warning", message: "optional requirement search is not installed; the bag loads without it" }
+    ])
+    writeBag("vault", "name: vault\ndescription: the vault\nconstants: {region: eu}\n")
+    await run("bag", "install", "vault")
+    const after = JSON.parse((await run("bag", "show", "needy", "--json")).stdout)
+    expect(after.findings).toEqual([{ severity: "warning", message: "optional requirement search is not installed; the bag loads without it" }])
+  })
+
+  it("resolves another bag's constants where it is installed, and pins them at install", async () => {
+    writeBag("base", "name: base\ndescription: base\nconstants: {greeting: hello, tool: echo}\n")
+    writeBag(
+      "user",
+      ["name: user", "description: uses base", "bags: [base]", "services:", "  web:", "    description: {constant: base:greeting}", "    command: {constant: base:tool}", ""].join("\n")
+    )
+    // check judges the directory alone: base is composed, so its constants may be used.
+    expect((await run("bag", "check", "user")).code).toBe(0)
+    const early = await run("bag", "install", "user")
+    expect(early.code).toBe(1)
+    expect(early.stdout).toContain('bag.yaml:6:18: services.web.description: constant "greeting" of bag "base" is not available')
+    expect((await run("bag", "install", "base")).code).toBe(0)
+    expect((await run("bag", "install", "user")).code).toBe(0)
+    expect(JSON.parse((await run("bag", "show", "user", "--json")).stdout).findings).toEqual([])
+
+    writeBag("base", "name: base\ndescription: base\nconstants: {greeting: bonjour, tool: echo}\n")
+    expect((await run("bag", "install", "base")).code).toBe(0)
+    expect(JSON.parse((await run("bag", "show", "user", "--json")).stdout).findings).toEqual([
+      { severity: "warning", message: "constant greeting of bag base changed since install; reinstall user to use the new value" }
+    ])
+    await run("bag", "remove", "base")
+    expect(JSON.parse((await run("bag", "show", "user", "--json")).stdout).findings).toEqual([
+      { severity: "error", message: "composes bag base, which is not installed" },
+      { severity: "warning", message: "uses constant greeting of bag base, which is no longer installed (the value pinned at install is used)" },
+      { severity: "warning", message: "uses constant tool of bag base, which is no longer installed (the value pinned at install is used)" }
+    ])
+  })
+
+  it("shows why a job stays on the owner", async () => {
+    writeBag(
+      "mixed",
+      [
+        "name: mixed",
+        "description: jobs of every kind",
+        "jobs:",
+        "  local-only:",
+        "    version: 2",
+        "    runs: {using: process, command: [echo, hi], secrets: [TOKEN]}",
+        "    preflight: {command: 'true'}",
+        "  unversioned:",
+        "    runs: {using: node, main: job.mjs}",
+        ""
+      ].join("\n"),
+      { "job.mjs": "console.log('{}')\n" }
+    )
+    expect((await run("bag", "install", "mixed")).code).toBe(0)
+    const jobs = JSON.parse((await run("bag", "show", "mixed", "--json")).stdout).jobs
+    expect(jobs[0]).toMatchObject({ name: "local-only", address: "mixed:local-only@2", remote: { eligible: false } })
+    expect(jobs[0].remote.reasons.map((r: { code: string }) => r.code)).toEqual(["not-node", "declares-secrets", "touches-files"])
+    expect(jobs[1]).toMatchObject({ name: "unversioned", remote: { eligible: false, reasons: [{ code: "unversioned" }] } })
+  })
+})

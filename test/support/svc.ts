@@ -1,0 +1,38 @@
+/** Runs the real `svc` binary (dist/cli/bin.js, built by `npm test`) in a child process. */
+import { spawn } from "node:child_process"
+import { existsSync, mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+export const SVC_BIN = fileURLToPath(new URL("../../dist/svc.mjs", import.meta.url))
+
+export interface SvcResult {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+export const tempDir = (prefix = "svc-test-"): string => mkdtempSync(join(tmpdir(), prefix))
+
+/** Runs svc to completion without blocking the test worker (a blocked worker misses vitest's RPC). */
+export const svc = (
+  args: ReadonlyArray<string>,
+  options: { cwd: string; home: string; env?: Record<string, string>; input?: string }
+): Promise<SvcResult> => {
+  if (!existsSync(SVC_BIN)) throw new Error(`${SVC_BIN} is missing: run npm run build (npm test builds first)`)
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [SVC_BIN, ...args], {
+      cwd: options.cwd,
+      env: { PATH: process.env["PATH"] ?? "", HOME: options.home, SVC_HOME: options.home, ...options.env },
+      timeout: 30_000
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d))
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d))
+    child.on("error", reject)
+    child.on("close", (code) => resolve({ code, stdout, stderr }))
+    child.stdin.end(options.input ?? "")
+  })
+}
