@@ -114,6 +114,13 @@ export const isInsideBag = (path: string): boolean => {
   return true
 }
 
+/** A relative path that may leave the bag (`../sibling`): not absolute, POSIX separators. */
+export const RelativePath = Schema.String.pipe(
+  Schema.filter(
+    (s) => (s.length > 0 && !s.startsWith("/") && !/^[A-Za-z]:[\\/]/.test(s) && !s.includes("\\")) || "must be a relative path (no leading /, POSIX separators)"
+  )
+)
+
 export const BagPath = Schema.String.pipe(
   Schema.filter((s) => isInsideBag(s) || "must be a relative path inside the bag (no leading /, no .. leaving it)")
 )

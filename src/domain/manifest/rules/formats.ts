@@ -27,7 +27,7 @@ export const formatRules = (raw: Record<string, unknown>, v: FormatValidators): 
     if (cron !== undefined && cron.trim().length > 0) {
       const fields = cron.trim().split(/\s+/)
       if (fields.length !== 5) {
-        out.push(error(["schedules", name, "cron"], `must be a five-field cron expression (minute hour day month weekday), found ${fields.length} fields`))
+        out.push(error(["schedules", name, "cron"], `must be a five-field cron expression (minute hour day month weekday), found ${fields.length} field${fields.length === 1 ? "" : "s"}`))
       } else {
         const why = v.cron(cron)
         if (why !== undefined) out.push(error(["schedules", name, "cron"], `is not a valid cron expression: ${why}`))

@@ -1,6 +1,6 @@
 /** How a bag relates to other bags and programs: `bags`, `requires`, `dependencies`. */
 import * as Schema from "effect/Schema"
-import { BagPath } from "../Formats.js"
+import { BagPath, RelativePath } from "../Formats.js"
 import { byKind, NonEmpty, opt, Str, StrList, Bool } from "../internal/schemaKit.js"
 
 /** A `bags` map entry: where a composed child comes from (`repo` xor `path`; rules in Rules). */
@@ -8,7 +8,8 @@ export const BagSource = Schema.Struct({
   repo: opt(NonEmpty),
   rev: opt(NonEmpty),
   ref: opt(NonEmpty),
-  path: opt(BagPath),
+  // A composed child may sit beside this bag (a monorepo), so `..` is allowed here.
+  path: opt(RelativePath),
   subdir: opt(BagPath)
 })
 export type BagSource = typeof BagSource.Type

@@ -17,7 +17,15 @@ export const Bound = Schema.Struct(
 
 export const Trait = Schema.Struct({
   description: NonEmpty,
-  access: withDefault(oneOfValues("read", "readwrite", "write"), () => "read" as const),
+  // Spec: "`write` is read as `readwrite`"; the decoded value says what is granted.
+  access: withDefault(
+    Schema.transform(oneOfValues("read", "readwrite", "write"), Schema.Literal("read", "readwrite"), {
+      strict: true,
+      decode: (a) => (a === "write" ? "readwrite" : a),
+      encode: (a) => a
+    }),
+    () => "read" as const
+  ),
   includes: opt(StrList),
   harnessTraits: opt(Schema.Record({ key: NonEmpty, value: NonEmpty })),
   nativeTools: opt(Schema.Record({ key: NonEmpty, value: StrList })),
