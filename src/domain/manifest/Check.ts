@@ -13,6 +13,10 @@ import { isMap } from "./internal/schemaKit.js"
 import { EXTENSION_KEYS, Manifest, REPLACED_KEYS, RETIRED_KEYS } from "./Manifest.js"
 import { error, hasErrors, isUnder, type KeyPath, type PathSegment, type Problem } from "./Problem.js"
 import { extensionKeyProblems, fileRules } from "./rules/files.js"
+import { KEBAB, STORE_NAME } from "./Formats.js"
+import { Job } from "./schema/Jobs.js"
+import { Schedule } from "./schema/Schedules.js"
+import { Store } from "./schema/Stores.js"
 import { formatRules } from "./rules/formats.js"
 import { jobRules, scheduleJobRules, toolRules, traitRules, vendorRules } from "./rules/references.js"
 import * as Structure from "./rules/structure.js"
@@ -85,6 +89,7 @@ export const checkManifest = (document: unknown, env: CheckEnvironment): Manifes
   const visible = (p: Problem) => !opaque.some((o: KeyPath) => isUnder(p.path, o))
   const decoded = decode(raw)
   if (Either.isLeft(decoded)) problems.push(...problemsOfIssue(decoded.left).filter(visible))
+  problems.push(...misnamedEntryProblems(raw).filter(visible))
   for (const rule of crossKeyRules) problems.push(...rule(raw).filter(visible))
   problems.push(...formatRules(raw, env.validators).filter(visible))
   if (env.listing !== undefined) problems.push(...fileRules(raw, env.listing).filter(visible))
@@ -95,6 +100,31 @@ export const checkManifest = (document: unknown, env: CheckEnvironment): Manifes
     manifest: Either.isRight(decoded) && !hasErrors(unique) ? decoded.right : undefined,
     externalConstants: substitution.external
   }
+}
+
+/**
+ * A map entry whose name breaks the naming rule (`jobs.Build_It`) is reported by the schema,
+ * which then skips its body; a person fixing the name should not meet a second round of
+ * problems, so the body is validated here as if the name were right.
+ */
+const NAMED_SECTIONS: ReadonlyArray<readonly [string, RegExp, (u: unknown) => Either.Either<unknown, ParseResult.ParseIssue>]> = [
+  ["jobs", KEBAB, ParseResult.decodeUnknownEither(Job, { errors: "all", onExcessProperty: "error" })],
+  ["schedules", KEBAB, ParseResult.decodeUnknownEither(Schedule, { errors: "all", onExcessProperty: "error" })],
+  ["stores", STORE_NAME, ParseResult.decodeUnknownEither(Store, { errors: "all", onExcessProperty: "error" })]
+]
+
+const misnamedEntryProblems = (raw: Record<string, unknown>): Array<Problem> => {
+  const out: Array<Problem> = []
+  for (const [section, rule, decodeEntry] of NAMED_SECTIONS) {
+    const entries = raw[section]
+    if (!isMap(entries)) continue
+    for (const [name, body] of Object.entries(entries)) {
+      if (rule.test(name)) continue
+      const result = decodeEntry(body)
+      if (Either.isLeft(result)) out.push(...problemsOfIssue(result.left).map((p) => ({ ...p, path: [section, name, ...p.path] })))
+    }
+  }
+  return out
 }
 
 /** Two rules may see the same fault; a person should read it once. */

@@ -223,3 +223,12 @@ describe("job files", () => {
     fails(text, { path: "jobs.render.runs.main", line: 7, message: "jobs/render.js is a directory, not a file" }, { listing: listing(["jobs/render.js/index.js"], ["out"]) })
   })
 })
+
+describe("a misnamed job", () => {
+  it("is reported, and its body is still validated", () => {
+    fails(doc("jobs:", "  Bad_Name:", "    runs: {using: node}"), [
+      { path: "jobs.Bad_Name", line: 4, message: "is not a valid name: use kebab-case" },
+      { path: "jobs.Bad_Name.runs.main", line: 5, message: "is required" }
+    ])
+  })
+})
