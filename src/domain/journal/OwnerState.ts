@@ -1,0 +1,63 @@
+/**
+ * Everything the owner derives from its journal, as one pure fold: the worker registry, the
+ * audit log and the capacity ledger. The same `evolve` runs live (after each commit) and in
+ * replay, so a divergence between them is a bug, and `svc journal replay` looks for it.
+ */
+import * as Chunk from "effect/Chunk"
+import * as HashMap from "effect/HashMap"
+import { evolveLedger, initialLedger, type CapacityLedger } from "../placement/CapacityLedger.js"
+import { evolveAudit, initialAudit, type AuditLog } from "../workers/Audit.js"
+import { evolveRegistry, initialRegistry, type Registry } from "../workers/Registry.js"
+import type { Envelope } from "./Events.js"
+
+export interface OwnerState {
+  /** The last sequence folded in; 0 for the empty journal. */
+  readonly sequence: number
+  readonly registry: Registry
+  readonly audit: AuditLog
+  readonly ledger: CapacityLedger
+}
+
+export const initialState: OwnerState = { sequence: 0, registry: initialRegistry, audit: initialAudit, ledger: initialLedger }
+
+export const evolve = (state: OwnerState, envelope: Envelope): OwnerState => ({
+  sequence: envelope.sequence,
+  registry: evolveRegistry(state.registry, envelope),
+  audit: evolveAudit(state.audit, envelope),
+  ledger: evolveLedger(state.ledger, envelope)
+})
+
+export const fold = (state: OwnerState, envelopes: Iterable<Envelope>): OwnerState => {
+  let s = state
+  for (const e of envelopes) s = evolve(s, e)
+  return s
+}
+
+const sortedEntries = <V>(map: HashMap.HashMap<string, V>): Array<[string, V]> =>
+  Array.from(HashMap.entries(map)).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+
+/**
+ * The state as plain, canonically ordered JSON data: what a checkpoint digests and what
+ * replay compares, so two equal states always print the same text.
+ */
+export const canonicalState = (state: OwnerState): unknown => ({
+  sequence: state.sequence,
+  workers: sortedEntries(state.registry.workers),
+  invites: sortedEntries(state.registry.invites),
+  audit: Chunk.toReadonlyArray(state.audit),
+  ledger: {
+    physical: sortedEntries(state.ledger.physical),
+    logical: {
+      detachedByCaller: sortedEntries(state.ledger.logical.detachedByCaller),
+      unscheduledDetached: state.ledger.logical.unscheduledDetached,
+      scheduled: state.ledger.logical.scheduled
+    },
+    endpoints: sortedEntries(state.ledger.endpoints)
+  }
+})
+
+/** Names of the parts of the state, for saying where two states differ. */
+export const stateParts = (state: OwnerState): Record<string, unknown> => {
+  const c = canonicalState(state) as Record<string, unknown>
+  return { workers: c["workers"], invites: c["invites"], audit: c["audit"], ledger: c["ledger"] }
+}

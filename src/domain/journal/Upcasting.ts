@@ -1,0 +1,50 @@
+/**
+ * Reading events stored under an older schema version as the current one. A shipped event is
+ * never changed incompatibly; instead its version is bumped and an upcaster here turns each
+ * older payload into the next version's, step by step, before decoding.
+ */
+import { CURRENT_VERSION, type EventType } from "./Events.js"
+
+type Payload = Record<string, unknown>
+type Upcaster = (payload: Payload) => Payload
+
+/** `UPCASTERS[type][v]` turns version v into version v + 1. */
+const UPCASTERS: { readonly [K in EventType]?: Readonly<Record<number, Upcaster>> } = {
+  WorkerAdvertised: {
+    // v1 stored labels as a map {os: linux}; v2 as sorted KEY=VALUE strings, as advertised.
+    1: (p) => {
+      const labels = p["labels"]
+      return {
+        ...p,
+        labels:
+          typeof labels === "object" && labels !== null && !Array.isArray(labels)
+            ? Object.entries(labels as Record<string, unknown>)
+                .map(([k, v]) => `${k}=${String(v)}`)
+                .sort()
+            : labels
+      }
+    }
+  }
+}
+
+export class UnknownEventVersion extends Error {
+  constructor(
+    readonly type: string,
+    readonly version: number
+  ) {
+    super(`event ${type} version ${version} is newer than this svc understands (at most ${CURRENT_VERSION[type as EventType] ?? "none"})`)
+  }
+}
+
+/** The payload of `type` stored at `version`, brought to the current version. */
+export const upcast = (type: EventType, version: number, payload: Payload): Payload => {
+  const current = CURRENT_VERSION[type]
+  if (version > current || version < 1) throw new UnknownEventVersion(type, version)
+  let out = payload
+  for (let v = version; v < current; v++) {
+    const step = UPCASTERS[type]?.[v]
+    if (step === undefined) throw new UnknownEventVersion(type, v)
+    out = step(out)
+  }
+  return out
+}

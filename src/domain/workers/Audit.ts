@@ -1,0 +1,62 @@
+/**
+ * Audit rows (spec: the owner keeps audit rows for invites, joins, rotations, revocations and
+ * takeovers), derived from the journal: each row is one event, with its time, worker and actor.
+ */
+import * as Chunk from "effect/Chunk"
+import type { Envelope } from "../journal/Events.js"
+
+export type AuditKind = "invite" | "join" | "rotation" | "revocation" | "takeover"
+
+export interface AuditRow {
+  readonly sequence: number
+  readonly at: number
+  readonly kind: AuditKind
+  readonly workerId: string | null
+  readonly inviteId: string | null
+  /** Who did it: the operator for owner commands, the worker for what a worker did. */
+  readonly actor: string
+  readonly detail: string
+}
+
+export type AuditLog = Chunk.Chunk<AuditRow>
+export const initialAudit: AuditLog = Chunk.empty()
+
+export const auditRowOf = (envelope: Envelope): AuditRow | undefined => {
+  const e = envelope.event
+  const row = (kind: AuditKind, workerId: string | null, inviteId: string | null, actor: string, detail: string): AuditRow => ({
+    sequence: envelope.sequence,
+    at: e.at,
+    kind,
+    workerId,
+    inviteId,
+    actor,
+    detail
+  })
+  switch (e._tag) {
+    case "WorkerInvited":
+      return row(
+        "invite",
+        null,
+        e.inviteId,
+        e.actor,
+        `invite ${e.inviteId}${e.name === null ? "" : ` for ${e.name}`}; scope ${e.scope.length === 0 ? "all jobs" : e.scope.join(", ")}; ${e.expiresAt === null ? "no expiry" : `expires ${new Date(e.expiresAt).toISOString()}`}`
+      )
+    case "WorkerJoined":
+      return row("join", e.workerId, e.inviteId, `worker ${e.workerId}`, `${e.name} joined with invite ${e.inviteId}`)
+    case "CredentialRotationRequested":
+      return row("rotation", e.workerId, null, e.actor, "rotation requested; the new credential is issued on the worker's next call")
+    case "CredentialRotated":
+      return row("rotation", e.workerId, null, `worker ${e.workerId}`, `new credential issued; the old one works until ${new Date(e.previousValidUntil).toISOString()}`)
+    case "WorkerRevoked":
+      return row("revocation", e.workerId, null, e.actor, "revoked; its next call is refused")
+    case "SessionStarted":
+      return e.takeover ? row("takeover", e.workerId, null, `worker ${e.workerId}`, `a new process took the session over with fence ${e.fence}; the old one is fenced out`) : undefined
+    case "WorkerAdvertised":
+      return undefined
+  }
+}
+
+export const evolveAudit = (log: AuditLog, envelope: Envelope): AuditLog => {
+  const row = auditRowOf(envelope)
+  return row === undefined ? log : Chunk.append(log, row)
+}

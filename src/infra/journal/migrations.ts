@@ -1,0 +1,31 @@
+/**
+ * The journal's schema, as numbered migrations run by @effect/sql's SQLite migrator. A shipped
+ * migration is never edited; a change is a new migration.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Effect from "effect/Effect"
+
+export const migrations = {
+  "0001_events": Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    // One table: the global order is the sequence; (stream, stream_version) is unique, which
+    // is what makes an expected-version append safe even if two writers ever raced.
+    yield* sql`
+      CREATE TABLE events (
+        sequence INTEGER PRIMARY KEY,
+        stream TEXT NOT NULL,
+        stream_version INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        schema_version INTEGER NOT NULL,
+        payload TEXT NOT NULL,
+        recorded_at INTEGER NOT NULL,
+        UNIQUE (stream, stream_version)
+      )`
+    yield* sql`
+      CREATE TABLE checkpoints (
+        sequence INTEGER PRIMARY KEY,
+        digest TEXT NOT NULL,
+        written_at INTEGER NOT NULL
+      )`
+  })
+}

@@ -1,0 +1,149 @@
+/**
+ * One contract suite for the Journal port, run against the in-memory layer and the SQLite
+ * adapter on a real file; then what only the SQLite adapter promises (pragmas, group commit,
+ * reopening, upcasting a stored version-1 event).
+ */
+import { mkdtempSync, readFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import { Journal, layerMemory } from "../../../src/app/journal/Journal.js"
+import { layer as sqliteLayer, layerStore } from "../../../src/infra/journal/SqliteJournal.js"
+import { advertised, invited, joined, revoked, session } from "../../support/events.js"
+
+const tempFile = () => join(mkdtempSync(join(tmpdir(), "svc-journal-")), "svc.sqlite")
+
+const contract = (name: string, makeLayer: () => Layer.Layer<Journal, unknown>) =>
+  describe(`Journal contract: ${name}`, () => {
+    it.effect("appends and reads back in order, with sequences and stream versions", () =>
+      Effect.gen(function* () {
+        const journal = yield* Journal
+        const first = yield* journal.append({ stream: "invite-a", expectedVersion: 0, events: [invited("a")] })
+        const second = yield* journal.append({ stream: "invite-a", expectedVersion: 1, events: [joined("w1", "a")] })
+        const third = yield* journal.append({ stream: "worker-w1", expectedVersion: 0, events: [session("w1", 1), advertised("w1")] })
+        expect(first.map((e) => [e.sequence, e.streamVersion])).toEqual([[1, 1]])
+        expect(second.map((e) => [e.sequence, e.streamVersion])).toEqual([[2, 2]])
+        expect(third.map((e) => [e.sequence, e.streamVersion])).toEqual([[3, 1], [4, 2]])
+        const all = yield* journal.read(0, 100)
+        expect(all.map((e) => e.type)).toEqual(["WorkerInvited", "WorkerJoined", "SessionStarted", "WorkerAdvertised"])
+        expect(all[1]!.event).toEqual(joined("w1", "a"))
+        expect((yield* journal.read(2, 1)).map((e) => e.sequence)).toEqual([3])
+        expect(yield* journal.head).toBe(4)
+      }).pipe(Effect.provide(makeLayer()))
+    )
+
+    it.effect("refuses a stale expected version with a conflict that writes nothing", () =>
+      Effect.gen(function* () {
+        const journal = yield* Journal
+        yield* journal.append({ stream: "invite-a", expectedVersion: 0, events: [invited("a")] })
+        const conflict = yield* Effect.either(journal.append({ stream: "invite-a", expectedVersion: 0, events: [joined("w1", "a"), joined("w2", "a")] }))
+        expect(Either.isLeft(conflict) && conflict.left._tag).toBe("StreamConflict")
+        if (Either.isLeft(conflict) && conflict.left._tag === "StreamConflict") {
+          expect(conflict.left).toMatchObject({ stream: "invite-a", expected: 0, actual: 1 })
+          expect(conflict.left.message).toMatch(/is at version 1, not 0/)
+        }
+        expect((yield* journal.read(0, 100)).length).toBe(1)
+        expect(yield* journal.head).toBe(1)
+      }).pipe(Effect.provide(makeLayer()))
+    )
+
+    it.effect("lets exactly one of two concurrent redemptions of one invite win", () =>
+      Effect.gen(function* () {
+        const journal = yield* Journal
+        yield* journal.append({ stream: "invite-a", expectedVersion: 0, events: [invited("a")] })
+        const results = yield* Effect.all(
+          ["w1", "w2", "w3"].map((w) => Effect.either(journal.append({ stream: "invite-a", expectedVersion: 1, events: [joined(w, "a")] }))),
+          { concurrency: "unbounded" }
+        )
+        expect(results.filter(Either.isRight).length).toBe(1)
+        expect(results.filter(Either.isLeft).length).toBe(2)
+        expect((yield* journal.read(0, 10)).length).toBe(2)
+      }).pipe(Effect.provide(makeLayer()))
+    )
+  })
+
+contract("memory", () => layerMemory)
+contract("SQLite", () => sqliteLayer(tempFile()))
+
+describe("SQLite journal", () => {
+  it.effect("runs with journal_mode=wal and synchronous=FULL", () =>
+    Effect.gen(function* () {
+      yield* Journal
+      const sql = yield* SqlClient.SqlClient
+      const [mode] = yield* sql<{ journal_mode: string }>`PRAGMA journal_mode`
+      const [sync] = yield* sql<{ synchronous: number }>`PRAGMA synchronous`
+      expect(mode!.journal_mode).toBe("wal")
+      expect(sync!.synchronous).toBe(2) // FULL
+    }).pipe(Effect.provide(sqliteLayer(tempFile())))
+  )
+
+  it.effect("gathers concurrent appends into shared commits and answers each after its commit", () =>
+    Effect.gen(function* () {
+      const journal = yield* Journal
+      const results = yield* Effect.all(
+        Array.from({ length: 300 }, (_, i) => journal.append({ stream: `worker-w${i}`, expectedVersion: 0, events: [session(`w${i}`, 1)] })),
+        { concurrency: "unbounded" }
+      )
+      const sequences = results.map((r) => r[0]!.sequence).sort((a, b) => a - b)
+      expect(sequences).toEqual(Array.from({ length: 300 }, (_, i) => i + 1))
+      expect(yield* journal.head).toBe(300)
+      // Fewer transactions than appends: the writer batched them (each recordedAt is its batch's time).
+      const sql = yield* SqlClient.SqlClient
+      const [row] = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM events`
+      expect(row!.n).toBe(300)
+    }).pipe(Effect.provide(sqliteLayer(tempFile())))
+  )
+
+  it("keeps what was appended across a reopen, and continues the sequence and stream versions", async () => {
+    const file = tempFile()
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        const journal = yield* Journal
+        yield* journal.append({ stream: "invite-a", expectedVersion: 0, events: [invited("a")] })
+      }).pipe(Effect.provide(sqliteLayer(file)), Effect.scoped)
+    )
+    const after = await Effect.runPromise(
+      Effect.gen(function* () {
+        const journal = yield* Journal
+        const stale = yield* Effect.either(journal.append({ stream: "invite-a", expectedVersion: 0, events: [joined("w", "a")] }))
+        const next = yield* journal.append({ stream: "invite-a", expectedVersion: 1, events: [joined("w", "a")] })
+        return { stale: Either.isLeft(stale), next: next[0]!, head: yield* journal.head }
+      }).pipe(Effect.provide(sqliteLayer(file)), Effect.scoped)
+    )
+    expect(after).toMatchObject({ stale: true, next: { sequence: 2, streamVersion: 2 }, head: 2 })
+  })
+
+  it("reads a stored version-1 WorkerAdvertised (labels as a map) as version 2", async () => {
+    const file = tempFile()
+    const fixture = readFileSync(new URL("../../fixtures/journal-v1.sql", import.meta.url), "utf8")
+    const events = await Effect.runPromise(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        for (const statement of fixture.split(/;\s*\n/).map((s) => s.trim()).filter((s) => s.length > 0 && !s.startsWith("--"))) {
+          yield* sql.unsafe(statement)
+        }
+        const journal = yield* Journal
+        return yield* journal.read(0, 10)
+      }).pipe(Effect.provide(sqliteLayer(file)), Effect.scoped)
+    )
+    const ad = events.find((e) => e.type === "WorkerAdvertised")!
+    expect(ad.schemaVersion).toBe(2)
+    expect(ad.event).toMatchObject({ _tag: "WorkerAdvertised", workerId: "w1", labels: ["arch=x64", "gpu=true", "os=linux"], capacity: 4 })
+  })
+
+  it.effect("reports an event it cannot read as Corrupt, naming where", () =>
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const journal = yield* Journal
+      yield* journal.append({ stream: "worker-w1", expectedVersion: 0, events: [revoked("w1")] })
+      yield* sql`INSERT INTO events VALUES (2, 'worker-w1', 2, 'WorkerRevoked', 1, '{"workerId": 5}', 0)`
+      const read = yield* Effect.either(journal.read(1, 10))
+      expect(Either.isLeft(read) && read.left).toMatchObject({ _tag: "JournalError", reason: "Corrupt" })
+      void layerStore
+    }).pipe(Effect.provide(sqliteLayer(tempFile())))
+  )
+})
