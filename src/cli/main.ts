@@ -8,13 +8,14 @@ import * as HostPrograms from "../infra/bags/HostPrograms.js"
 import * as ManifestSourceLive from "../infra/manifest/ManifestSourceLive.js"
 import * as SvcHome from "../infra/SvcHome.js"
 import { bagCommand } from "./commands/bag.js"
+import { auditCommand, journalCommand } from "./commands/journal.js"
 import { newCommand } from "./commands/new.js"
 
 export const VERSION = "0.1.0"
 
 export const svc = Command.make("svc").pipe(
   Command.withDescription("svc: spread background work from an owner machine to linked workers"),
-  Command.withSubcommands([newCommand, bagCommand])
+  Command.withSubcommands([newCommand, bagCommand, journalCommand, auditCommand])
 )
 
 export const cli = Command.run(svc, { name: "svc", version: VERSION })
@@ -24,5 +25,6 @@ export const MainLayer = Layer.mergeAll(
   NodeBagDirectory.layer,
   FileBagStore.layer.pipe(Layer.provide(SvcHome.layer)),
   HostPrograms.layer,
+  SvcHome.layer,
   ManifestSourceLive.layer
 )

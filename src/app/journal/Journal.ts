@@ -35,7 +35,10 @@ export class JournalError extends Data.TaggedError("JournalError")<{
 }> {}
 
 export interface JournalService {
-  /** Completes only after the commit that holds the events; answers their envelopes. */
+  /**
+   * Completes only after the commit that holds the events; answers their envelopes. A command
+   * with no events writes nothing and succeeds.
+   */
   readonly append: (command: AppendCommand) => Effect.Effect<ReadonlyArray<Envelope>, StreamConflict | JournalError>
   /** Up to `limit` envelopes with sequence greater than `after`, in order. */
   readonly read: (after: number, limit: number) => Effect.Effect<ReadonlyArray<Envelope>, JournalError>
@@ -58,7 +61,9 @@ export const makeMemory = Effect.gen(function* () {
   })
   return Journal.of({
     append: (command) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      command.events.length === 0
+        ? Effect.succeed([])
+        : Effect.flatMap(Clock.currentTimeMillis, (now) =>
         Ref.modify(state, (s): readonly [Effect.Effect<ReadonlyArray<Envelope>, StreamConflict>, MemoryState] => {
           const actual = s.versions.get(command.stream) ?? 0
           if (actual !== command.expectedVersion) {

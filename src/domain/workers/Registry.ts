@@ -36,6 +36,8 @@ export interface WorkerRecord {
   readonly fence: number
   readonly sessionStartedAt: number | null
   readonly advertisement: AdvertisementRecord | null
+  /** Version of the stream `worker-<id>` (0 until the first event after the join). */
+  readonly streamVersion: number
 }
 
 export interface InviteRecord {
@@ -48,6 +50,8 @@ export interface InviteRecord {
   readonly actor: string
   readonly redeemedBy: string | null
   readonly redeemedAt: number | null
+  /** Version of the stream `invite-<id>`. */
+  readonly streamVersion: number
 }
 
 export interface Registry {
@@ -57,9 +61,10 @@ export interface Registry {
 
 export const initialRegistry: Registry = { workers: HashMap.empty(), invites: HashMap.empty() }
 
-const updateWorker = (state: Registry, id: string, f: (w: WorkerRecord) => WorkerRecord): Registry => {
+const updateWorker = (state: Registry, id: string, envelope: Envelope, f: (w: WorkerRecord) => WorkerRecord): Registry => {
   const current = HashMap.get(state.workers, id)
-  return Option.isNone(current) ? state : { ...state, workers: HashMap.set(state.workers, id, f(current.value)) }
+  if (Option.isNone(current)) return state
+  return { ...state, workers: HashMap.set(state.workers, id, { ...f(current.value), streamVersion: envelope.streamVersion }) }
 }
 
 export const evolveRegistry = (state: Registry, envelope: Envelope): Registry => {
@@ -77,11 +82,12 @@ export const evolveRegistry = (state: Registry, envelope: Envelope): Registry =>
           invitedAt: e.at,
           actor: e.actor,
           redeemedBy: null,
-          redeemedAt: null
+          redeemedAt: null,
+          streamVersion: envelope.streamVersion
         })
       }
     case "WorkerJoined": {
-      const invites = HashMap.modify(state.invites, e.inviteId, (i) => ({ ...i, redeemedBy: e.workerId, redeemedAt: e.at }))
+      const invites = HashMap.modify(state.invites, e.inviteId, (i) => ({ ...i, redeemedBy: e.workerId, redeemedAt: e.at, streamVersion: envelope.streamVersion }))
       const worker: WorkerRecord = {
         id: e.workerId,
         name: e.name,
@@ -93,14 +99,15 @@ export const evolveRegistry = (state: Registry, envelope: Envelope): Registry =>
         revokedAt: null,
         fence: 0,
         sessionStartedAt: null,
-        advertisement: null
+        advertisement: null,
+        streamVersion: 0
       }
       return { invites, workers: HashMap.set(state.workers, e.workerId, worker) }
     }
     case "CredentialRotationRequested":
-      return updateWorker(state, e.workerId, (w) => ({ ...w, rotationPending: true }))
+      return updateWorker(state, e.workerId, envelope, (w) => ({ ...w, rotationPending: true }))
     case "CredentialRotated":
-      return updateWorker(state, e.workerId, (w) => ({
+      return updateWorker(state, e.workerId, envelope, (w) => ({
         ...w,
         rotationPending: false,
         // The previous credential gets its grace window; older ones are gone.
@@ -110,11 +117,11 @@ export const evolveRegistry = (state: Registry, envelope: Envelope): Registry =>
         ]
       }))
     case "WorkerRevoked":
-      return updateWorker(state, e.workerId, (w) => ({ ...w, revokedAt: w.revokedAt ?? e.at }))
+      return updateWorker(state, e.workerId, envelope, (w) => ({ ...w, revokedAt: w.revokedAt ?? e.at }))
     case "SessionStarted":
-      return updateWorker(state, e.workerId, (w) => ({ ...w, fence: Math.max(w.fence, e.fence), sessionStartedAt: e.at }))
+      return updateWorker(state, e.workerId, envelope, (w) => ({ ...w, fence: Math.max(w.fence, e.fence), sessionStartedAt: e.at }))
     case "WorkerAdvertised":
-      return updateWorker(state, e.workerId, (w) => ({
+      return updateWorker(state, e.workerId, envelope, (w) => ({
         ...w,
         advertisement: { capacity: e.capacity, labels: e.labels, capabilities: e.capabilities, artifacts: e.artifacts, at: e.at }
       }))

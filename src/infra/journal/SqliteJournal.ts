@@ -32,7 +32,7 @@ interface Pending {
   readonly done: Deferred.Deferred<ReadonlyArray<Envelope>, StreamConflict | JournalError>
 }
 
-type Row = {
+export type StoredRow = {
   readonly sequence: number
   readonly stream: string
   readonly stream_version: number
@@ -51,7 +51,7 @@ export const payloadOf = (event: Event): string => {
   return JSON.stringify(rest)
 }
 
-export const envelopeOfRow = (row: Row): Envelope => {
+export const envelopeOfRow = (row: StoredRow): Envelope => {
   const type = row.type as EventType
   if (!(type in CURRENT_VERSION)) throw new Error(`unknown event type ${row.type}`)
   const payload = upcast(type, row.schema_version, JSON.parse(row.payload) as Record<string, unknown>)
@@ -97,7 +97,7 @@ export const make = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
       const local = new Map<string, number>()
       const accepted: Array<{ readonly pending: Pending; readonly envelopes: ReadonlyArray<Envelope> }> = []
-      const rows: Array<Row> = []
+      const rows: Array<StoredRow> = []
       let sequence = head
       for (const pending of batch) {
         const { stream, expectedVersion, events } = pending.command
@@ -179,7 +179,7 @@ export const make = Effect.gen(function* () {
     })
 
   const read = (after: number, limit: number) =>
-    sql<Row>`SELECT sequence, stream, stream_version, type, schema_version, payload, recorded_at
+    sql<StoredRow>`SELECT sequence, stream, stream_version, type, schema_version, payload, recorded_at
              FROM events WHERE sequence > ${after} ORDER BY sequence LIMIT ${limit}`.pipe(
       Effect.mapError(ioError("reading the journal")),
       Effect.flatMap((rows) =>

@@ -1,0 +1,87 @@
+/**
+ * The owner's live projections: rebuilt from the journal at start, then advanced by each
+ * commit, in sequence order. A command is decide -> append -> apply; a rejected or conflicting
+ * command changes neither the journal nor the projections.
+ */
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Ref from "effect/Ref"
+import type { Envelope } from "../../domain/journal/Events.js"
+import { evolve, type OwnerState } from "../../domain/journal/OwnerState.js"
+import type { Decision, Rejection } from "../../domain/workers/Decide.js"
+import type { Registry } from "../../domain/workers/Registry.js"
+import { Checkpoints, type Checkpoint } from "./Checkpoints.js"
+import { Journal, type JournalError, StreamConflict } from "./Journal.js"
+import { foldJournal, stateDigest } from "./Replay.js"
+import type { Hashing } from "./Hashing.js"
+
+export class CommandRejected extends Data.TaggedError("CommandRejected")<{ readonly rejection: Rejection }> {
+  override get message() {
+    return this.rejection.message
+  }
+}
+
+export interface ProjectionsService {
+  readonly state: Effect.Effect<OwnerState>
+  /** Decides against the current registry, appends, applies; retried on a concurrent conflict. */
+  readonly execute: (decide: (registry: Registry) => Decision | Rejection) => Effect.Effect<ReadonlyArray<Envelope>, CommandRejected | StreamConflict | JournalError>
+  readonly checkpoint: Effect.Effect<Checkpoint, JournalError, Hashing>
+}
+
+export class Projections extends Context.Tag("svc/Projections")<Projections, ProjectionsService>() {}
+
+const CONFLICT_RETRIES = 5
+
+export const make = Effect.gen(function* () {
+  const journal = yield* Journal
+  const checkpoints = yield* Checkpoints
+  const { state: rebuilt } = yield* foldJournal()
+  // Commits may finish in any order; envelopes wait here until they are next in sequence.
+  const ref = yield* Ref.make<{ readonly state: OwnerState; readonly waiting: ReadonlyMap<number, Envelope> }>({ state: rebuilt, waiting: new Map() })
+
+  const apply = (envelopes: ReadonlyArray<Envelope>) =>
+    Ref.update(ref, ({ state, waiting }) => {
+      const pending = new Map(waiting)
+      for (const e of envelopes) pending.set(e.sequence, e)
+      let s = state
+      for (let next = pending.get(s.sequence + 1); next !== undefined; next = pending.get(s.sequence + 1)) {
+        pending.delete(next.sequence)
+        s = evolve(s, next)
+      }
+      return { state: s, waiting: pending }
+    })
+
+  const state = Effect.map(Ref.get(ref), (r) => r.state)
+
+  const attempt = (decide: (registry: Registry) => Decision | Rejection) =>
+    Effect.gen(function* () {
+      const decision = decide((yield* state).registry)
+      if (decision._tag === "Rejected") return yield* new CommandRejected({ rejection: decision })
+      if (decision.events.length === 0) return []
+      const envelopes = yield* journal.append(decision)
+      yield* apply(envelopes)
+      return envelopes
+    })
+
+  const execute = (decide: (registry: Registry) => Decision | Rejection) =>
+    attempt(decide).pipe(
+      Effect.retry({
+        while: (e) => e instanceof StreamConflict,
+        times: CONFLICT_RETRIES
+      })
+    )
+
+  const checkpoint = Effect.gen(function* () {
+    const s = yield* state
+    const c: Checkpoint = { sequence: s.sequence, digest: yield* stateDigest(s), writtenAt: yield* Clock.currentTimeMillis }
+    yield* checkpoints.write(c)
+    return c
+  })
+
+  return Projections.of({ state, execute, checkpoint })
+})
+
+export const layer = Layer.effect(Projections, make)

@@ -1,0 +1,114 @@
+/**
+ * `svc journal replay`: rebuild every projection from an empty state and compare it with the
+ * latest projection checkpoint (and, where an owner is running, with what it reports).
+ */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import { canonicalState, evolve, initialState, stateParts, type OwnerState } from "../../domain/journal/OwnerState.js"
+import { Checkpoints, type Checkpoint } from "./Checkpoints.js"
+import { Hashing } from "./Hashing.js"
+import { Journal } from "./Journal.js"
+
+export const PAGE = 10_000
+
+export interface Divergence {
+  readonly against: "checkpoint" | "owner"
+  readonly sequence: number
+  readonly message: string
+}
+
+export interface ReplayReport {
+  readonly events: number
+  readonly head: number
+  readonly seconds: number
+  readonly eventsPerSecond: number
+  readonly checkpoint: (Checkpoint & { readonly matches: boolean }) | null
+  readonly owner: { readonly compared: false; readonly reason: string } | { readonly compared: true; readonly matches: boolean }
+  readonly divergences: ReadonlyArray<Divergence>
+}
+
+export const stateDigest = (state: OwnerState) => Effect.map(Hashing, (h) => h.sha256Hex(JSON.stringify(canonicalState(state))))
+
+/** Folds the whole journal; `at` is called with the state after each sequence it names. */
+export const foldJournal = (at: ReadonlyMap<number, (state: OwnerState) => Effect.Effect<void>> = new Map()) =>
+  Effect.gen(function* () {
+    const journal = yield* Journal
+    let state = initialState
+    let events = 0
+    const first = at.get(0)
+    if (first !== undefined) yield* first(state)
+    for (;;) {
+      const page = yield* journal.read(state.sequence, PAGE)
+      if (page.length === 0) break
+      for (const envelope of page) {
+        state = evolve(state, envelope)
+        events++
+        const hook = at.get(envelope.sequence)
+        if (hook !== undefined) yield* hook(state)
+      }
+    }
+    return { state, events }
+  })
+
+/** The parts of two states that differ (workers, invites, audit, ledger). */
+export const differingParts = (a: OwnerState, b: OwnerState): Array<string> => {
+  const pa = stateParts(a)
+  const pb = stateParts(b)
+  return Object.keys(pa).filter((k) => JSON.stringify(pa[k]) !== JSON.stringify(pb[k]))
+}
+
+export const replay = (owner: { readonly state: Effect.Effect<OwnerState | undefined> } = { state: Effect.succeed(undefined) }) =>
+  Effect.gen(function* () {
+    const checkpoint = yield* (yield* Checkpoints).latest
+    const hashing = yield* Hashing
+    const divergences: Array<Divergence> = []
+    const seen: { matches: boolean | null } = { matches: null }
+    const hooks = new Map<number, (state: OwnerState) => Effect.Effect<void>>()
+    if (checkpoint !== undefined) {
+      hooks.set(checkpoint.sequence, (state) =>
+        Effect.sync(() => {
+          const digest = hashing.sha256Hex(JSON.stringify(canonicalState(state)))
+          seen.matches = digest === checkpoint.digest
+          if (!seen.matches) {
+            divergences.push({
+              against: "checkpoint",
+              sequence: checkpoint.sequence,
+              message: `the projections rebuilt to sequence ${checkpoint.sequence} have digest ${digest.slice(0, 12)}, the checkpoint says ${checkpoint.digest.slice(0, 12)}`
+            })
+          }
+        })
+      )
+    }
+    const started = yield* Clock.currentTimeMillis
+    const { state, events } = yield* foldJournal(hooks)
+    const seconds = ((yield* Clock.currentTimeMillis) - started) / 1000
+    if (checkpoint !== undefined && seen.matches === null) {
+      seen.matches = false
+      divergences.push({
+        against: "checkpoint",
+        sequence: checkpoint.sequence,
+        message: `the checkpoint is at sequence ${checkpoint.sequence}, past the journal's last event ${state.sequence}: events it saw are missing`
+      })
+    }
+    const live = yield* owner.state
+    let ownerResult: ReplayReport["owner"] = { compared: false, reason: "no owner runtime is running on this machine" }
+    if (live !== undefined) {
+      // The owner may have moved on since it answered; compare only when both saw the same events.
+      if (live.sequence !== state.sequence) {
+        ownerResult = { compared: false, reason: `the owner is at sequence ${live.sequence}, the journal read at ${state.sequence}` }
+      } else {
+        const parts = differingParts(state, live)
+        ownerResult = { compared: true, matches: parts.length === 0 }
+        if (parts.length > 0) divergences.push({ against: "owner", sequence: state.sequence, message: `the running owner's ${parts.join(", ")} differ from the replayed ones` })
+      }
+    }
+    return {
+      events,
+      head: state.sequence,
+      seconds,
+      eventsPerSecond: seconds > 0 ? Math.round(events / seconds) : events,
+      checkpoint: checkpoint === undefined ? null : { ...checkpoint, matches: seen.matches === true },
+      owner: ownerResult,
+      divergences
+    } satisfies ReplayReport
+  })

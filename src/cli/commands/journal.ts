@@ -1,0 +1,124 @@
+/**
+ * `svc journal replay|tail|export` and `svc audit`: read-only over the store file, so they work
+ * whether the owner runs or not (design.md, CLI contract).
+ */
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Chunk from "effect/Chunk"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import { Journal } from "../../app/journal/Journal.js"
+import { foldJournal, replay } from "../../app/journal/Replay.js"
+import { Event, type Envelope } from "../../domain/journal/Events.js"
+import * as JournalReader from "../../infra/journal/JournalReader.js"
+import * as NodeHashing from "../../infra/journal/NodeHashing.js"
+import { storePath } from "../../infra/journal/StoreFile.js"
+import { SvcHome } from "../../infra/SvcHome.js"
+import { exitQuietly, refused } from "../CliFailure.js"
+import { printJson, printLines, table } from "../output.js"
+
+const json = Options.boolean("json").pipe(Options.withDescription("print one JSON document on stdout"))
+
+/** The store file under $SVC_HOME, opened read-only. */
+const ReadLayer = Layer.unwrapEffect(Effect.map(SvcHome, (home) => JournalReader.layer(storePath(home.path)))).pipe(Layer.merge(NodeHashing.layer))
+
+const encodeEvent = Schema.encodeSync(Event)
+const envelopeJson = (e: Envelope) => ({
+  sequence: e.sequence,
+  stream: e.stream,
+  streamVersion: e.streamVersion,
+  type: e.type,
+  schemaVersion: e.schemaVersion,
+  recordedAt: new Date(e.recordedAt).toISOString(),
+  event: encodeEvent(e.event)
+})
+const envelopeLine = (e: Envelope) => {
+  const { _tag, ...fields } = encodeEvent(e.event) as { _tag: string } & Record<string, unknown>
+  return `${String(e.sequence).padStart(8)}  ${new Date(e.recordedAt).toISOString()}  ${e.stream}#${e.streamVersion}  ${e.type}  ${JSON.stringify(fields)}`
+}
+
+const journalFailure = <A, R>(effect: Effect.Effect<A, { readonly message: string; readonly _tag: string }, R>) =>
+  effect.pipe(Effect.catchIf((e) => e._tag === "JournalError", (e) => Effect.fail(refused(e.message))))
+
+const replayCommand = Command.make("replay", { json }, ({ json }) =>
+  journalFailure(
+    Effect.gen(function* () {
+      const report = yield* replay()
+      if (json) yield* printJson(report)
+      else {
+        yield* printLines([
+          `replayed ${report.events} events (to sequence ${report.head}) in ${report.seconds.toFixed(2)} s, ${report.eventsPerSecond} events/s`,
+          report.checkpoint === null
+            ? "checkpoint: none written yet"
+            : `checkpoint at sequence ${report.checkpoint.sequence}: ${report.checkpoint.matches ? "matches" : "DIVERGES"}`,
+          report.owner.compared ? `running owner: ${report.owner.matches ? "matches" : "DIVERGES"}` : `running owner: not compared (${report.owner.reason})`,
+          ...report.divergences.map((d) => `divergence (${d.against}, sequence ${d.sequence}): ${d.message}`)
+        ])
+      }
+      if (report.divergences.length > 0) return yield* exitQuietly(1)
+    }).pipe(Effect.provide(ReadLayer))
+  )
+).pipe(Command.withDescription("Rebuild every projection from the journal and report any divergence (exit 1 when one is found)"))
+
+const lines = Options.integer("lines").pipe(Options.withAlias("n"), Options.withDefault(20), Options.withDescription("how many of the last events to show"))
+const follow = Options.boolean("follow").pipe(Options.withAlias("f"), Options.withDescription("keep printing new events as they are appended (with --json: one JSON document per line)"))
+
+const tailCommand = Command.make("tail", { json, lines, follow }, ({ follow, json, lines }) =>
+  journalFailure(
+    Effect.gen(function* () {
+      const journal = yield* Journal
+      const head = yield* journal.head
+      const last = yield* journal.read(Math.max(0, head - Math.max(0, lines)), Math.max(0, lines))
+      if (json && !follow) return yield* printJson({ events: last.map(envelopeJson) })
+      const print = (es: ReadonlyArray<Envelope>) => (json ? printLines(es.map((e) => JSON.stringify(envelopeJson(e)))) : printLines(es.map(envelopeLine)))
+      yield* print(last)
+      if (!follow) return
+      let after = head
+      yield* Effect.gen(function* () {
+        const fresh = yield* journal.read(after, 10_000)
+        if (fresh.length > 0) after = fresh[fresh.length - 1]!.sequence
+        yield* print(fresh)
+      }).pipe(Effect.repeat(Schedule.spaced("500 millis")))
+    }).pipe(Effect.provide(ReadLayer))
+  )
+).pipe(Command.withDescription("Print the last events of the journal (--follow keeps printing new ones)"))
+
+const exportCommand = Command.make("export", {}, () =>
+  journalFailure(
+    Effect.gen(function* () {
+      const journal = yield* Journal
+      let after = 0
+      for (;;) {
+        const page = yield* journal.read(after, 10_000)
+        if (page.length === 0) break
+        yield* printLines(page.map((e) => JSON.stringify(envelopeJson(e))))
+        after = page[page.length - 1]!.sequence
+      }
+    }).pipe(Effect.provide(ReadLayer))
+  )
+).pipe(Command.withDescription("Write every event as JSON lines (one envelope per line) to stdout"))
+
+export const journalCommand = Command.make("journal").pipe(
+  Command.withDescription("The owner's event journal: replay, tail, export (read-only)"),
+  Command.withSubcommands([replayCommand, tailCommand, exportCommand])
+)
+
+export const auditCommand = Command.make("audit", { json }, ({ json }) =>
+  journalFailure(
+    Effect.gen(function* () {
+      const { state } = yield* foldJournal()
+      const rows = Chunk.toReadonlyArray(state.audit)
+      if (json) return yield* printJson({ rows: rows.map((r) => ({ ...r, at: new Date(r.at).toISOString() })) })
+      if (rows.length === 0) return yield* Console.log("no audit rows yet: no worker has been invited")
+      yield* printLines(
+        table(
+          ["TIME", "KIND", "WORKER", "ACTOR", "DETAIL"],
+          rows.map((r) => [new Date(r.at).toISOString(), r.kind, r.workerId ?? "-", r.actor, r.detail])
+        )
+      )
+    }).pipe(Effect.provide(ReadLayer))
+  )
+).pipe(Command.withDescription("Audit rows for invites, joins, rotations, revocations and takeovers, with time, worker and actor"))

@@ -1,0 +1,227 @@
+/**
+ * Worker-protocol decisions, pure: `decide(command, registry)` answers the events to append
+ * (with the stream and the version they were decided against) or a rejection. Time arrives in
+ * the command (`now`); secrets arrive as SHA-256 hashes (the owner never holds a worker's
+ * credential). The owner runtime (svc serve) calls these live; tests replay them.
+ */
+import * as HashMap from "effect/HashMap"
+import * as Option from "effect/Option"
+import { JOB_ADDRESS } from "../manifest/JobAddress.js"
+import {
+  CredentialRotated,
+  CredentialRotationRequested,
+  inviteStream,
+  SessionStarted,
+  WorkerAdvertised,
+  WorkerInvited,
+  WorkerJoined,
+  WorkerRevoked,
+  workerStream,
+  type Event,
+  type HeldArtifact
+} from "../journal/Events.js"
+import type { InviteRecord, Registry, WorkerRecord } from "./Registry.js"
+
+/** Spec: an unused scoped invite expires after 24 hours; rotation keeps the old credential 5 minutes. */
+export const SCOPED_INVITE_LIFETIME_MS = 24 * 60 * 60 * 1000
+export const ROTATION_GRACE_MS = 5 * 60 * 1000
+export const MAX_CAPACITY = 100
+
+export type RejectionCode =
+  | "invalid-scope"
+  | "invalid-expiry"
+  | "unknown-invite"
+  | "invite-redeemed"
+  | "invite-expired"
+  | "wrong-token"
+  | "unknown-worker"
+  | "worker-revoked"
+  | "no-rotation-pending"
+  | "invalid-advertisement"
+
+export interface Rejection {
+  readonly _tag: "Rejected"
+  readonly code: RejectionCode
+  readonly message: string
+}
+
+export interface Decision {
+  readonly _tag: "Decided"
+  readonly stream: string
+  readonly expectedVersion: number
+  /** Empty when nothing changed (an advertisement equal to the last one is not journaled). */
+  readonly events: ReadonlyArray<Event>
+}
+
+const reject = (code: RejectionCode, message: string): Rejection => ({ _tag: "Rejected", code, message })
+const decided = (stream: string, expectedVersion: number, events: ReadonlyArray<Event>): Decision => ({ _tag: "Decided", stream, expectedVersion, events })
+
+/** Equality of two hex digests that takes the same time wherever they differ. */
+export const sameDigest = (a: string, b: string): boolean => {
+  let diff = a.length ^ b.length
+  for (let i = 0; i < Math.max(a.length, b.length); i++) diff |= (a.charCodeAt(i) | 0) ^ (b.charCodeAt(i) | 0)
+  return diff === 0
+}
+
+export const inviteExpired = (invite: InviteRecord, now: number): boolean => invite.expiresAt !== null && now >= invite.expiresAt
+
+// ---------------------------------------------------------------------------------------------
+
+export interface InviteWorker {
+  readonly inviteId: string
+  readonly tokenHash: string
+  readonly name: string | null
+  readonly scope: ReadonlyArray<string>
+  /** An explicit expiry, if the operator gave one. */
+  readonly expiresAt: number | null
+  readonly actor: string
+  readonly now: number
+}
+
+export const decideInvite = (c: InviteWorker, _state: Registry): Decision | Rejection => {
+  const bad = c.scope.filter((s) => !JOB_ADDRESS.test(s))
+  if (bad.length > 0) {
+    return reject("invalid-scope", `a scope names versioned jobs as BAG:JOB@VERSION; ${bad.map((s) => JSON.stringify(s)).join(", ")} ${bad.length === 1 ? "is" : "are"} not`)
+  }
+  if (c.expiresAt !== null && c.expiresAt <= c.now) return reject("invalid-expiry", "the expiry must be in the future")
+  const scoped = c.scope.length > 0
+  const expiresAt = scoped ? Math.min(c.expiresAt ?? Infinity, c.now + SCOPED_INVITE_LIFETIME_MS) : c.expiresAt
+  return decided(inviteStream(c.inviteId), 0, [
+    new WorkerInvited({ inviteId: c.inviteId, tokenHash: c.tokenHash, name: c.name, scope: [...new Set(c.scope)], expiresAt, actor: c.actor, at: c.now })
+  ])
+}
+
+export interface RedeemInvite {
+  readonly inviteId: string
+  /** SHA-256 of the secret presented. */
+  readonly tokenHash: string
+  readonly workerId: string
+  readonly name: string
+  readonly credentialHash: string
+  readonly now: number
+}
+
+export const decideRedeem = (c: RedeemInvite, state: Registry): Decision | Rejection => {
+  const found = HashMap.get(state.invites, c.inviteId)
+  if (Option.isNone(found)) return reject("unknown-invite", "this join token is not known to the owner")
+  const invite = found.value
+  if (!sameDigest(invite.tokenHash, c.tokenHash)) return reject("wrong-token", "this join token is not known to the owner")
+  if (invite.redeemedBy !== null) return reject("invite-redeemed", "this join token was already redeemed; ask the owner for a new one")
+  if (inviteExpired(invite, c.now)) return reject("invite-expired", "this join token has expired; ask the owner for a new one")
+  return decided(inviteStream(c.inviteId), invite.streamVersion, [
+    new WorkerJoined({
+      workerId: c.workerId,
+      inviteId: c.inviteId,
+      name: invite.name ?? c.name,
+      credentialHash: c.credentialHash,
+      scope: invite.scope,
+      at: c.now
+    })
+  ])
+}
+
+const liveWorker = (state: Registry, workerId: string): WorkerRecord | Rejection => {
+  const found = HashMap.get(state.workers, workerId)
+  if (Option.isNone(found)) return reject("unknown-worker", `no worker ${JSON.stringify(workerId)} is linked to this owner`)
+  if (found.value.revokedAt !== null) return reject("worker-revoked", `worker ${found.value.name} is revoked`)
+  return found.value
+}
+const isRejection = (x: unknown): x is Rejection => typeof x === "object" && x !== null && (x as Rejection)._tag === "Rejected"
+
+export interface RequestRotation {
+  readonly workerId: string
+  readonly actor: string
+  readonly now: number
+}
+
+export const decideRequestRotation = (c: RequestRotation, state: Registry): Decision | Rejection => {
+  const w = liveWorker(state, c.workerId)
+  if (isRejection(w)) return w
+  return decided(workerStream(w.id), w.streamVersion, [new CredentialRotationRequested({ workerId: w.id, actor: c.actor, at: c.now })])
+}
+
+export interface CompleteRotation {
+  readonly workerId: string
+  /** SHA-256 of the new credential, minted in the answer to the worker's call. */
+  readonly credentialHash: string
+  readonly now: number
+}
+
+export const decideCompleteRotation = (c: CompleteRotation, state: Registry): Decision | Rejection => {
+  const w = liveWorker(state, c.workerId)
+  if (isRejection(w)) return w
+  if (!w.rotationPending) return reject("no-rotation-pending", `no rotation is pending for ${w.name}`)
+  return decided(workerStream(w.id), w.streamVersion, [
+    new CredentialRotated({
+      workerId: w.id,
+      credentialHash: c.credentialHash,
+      previousHash: w.credentials[0]!.hash,
+      previousValidUntil: c.now + ROTATION_GRACE_MS,
+      at: c.now
+    })
+  ])
+}
+
+export interface RevokeWorker {
+  readonly workerId: string
+  readonly actor: string
+  readonly now: number
+}
+
+export const decideRevoke = (c: RevokeWorker, state: Registry): Decision | Rejection => {
+  const w = liveWorker(state, c.workerId)
+  if (isRejection(w)) return w
+  return decided(workerStream(w.id), w.streamVersion, [new WorkerRevoked({ workerId: w.id, actor: c.actor, at: c.now })])
+}
+
+export interface StartSession {
+  readonly workerId: string
+  /** Whether the worker's previous session was still live (runtime freshness, not journaled). */
+  readonly previousSessionLive: boolean
+  readonly now: number
+}
+
+export const decideStartSession = (c: StartSession, state: Registry): Decision | Rejection => {
+  const w = liveWorker(state, c.workerId)
+  if (isRejection(w)) return w
+  return decided(workerStream(w.id), w.streamVersion, [
+    new SessionStarted({ workerId: w.id, fence: w.fence + 1, takeover: c.previousSessionLive && w.fence > 0, at: c.now })
+  ])
+}
+
+export interface Advertise {
+  readonly workerId: string
+  readonly capacity: number
+  readonly labels: ReadonlyArray<string>
+  readonly capabilities: ReadonlyArray<string>
+  readonly artifacts: ReadonlyArray<HeldArtifact>
+  readonly now: number
+}
+
+const sameList = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) => a.length === b.length && a.every((x, i) => x === b[i])
+
+/** Labels, capabilities and artifacts are sets: sorted, so the same offer is the same content. */
+export const decideAdvertise = (c: Advertise, state: Registry): Decision | Rejection => {
+  const w = liveWorker(state, c.workerId)
+  if (isRejection(w)) return w
+  if (!Number.isInteger(c.capacity) || c.capacity < 1 || c.capacity > MAX_CAPACITY) {
+    return reject("invalid-advertisement", `capacity must be a whole number from 1 to ${MAX_CAPACITY}, not ${c.capacity}`)
+  }
+  const labels = [...new Set(c.labels)].sort()
+  const capabilities = [...new Set(c.capabilities)].sort()
+  const artifacts = [...c.artifacts].sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0))
+  const last = w.advertisement
+  if (
+    last !== null &&
+    last.capacity === c.capacity &&
+    sameList(last.labels, labels) &&
+    sameList(last.capabilities, capabilities) &&
+    sameList(last.artifacts.map((a) => `${a.address} ${a.digest}`), artifacts.map((a) => `${a.address} ${a.digest}`))
+  ) {
+    // A refresh that changes nothing must not grow the journal (freshness is runtime state).
+    return decided(workerStream(w.id), w.streamVersion, [])
+  }
+  return decided(workerStream(w.id), w.streamVersion, [
+    new WorkerAdvertised({ workerId: w.id, capacity: c.capacity, labels, capabilities, artifacts, at: c.now })
+  ])
+}

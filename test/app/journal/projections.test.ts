@@ -1,0 +1,200 @@
+/**
+ * Live projections against replay: commands decided, appended and applied live must leave the
+ * same state as folding the journal from empty. Rejected and conflicting commands change
+ * nothing. A checkpoint that disagrees with the fold is reported.
+ */
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as HashMap from "effect/HashMap"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import fc from "fast-check"
+import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
+import { Journal, layerMemory } from "../../../src/app/journal/Journal.js"
+import { layer as projectionsLayer, Projections } from "../../../src/app/journal/Projections.js"
+import { differingParts, foldJournal, replay } from "../../../src/app/journal/Replay.js"
+import { canonicalState } from "../../../src/domain/journal/OwnerState.js"
+import * as Decide from "../../../src/domain/workers/Decide.js"
+import * as NodeHashing from "../../../src/infra/journal/NodeHashing.js"
+import { layer as sqliteLayer } from "../../../src/infra/journal/SqliteJournal.js"
+import { hash } from "../../support/events.js"
+
+const tempFile = () => join(mkdtempSync(join(tmpdir(), "svc-proj-")), "svc.sqlite")
+const ownerLayer = (file: string) => projectionsLayer.pipe(Layer.provideMerge(sqliteLayer(file)), Layer.provideMerge(NodeHashing.layer))
+
+type Op =
+  | { readonly kind: "invite"; readonly scoped: boolean }
+  | { readonly kind: "redeem"; readonly invite: number; readonly wrongToken: boolean }
+  | { readonly kind: "requestRotation" | "completeRotation" | "revoke"; readonly worker: number }
+  | { readonly kind: "session"; readonly worker: number; readonly live: boolean }
+  | { readonly kind: "advertise"; readonly worker: number; readonly capacity: number; readonly gpu: boolean }
+
+const op: fc.Arbitrary<Op> = fc.oneof(
+  fc.record({ kind: fc.constant("invite" as const), scoped: fc.boolean() }),
+  fc.record({ kind: fc.constant("redeem" as const), invite: fc.nat(8), wrongToken: fc.boolean() }),
+  fc.record({ kind: fc.constantFrom("requestRotation" as const, "completeRotation" as const, "revoke" as const), worker: fc.nat(8) }),
+  fc.record({ kind: fc.constant("session" as const), worker: fc.nat(8), live: fc.boolean() }),
+  fc.record({ kind: fc.constant("advertise" as const), worker: fc.nat(8), capacity: fc.integer({ min: 0, max: 101 }), gpu: fc.boolean() })
+)
+
+/** Runs one op as the owner would: decide against the live registry, append, apply. */
+const run = (o: Op, i: number) =>
+  Effect.gen(function* () {
+    const projections = yield* Projections
+    const now = 1_700_000_000_000 + i * 60_000
+    const decide = (registry: Parameters<typeof Decide.decideInvite>[1]) => {
+      switch (o.kind) {
+        case "invite":
+          return Decide.decideInvite({ inviteId: `i${i}`, tokenHash: hash(`t${i}`), name: null, scope: o.scoped ? ["hasher:checksum@1.0.0"] : [], expiresAt: null, actor: "operator", now }, registry)
+        case "redeem": {
+          const invites = [...registry.invites].map(([id]) => id).sort()
+          const id = invites[o.invite % Math.max(1, invites.length)] ?? "none"
+          return Decide.decideRedeem(
+            { inviteId: id, tokenHash: o.wrongToken ? hash("wrong") : hash(`t${id.slice(1)}`), workerId: `w${i}`, name: `box-${i}`, credentialHash: hash(`c${i}`), now },
+            registry
+          )
+        }
+        default: {
+          const workers = [...registry.workers].map(([id]) => id).sort()
+          const workerId = workers[o.worker % Math.max(1, workers.length)] ?? "none"
+          switch (o.kind) {
+            case "requestRotation":
+              return Decide.decideRequestRotation({ workerId, actor: "operator", now }, registry)
+            case "completeRotation":
+              return Decide.decideCompleteRotation({ workerId, credentialHash: hash(`c${i}`), now }, registry)
+            case "revoke":
+              return Decide.decideRevoke({ workerId, actor: "operator", now }, registry)
+            case "session":
+              return Decide.decideStartSession({ workerId, previousSessionLive: o.live, now }, registry)
+            case "advertise":
+              return Decide.decideAdvertise(
+                { workerId, capacity: o.capacity, labels: ["os=linux", "arch=x64", ...(o.gpu ? ["gpu=true"] : [])], capabilities: ["node"], artifacts: [], now },
+                registry
+              )
+          }
+        }
+      }
+    }
+    return yield* Effect.either(projections.execute(decide))
+  })
+
+describe("live projections equal replayed projections", () => {
+  it("for random command sequences (SQLite journal, reopened for replay)", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 60 }), async (ops) => {
+        const file = tempFile()
+        const live = await Effect.runPromise(
+          Effect.gen(function* () {
+            for (let i = 0; i < ops.length; i++) yield* run(ops[i]!, i)
+            return yield* (yield* Projections).state
+          }).pipe(Effect.provide(ownerLayer(file)), Effect.scoped)
+        )
+        const replayed = await Effect.runPromise(foldJournal().pipe(Effect.provide(sqliteLayer(file)), Effect.scoped))
+        expect(differingParts(replayed.state, live)).toEqual([])
+        expect(JSON.stringify(canonicalState(replayed.state))).toBe(JSON.stringify(canonicalState(live)))
+      }),
+      { numRuns: 25 }
+    )
+  })
+
+  it.effect("a rejected command and a conflicting append change neither the journal nor the projections", () =>
+    Effect.gen(function* () {
+      const projections = yield* Projections
+      const journal = yield* Journal
+      yield* projections.execute((r) => Decide.decideInvite({ inviteId: "a", tokenHash: hash("t"), name: null, scope: [], expiresAt: null, actor: "op", now: 1 }, r))
+      const before = JSON.stringify(canonicalState(yield* projections.state))
+      const rejected = yield* Effect.either(
+        projections.execute((r) => Decide.decideInvite({ inviteId: "b", tokenHash: hash("t"), name: null, scope: ["not-an-address"], expiresAt: null, actor: "op", now: 2 }, r))
+      )
+      expect(Either.isLeft(rejected) && rejected.left._tag).toBe("CommandRejected")
+      const conflict = yield* Effect.either(journal.append({ stream: "invite-a", expectedVersion: 0, events: [] }))
+      expect(Either.isRight(conflict)).toBe(true) // an empty command writes nothing at all
+      const stale = yield* Effect.either(
+        journal.append({ stream: "invite-a", expectedVersion: 0, events: [(yield* journal.read(0, 1))[0]!.event] })
+      )
+      expect(Either.isLeft(stale) && stale.left._tag).toBe("StreamConflict")
+      expect(yield* journal.head).toBe(1)
+      expect(JSON.stringify(canonicalState(yield* projections.state))).toBe(before)
+    }).pipe(Effect.provide(projectionsLayer.pipe(Layer.provideMerge(layerMemory), Layer.provideMerge(Layer.succeed(Checkpoints, { write: () => Effect.void, latest: Effect.succeed(undefined) })))))
+  )
+
+  it.effect("an advertisement that changes nothing does not grow the journal", () =>
+    Effect.gen(function* () {
+      const projections = yield* Projections
+      const journal = yield* Journal
+      yield* projections.execute((r) => Decide.decideInvite({ inviteId: "a", tokenHash: hash("t"), name: null, scope: [], expiresAt: null, actor: "op", now: 1 }, r))
+      yield* projections.execute((r) => Decide.decideRedeem({ inviteId: "a", tokenHash: hash("t"), workerId: "w", name: "box", credentialHash: hash("c"), now: 2 }, r))
+      const ad = (now: number, labels: ReadonlyArray<string>) =>
+        projections.execute((r) => Decide.decideAdvertise({ workerId: "w", capacity: 4, labels, capabilities: ["node"], artifacts: [], now }, r))
+      yield* ad(3, ["os=linux", "arch=x64"])
+      const head = yield* journal.head
+      yield* ad(8, ["arch=x64", "os=linux"])
+      yield* ad(13, ["os=linux", "arch=x64"])
+      expect(yield* journal.head).toBe(head)
+      yield* ad(18, ["os=linux", "arch=x64", "gpu=true"])
+      expect(yield* journal.head).toBe(head + 1)
+    }).pipe(Effect.provide(ownerLayer(tempFile())))
+  )
+})
+
+describe("checkpoints", () => {
+  it("a checkpoint written by the owner matches the replay; a tampered one is reported as a divergence", async () => {
+    const file = tempFile()
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        const projections = yield* Projections
+        yield* projections.execute((r) => Decide.decideInvite({ inviteId: "a", tokenHash: hash("t"), name: "lab", scope: [], expiresAt: null, actor: "op", now: 1 }, r))
+        yield* projections.execute((r) => Decide.decideRedeem({ inviteId: "a", tokenHash: hash("t"), workerId: "w", name: "box", credentialHash: hash("c"), now: 2 }, r))
+        yield* projections.checkpoint
+      }).pipe(Effect.provide(ownerLayer(file)), Effect.scoped)
+    )
+    const good = await Effect.runPromise(replay().pipe(Effect.provide(Layer.merge(sqliteLayer(file), NodeHashing.layer)), Effect.scoped))
+    expect(good.checkpoint).toMatchObject({ sequence: 2, matches: true })
+    expect(good.divergences).toEqual([])
+
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`UPDATE checkpoints SET digest = ${"0".repeat(64)}`
+      }).pipe(Effect.provide(sqliteLayer(file)), Effect.scoped)
+    )
+    const bad = await Effect.runPromise(replay().pipe(Effect.provide(Layer.merge(sqliteLayer(file), NodeHashing.layer)), Effect.scoped))
+    expect(bad.checkpoint).toMatchObject({ sequence: 2, matches: false })
+    expect(bad.divergences).toEqual([
+      { against: "checkpoint", sequence: 2, message: expect.stringMatching(/rebuilt to sequence 2 have digest [0-9a-f]{12}, the checkpoint says 000000000000/) }
+    ])
+  })
+
+  it("a checkpoint past the journal's end means events are missing", async () => {
+    const file = tempFile()
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        const checkpoints = yield* Checkpoints
+        yield* checkpoints.write({ sequence: 7, digest: "a".repeat(64), writtenAt: 0 })
+      }).pipe(Effect.provide(sqliteLayer(file)), Effect.scoped)
+    )
+    const report = await Effect.runPromise(replay().pipe(Effect.provide(Layer.merge(sqliteLayer(file), NodeHashing.layer)), Effect.scoped))
+    expect(report.divergences.map((d) => d.message)).toEqual(["the checkpoint is at sequence 7, past the journal's last event 0: events it saw are missing"])
+  })
+
+  it("compares with a running owner's state when it is at the same sequence", async () => {
+    const file = tempFile()
+    const live = await Effect.runPromise(
+      Effect.gen(function* () {
+        const projections = yield* Projections
+        yield* projections.execute((r) => Decide.decideInvite({ inviteId: "a", tokenHash: hash("t"), name: null, scope: [], expiresAt: null, actor: "op", now: 1 }, r))
+        return yield* projections.state
+      }).pipe(Effect.provide(ownerLayer(file)), Effect.scoped)
+    )
+    const same = await Effect.runPromise(replay({ state: Effect.succeed(live) }).pipe(Effect.provide(Layer.merge(sqliteLayer(file), NodeHashing.layer)), Effect.scoped))
+    expect(same.owner).toEqual({ compared: true, matches: true })
+    const drifted = { ...live, registry: { ...live.registry, invites: HashMap.empty() } }
+    const different = await Effect.runPromise(replay({ state: Effect.succeed(drifted) }).pipe(Effect.provide(Layer.merge(sqliteLayer(file), NodeHashing.layer)), Effect.scoped))
+    expect(different.owner).toEqual({ compared: true, matches: false })
+    expect(different.divergences).toEqual([{ against: "owner", sequence: 1, message: "the running owner's invites differ from the replayed ones" }])
+  })
+})

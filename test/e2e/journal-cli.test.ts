@@ -1,0 +1,108 @@
+/**
+ * `svc journal replay|tail|export` and `svc audit` over a real store file written by the real
+ * journal adapter, run as the real binary (they work whether the owner runs or not).
+ */
+import { mkdirSync } from "node:fs"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { beforeEach, describe, expect, it } from "vitest"
+import { layer as projectionsLayer, Projections } from "../../src/app/journal/Projections.js"
+import * as Decide from "../../src/domain/workers/Decide.js"
+import * as NodeHashing from "../../src/infra/journal/NodeHashing.js"
+import { layer as sqliteLayer } from "../../src/infra/journal/SqliteJournal.js"
+import { storePath } from "../../src/infra/journal/StoreFile.js"
+import { hash } from "../support/events.js"
+import { svc, tempDir } from "../support/svc.js"
+
+let home: string
+const run = (...args: Array<string>) => svc(args, { cwd: home, home })
+
+const T0 = Date.parse("2026-11-22T10:00:00.000Z")
+
+/** An owner's history: an invite, a join, a session, a rotation, a takeover and a revocation. */
+const writeHistory = (file: string, checkpoint: boolean) =>
+  Effect.runPromise(
+    Effect.gen(function* () {
+      const p = yield* Projections
+      yield* p.execute((r) => Decide.decideInvite({ inviteId: "i1", tokenHash: hash("t"), name: "lab-1", scope: ["hasher:checksum@1.0.0"], expiresAt: null, actor: "operator", now: T0 }, r))
+      yield* p.execute((r) => Decide.decideRedeem({ inviteId: "i1", tokenHash: hash("t"), workerId: "w1", name: "ignored", credentialHash: hash("c1"), now: T0 + 1000 }, r))
+      yield* p.execute((r) => Decide.decideStartSession({ workerId: "w1", previousSessionLive: false, now: T0 + 2000 }, r))
+      yield* p.execute((r) => Decide.decideAdvertise({ workerId: "w1", capacity: 4, labels: ["os=linux"], capabilities: ["node"], artifacts: [], now: T0 + 2000 }, r))
+      yield* p.execute((r) => Decide.decideRequestRotation({ workerId: "w1", actor: "operator", now: T0 + 3000 }, r))
+      yield* p.execute((r) => Decide.decideCompleteRotation({ workerId: "w1", credentialHash: hash("c2"), now: T0 + 4000 }, r))
+      yield* p.execute((r) => Decide.decideStartSession({ workerId: "w1", previousSessionLive: true, now: T0 + 5000 }, r))
+      yield* p.execute((r) => Decide.decideRevoke({ workerId: "w1", actor: "operator", now: T0 + 6000 }, r))
+      if (checkpoint) yield* p.checkpoint
+    }).pipe(Effect.provide(projectionsLayer.pipe(Layer.provideMerge(sqliteLayer(file)), Layer.provideMerge(NodeHashing.layer))), Effect.scoped)
+  )
+
+beforeEach(() => {
+  home = tempDir("svc-journal-home-")
+  mkdirSync(home, { recursive: true })
+})
+
+describe("svc journal and svc audit", () => {
+  it("work on a machine with no journal yet", async () => {
+    const replayed = await run("journal", "replay", "--json")
+    expect(replayed.code).toBe(0)
+    expect(JSON.parse(replayed.stdout)).toMatchObject({ events: 0, head: 0, checkpoint: null, divergences: [] })
+    expect(JSON.parse((await run("audit", "--json")).stdout)).toEqual({ rows: [] })
+  })
+
+  it("replay rebuilds the projections, reports speed, and agrees with the owner's checkpoint", async () => {
+    await writeHistory(storePath(home), true)
+    const text = await run("journal", "replay")
+    expect(text.code).toBe(0)
+    expect(text.stdout).toMatch(/replayed 8 events \(to sequence 8\) in \d+\.\d\d s, \d+ events\/s/)
+    expect(text.stdout).toContain("checkpoint at sequence 8: matches")
+    expect(text.stdout).toContain("running owner: not compared (no owner runtime is running on this machine)")
+    const doc = JSON.parse((await run("journal", "replay", "--json")).stdout)
+    expect(doc).toMatchObject({ events: 8, head: 8, checkpoint: { sequence: 8, matches: true }, divergences: [] })
+  })
+
+  it("replay exits 1 and names the divergence when the checkpoint disagrees", async () => {
+    await writeHistory(storePath(home), true)
+    await Effect.runPromise(
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql`UPDATE checkpoints SET digest = ${"f".repeat(64)}`).pipe(Effect.provide(sqliteLayer(storePath(home))), Effect.scoped)
+    )
+    const out = await run("journal", "replay")
+    expect(out.code).toBe(1)
+    expect(out.stdout).toContain("checkpoint at sequence 8: DIVERGES")
+    expect(out.stdout).toMatch(/divergence \(checkpoint, sequence 8\): the projections rebuilt to sequence 8 have digest [0-9a-f]{12}, the checkpoint says ffffffffffff/)
+  })
+
+  it("audit lists invites, joins, rotations, takeovers and revocations with time, worker and actor", async () => {
+    await writeHistory(storePath(home), false)
+    const rows = JSON.parse((await run("audit", "--json")).stdout).rows
+    expect(rows.map((r: { kind: string; workerId: string | null; actor: string; at: string }) => [r.kind, r.workerId, r.actor, r.at])).toEqual([
+      ["invite", null, "operator", "2026-11-22T10:00:00.000Z"],
+      ["join", "w1", "worker w1", "2026-11-22T10:00:01.000Z"],
+      ["rotation", "w1", "operator", "2026-11-22T10:00:03.000Z"],
+      ["rotation", "w1", "worker w1", "2026-11-22T10:00:04.000Z"],
+      ["takeover", "w1", "worker w1", "2026-11-22T10:00:05.000Z"],
+      ["revocation", "w1", "operator", "2026-11-22T10:00:06.000Z"]
+    ])
+    const text = (await run("audit")).stdout
+    expect(text.split("\n")[0]).toMatch(/^TIME\s+KIND\s+WORKER\s+ACTOR\s+DETAIL$/)
+    expect(text).toContain("lab-1 joined with invite i1")
+  })
+
+  it("tail shows the last events and export writes every event as a JSON line; no secret appears", async () => {
+    await writeHistory(storePath(home), false)
+    const tail = JSON.parse((await run("journal", "tail", "--lines", "2", "--json")).stdout)
+    expect(tail.events.map((e: { sequence: number; type: string }) => [e.sequence, e.type])).toEqual([
+      [7, "SessionStarted"],
+      [8, "WorkerRevoked"]
+    ])
+    const text = (await run("journal", "tail", "-n", "3")).stdout.trim().split("\n")
+    expect(text).toHaveLength(3)
+    expect(text[2]).toMatch(/^\s+8  \d{4}-\d\d-\d\dT[\d:.]+Z  worker-w1#6  WorkerRevoked  \{"workerId":"w1"/)
+    const exported = (await run("journal", "export")).stdout.trim().split("\n").map((l) => JSON.parse(l))
+    expect(exported.map((e: { sequence: number }) => e.sequence)).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
+    expect(exported[1]).toMatchObject({ stream: "invite-i1", streamVersion: 2, type: "WorkerJoined", event: { _tag: "WorkerJoined", credentialHash: hash("c1") } })
+    // The journal holds hashes only: neither the token nor a credential is in it.
+    const all = JSON.stringify(exported)
+    expect(all).not.toMatch(/"t"|"c1"|"c2"/)
+  })
+})
