@@ -1,0 +1,143 @@
+/**
+ * Worker-protocol deciders, given / when / then: given past events, when a command, then these
+ * events or this rejection. Time bounds (24 h, 5 min) are tested at both sides.
+ */
+import { describe, expect, it } from "vitest"
+import type { Envelope, Event } from "../../../src/domain/journal/Events.js"
+import { CURRENT_VERSION } from "../../../src/domain/journal/Events.js"
+import { evolve, initialState } from "../../../src/domain/journal/OwnerState.js"
+import * as D from "../../../src/domain/workers/Decide.js"
+import type { Registry } from "../../../src/domain/workers/Registry.js"
+import { advertised, hash, invited, joined, revoked, rotationRequested, session } from "../../support/events.js"
+
+/** Folds events as the journal would number them (one stream per event's subject). */
+const given = (...events: ReadonlyArray<Event>): Registry => {
+  const versions = new Map<string, number>()
+  let state = initialState
+  events.forEach((event, i) => {
+    const stream = event._tag === "WorkerInvited" || event._tag === "WorkerJoined" ? `invite-${event.inviteId}` : `worker-${event.workerId}`
+    const v = (versions.get(stream) ?? 0) + 1
+    versions.set(stream, v)
+    const envelope: Envelope = { sequence: i + 1, stream, streamVersion: v, type: event._tag, schemaVersion: CURRENT_VERSION[event._tag], recordedAt: 0, event }
+    state = evolve(state, envelope)
+  })
+  return state.registry
+}
+
+const HOUR = 3_600_000
+const events = (d: D.Decision | D.Rejection) => {
+  if (d._tag === "Rejected") throw new Error(`rejected: ${d.message}`)
+  return d.events
+}
+const rejection = (d: D.Decision | D.Rejection) => (d._tag === "Rejected" ? d.code : "decided")
+
+describe("invite", () => {
+  const invite = (scope: ReadonlyArray<string>, expiresAt: number | null = null, now = 0) =>
+    D.decideInvite({ inviteId: "i", tokenHash: hash("t"), name: null, scope, expiresAt, actor: "op", now }, given())
+
+  it("a scoped invite expires 24 hours after it was made, or earlier when asked", () => {
+    expect(events(invite(["hasher:checksum@1.0.0"]))[0]).toMatchObject({ expiresAt: 24 * HOUR, scope: ["hasher:checksum@1.0.0"] })
+    expect(events(invite(["hasher:checksum@1.0.0"], 2 * HOUR))[0]).toMatchObject({ expiresAt: 2 * HOUR })
+    expect(events(invite(["hasher:checksum@1.0.0"], 48 * HOUR))[0]).toMatchObject({ expiresAt: 24 * HOUR })
+  })
+
+  it("an unscoped invite expires only at an explicit expiry", () => {
+    expect(events(invite([]))[0]).toMatchObject({ expiresAt: null })
+    expect(events(invite([], 72 * HOUR))[0]).toMatchObject({ expiresAt: 72 * HOUR })
+  })
+
+  it("a scope names versioned jobs only; an expiry must be in the future", () => {
+    const bad = invite(["hasher:checksum", "hasher:checksum@1.0.0", "*"])
+    expect(bad).toMatchObject({ _tag: "Rejected", code: "invalid-scope" })
+    expect(bad._tag === "Rejected" && bad.message).toBe('a scope names versioned jobs as BAG:JOB@VERSION; "hasher:checksum", "*" are not')
+    expect(rejection(invite([], 0, 10))).toBe("invalid-expiry")
+  })
+})
+
+describe("redeem", () => {
+  const redeem = (registry: Registry, now: number, token = "token-i") =>
+    D.decideRedeem({ inviteId: "i", tokenHash: hash(token), workerId: "w", name: "box", credentialHash: hash("c"), now }, registry)
+  const scoped = invited("i", 0, ["hasher:checksum@1.0.0"])
+
+  it("redeems an unused invite once, carrying its scope, against the invite's stream version", () => {
+    const d = redeem(given(scoped), 1000)
+    expect(d).toMatchObject({ _tag: "Decided", stream: "invite-i", expectedVersion: 1 })
+    expect(events(d)[0]).toMatchObject({ _tag: "WorkerJoined", workerId: "w", scope: ["hasher:checksum@1.0.0"], credentialHash: hash("c") })
+    expect(rejection(redeem(given(scoped, joined("w", "i")), 2000))).toBe("invite-redeemed")
+  })
+
+  it("a scoped invite is still good 1 ms before 24 hours and expired at 24 hours", () => {
+    expect(rejection(redeem(given(scoped), 24 * HOUR - 1))).toBe("decided")
+    expect(rejection(redeem(given(scoped), 24 * HOUR))).toBe("invite-expired")
+  })
+
+  it("an unscoped invite without expiry never expires", () => {
+    expect(rejection(redeem(given(invited("i", 0)), 10_000 * HOUR))).toBe("decided")
+  })
+
+  it("refuses a wrong token and an unknown invite with the same words", () => {
+    const wrong = redeem(given(scoped), 1, "other")
+    const unknown = D.decideRedeem({ inviteId: "nope", tokenHash: hash("token-i"), workerId: "w", name: "box", credentialHash: hash("c"), now: 1 }, given())
+    expect([rejection(wrong), rejection(unknown)]).toEqual(["wrong-token", "unknown-invite"])
+    expect(wrong._tag === "Rejected" && unknown._tag === "Rejected" && wrong.message === unknown.message).toBe(true)
+  })
+})
+
+describe("rotation", () => {
+  const linked = [invited("i"), joined("w", "i")] as const
+
+  it("is requested by the operator, then completed on the worker's next call with a 5-minute grace", () => {
+    const requested = D.decideRequestRotation({ workerId: "w", actor: "op", now: 10 }, given(...linked))
+    expect(events(requested)[0]).toMatchObject({ _tag: "CredentialRotationRequested", workerId: "w" })
+    const done = D.decideCompleteRotation({ workerId: "w", credentialHash: hash("c2"), now: 1000 }, given(...linked, rotationRequested("w")))
+    expect(events(done)[0]).toMatchObject({ _tag: "CredentialRotated", credentialHash: hash("c2"), previousHash: hash("cred-w"), previousValidUntil: 1000 + 5 * 60_000 })
+  })
+
+  it("cannot complete without a request, nor for a revoked worker", () => {
+    expect(rejection(D.decideCompleteRotation({ workerId: "w", credentialHash: hash("x"), now: 1 }, given(...linked)))).toBe("no-rotation-pending")
+    expect(rejection(D.decideRequestRotation({ workerId: "w", actor: "op", now: 1 }, given(...linked, revoked("w"))))).toBe("worker-revoked")
+    expect(rejection(D.decideRequestRotation({ workerId: "x", actor: "op", now: 1 }, given(...linked)))).toBe("unknown-worker")
+  })
+})
+
+describe("sessions and fences", () => {
+  const linked = [invited("i"), joined("w", "i")] as const
+
+  it("each hello starts a session with a larger fence; a live previous session is a takeover", () => {
+    expect(events(D.decideStartSession({ workerId: "w", previousSessionLive: false, now: 1 }, given(...linked)))[0]).toMatchObject({ fence: 1, takeover: false })
+    expect(events(D.decideStartSession({ workerId: "w", previousSessionLive: true, now: 2 }, given(...linked, session("w", 1))))[0]).toMatchObject({ fence: 2, takeover: true })
+    expect(events(D.decideStartSession({ workerId: "w", previousSessionLive: false, now: 2 }, given(...linked, session("w", 1))))[0]).toMatchObject({ fence: 2, takeover: false })
+  })
+
+  it("a revoked worker cannot start a session", () => {
+    expect(rejection(D.decideStartSession({ workerId: "w", previousSessionLive: false, now: 1 }, given(...linked, revoked("w"))))).toBe("worker-revoked")
+  })
+})
+
+describe("advertisements", () => {
+  const linked = [invited("i"), joined("w", "i"), session("w", 1)] as const
+  const advertise = (registry: Registry, capacity: number, labels: ReadonlyArray<string>) =>
+    D.decideAdvertise({ workerId: "w", capacity, labels, capabilities: ["node"], artifacts: [], now: 5 }, registry)
+
+  it("journals a change, and nothing for the same offer in another order", () => {
+    expect(events(advertise(given(...linked), 4, ["os=linux", "arch=x64"]))[0]).toMatchObject({ labels: ["arch=x64", "os=linux"] })
+    expect(events(advertise(given(...linked, advertised("w", 4, ["arch=x64", "os=linux"])), 4, ["os=linux", "arch=x64"]))).toEqual([])
+    expect(events(advertise(given(...linked, advertised("w", 4, ["arch=x64", "os=linux"])), 8, ["os=linux", "arch=x64"]))).toHaveLength(1)
+  })
+
+  it("capacity is 1 to 100 (spec: maximum 100)", () => {
+    expect(rejection(advertise(given(...linked), 100, []))).toBe("decided")
+    expect(rejection(advertise(given(...linked), 101, []))).toBe("invalid-advertisement")
+    expect(rejection(advertise(given(...linked), 0, []))).toBe("invalid-advertisement")
+    expect(rejection(advertise(given(...linked), 2.5, []))).toBe("invalid-advertisement")
+  })
+})
+
+describe("digests compare in constant time and exactly", () => {
+  it("sameDigest", () => {
+    expect(D.sameDigest(hash("a"), hash("a"))).toBe(true)
+    expect(D.sameDigest(hash("a"), hash("b"))).toBe(false)
+    expect(D.sameDigest(hash("a"), hash("a").slice(0, 63))).toBe(false)
+    expect(D.sameDigest("", "")).toBe(true)
+  })
+})
