@@ -8,11 +8,16 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Scope from "effect/Scope"
+import * as TestClock from "effect/TestClock"
 import * as HashMap from "effect/HashMap"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import fc from "fast-check"
+import * as CheckpointSchedule from "../../../src/app/journal/CheckpointSchedule.js"
 import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
 import { Journal, layerMemory } from "../../../src/app/journal/Journal.js"
 import { layer as projectionsLayer, Projections } from "../../../src/app/journal/Projections.js"
@@ -197,4 +202,36 @@ describe("checkpoints", () => {
     expect(different.owner).toEqual({ compared: true, matches: false })
     expect(different.divergences).toEqual([{ against: "owner", sequence: 1, message: "the running owner's invites differ from the replayed ones" }])
   })
+})
+
+describe("the checkpoint schedule", () => {
+  it.scoped("writes a checkpoint every 5 minutes when the journal moved, and once more at a clean stop", () =>
+    Effect.gen(function* () {
+      const file = tempFile()
+      const written: Array<number> = []
+      const store = sqliteLayer(file)
+      // The store's Checkpoints, wrapped to record each write.
+      const recording = Layer.effect(
+        Checkpoints,
+        Effect.map(Checkpoints, (c) => Checkpoints.of({ ...c, write: (cp) => Effect.zipRight(Effect.sync(() => written.push(cp.sequence)), c.write(cp)) }))
+      )
+      const owner = projectionsLayer.pipe(
+        Layer.provideMerge(Layer.merge(recording, Layer.service(Journal))),
+        Layer.provideMerge(Layer.merge(store, NodeHashing.layer))
+      )
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(CheckpointSchedule.layer().pipe(Layer.provideMerge(owner)), scope)
+      const projections = Context.get(context, Projections)
+      yield* projections.execute((r) => Decide.decideInvite({ inviteId: "a", tokenHash: hash("t"), name: null, scope: [], expiresAt: null, actor: "op", now: 1 }, r))
+      yield* TestClock.adjust("4 minutes")
+      expect(written).toEqual([])
+      yield* TestClock.adjust("1 minute")
+      expect(written).toEqual([1])
+      yield* TestClock.adjust("5 minutes") // nothing new: no second checkpoint
+      expect(written).toEqual([1])
+      yield* projections.execute((r) => Decide.decideInvite({ inviteId: "b", tokenHash: hash("t"), name: null, scope: [], expiresAt: null, actor: "op", now: 2 }, r))
+      yield* Scope.close(scope, Exit.void)
+      expect(written).toEqual([1, 2])
+    })
+  )
 })
