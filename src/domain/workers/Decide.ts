@@ -162,6 +162,53 @@ export const decideCompleteRotation = (c: CompleteRotation, state: Registry): De
   ])
 }
 
+export interface HandOverCredential {
+  readonly workerId: string
+  /** SHA-256 of the credential the worker presented on this call. */
+  readonly presentedHash: string
+  /** SHA-256 of a freshly minted credential, to be sent in this call's answer. */
+  readonly newHash: string
+  readonly now: number
+}
+
+/**
+ * Whether this call's answer must carry a new credential, and the event that records it.
+ * - A rotation is pending and the worker presents its current credential: the new one starts
+ *   now and the old one works 5 more minutes.
+ * - The worker presents the previous credential within its 5 minutes: the answer that carried
+ *   the new one was lost (or the owner restarted before the worker saved it). Another new one
+ *   is minted, replacing the unreceived one; the grace end stays where it was, so a lost answer
+ *   never extends the old credential's life.
+ * Otherwise nothing is handed over (no events).
+ */
+export const decideHandOver = (c: HandOverCredential, state: Registry): Decision | Rejection => {
+  const w = liveWorker(state, c.workerId)
+  if (isRejection(w)) return w
+  const [current, previous] = w.credentials
+  const stream = workerStream(w.id)
+  if (w.rotationPending && current !== undefined && sameDigest(current.hash, c.presentedHash)) {
+    return decided(stream, w.streamVersion, [
+      new CredentialRotated({ workerId: w.id, credentialHash: c.newHash, previousHash: current.hash, previousValidUntil: c.now + ROTATION_GRACE_MS, at: c.now })
+    ])
+  }
+  if (previous !== undefined && previous.validUntil !== null && c.now < previous.validUntil && sameDigest(previous.hash, c.presentedHash)) {
+    return decided(stream, w.streamVersion, [
+      new CredentialRotated({ workerId: w.id, credentialHash: c.newHash, previousHash: previous.hash, previousValidUntil: previous.validUntil, at: c.now })
+    ])
+  }
+  return decided(stream, w.streamVersion, [])
+}
+
+/** Whether a presented credential (by hash) opens the route for this worker now. */
+export const credentialStanding = (w: WorkerRecord, presentedHash: string, now: number): "current" | "grace" | "expired" | "unknown" => {
+  for (const c of w.credentials) {
+    if (!sameDigest(c.hash, presentedHash)) continue
+    if (c.validUntil === null) return "current"
+    return now < c.validUntil ? "grace" : "expired"
+  }
+  return "unknown"
+}
+
 export interface RevokeWorker {
   readonly workerId: string
   readonly actor: string

@@ -1,0 +1,280 @@
+/**
+ * The owner side of the worker protocol: every rule of worker-protocol.md that a call must
+ * pass (identity from the credential only, hashes compared in constant time, revocation,
+ * rotation hand-over, fencing, advertisement freshness), decided by the pure deciders and
+ * journaled through the live projections. The HTTP layer only decodes, calls `handle`, and
+ * encodes. Secrets are minted here and leave only in the one answer that hands them over.
+ */
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as HashMap from "effect/HashMap"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type { Envelope } from "../../domain/journal/Events.js"
+import * as Decide from "../../domain/workers/Decide.js"
+import { advertisementAlive, displayState, type DisplayState, type Freshness } from "../../domain/workers/DisplayState.js"
+import type { WorkerRecord } from "../../domain/workers/Registry.js"
+import { base62FromBytes, credentialProblem, CREDENTIAL_PREFIX, formatJoinToken, makeCredential, parseJoinToken } from "../../domain/workers/Secrets.js"
+import { Hashing } from "../journal/Hashing.js"
+import { Projections, type CommandRejected } from "../journal/Projections.js"
+import type { JournalError, StreamConflict } from "../journal/Journal.js"
+import { Entropy } from "./Entropy.js"
+import { Refusal, type Ack, type CredentialHandOver, type NoWork, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
+
+/** Where workers reach this owner, and the certificate they pin: written into join tokens. */
+export class OwnerAddress extends Context.Tag("svc/OwnerAddress")<OwnerAddress, { readonly url: string; readonly fingerprint: string }>() {}
+
+export interface WorkerStatus {
+  readonly id: string
+  readonly name: string
+  readonly state: DisplayState
+  readonly reason: string
+  readonly capacity: number
+  readonly used: number
+  readonly free: number
+  readonly labels: ReadonlyArray<string>
+  readonly capabilities: ReadonlyArray<string>
+  readonly artifacts: ReadonlyArray<{ readonly address: string; readonly digest: string; readonly inScope: boolean }>
+  readonly scope: ReadonlyArray<string>
+  readonly lastSeen: string | null
+  readonly revoked: boolean
+  readonly rotationPending: boolean
+}
+
+export interface InviteOutcome {
+  readonly token: string
+  readonly inviteId: string
+  readonly scope: ReadonlyArray<string>
+  readonly expiresAt: number | null
+}
+
+type CommandError = CommandRejected | StreamConflict | JournalError
+
+export interface OwnerService {
+  readonly invite: (i: { readonly scope: ReadonlyArray<string>; readonly expiresInMs: number | null; readonly name: string | null; readonly actor: string }) => Effect.Effect<InviteOutcome, CommandError>
+  /** One call of the worker route: the bearer as presented and the decoded body. */
+  readonly handle: (bearer: string | undefined, request: WorkerRequest) => Effect.Effect<WorkerResponse, Refusal>
+  readonly rotate: (worker: string, actor: string) => Effect.Effect<WorkerRecord, CommandError | Refusal>
+  readonly revoke: (worker: string, actor: string) => Effect.Effect<WorkerRecord, CommandError | Refusal>
+  readonly status: Effect.Effect<ReadonlyArray<WorkerStatus>>
+}
+
+export class Owner extends Context.Tag("svc/Owner")<Owner, OwnerService>() {}
+
+/** How long a claim with no work waits before answering at most (the worker calls again). */
+export const MAX_CLAIM_WAIT = Duration.seconds(30)
+
+const refuse = (code: Refusal["code"], message: string, stopAll?: boolean) =>
+  new Refusal(stopAll === undefined ? { code, message } : { code, message, stopAll })
+
+export const make = Effect.gen(function* () {
+  const projections = yield* Projections
+  const hashing = yield* Hashing
+  const entropy = yield* Entropy
+  const address = yield* OwnerAddress
+
+  // Credential hash -> worker id, kept beside the projections (built once, then per commit).
+  const index = new Map<string, string>()
+  const indexEnvelopes = (envelopes: ReadonlyArray<Envelope>) => {
+    for (const { event } of envelopes) {
+      if (event._tag === "WorkerJoined") index.set(event.credentialHash, event.workerId)
+      else if (event._tag === "CredentialRotated") index.set(event.credentialHash, event.workerId)
+    }
+  }
+  for (const [, w] of (yield* projections.state).registry.workers) for (const c of w.credentials) index.set(c.hash, w.id)
+
+  // Freshness is runtime state: when each worker last called and last advertised.
+  const freshness = new Map<string, { lastSeenAt: number | null; lastAdvertisedAt: number | null }>()
+  const touch = (id: string, now: number, advertised: boolean) => {
+    const f = freshness.get(id) ?? { lastSeenAt: null, lastAdvertisedAt: null }
+    f.lastSeenAt = now
+    if (advertised) f.lastAdvertisedAt = now
+    freshness.set(id, f)
+  }
+
+  const execute = (decide: Parameters<typeof projections.execute>[0]) => Effect.tap(projections.execute(decide), (e) => Effect.sync(() => indexEnvelopes(e)))
+  const sha = (s: string) => hashing.sha256Hex(s)
+  const registry = Effect.map(projections.state, (s) => s.registry)
+
+  const findWorker = (ref: string) =>
+    Effect.flatMap(registry, (r) => {
+      const byId = HashMap.get(r.workers, ref)
+      if (Option.isSome(byId)) return Effect.succeed(byId.value)
+      const byName = [...HashMap.values(r.workers)].filter((w) => w.name === ref)
+      if (byName.length === 1) return Effect.succeed(byName[0]!)
+      return Effect.fail(
+        refuse("unauthenticated", byName.length > 1 ? `${byName.length} workers are named ${ref}; use the worker id` : `no worker ${JSON.stringify(ref)} is linked to this owner`)
+      )
+    })
+
+  const commandRefusal = (code: Refusal["code"]) => (e: CommandError): Refusal =>
+    e._tag === "CommandRejected" ? refuse(code, e.rejection.message) : refuse("bad-request", `the owner could not record this: ${e.message}`)
+
+  const invite: OwnerService["invite"] = (i) =>
+    Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      const inviteId = base62FromBytes(entropy.bytes(12), 12)
+      const secret = base62FromBytes(entropy.bytes(40), 40)
+      const envelopes = yield* execute((r) =>
+        Decide.decideInvite(
+          { inviteId, tokenHash: sha(secret), name: i.name, scope: i.scope, expiresAt: i.expiresInMs === null ? null : now + i.expiresInMs, actor: i.actor, now },
+          r
+        )
+      )
+      const event = envelopes[0]!.event as { expiresAt: number | null; scope: ReadonlyArray<string> }
+      return { token: formatJoinToken({ url: address.url, fingerprint: address.fingerprint, inviteId, secret }), inviteId, scope: event.scope, expiresAt: event.expiresAt }
+    })
+
+  const join = (bearer: string | undefined, name: string) =>
+    Effect.gen(function* () {
+      if (bearer === undefined) return yield* refuse("unauthenticated", "a join call carries the join token as its bearer")
+      const token = parseJoinToken(bearer)
+      if (typeof token === "string") return yield* refuse("unauthenticated", token)
+      const now = yield* Clock.currentTimeMillis
+      const workerId = `w${base62FromBytes(entropy.bytes(10), 10)}`
+      const credential = makeCredential(entropy.bytes(30))
+      const envelopes = yield* execute((r) =>
+        Decide.decideRedeem({ inviteId: token.inviteId, tokenHash: sha(token.secret), workerId, name, credentialHash: sha(credential), now }, r)
+      ).pipe(Effect.mapError(commandRefusal("join-refused")))
+      const joined = envelopes[0]!.event as { name: string; scope: ReadonlyArray<string> }
+      return { kind: "joined" as const, workerId, name: joined.name, credential, scope: joined.scope }
+    })
+
+  /** Identity from the credential only; the body never names the worker. */
+  const authenticate = (bearer: string | undefined) =>
+    Effect.gen(function* () {
+      if (bearer === undefined) return yield* refuse("unauthenticated", "the worker route needs Authorization: Bearer <worker credential>")
+      if (!bearer.startsWith(CREDENTIAL_PREFIX)) return yield* refuse("unauthenticated", "the bearer is not a worker credential (svc_wk_...)")
+      const problem = credentialProblem(bearer)
+      if (problem !== undefined) return yield* refuse("unauthenticated", problem)
+      const presentedHash = sha(bearer)
+      const id = index.get(presentedHash)
+      const found = id === undefined ? Option.none() : HashMap.get((yield* registry).workers, id)
+      if (Option.isNone(found)) return yield* refuse("unauthenticated", "this credential is not known to the owner")
+      const worker = found.value
+      if (worker.revokedAt !== null) return yield* refuse("revoked", "this worker was revoked by the owner's operator: stop all its work", true)
+      const now = yield* Clock.currentTimeMillis
+      const standing = Decide.credentialStanding(worker, presentedHash, now)
+      if (standing === "expired" || standing === "unknown") {
+        return yield* refuse("unauthenticated", "this credential was replaced and its 5 minutes of grace have passed: join again with a new token")
+      }
+      return { worker, presentedHash, now }
+    })
+
+  /** A pending rotation (or a lost hand-over) is answered with a new credential now. */
+  const handOver = (worker: WorkerRecord, presentedHash: string, now: number) =>
+    Effect.gen(function* () {
+      const previous = worker.credentials[1]
+      const due = (worker.rotationPending && Decide.credentialStanding(worker, presentedHash, now) === "current") || (previous !== undefined && Decide.sameDigest(previous.hash, presentedHash))
+      if (!due) return null
+      const credential = makeCredential(entropy.bytes(30))
+      const envelopes = yield* execute((r) => Decide.decideHandOver({ workerId: worker.id, presentedHash, newHash: sha(credential), now }, r))
+      const event = envelopes[0]?.event
+      if (event === undefined || event._tag !== "CredentialRotated") return null
+      return { credential, previousValidUntil: new Date(event.previousValidUntil).toISOString() } satisfies typeof CredentialHandOver.Type
+    }).pipe(Effect.mapError(commandRefusal("unauthenticated")))
+
+  const checkFence = (worker: WorkerRecord, fence: number) =>
+    fence === worker.fence
+      ? Effect.void
+      : Effect.fail(
+          fence < worker.fence
+            ? refuse("fenced", `another process took this worker's session over (fence ${worker.fence}); this process (fence ${fence}) must stop`)
+            : refuse("fenced", `fence ${fence} was never issued to this worker; say hello first`)
+        )
+
+  const handle: OwnerService["handle"] = (bearer, request) =>
+    Effect.gen(function* () {
+      if (request.kind === "join") return yield* join(bearer, request.name)
+      const { worker, presentedHash, now } = yield* authenticate(bearer)
+      if (request.kind === "hello") {
+        const f = freshness.get(worker.id)
+        const live = f !== undefined && f.lastSeenAt !== null && now - f.lastSeenAt < 15_000
+        const envelopes = yield* execute((r) => Decide.decideStartSession({ workerId: worker.id, previousSessionLive: live, now }, r)).pipe(
+          Effect.mapError(commandRefusal("unauthenticated"))
+        )
+        touch(worker.id, now, false)
+        const newCredential = yield* handOver(yield* findWorker(worker.id), presentedHash, now)
+        const fence = (envelopes[0]!.event as { fence: number }).fence
+        return { kind: "welcome" as const, workerId: worker.id, name: worker.name, fence, scope: worker.scope, advertiseEverySeconds: 5, newCredential }
+      }
+      yield* checkFence(worker, request.fence)
+      const newCredential = yield* handOver(worker, presentedHash, now)
+      switch (request.kind) {
+        case "advertise": {
+          yield* execute((r) =>
+            Decide.decideAdvertise(
+              { workerId: worker.id, capacity: request.capacity, labels: request.labels, capabilities: request.capabilities, artifacts: request.artifacts, now },
+              r
+            )
+          ).pipe(Effect.mapError(commandRefusal("bad-request")))
+          touch(worker.id, now, true)
+          return { kind: "ack" as const, stop: [], newCredential } satisfies Ack
+        }
+        case "heartbeat":
+          touch(worker.id, now, false)
+          return { kind: "ack" as const, stop: [], newCredential } satisfies Ack
+        case "claim": {
+          touch(worker.id, now, false)
+          // Long poll: no placement hands out work yet, so the call waits, then says so.
+          yield* Effect.sleep(Duration.min(Duration.seconds(request.waitSeconds), MAX_CLAIM_WAIT))
+          return { kind: "no-work" as const, retryAfterSeconds: 0, newCredential } satisfies NoWork
+        }
+        case "decline":
+        case "report":
+          touch(worker.id, now, false)
+          return yield* refuse("unknown-activity", `no activity attempt ${JSON.stringify(request.attempt)} is placed on this worker`)
+      }
+    })
+
+  const rotate: OwnerService["rotate"] = (ref, actor) =>
+    Effect.gen(function* () {
+      const w = yield* findWorker(ref)
+      const now = yield* Clock.currentTimeMillis
+      yield* execute((r) => Decide.decideRequestRotation({ workerId: w.id, actor, now }, r))
+      return yield* findWorker(w.id)
+    })
+
+  const revoke: OwnerService["revoke"] = (ref, actor) =>
+    Effect.gen(function* () {
+      const w = yield* findWorker(ref)
+      const now = yield* Clock.currentTimeMillis
+      yield* execute((r) => Decide.decideRevoke({ workerId: w.id, actor, now }, r))
+      return yield* findWorker(w.id)
+    })
+
+  const status = Effect.gen(function* () {
+    const { registry: r, ledger } = yield* projections.state
+    const now = yield* Clock.currentTimeMillis
+    return [...HashMap.values(r.workers)]
+      .sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id))
+      .map((w): WorkerStatus => {
+        const f: Freshness | undefined = freshness.get(w.id)
+        const used = Option.match(HashMap.get(ledger.physical, w.id), { onNone: () => 0, onSome: (p) => p.reserved })
+        const display = displayState(w, f, used, now)
+        const capacity = w.advertisement !== null && advertisementAlive(f, now) ? w.advertisement.capacity : 0
+        return {
+          id: w.id,
+          name: w.name,
+          state: display.state,
+          reason: display.reason,
+          capacity,
+          used,
+          free: Math.max(0, capacity - used),
+          labels: w.advertisement?.labels ?? [],
+          capabilities: w.advertisement?.capabilities ?? [],
+          artifacts: (w.advertisement?.artifacts ?? []).map((a) => ({ ...a, inScope: w.scope.length === 0 || w.scope.includes(a.address) })),
+          scope: w.scope,
+          lastSeen: f?.lastSeenAt == null ? null : new Date(f.lastSeenAt).toISOString(),
+          revoked: w.revokedAt !== null,
+          rotationPending: w.rotationPending
+        }
+      })
+  })
+
+  return Owner.of({ invite, handle, rotate, revoke, status })
+})
+
+export const layer = Layer.effect(Owner, make)

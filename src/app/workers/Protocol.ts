@@ -1,0 +1,155 @@
+/**
+ * The messages of the single worker route, `POST /api/worker` (docs/protocol.md). One JSON
+ * body per call, tagged by `kind`; strict (unknown fields are refused). Declared once as
+ * Schema: the server decodes with it, the worker's client encodes with it, and the OpenAPI
+ * document is generated from it.
+ */
+import * as Schema from "effect/Schema"
+import { HeldArtifact } from "../../domain/journal/Events.js"
+
+export const PROTOCOL_VERSION = 1
+
+const Fence = Schema.Int.pipe(Schema.positive())
+const Name = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(100))
+const ShortList = <A, I>(item: Schema.Schema<A, I>, max: number) => Schema.Array(item).pipe(Schema.maxItems(max))
+const Label = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._/-]*=[^,=]*$/), Schema.maxLength(200))
+
+/** Redeem a join token (the bearer) for a worker identity and credential. */
+export const Join = Schema.Struct({
+  kind: Schema.Literal("join"), name: Name })
+
+/** Start a session: answers the fence every later call carries. */
+export const Hello = Schema.Struct({
+  kind: Schema.Literal("hello"),
+  protocol: Schema.Literal(PROTOCOL_VERSION),
+  /** Activity attempts this process still runs (reconciled by placement). */
+  running: ShortList(Schema.String, 100)
+})
+export type Hello = typeof Hello.Type
+export type Join = typeof Join.Type
+
+export const Advertise = Schema.Struct({
+  kind: Schema.Literal("advertise"),
+  fence: Fence,
+  capacity: Schema.Int.pipe(Schema.between(1, 100)),
+  labels: ShortList(Label, 100),
+  capabilities: ShortList(Schema.String.pipe(Schema.maxLength(100)), 100),
+  artifacts: ShortList(HeldArtifact, 1000)
+})
+export type Advertise = typeof Advertise.Type
+
+export const Heartbeat = Schema.Struct({
+  kind: Schema.Literal("heartbeat"),
+  fence: Fence,
+  running: ShortList(Schema.String, 100)
+})
+export type Heartbeat = typeof Heartbeat.Type
+
+export const Claim = Schema.Struct({
+  kind: Schema.Literal("claim"),
+  fence: Fence,
+  /** How long the owner may hold the call open waiting for work (long poll). */
+  waitSeconds: Schema.Int.pipe(Schema.between(0, 30))
+})
+export type Claim = typeof Claim.Type
+
+export const Decline = Schema.Struct({
+  kind: Schema.Literal("decline"),
+  fence: Fence,
+  attempt: Schema.String,
+  reason: Schema.String.pipe(Schema.maxLength(500))
+})
+export type Decline = typeof Decline.Type
+
+export const Report = Schema.Struct({
+  kind: Schema.Literal("report"),
+  fence: Fence,
+  attempt: Schema.String,
+  outcome: Schema.Struct({ ok: Schema.Boolean, result: Schema.optionalWith(Schema.Unknown, { exact: true }), error: Schema.optionalWith(Schema.String, { exact: true }) })
+})
+export type Report = typeof Report.Type
+
+/** The body of a call, told apart by `kind`. */
+export const WorkerRequest = Schema.Union(Join, Hello, Advertise, Heartbeat, Claim, Decline, Report)
+export type WorkerRequest = typeof WorkerRequest.Type
+
+/** A new credential, handed over in the answer to the worker's next call after a rotation. */
+export const CredentialHandOver = Schema.Struct({
+  credential: Schema.String,
+  /** Until when the credential the worker presented keeps working. */
+  previousValidUntil: Schema.String
+})
+
+export const Joined = Schema.Struct({
+  kind: Schema.Literal("joined"),
+  workerId: Schema.String,
+  name: Schema.String,
+  /** Printed once, here; the owner keeps only its SHA-256. */
+  credential: Schema.String,
+  scope: Schema.Array(Schema.String)
+})
+export type Joined = typeof Joined.Type
+
+export const Welcome = Schema.Struct({
+  kind: Schema.Literal("welcome"),
+  workerId: Schema.String,
+  name: Schema.String,
+  fence: Fence,
+  scope: Schema.Array(Schema.String),
+  advertiseEverySeconds: Schema.Number,
+  newCredential: Schema.NullOr(CredentialHandOver)
+})
+export type Welcome = typeof Welcome.Type
+
+export const Ack = Schema.Struct({
+  kind: Schema.Literal("ack"),
+  /** Activity attempts the worker must stop (after a `runs stop`, or on revocation). */
+  stop: Schema.Array(Schema.String),
+  newCredential: Schema.NullOr(CredentialHandOver)
+})
+export type Ack = typeof Ack.Type
+
+export const NoWork = Schema.Struct({
+  kind: Schema.Literal("no-work"),
+  retryAfterSeconds: Schema.Number,
+  newCredential: Schema.NullOr(CredentialHandOver)
+})
+export type NoWork = typeof NoWork.Type
+
+export const WorkerResponse = Schema.Union(Joined, Welcome, Ack, NoWork)
+export type WorkerResponse = typeof WorkerResponse.Type
+
+/**
+ * Every refusal: a stable code, one sentence, and for `revoked` the instruction to stop all
+ * running work. Status codes are in docs/protocol.md.
+ */
+export const RefusalCode = Schema.Literal(
+  "bad-request",
+  "unauthenticated",
+  "join-refused",
+  "revoked",
+  "fenced",
+  "out-of-scope",
+  "unknown-activity",
+  "payload-too-large",
+  "unsupported-media-type"
+)
+export type RefusalCode = typeof RefusalCode.Type
+
+export class Refusal extends Schema.TaggedError<Refusal>()("Refusal", {
+  code: RefusalCode,
+  message: Schema.String,
+  stopAll: Schema.optionalWith(Schema.Boolean, { exact: true })
+}) {}
+
+export const STATUS: Readonly<Record<RefusalCode, number>> = {
+  "bad-request": 400,
+  unauthenticated: 401,
+  "join-refused": 403,
+  revoked: 403,
+  "out-of-scope": 403,
+  "unknown-activity": 404,
+  fenced: 409,
+  "payload-too-large": 413,
+  "unsupported-media-type": 415
+}

@@ -1,0 +1,55 @@
+/**
+ * Worker display states (spec: Ready, Busy, Offline, Needs setup), computed at query time from
+ * the registry, the runtime freshness and now; never stored (docs/protocol.md has the diagram).
+ */
+import type { WorkerRecord } from "./Registry.js"
+
+export type DisplayState = "Ready" | "Busy" | "Offline" | "Needs setup"
+
+/** Spec: an advertisement not refreshed for 15 seconds has expired. */
+export const ADVERTISEMENT_LIFETIME_MS = 15_000
+/** Spec: workers refresh the advertisement within 5 seconds. */
+export const ADVERTISEMENT_REFRESH_MS = 5_000
+
+export interface Freshness {
+  /** When the worker's last advertisement (changed or not) arrived. */
+  readonly lastAdvertisedAt: number | null
+  /** When the worker last called at all. */
+  readonly lastSeenAt: number | null
+}
+
+export const advertisementAlive = (f: Freshness | undefined, now: number): boolean =>
+  f !== undefined && f.lastAdvertisedAt !== null && now - f.lastAdvertisedAt < ADVERTISEMENT_LIFETIME_MS
+
+export interface Display {
+  readonly state: DisplayState
+  /** Why, in words: what a person needs to know to act. */
+  readonly reason: string
+}
+
+export const displayState = (w: WorkerRecord, f: Freshness | undefined, used: number, now: number): Display => {
+  if (w.revokedAt !== null) return { state: "Offline", reason: "revoked: its calls are refused" }
+  if (w.advertisement === null || f === undefined || f.lastAdvertisedAt === null) {
+    return w.advertisement === null
+      ? { state: "Needs setup", reason: "joined, but its runtime has not advertised yet: run svc serve on the worker" }
+      : { state: "Offline", reason: "no advertisement since the owner started" }
+  }
+  if (!advertisementAlive(f, now)) {
+    return { state: "Offline", reason: `last advertisement ${Math.round((now - f.lastAdvertisedAt) / 1000)} s ago (expires after 15 s)` }
+  }
+  const offer = w.advertisement
+  const runnable = offer.artifacts.filter((a) => w.scope.length === 0 || w.scope.includes(a.address))
+  if (!offer.capabilities.includes("node") || runnable.length === 0) {
+    return {
+      state: "Needs setup",
+      reason:
+        runnable.length === 0
+          ? w.scope.length === 0
+            ? "it holds no bag jobs: install bags on it with svc bag install"
+            : `it holds none of the jobs in its scope (${w.scope.join(", ")})`
+          : "it offers no node executor"
+    }
+  }
+  if (used >= offer.capacity) return { state: "Busy", reason: `${used} of ${offer.capacity} slots in use` }
+  return { state: "Ready", reason: `${offer.capacity - used} of ${offer.capacity} slots free` }
+}

@@ -1,0 +1,203 @@
+/**
+ * The owner's rules for worker calls, with the real deciders and projections over the memory
+ * journal, and Effect's TestClock for every time rule (15 s, 5 min, 24 h), at both sides of
+ * each bound.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as TestClock from "effect/TestClock"
+import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
+import { layerMemory } from "../../../src/app/journal/Journal.js"
+import { layer as projectionsLayer } from "../../../src/app/journal/Projections.js"
+import { layer as ownerLayer, Owner, OwnerAddress } from "../../../src/app/workers/Owner.js"
+import type { WorkerRequest, WorkerResponse } from "../../../src/app/workers/Protocol.js"
+import { parseJoinToken } from "../../../src/domain/workers/Secrets.js"
+import * as NodeHashing from "../../../src/infra/journal/NodeHashing.js"
+import * as NodeEntropy from "../../../src/infra/workers/NodeEntropy.js"
+
+const TestOwner = ownerLayer.pipe(
+  Layer.provideMerge(projectionsLayer),
+  Layer.provideMerge(
+    Layer.mergeAll(
+      layerMemory,
+      Layer.succeed(Checkpoints, { write: () => Effect.void, latest: Effect.succeed(undefined) }),
+      NodeHashing.layer,
+      NodeEntropy.layer,
+      Layer.succeed(OwnerAddress, { url: "https://owner.test:7443", fingerprint: "ab".repeat(32) })
+    )
+  )
+)
+
+const call = (bearer: string | undefined, request: WorkerRequest) => Effect.flatMap(Owner, (o) => Effect.either(o.handle(bearer, request)))
+const ok = <K extends WorkerResponse["kind"]>(r: Either.Either<WorkerResponse, { code: string; message: string }>, kind: K) => {
+  if (Either.isLeft(r)) throw new Error(`refused: ${r.left.code}: ${r.left.message}`)
+  expect(r.right.kind).toBe(kind)
+  return r.right as Extract<WorkerResponse, { kind: K }>
+}
+const refusal = (r: Either.Either<WorkerResponse, { code: string; message: string }>) => (Either.isLeft(r) ? r.left.code : `answered ${r.right.kind}`)
+
+const offer = (fence: number) => ({ kind: "advertise" as const, fence, capacity: 4, labels: ["os=linux"], capabilities: ["node"], artifacts: [{ address: "hasher:checksum@1.0.0", digest: "sha256:x" }] })
+
+/** Invite, join and hello: a linked worker with its credential and fence. */
+const linked = (scope: ReadonlyArray<string> = []) =>
+  Effect.gen(function* () {
+    const owner = yield* Owner
+    const { token } = yield* owner.invite({ scope, expiresInMs: null, name: "lab-1", actor: "operator" })
+    const joined = ok(yield* call(token, { kind: "join", name: "ignored" }), "joined")
+    const welcome = ok(yield* call(joined.credential, { kind: "hello", protocol: 1, running: [] }), "welcome")
+    return { token, credential: joined.credential, workerId: joined.workerId, fence: welcome.fence }
+  })
+
+const stateOf = (workerId: string) => Effect.map(Effect.flatMap(Owner, (o) => o.status), (all) => all.find((w) => w.id === workerId)!)
+
+describe("joining", () => {
+  it.effect("a token joins once; the worker gets an svc_wk_ credential and the invite's name and scope", () =>
+    Effect.gen(function* () {
+      const owner = yield* Owner
+      const { token } = yield* owner.invite({ scope: ["hasher:checksum@1.0.0"], expiresInMs: null, name: "lab-1", actor: "operator" })
+      expect(token).toMatch(/^svc_jt_/)
+      expect(parseJoinToken(token)).toMatchObject({ url: "https://owner.test:7443", fingerprint: "ab".repeat(32) })
+      const joined = ok(yield* call(token, { kind: "join", name: "mybox" }), "joined")
+      expect(joined.credential).toMatch(/^svc_wk_[0-9A-Za-z]{36}$/)
+      expect(joined).toMatchObject({ name: "lab-1", scope: ["hasher:checksum@1.0.0"] })
+      expect(refusal(yield* call(token, { kind: "join", name: "again" }))).toBe("join-refused")
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("a scoped invite joins 1 ms before 24 hours, not at 24 hours", () =>
+    Effect.gen(function* () {
+      const owner = yield* Owner
+      const a = yield* owner.invite({ scope: ["hasher:checksum@1.0.0"], expiresInMs: null, name: null, actor: "op" })
+      const b = yield* owner.invite({ scope: ["hasher:checksum@1.0.0"], expiresInMs: null, name: null, actor: "op" })
+      yield* TestClock.adjust(24 * 3_600_000 - 1)
+      ok(yield* call(a.token, { kind: "join", name: "a" }), "joined")
+      yield* TestClock.adjust("1 millis")
+      const late = yield* call(b.token, { kind: "join", name: "b" })
+      expect(refusal(late)).toBe("join-refused")
+      expect(Either.isLeft(late) && late.left.message).toBe("this join token has expired; ask the owner for a new one")
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("an unscoped invite without an explicit expiry still joins after a year", () =>
+    Effect.gen(function* () {
+      const { token } = yield* (yield* Owner).invite({ scope: [], expiresInMs: null, name: null, actor: "op" })
+      yield* TestClock.adjust("365 days")
+      ok(yield* call(token, { kind: "join", name: "a" }), "joined")
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("an edited or mistyped token is refused before any lookup", () =>
+    Effect.gen(function* () {
+      const { token } = yield* (yield* Owner).invite({ scope: [], expiresInMs: null, name: null, actor: "op" })
+      const edited = token.slice(0, 20) + (token[20] === "A" ? "B" : "A") + token.slice(21)
+      const r = yield* call(edited, { kind: "join", name: "x" })
+      expect(refusal(r)).toBe("unauthenticated")
+      expect(Either.isLeft(r) && r.left.message).toMatch(/checksum does not match/)
+      expect(refusal(yield* call(undefined, { kind: "join", name: "x" }))).toBe("unauthenticated")
+    }).pipe(Effect.provide(TestOwner))
+  )
+})
+
+describe("credentials", () => {
+  it.effect("identity comes from the credential only; a malformed or unknown one is refused", () =>
+    Effect.gen(function* () {
+      const w = yield* linked()
+      expect(refusal(yield* call(w.credential.slice(0, -1) + (w.credential.endsWith("a") ? "b" : "a"), offer(w.fence)))).toBe("unauthenticated")
+      expect(refusal(yield* call("svc_wk_" + "A".repeat(36), offer(w.fence)))).toBe("unauthenticated")
+      expect(refusal(yield* call(undefined, offer(w.fence)))).toBe("unauthenticated")
+      ok(yield* call(w.credential, offer(w.fence)), "ack")
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("rotation: the next call carries the new credential; the old one works for 5 minutes, not more", () =>
+    Effect.gen(function* () {
+      const w = yield* linked()
+      const owner = yield* Owner
+      yield* owner.rotate(w.workerId, "operator")
+      const answer = ok(yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [] }), "ack")
+      const fresh = answer.newCredential!.credential
+      expect(fresh).toMatch(/^svc_wk_/)
+      expect(fresh).not.toBe(w.credential)
+      ok(yield* call(fresh, { kind: "heartbeat", fence: w.fence, running: [] }), "ack")
+      yield* TestClock.adjust(5 * 60_000 - 1)
+      // The old credential still works, and (its answer may have been lost) gets another new one.
+      const again = ok(yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [] }), "ack")
+      expect(again.newCredential).not.toBeNull()
+      yield* TestClock.adjust("1 millis")
+      expect(refusal(yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [] }))).toBe("unauthenticated")
+      ok(yield* call(again.newCredential!.credential, { kind: "heartbeat", fence: w.fence, running: [] }), "ack")
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("revocation: the next call is refused and told to stop all work", () =>
+    Effect.gen(function* () {
+      const w = yield* linked()
+      yield* (yield* Owner).revoke("lab-1", "operator")
+      const r = yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [] })
+      expect(refusal(r)).toBe("revoked")
+      expect(Either.isLeft(r) && r.left.stopAll).toBe(true)
+      expect(refusal(yield* call(w.credential, { kind: "hello", protocol: 1, running: [] }))).toBe("revoked")
+    }).pipe(Effect.provide(TestOwner))
+  )
+})
+
+describe("sessions", () => {
+  it.effect("a hello with a copied credential takes the session over; the old fence is refused", () =>
+    Effect.gen(function* () {
+      const w = yield* linked()
+      const second = ok(yield* call(w.credential, { kind: "hello", protocol: 1, running: [] }), "welcome")
+      expect(second.fence).toBe(w.fence + 1)
+      const old = yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [] })
+      expect(refusal(old)).toBe("fenced")
+      ok(yield* call(w.credential, { kind: "heartbeat", fence: second.fence, running: [] }), "ack")
+      const status = yield* stateOf(w.workerId)
+      expect(status.name).toBe("lab-1")
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("a claim long-polls for its wait, then answers no work", () =>
+    Effect.gen(function* () {
+      const w = yield* linked()
+      const fiber = yield* Effect.fork(call(w.credential, { kind: "claim", fence: w.fence, waitSeconds: 10 }))
+      yield* TestClock.adjust("9 seconds")
+      expect(fiber.unsafePoll()).toBeNull()
+      yield* TestClock.adjust("1 seconds")
+      const r = fiber.unsafePoll()
+      expect(r?._tag === "Success" && Either.isRight(r.value) && r.value.right.kind).toBe("no-work")
+    }).pipe(Effect.provide(TestOwner))
+  )
+})
+
+describe("display states", () => {
+  it.effect("Needs setup before the first advertisement; Ready while fresh; Offline 15 s after the last one", () =>
+    Effect.gen(function* () {
+      const w = yield* linked()
+      expect((yield* stateOf(w.workerId)).state).toBe("Needs setup")
+      ok(yield* call(w.credential, offer(w.fence)), "ack")
+      expect(yield* stateOf(w.workerId)).toMatchObject({ state: "Ready", capacity: 4, free: 4, labels: ["os=linux"] })
+      yield* TestClock.adjust(15_000 - 1)
+      expect((yield* stateOf(w.workerId)).state).toBe("Ready")
+      yield* TestClock.adjust("1 millis")
+      expect(yield* stateOf(w.workerId)).toMatchObject({ state: "Offline", capacity: 0 })
+      // Refreshing within 5 s keeps it Ready indefinitely, without growing the journal.
+      ok(yield* call(w.credential, offer(w.fence)), "ack")
+      for (let i = 0; i < 10; i++) {
+        yield* TestClock.adjust("5 seconds")
+        ok(yield* call(w.credential, offer(w.fence)), "ack")
+        expect((yield* stateOf(w.workerId)).state).toBe("Ready")
+      }
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("Needs setup when it holds none of the jobs in its scope", () =>
+    Effect.gen(function* () {
+      const w = yield* linked(["other:job@2"])
+      ok(yield* call(w.credential, offer(w.fence)), "ack")
+      const s = yield* stateOf(w.workerId)
+      expect(s).toMatchObject({ state: "Needs setup", artifacts: [{ address: "hasher:checksum@1.0.0", inScope: false }] })
+      expect(s.reason).toBe("it holds none of the jobs in its scope (other:job@2)")
+    }).pipe(Effect.provide(TestOwner))
+  )
+})
