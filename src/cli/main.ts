@@ -10,12 +10,14 @@ import * as SvcHome from "../infra/SvcHome.js"
 import { bagCommand } from "./commands/bag.js"
 import { auditCommand, journalCommand } from "./commands/journal.js"
 import { newCommand } from "./commands/new.js"
+import { serveCommand } from "./commands/serve.js"
+import { workersCommand } from "./commands/workers.js"
 
 export const VERSION = "0.1.0"
 
 export const svc = Command.make("svc").pipe(
   Command.withDescription("svc: spread background work from an owner machine to linked workers"),
-  Command.withSubcommands([newCommand, bagCommand, journalCommand, auditCommand])
+  Command.withSubcommands([newCommand, bagCommand, serveCommand, workersCommand, journalCommand, auditCommand])
 )
 
 export const cli = Command.run(svc, { name: "svc", version: VERSION })

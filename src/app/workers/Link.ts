@@ -1,0 +1,117 @@
+/**
+ * A worker's link to one owner, run inside `svc serve`: hello, then advertise at least every
+ * 5 seconds (every 4, so a late timer still refreshes in time), saving any credential the owner
+ * hands over. A network failure backs off with jitter and says hello again; a fenced, revoked
+ * or unknown credential ends the link (docs/protocol.md).
+ */
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Random from "effect/Random"
+import * as Ref from "effect/Ref"
+import type { Refusal, WorkerRequest, WorkerResponse } from "./Protocol.js"
+import type { Offer } from "./Offer.js"
+
+export const ADVERTISE_EVERY = Duration.seconds(4)
+export const BACKOFF_FIRST = Duration.seconds(1)
+export const BACKOFF_MAX = Duration.seconds(30)
+
+/** The owner could not be reached (connection refused, TLS pin mismatch, timeout...). */
+export class Unreachable extends Data.TaggedError("Unreachable")<{ readonly message: string }> {}
+
+export interface LinkRecord {
+  readonly key: string
+  readonly url: string
+  readonly workerId: string
+  readonly name: string
+}
+
+/** Port: calls the owner's route with the link's current credential. */
+export interface OwnerTransport {
+  readonly call: (request: WorkerRequest) => Effect.Effect<WorkerResponse, Refusal | Unreachable>
+  /** Persists a handed-over credential before it is used (so a crash cannot lose it). */
+  readonly saveCredential: (credential: string) => Effect.Effect<void>
+}
+
+export type LinkPhase = "connecting" | "linked" | "backing-off" | "fenced" | "revoked" | "refused"
+
+export interface LinkStatus {
+  readonly phase: LinkPhase
+  readonly detail: string
+  readonly fence: number | null
+  readonly lastAdvertisedAt: number | null
+  readonly offer: Offer | null
+}
+
+export class LinkEnded extends Data.TaggedError("LinkEnded")<{ readonly phase: LinkPhase; readonly message: string }> {}
+
+const afterRefusal = (r: Refusal): LinkEnded | null => {
+  switch (r.code) {
+    case "fenced":
+      return new LinkEnded({ phase: "fenced", message: `another process took this worker's session over: ${r.message}` })
+    case "revoked":
+      return new LinkEnded({ phase: "revoked", message: r.message })
+    case "unauthenticated":
+    case "join-refused":
+      return new LinkEnded({ phase: "refused", message: r.message })
+    default:
+      return null
+  }
+}
+
+export class LinkStatusRef extends Context.Tag("svc/LinkStatusRef")<LinkStatusRef, Ref.Ref<ReadonlyMap<string, LinkStatus>>>() {}
+
+/**
+ * Runs one link until it ends (fenced, revoked, refused); network trouble never ends it.
+ * `offer` is read before each advertisement, so bags installed meanwhile are advertised.
+ */
+export const runLink = (link: LinkRecord, transport: OwnerTransport, offer: Effect.Effect<Offer>, status: Ref.Ref<ReadonlyMap<string, LinkStatus>>) =>
+  Effect.gen(function* () {
+    const set = (s: Partial<LinkStatus>) =>
+      Ref.update(status, (m) => {
+        const next = new Map(m)
+        const current = m.get(link.key) ?? { phase: "connecting" as const, detail: "", fence: null, lastAdvertisedAt: null, offer: null }
+        next.set(link.key, { ...current, ...s })
+        return next
+      })
+    const takeCredential = (answer: WorkerResponse) =>
+      answer.kind !== "joined" && answer.newCredential !== null ? transport.saveCredential(answer.newCredential.credential) : Effect.void
+
+    let backoff = BACKOFF_FIRST
+    for (;;) {
+      yield* set({ phase: "connecting", detail: `calling ${link.url}` })
+      const session = yield* Effect.either(
+        Effect.gen(function* () {
+          const welcome = yield* transport.call({ kind: "hello", protocol: 1, running: [] })
+          yield* takeCredential(welcome)
+          if (welcome.kind !== "welcome") return yield* new Unreachable({ message: `unexpected answer ${welcome.kind} to hello` })
+          backoff = BACKOFF_FIRST
+          yield* set({ phase: "linked", detail: `session fence ${welcome.fence}`, fence: welcome.fence })
+          for (;;) {
+            const o = yield* offer
+            const answer = yield* transport.call({ kind: "advertise", fence: welcome.fence, capacity: o.capacity, labels: o.labels, capabilities: o.capabilities, artifacts: o.artifacts })
+            yield* takeCredential(answer)
+            yield* set({ lastAdvertisedAt: yield* Clock.currentTimeMillis, offer: o })
+            yield* Effect.sleep(ADVERTISE_EVERY)
+          }
+        })
+      )
+      if (session._tag === "Right") continue
+      const error = session.left
+      if (error._tag === "Refusal") {
+        const ended = afterRefusal(error)
+        if (ended !== null) {
+          yield* set({ phase: ended.phase, detail: ended.message })
+          return yield* ended
+        }
+      }
+      // Unreachable, or a refusal a new session may cure: back off with jitter, say hello again.
+      const jitter = yield* Random.nextRange(0.5, 1.5)
+      const wait = Duration.times(backoff, jitter)
+      yield* set({ phase: "backing-off", detail: `${error.message}; retrying in ${Duration.format(wait)}` })
+      yield* Effect.sleep(wait)
+      backoff = Duration.min(Duration.times(backoff, 2), BACKOFF_MAX)
+    }
+  })

@@ -1,0 +1,88 @@
+/**
+ * What this machine offers the owners it works for (spec, "Advertisement"): capacity from
+ * SVC_WORKFLOW_CAPACITY (default 4, at most 100), labels (operating system and architecture
+ * always, plus SVC_WORKFLOW_LABELS=KEY=VALUE,...), executor capabilities, and the versioned,
+ * remote-eligible jobs of installed bags with their digests. What it holds but withholds is
+ * listed with the reason.
+ */
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import type { HeldArtifact } from "../../domain/journal/Events.js"
+import { LABEL } from "../../domain/manifest/Formats.js"
+import { explainEligibility, remoteEligibility } from "../../domain/manifest/RemoteEligibility.js"
+import { BagDirectory } from "../bags/BagDirectory.js"
+import { checkSnapshot } from "../bags/BagCheck.js"
+import { pinnedResolver } from "../bags/BagConstants.js"
+import { BagStore } from "../bags/BagStore.js"
+
+export const DEFAULT_CAPACITY = 4
+export const MAX_CAPACITY = 100
+
+export class OfferConfigError extends Data.TaggedError("OfferConfigError")<{ readonly message: string }> {}
+
+export interface Offer {
+  readonly capacity: number
+  readonly labels: ReadonlyArray<string>
+  readonly capabilities: ReadonlyArray<string>
+  readonly artifacts: ReadonlyArray<HeldArtifact>
+  readonly withheld: ReadonlyArray<{ readonly job: string; readonly reason: string }>
+}
+
+/** Capacity from its variable: a whole number from 1 to 100. */
+export const parseCapacity = (raw: string | undefined): number | OfferConfigError => {
+  if (raw === undefined || raw.trim() === "") return DEFAULT_CAPACITY
+  const n = Number(raw.trim())
+  if (!/^\d+$/.test(raw.trim()) || n < 1 || n > MAX_CAPACITY) {
+    return new OfferConfigError({ message: `SVC_WORKFLOW_CAPACITY must be a whole number from 1 to ${MAX_CAPACITY}, not ${JSON.stringify(raw)}` })
+  }
+  return n
+}
+
+/** Labels from SVC_WORKFLOW_LABELS (comma-separated KEY=VALUE), after os and arch. */
+export const parseLabels = (raw: string | undefined, os: string, arch: string): ReadonlyArray<string> | OfferConfigError => {
+  const labels = new Map<string, string>([
+    ["os", os],
+    ["arch", arch]
+  ])
+  for (const part of (raw ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "")) {
+    if (!LABEL.test(part)) return new OfferConfigError({ message: `SVC_WORKFLOW_LABELS holds ${JSON.stringify(part)}, which is not a KEY=VALUE label` })
+    const [key, value] = [part.slice(0, part.indexOf("=")), part.slice(part.indexOf("=") + 1)]
+    if (key === "os" || key === "arch") {
+      if (value !== labels.get(key)) return new OfferConfigError({ message: `SVC_WORKFLOW_LABELS may not claim ${key}=${value}: this machine is ${key}=${labels.get(key)}` })
+      continue
+    }
+    labels.set(key, value)
+  }
+  return [...labels].map(([k, v]) => `${k}=${v}`).sort()
+}
+
+export interface OfferSettings {
+  readonly env: Readonly<Record<string, string | undefined>>
+  readonly os: string
+  readonly arch: string
+  readonly capabilities: ReadonlyArray<string>
+}
+
+export const computeOffer = (settings: OfferSettings) =>
+  Effect.gen(function* () {
+    const capacity = parseCapacity(settings.env["SVC_WORKFLOW_CAPACITY"])
+    if (capacity instanceof OfferConfigError) return yield* capacity
+    const labels = parseLabels(settings.env["SVC_WORKFLOW_LABELS"], settings.os, settings.arch)
+    if (labels instanceof OfferConfigError) return yield* labels
+    const artifacts: Array<HeldArtifact> = []
+    const withheld: Array<{ job: string; reason: string }> = []
+    const bags = yield* (yield* BagStore).list.pipe(Effect.orElseSucceed(() => []))
+    const directory = yield* BagDirectory
+    for (const bag of bags) {
+      const snapshot = yield* directory.read(bag.path).pipe(Effect.option)
+      if (snapshot._tag === "None") continue
+      const report = yield* checkSnapshot(snapshot.value, pinnedResolver(bag.pinnedConstants))
+      for (const [name, job] of Object.entries(report.manifest?.jobs ?? {})) {
+        const address = bag.jobs.find((j) => j.name === name)?.address
+        const eligibility = remoteEligibility(job)
+        if (address !== undefined && eligibility.eligible) artifacts.push({ address, digest: bag.digest })
+        else withheld.push({ job: address ?? `${bag.name}:${name}`, reason: explainEligibility(eligibility) })
+      }
+    }
+    return { capacity, labels, capabilities: [...settings.capabilities].sort(), artifacts, withheld } satisfies Offer
+  })

@@ -1,0 +1,41 @@
+/** `svc serve`: the runtime in the foreground (owner route, admin API, links to owners). */
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import { serve } from "../../infra/runtime/Serve.js"
+import { SvcHome } from "../../infra/SvcHome.js"
+import { refused, usage } from "../CliFailure.js"
+
+const listen = Options.text("listen").pipe(
+  Options.withDefault("127.0.0.1:7443"),
+  Options.withDescription("HOST:PORT the worker route listens on (loopback by default; port 0 picks a free one)")
+)
+const publicUrl = Options.text("public-url").pipe(Options.optional, Options.withDescription("the https:// address workers use, written into join tokens"))
+const tlsCert = Options.file("tls-cert").pipe(Options.optional, Options.withDescription("PEM certificate (default: generated at first start in $SVC_HOME/tls)"))
+const tlsKey = Options.file("tls-key").pipe(Options.optional, Options.withDescription("PEM private key for --tls-cert"))
+
+export const parseListen = (text: string): { host: string; port: number } | undefined => {
+  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(text)
+  if (m === null) return undefined
+  const port = Number(m[3])
+  return port <= 65535 ? { host: m[1] ?? m[2]!, port } : undefined
+}
+
+export const serveCommand = Command.make("serve", { listen, publicUrl, tlsCert, tlsKey }, (o) =>
+  Effect.gen(function* () {
+    const address = parseListen(o.listen)
+    if (address === undefined) return yield* usage(`--listen takes HOST:PORT, such as 127.0.0.1:7443, not ${JSON.stringify(o.listen)}`)
+    if (Option.isSome(o.tlsCert) !== Option.isSome(o.tlsKey)) return yield* usage("--tls-cert and --tls-key go together")
+    const url = Option.getOrUndefined(o.publicUrl)
+    if (url !== undefined && !/^https:\/\/[^/]+$/.test(url)) return yield* usage(`--public-url takes https://HOST[:PORT], not ${JSON.stringify(url)}`)
+    const home = (yield* SvcHome).path
+    yield* serve({
+      home,
+      host: address.host,
+      port: address.port,
+      publicUrl: url,
+      tls: Option.isSome(o.tlsCert) && Option.isSome(o.tlsKey) ? { certFile: o.tlsCert.value, keyFile: o.tlsKey.value } : undefined
+    }).pipe(Effect.mapError((e) => refused(e.message)))
+  })
+).pipe(Command.withDescription("Run the runtime in the foreground: the owner's worker route, the admin API, links to owners (stop with Ctrl-C)"))

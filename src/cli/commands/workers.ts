@@ -1,0 +1,152 @@
+/** `svc workers invite|join|rotate|revoke|status` (worker-protocol spec, "Command-line operations"). */
+import * as os from "node:os"
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import { JOB_ADDRESS } from "../../domain/manifest/JobAddress.js"
+import { parseJoinToken } from "../../domain/workers/Secrets.js"
+import { adminCall, RuntimeNotRunning } from "../../infra/http/AdminApi.js"
+import { parseDuration } from "../../infra/runtime/durations.js"
+import { SvcHome } from "../../infra/SvcHome.js"
+import { readLinks, writeLink } from "../../infra/workers/LinkStore.js"
+import { callOwner, fetchPinnedCertificate, makeAgent } from "../../infra/workers/OwnerClient.js"
+import { refused, usage } from "../CliFailure.js"
+import { printJson, printLines, table } from "../output.js"
+
+const json = Options.boolean("json").pipe(Options.withDescription("print one JSON document on stdout"))
+
+/** Calls the running runtime's admin API; not running is exit 2 (CLI contract). */
+const admin = (method: "GET" | "POST", path: string, body?: unknown) =>
+  Effect.flatMap(SvcHome, (home) =>
+    Effect.tryPromise({
+      try: () => adminCall(home.path, method, path, body),
+      catch: (e) => (e instanceof RuntimeNotRunning ? usage(`${e.message}: start it with svc serve`) : refused(`the runtime did not answer: ${e instanceof Error ? e.message : String(e)}`))
+    })
+  ).pipe(
+    Effect.flatMap((r) =>
+      r.status === 200 ? Effect.succeed(r.body as Record<string, unknown>) : Effect.fail(refused(String((r.body as { message?: unknown }).message ?? `the runtime answered ${r.status}`)))
+    )
+  )
+
+const invite = Command.make(
+  "invite",
+  {
+    scope: Options.text("scope").pipe(Options.repeated, Options.withDescription("BAG:JOB@VERSION the worker may claim (repeat for several); none: every job")),
+    expires: Options.text("expires").pipe(Options.optional, Options.withDescription("expire the unused invite after DURATION (30m, 12h, 7d); scoped invites expire after 24h at most")),
+    name: Options.text("name").pipe(Options.optional, Options.withDescription("the worker's human name"))
+  },
+  ({ expires, name, scope }) =>
+    Effect.gen(function* () {
+      const bad = scope.filter((s) => !JOB_ADDRESS.test(s))
+      if (bad.length > 0) return yield* refused(`--scope names versioned jobs as BAG:JOB@VERSION (such as hasher:checksum@1.0.0); ${bad.map((b) => JSON.stringify(b)).join(", ")} ${bad.length === 1 ? "is" : "are"} not`)
+      const expiresInMs = Option.isSome(expires) ? parseDuration(expires.value) : null
+      if (expiresInMs === undefined) return yield* usage(`--expires takes a duration such as 30m, 12h or 7d`)
+      const answer = yield* admin("POST", "/invite", { scope, expiresInMs, name: Option.getOrNull(name) })
+      // The token alone on stdout, once: TOKEN=$(svc workers invite) works.
+      yield* Console.log(String(answer["token"]))
+      const until = answer["expiresAt"] === null ? "never expires" : `expires ${new Date(Number(answer["expiresAt"])).toISOString()} if unused`
+      yield* Console.error(`invite ${String(answer["inviteId"])}: ${scope.length === 0 ? "every job" : scope.join(", ")}; ${until}. Redeem it on the worker with: svc workers join TOKEN`)
+    })
+).pipe(Command.withDescription("Print a one-time join token for a new worker (stdout, one line)"))
+
+const join = Command.make(
+  "join",
+  { token: Args.text({ name: "TOKEN" }), name: Options.text("name").pipe(Options.optional, Options.withDescription("this worker's human name (default: host name)")), json },
+  ({ json, name, token }) =>
+    Effect.gen(function* () {
+      const content = parseJoinToken(token)
+      if (typeof content === "string") return yield* refused(content)
+      const home = (yield* SvcHome).path
+      const certificate = yield* Effect.tryPromise({ try: () => fetchPinnedCertificate(content.url, content.fingerprint), catch: (e) => usage(`cannot reach the owner: ${e instanceof Error ? e.message : String(e)}`) })
+      const pinned = { url: content.url, fingerprint: content.fingerprint, certificate }
+      const agent = makeAgent(pinned)
+      const answer = yield* callOwner(pinned, agent, token, { kind: "join", name: Option.getOrElse(name, () => os.hostname()) }).pipe(
+        Effect.mapError((e) => (e._tag === "Unreachable" ? usage(`cannot reach the owner: ${e.message}`) : refused(`the owner refused: ${e.message}`))),
+        Effect.ensuring(Effect.sync(() => agent.destroy()))
+      )
+      if (answer.kind !== "joined") return yield* refused(`the owner answered ${answer.kind} to join`)
+      yield* Effect.promise(() =>
+        writeLink(home, { url: content.url, fingerprint: content.fingerprint, certificate, workerId: answer.workerId, name: answer.name, credential: answer.credential, joinedAt: new Date().toISOString() })
+      )
+      if (json) return yield* printJson({ owner: content.url, workerId: answer.workerId, name: answer.name, scope: answer.scope })
+      yield* Console.log(`joined ${content.url} as ${answer.name} (${answer.workerId}); scope: ${answer.scope.length === 0 ? "every job" : answer.scope.join(", ")}`)
+      yield* Console.log("svc serve on this machine links to it (a running one picks the link up within seconds)")
+    })
+).pipe(Command.withDescription("Redeem a join token: link this machine to the owner as a worker"))
+
+const workerArg = Args.text({ name: "WORKER" }).pipe(Args.withDescription("worker id or name"))
+
+const rotate = Command.make("rotate", { worker: workerArg, json }, ({ json, worker }) =>
+  Effect.gen(function* () {
+    const answer = yield* admin("POST", "/rotate", { worker })
+    if (json) return yield* printJson({ ...answer, rotation: "pending" })
+    yield* Console.log(`rotation requested for ${String(answer["name"])}: the new credential is handed over in the answer to its next call; the old one then works 5 more minutes`)
+  })
+).pipe(Command.withDescription("Issue a new credential to a worker (the old one works 5 more minutes)"))
+
+const revoke = Command.make("revoke", { worker: workerArg, json }, ({ json, worker }) =>
+  Effect.gen(function* () {
+    const answer = yield* admin("POST", "/revoke", { worker })
+    if (json) return yield* printJson({ ...answer, revoked: true })
+    yield* Console.log(`revoked ${String(answer["name"])}: its next call is refused and it is told to stop its work`)
+  })
+).pipe(Command.withDescription("Revoke a worker: its next call is refused and its running work stopped"))
+
+interface WorkerRow {
+  readonly id: string
+  readonly name: string
+  readonly state: string
+  readonly reason: string
+  readonly capacity: number
+  readonly used: number
+  readonly free: number
+  readonly labels: ReadonlyArray<string>
+  readonly capabilities: ReadonlyArray<string>
+  readonly scope: ReadonlyArray<string>
+  readonly lastSeen: string | null
+}
+
+const status = Command.make("status", { json }, ({ json }) =>
+  Effect.gen(function* () {
+    const home = (yield* SvcHome).path
+    const running = yield* Effect.either(admin("GET", "/workers"))
+    if (running._tag === "Left" && running.left.exitCode === 1) return yield* running.left
+    const workers = running._tag === "Right" ? (running.right["workers"] as ReadonlyArray<WorkerRow>) : []
+    const linksAnswer = running._tag === "Right" ? yield* admin("GET", "/links") : undefined
+    const links = linksAnswer !== undefined
+      ? (linksAnswer["links"] as ReadonlyArray<Record<string, unknown>>)
+      : (yield* Effect.promise(() => readLinks(home))).map(({ key, link }) => ({ key, url: link.url, workerId: link.workerId, name: link.name, status: null }))
+    if (json) return yield* printJson({ runtime: running._tag === "Right" ? "running" : "not running", workers, owners: links })
+    if (running._tag === "Left") yield* Console.log("runtime: not running (svc serve): worker states need it; links below are from $SVC_HOME")
+    if (workers.length > 0 || running._tag === "Right") {
+      yield* Console.log(workers.length === 0 ? "workers: none linked; invite one with: svc workers invite" : "workers linked to this owner:")
+      if (workers.length > 0) {
+        yield* printLines(
+          table(
+            ["NAME", "STATE", "USED/CAP", "LABELS", "CAPABILITIES", "SCOPE", "LAST SEEN", "WHY"],
+            workers.map((w) => [w.name, w.state, `${w.used}/${w.capacity}`, w.labels.join(",") || "-", w.capabilities.join(",") || "-", w.scope.join(",") || "all", w.lastSeen ?? "never", w.reason])
+          )
+        )
+      }
+    }
+    if (links.length > 0) {
+      yield* Console.log("owners this machine works for:")
+      for (const l of links) {
+        const s = l["status"] as { phase: string; detail: string; offer: { capacity: number; labels: Array<string>; artifacts: Array<{ address: string }>; withheld: Array<{ job: string; reason: string }> } | null } | null
+        yield* Console.log(`  ${String(l["url"])} as ${String(l["name"])} (${String(l["workerId"])}): ${s === null ? "not linked now" : `${s.phase}, ${s.detail}`}`)
+        if (s?.offer) {
+          yield* Console.log(`    offers ${s.offer.capacity} slots; labels ${s.offer.labels.join(",")}; jobs ${s.offer.artifacts.map((a) => a.address).join(", ") || "none"}`)
+          for (const w of s.offer.withheld) yield* Console.log(`    withholds ${w.job}: ${w.reason}`)
+        }
+      }
+    }
+  })
+).pipe(Command.withDescription("List workers (on an owner) and owners served (on a worker), with states and reasons"))
+
+export const workersCommand = Command.make("workers").pipe(
+  Command.withDescription("Workers: invite, join, rotate, revoke, status"),
+  Command.withSubcommands([invite, join, rotate, revoke, status])
+)

@@ -1,0 +1,88 @@
+/**
+ * The admin API the CLI uses to reach the running `svc serve`: HTTP over a Unix socket,
+ * `$SVC_HOME/admin.sock`, mode 0600. Only the user who runs svc (and root) can connect, so no
+ * operator secret is needed, and nothing of it is reachable from the network (docs/operations.md).
+ */
+import * as fs from "node:fs/promises"
+import * as http from "node:http"
+import * as nodePath from "node:path"
+
+export const socketPath = (home: string) => nodePath.join(home, "admin.sock")
+
+export interface AdminRoute {
+  readonly method: "GET" | "POST"
+  readonly path: string
+  /** Answers [status, body]; throws only on a bug. */
+  readonly handle: (body: unknown) => Promise<readonly [number, unknown]>
+}
+
+export const serveAdmin = async (home: string, routes: ReadonlyArray<AdminRoute>): Promise<http.Server> => {
+  const path = socketPath(home)
+  await fs.rm(path, { force: true })
+  const server = http.createServer((req, res) => {
+    const chunks: Array<Buffer> = []
+    let size = 0
+    req.on("data", (c: Buffer) => {
+      size += c.length
+      if (size <= 1024 * 1024) chunks.push(c)
+    })
+    req.on("end", () => {
+      const reply = (status: number, body: unknown) => {
+        const text = JSON.stringify(body)
+        res.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(text) })
+        res.end(text)
+      }
+      const route = routes.find((r) => r.method === req.method && r.path === (req.url ?? "").split("?")[0])
+      if (route === undefined) return reply(404, { code: "not-found", message: `no admin route ${req.method} ${req.url}` })
+      let body: unknown = undefined
+      if (chunks.length > 0) {
+        try {
+          body = JSON.parse(Buffer.concat(chunks).toString("utf8"))
+        } catch {
+          return reply(400, { code: "bad-request", message: "the body is not JSON" })
+        }
+      }
+      route.handle(body).then(
+        ([status, answer]) => reply(status, answer),
+        (e) => reply(500, { code: "internal", message: e instanceof Error ? e.message : String(e) })
+      )
+    })
+  })
+  const previous = process.umask(0o177)
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject)
+      server.listen(path, () => resolve())
+    })
+  } finally {
+    process.umask(previous)
+  }
+  await fs.chmod(path, 0o600)
+  return server
+}
+
+export class RuntimeNotRunning extends Error {}
+
+/** One admin call; a missing or dead socket is RuntimeNotRunning. */
+export const adminCall = (home: string, method: "GET" | "POST", path: string, body?: unknown): Promise<{ readonly status: number; readonly body: unknown }> =>
+  new Promise((resolve, reject) => {
+    const text = body === undefined ? "" : JSON.stringify(body)
+    const req = http.request(
+      { socketPath: socketPath(home), method, path, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(text) } },
+      (res) => {
+        const chunks: Array<Buffer> = []
+        res.on("data", (c: Buffer) => chunks.push(c))
+        res.on("end", () => {
+          try {
+            resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) })
+          } catch {
+            reject(new Error("the runtime answered something that is not JSON"))
+          }
+        })
+      }
+    )
+    req.on("error", (e: NodeJS.ErrnoException) =>
+      reject(e.code === "ENOENT" || e.code === "ECONNREFUSED" ? new RuntimeNotRunning(`svc serve is not running for ${home} (no ${socketPath(home)})`) : e)
+    )
+    req.end(text)
+  })

@@ -1,0 +1,130 @@
+/**
+ * The single worker route, `POST /api/worker`, served over HTTPS by node:https with a thin
+ * handler: the transport rules are enforced here (a worker credential on any other route or
+ * method: 401; body over 64 KiB: 413; not JSON: 415; strict decoding: 400), then the call goes
+ * to the Owner service and its answer or refusal is encoded (docs/protocol.md). The messages
+ * are the Schemas of app/workers/Protocol.ts, also declared as an HttpApi (WorkerApi.ts) for
+ * the OpenAPI document.
+ */
+import type * as http from "node:http"
+import * as https from "node:https"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Cause from "effect/Cause"
+import * as ParseResult from "effect/ParseResult"
+import * as Runtime from "effect/Runtime"
+import * as Schema from "effect/Schema"
+import { Owner } from "../../app/workers/Owner.js"
+import { Refusal, STATUS, WorkerRequest, WorkerResponse } from "../../app/workers/Protocol.js"
+import { CREDENTIAL_PREFIX } from "../../domain/workers/Secrets.js"
+
+export const ROUTE = "/api/worker"
+export const MAX_BODY_BYTES = 64 * 1024
+
+const decodeRequest = ParseResult.decodeUnknownEither(WorkerRequest, { errors: "all", onExcessProperty: "error" })
+const encodeResponse = Schema.encodeSync(WorkerResponse)
+
+const send = (res: http.ServerResponse, status: number, body: unknown) => {
+  if (res.headersSent) return
+  const text = JSON.stringify(body)
+  res.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(text), "cache-control": "no-store" })
+  res.end(text)
+}
+
+const refuse = (res: http.ServerResponse, code: keyof typeof STATUS, message: string, extra: Record<string, unknown> = {}) =>
+  send(res, STATUS[code], { code, message, ...extra })
+
+/** The bearer token as presented, or undefined. */
+export const bearerOf = (req: http.IncomingMessage): string | undefined => {
+  const header = req.headers["authorization"]
+  if (typeof header !== "string") return undefined
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header)
+  return m?.[1]
+}
+
+const describeIssue = (issue: ParseResult.ParseIssue): string =>
+  ParseResult.ArrayFormatter.formatIssueSync(issue)
+    .slice(0, 5)
+    .map((i) => (i.path.length === 0 ? i.message : `${i.path.join(".")}: ${i.message}`))
+    .join("; ")
+
+export const makeHandler = (runtime: Runtime.Runtime<Owner>) => {
+  const run = Runtime.runPromiseExit(runtime)
+  return (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    const bearer = bearerOf(req)
+    const path = (req.url ?? "").split("?")[0]
+    if (path !== ROUTE || req.method !== "POST") {
+      // Spec: the worker's credential opens this route and nothing else.
+      if (bearer?.startsWith(CREDENTIAL_PREFIX)) {
+        refuse(res, "unauthenticated", `a worker credential opens POST ${ROUTE} and nothing else`)
+      } else send(res, 404, { code: "not-found", message: `this server answers POST ${ROUTE} only` })
+      req.resume()
+      return
+    }
+    const type = String(req.headers["content-type"] ?? "")
+    if (!/^application\/json\s*(;|$)/i.test(type)) {
+      refuse(res, "unsupported-media-type", "the body must be JSON, sent as Content-Type: application/json")
+      req.resume()
+      return
+    }
+    const declared = Number(req.headers["content-length"] ?? "0")
+    if (declared > MAX_BODY_BYTES) {
+      refuse(res, "payload-too-large", `the body may be at most ${MAX_BODY_BYTES} bytes`)
+      req.resume()
+      return
+    }
+    const chunks: Array<Buffer> = []
+    let size = 0
+    let tooLarge = false
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length
+      if (size > MAX_BODY_BYTES) {
+        tooLarge = true
+        return
+      }
+      chunks.push(chunk)
+    })
+    req.on("error", () => res.destroy())
+    req.on("end", () => {
+      if (tooLarge) return refuse(res, "payload-too-large", `the body may be at most ${MAX_BODY_BYTES} bytes`)
+      let json: unknown
+      try {
+        json = JSON.parse(Buffer.concat(chunks).toString("utf8"))
+      } catch (e) {
+        return refuse(res, "bad-request", `the body is not valid JSON: ${e instanceof Error ? e.message : String(e)}`)
+      }
+      const decoded = decodeRequest(json)
+      if (decoded._tag === "Left") return refuse(res, "bad-request", `the body is not a worker message: ${describeIssue(decoded.left)}`)
+      void run(Effect.flatMap(Owner, (owner) => owner.handle(bearer, decoded.right))).then((exit) => {
+        if (Exit.isSuccess(exit)) return send(res, 200, encodeResponse(exit.value))
+        const failure = Cause.failureOption(exit.cause)
+        if (failure._tag === "Some" && failure.value instanceof Refusal) {
+          const r = failure.value
+          return refuse(res, r.code, r.message, r.stopAll === true ? { stopAll: true } : {})
+        }
+        if (Cause.isInterruptedOnly(exit.cause)) return res.destroy()
+        // A bug, not a refusal: say so without details (they may hold what must not leak).
+        process.stderr.write(`svc: internal error on ${ROUTE}: ${Cause.pretty(exit.cause).split("\n")[0]}\n`)
+        return send(res, 500, { code: "internal", message: "the owner failed to handle this call" })
+      })
+    })
+  }
+}
+
+export interface ServeOptions {
+  readonly cert: string
+  readonly key: string
+  readonly host: string
+  readonly port: number
+}
+
+/** The HTTPS server, with timeouts against slow clients and keep-alive well above 5 s. */
+export const createServer = (options: ServeOptions, handler: ReturnType<typeof makeHandler>): https.Server => {
+  const server = https.createServer({ cert: options.cert, key: options.key }, handler)
+  server.headersTimeout = 10_000
+  // A claim may wait up to 30 s for work.
+  server.requestTimeout = 60_000
+  server.keepAliveTimeout = 65_000
+  server.maxHeadersCount = 50
+  return server
+}

@@ -1,0 +1,201 @@
+/**
+ * `svc serve`: the installation's runtime in the foreground. As an owner: the HTTPS worker
+ * route, the journal and its projections, checkpoints; as a worker: one link per owner this
+ * machine works for. The admin API (Unix socket) serves the CLI. Stops cleanly on SIGINT or
+ * SIGTERM: servers close, links end, a last checkpoint is written.
+ */
+import * as fs from "node:fs/promises"
+import * as os from "node:os"
+import type { AddressInfo } from "node:net"
+import * as Chunk from "effect/Chunk"
+import * as Console from "effect/Console"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Ref from "effect/Ref"
+import * as Runtime from "effect/Runtime"
+import * as Schedule from "effect/Schedule"
+import * as CheckpointSchedule from "../../app/journal/CheckpointSchedule.js"
+import { Projections, layer as projectionsLayer } from "../../app/journal/Projections.js"
+import { runLink, type LinkStatus } from "../../app/workers/Link.js"
+import { computeOffer, type Offer } from "../../app/workers/Offer.js"
+import { layer as ownerLayer, Owner, OwnerAddress } from "../../app/workers/Owner.js"
+import { canonicalState } from "../../domain/journal/OwnerState.js"
+import { parseDuration } from "./durations.js"
+import * as NodeBagDirectory from "../bags/NodeBagDirectory.js"
+import * as FileBagStore from "../bags/FileBagStore.js"
+import { serveAdmin, type AdminRoute } from "../http/AdminApi.js"
+import { createServer, makeHandler } from "../http/WorkerRoute.js"
+import * as NodeHashing from "../journal/NodeHashing.js"
+import { layer as journalLayer } from "../journal/SqliteJournal.js"
+import { storePath } from "../journal/StoreFile.js"
+import * as ManifestSourceLive from "../manifest/ManifestSourceLive.js"
+import { runtimeEnv } from "../SvcConfig.js"
+import { layerAt as svcHomeAt } from "../SvcHome.js"
+import { loadOrCreate } from "../tls/OwnerCertificate.js"
+import { readLinks, writeLink } from "../workers/LinkStore.js"
+import * as NodeEntropy from "../workers/NodeEntropy.js"
+import { callOwner, makeAgent } from "../workers/OwnerClient.js"
+
+export class ServeError extends Data.TaggedError("ServeError")<{ readonly message: string }> {}
+
+export interface ServeOptions {
+  readonly home: string
+  readonly host: string
+  readonly port: number
+  readonly publicUrl: string | undefined
+  readonly tls: { readonly certFile: string; readonly keyFile: string } | undefined
+}
+
+const listen = (server: import("node:net").Server, port: number, host: string) =>
+  Effect.async<AddressInfo, ServeError>((resume) => {
+    server.once("error", (e: NodeJS.ErrnoException) =>
+      resume(Effect.fail(new ServeError({ message: e.code === "EADDRINUSE" ? `${host}:${port} is already in use` : `cannot listen on ${host}:${port}: ${e.message}` })))
+    )
+    server.listen(port, host, () => resume(Effect.succeed(server.address() as AddressInfo)))
+  })
+
+const closeServer = (server: import("node:net").Server) =>
+  Effect.async<void>((resume) => {
+    server.close(() => resume(Effect.void))
+    ;(server as import("node:http").Server).closeAllConnections?.()
+  })
+
+/** Resolves when the process is asked to stop. */
+const stopSignal = Effect.async<string>((resume) => {
+  const on = (signal: string) => () => resume(Effect.succeed(signal))
+  const int = on("SIGINT")
+  const term = on("SIGTERM")
+  process.once("SIGINT", int)
+  process.once("SIGTERM", term)
+  return Effect.sync(() => {
+    process.off("SIGINT", int)
+    process.off("SIGTERM", term)
+  })
+})
+
+const wrap = <A>(what: string, f: () => Promise<A>) =>
+  Effect.tryPromise({ try: f, catch: (e) => new ServeError({ message: `${what}: ${e instanceof Error ? e.message : String(e)}` }) })
+
+export const serve = (options: ServeOptions) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      yield* wrap("creating $SVC_HOME", () => fs.mkdir(options.home, { recursive: true, mode: 0o700 }))
+      const env = yield* wrap("reading svc.yaml", () => runtimeEnv(options.home))
+      const settings = { env, os: process.platform, arch: process.arch, capabilities: ["node", "process"] }
+      const bagLayers = Layer.mergeAll(NodeBagDirectory.layer, FileBagStore.layer.pipe(Layer.provide(svcHomeAt(options.home))), ManifestSourceLive.layer)
+      const offerNow = computeOffer(settings).pipe(Effect.provide(bagLayers))
+      // A bad SVC_WORKFLOW_CAPACITY or label stops the start with its message.
+      yield* offerNow.pipe(Effect.mapError((e) => new ServeError({ message: e.message })))
+
+      const tls = yield* wrap("loading the TLS certificate", () => loadOrCreate(options.home, options.tls))
+      const server = createServer({ cert: tls.cert, key: tls.key, host: options.host, port: options.port }, () => undefined)
+      const address = yield* listen(server, options.port, options.host)
+      const shownHost = options.host === "0.0.0.0" || options.host === "::" ? os.hostname() : options.host.includes(":") ? `[${options.host}]` : options.host
+      const url = options.publicUrl ?? `https://${shownHost}:${address.port}`
+
+      const owner = ownerLayer.pipe(
+        Layer.provideMerge(CheckpointSchedule.layer().pipe(Layer.provideMerge(projectionsLayer))),
+        Layer.provideMerge(Layer.mergeAll(journalLayer(storePath(options.home)), NodeHashing.layer, NodeEntropy.layer, Layer.succeed(OwnerAddress, { url, fingerprint: tls.fingerprint })))
+      )
+      const runtime = yield* Layer.toRuntime(owner).pipe(Effect.mapError((e) => new ServeError({ message: `opening the journal: ${String((e as { message?: unknown }).message ?? e)}` })))
+      server.removeAllListeners("request")
+      server.on("request", makeHandler(runtime))
+      yield* Effect.addFinalizer(() => closeServer(server))
+
+      // Worker side: one link per owner this machine works for; new links are picked up.
+      const statuses = yield* Ref.make<ReadonlyMap<string, LinkStatus>>(new Map())
+      const running = new Map<string, Fiber.RuntimeFiber<unknown, unknown>>()
+      const startLinks = Effect.gen(function* () {
+        for (const { key, link } of yield* wrap("reading links", () => readLinks(options.home))) {
+          if (running.has(key)) continue
+          let credential = link.credential
+          const pinned = { url: link.url, fingerprint: link.fingerprint, certificate: link.certificate }
+          const agent = makeAgent(pinned)
+          const transport = {
+            call: (request: Parameters<typeof callOwner>[3]) => callOwner(pinned, agent, credential, request),
+            saveCredential: (next: string) =>
+              Effect.promise(async () => {
+                await writeLink(options.home, { ...link, credential: next })
+                credential = next
+              })
+          }
+          const fiber = yield* runLink({ key, url: link.url, workerId: link.workerId, name: link.name }, transport, offerNow.pipe(Effect.orDie) as Effect.Effect<Offer>, statuses).pipe(
+            Effect.tapError((e) => Console.error(`svc: link to ${link.url} ended: ${e.message}`)),
+            Effect.ignore,
+            Effect.forkScoped
+          )
+          running.set(key, fiber)
+        }
+      })
+      yield* startLinks.pipe(Effect.catchAll((e) => Console.error(`svc: ${e.message}`)), Effect.repeat(Schedule.spaced("2 seconds")), Effect.forkScoped)
+
+      const run = Runtime.runPromise(runtime)
+      const body = (b: unknown) => (typeof b === "object" && b !== null ? (b as Record<string, unknown>) : {})
+      const refusalOr = async <A>(f: () => Promise<A>): Promise<readonly [number, unknown]> => {
+        try {
+          return [200, await f()] as const
+        } catch (e) {
+          const error = e as { code?: string; message?: string; rejection?: { code: string; message: string }; _tag?: string }
+          const message = error.rejection?.message ?? error.message ?? String(e)
+          return [error._tag === "Refusal" || error._tag === "CommandRejected" ? 409 : 500, { code: error.rejection?.code ?? error.code ?? "refused", message }] as const
+        }
+      }
+      const routes: ReadonlyArray<AdminRoute> = [
+        {
+          method: "POST",
+          path: "/invite",
+          handle: (b) =>
+            refusalOr(() =>
+              run(
+                Effect.flatMap(Owner, (o) =>
+                  o.invite({
+                    scope: Array.isArray(body(b)["scope"]) ? (body(b)["scope"] as Array<string>) : [],
+                    expiresInMs: typeof body(b)["expiresInMs"] === "number" ? (body(b)["expiresInMs"] as number) : null,
+                    name: typeof body(b)["name"] === "string" ? (body(b)["name"] as string) : null,
+                    actor: `operator ${os.userInfo().username}`
+                  })
+                )
+              )
+            )
+        },
+        {
+          method: "POST",
+          path: "/rotate",
+          handle: (b) => refusalOr(() => run(Effect.map(Effect.flatMap(Owner, (o) => o.rotate(String(body(b)["worker"]), `operator ${os.userInfo().username}`)), (w) => ({ id: w.id, name: w.name }))))
+        },
+        {
+          method: "POST",
+          path: "/revoke",
+          handle: (b) => refusalOr(() => run(Effect.map(Effect.flatMap(Owner, (o) => o.revoke(String(body(b)["worker"]), `operator ${os.userInfo().username}`)), (w) => ({ id: w.id, name: w.name }))))
+        },
+        { method: "GET", path: "/workers", handle: () => refusalOr(() => run(Effect.map(Effect.flatMap(Owner, (o) => o.status), (workers) => ({ workers })))) },
+        {
+          method: "GET",
+          path: "/state",
+          handle: () => refusalOr(() => run(Effect.map(Effect.flatMap(Projections, (p) => p.state), (s) => ({ sequence: s.sequence, state: canonicalState(s), audit: Chunk.size(s.audit) }))))
+        },
+        {
+          method: "GET",
+          path: "/links",
+          handle: () =>
+            refusalOr(async () => {
+              const links = await readLinks(options.home)
+              const status = await Effect.runPromise(Ref.get(statuses))
+              return { links: links.map(({ key, link }) => ({ key, url: link.url, workerId: link.workerId, name: link.name, status: status.get(key) ?? null })) }
+            })
+        }
+      ]
+      const admin = yield* wrap("opening the admin socket", () => serveAdmin(options.home, routes))
+      yield* Effect.addFinalizer(() => Effect.andThen(closeServer(admin), Effect.promise(() => fs.rm(`${options.home}/admin.sock`, { force: true }))))
+
+      yield* Console.log(`svc serve: owner route ${url}/api/worker (listening on ${options.host}:${address.port})`)
+      yield* Console.log(`svc serve: TLS certificate sha256 ${tls.fingerprint}`)
+      yield* Console.log(`svc serve: admin socket ${options.home}/admin.sock; stop with Ctrl-C`)
+      const signal = yield* stopSignal
+      yield* Console.log(`svc serve: ${signal}: stopping`)
+    })
+  )
+
+export { parseDuration }

@@ -1,0 +1,58 @@
+/**
+ * The owner's TLS material: the operator's own (`--tls-cert`, `--tls-key`), or a self-signed
+ * certificate generated at first start and kept in `$SVC_HOME/tls/` (key mode 0600). Workers pin
+ * its SHA-256 fingerprint, carried in join tokens, so no trust-on-first-use is involved.
+ */
+import { X509Certificate } from "node:crypto"
+import * as fs from "node:fs/promises"
+import * as os from "node:os"
+import * as nodePath from "node:path"
+import { generate } from "selfsigned"
+
+export interface TlsMaterial {
+  readonly cert: string
+  readonly key: string
+  /** SHA-256 of the DER certificate, lowercase hex without colons. */
+  readonly fingerprint: string
+}
+
+export const fingerprintOf = (pem: string): string => new X509Certificate(pem).fingerprint256.replace(/:/g, "").toLowerCase()
+
+const exists = (path: string) => fs.access(path).then(() => true, () => false)
+
+export const loadOrCreate = async (home: string, given?: { readonly certFile: string; readonly keyFile: string }): Promise<TlsMaterial> => {
+  if (given !== undefined) {
+    const [cert, key] = await Promise.all([fs.readFile(given.certFile, "utf8"), fs.readFile(given.keyFile, "utf8")])
+    return { cert, key, fingerprint: fingerprintOf(cert) }
+  }
+  const dir = nodePath.join(home, "tls")
+  const certFile = nodePath.join(dir, "owner.crt")
+  const keyFile = nodePath.join(dir, "owner.key")
+  if ((await exists(certFile)) && (await exists(keyFile))) {
+    const [cert, key] = await Promise.all([fs.readFile(certFile, "utf8"), fs.readFile(keyFile, "utf8")])
+    return { cert, key, fingerprint: fingerprintOf(cert) }
+  }
+  await fs.mkdir(dir, { recursive: true, mode: 0o700 })
+  const host = os.hostname()
+  const notAfter = new Date(Date.now() + 10 * 365 * 24 * 3600 * 1000)
+  const pems = await generate([{ name: "commonName", value: `svc owner ${host}` }], {
+    keySize: 2048,
+    algorithm: "sha256",
+    notAfterDate: notAfter,
+    extensions: [
+      { name: "basicConstraints", cA: false },
+      {
+        name: "subjectAltName",
+        altNames: [
+          { type: 2, value: host },
+          { type: 2, value: "localhost" },
+          { type: 7, ip: "127.0.0.1" },
+          { type: 7, ip: "::1" }
+        ]
+      }
+    ]
+  } as Parameters<typeof generate>[1])
+  await fs.writeFile(keyFile, pems.private, { mode: 0o600 })
+  await fs.writeFile(certFile, pems.cert, { mode: 0o644 })
+  return { cert: pems.cert, key: pems.private, fingerprint: fingerprintOf(pems.cert) }
+}

@@ -1,0 +1,49 @@
+/**
+ * Links to the owners this machine works for: one file each in `$SVC_HOME/links/`, mode 0600,
+ * holding the owner's address, its pinned certificate, the worker id and the credential.
+ * Written to a temporary file and renamed, so a crash leaves the old or the new credential.
+ */
+import { createHash } from "node:crypto"
+import * as fs from "node:fs/promises"
+import * as nodePath from "node:path"
+
+export interface StoredLink {
+  readonly url: string
+  readonly fingerprint: string
+  /** The owner's certificate, PEM, fetched at join and checked against the fingerprint. */
+  readonly certificate: string
+  readonly workerId: string
+  readonly name: string
+  readonly credential: string
+  readonly joinedAt: string
+}
+
+export const linksDir = (home: string) => nodePath.join(home, "links")
+
+/** A stable key per owner (its URL and certificate): the file name. */
+export const linkKey = (url: string, fingerprint: string) => createHash("sha256").update(`${url}\n${fingerprint}`).digest("hex").slice(0, 16)
+
+export const writeLink = async (home: string, link: StoredLink): Promise<string> => {
+  const dir = linksDir(home)
+  await fs.mkdir(dir, { recursive: true, mode: 0o700 })
+  const key = linkKey(link.url, link.fingerprint)
+  const file = nodePath.join(dir, `${key}.json`)
+  const tmp = `${file}.${process.pid}.tmp`
+  await fs.writeFile(tmp, JSON.stringify(link, null, 2) + "\n", { mode: 0o600 })
+  await fs.rename(tmp, file)
+  return key
+}
+
+export const readLinks = async (home: string): Promise<ReadonlyArray<{ readonly key: string; readonly link: StoredLink }>> => {
+  const dir = linksDir(home)
+  const names = await fs.readdir(dir).catch(() => [] as Array<string>)
+  const out: Array<{ key: string; link: StoredLink }> = []
+  for (const name of names.filter((n) => n.endsWith(".json")).sort()) {
+    try {
+      out.push({ key: name.slice(0, -5), link: JSON.parse(await fs.readFile(nodePath.join(dir, name), "utf8")) as StoredLink })
+    } catch {
+      // An unreadable link file is skipped; `svc workers status` shows only what it can read.
+    }
+  }
+  return out
+}

@@ -1,0 +1,95 @@
+/**
+ * The worker's HTTPS client for the owner's route. Trust is the pinned certificate: at join the
+ * owner's certificate is fetched and must have the fingerprint the join token carries; every
+ * later call trusts exactly that certificate (as its only CA) and checks the fingerprint again.
+ */
+import * as https from "node:https"
+import * as tls from "node:tls"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import { Unreachable } from "../../app/workers/Link.js"
+import { Refusal, RefusalCode, WorkerResponse, type WorkerRequest } from "../../app/workers/Protocol.js"
+
+const fingerprintHex = (cert: tls.PeerCertificate) => cert.fingerprint256.replace(/:/g, "").toLowerCase()
+
+/** Fetches the owner's certificate and checks it against the pinned fingerprint. */
+export const fetchPinnedCertificate = (url: string, fingerprint: string): Promise<string> =>
+  new Promise((resolve, reject) => {
+    const u = new URL(url)
+    const socket = tls.connect({ host: u.hostname, port: Number(u.port || 443), servername: net(u.hostname), rejectUnauthorized: false }, () => {
+      const cert = socket.getPeerCertificate()
+      socket.destroy()
+      if (!cert || !cert.raw) return reject(new Error(`${url} presented no certificate`))
+      if (fingerprintHex(cert) !== fingerprint) {
+        return reject(new Error(`${url} presented a certificate with another fingerprint than the join token pins: this is not the owner that invited you`))
+      }
+      const b64 = cert.raw.toString("base64").replace(/(.{64})/g, "$1\n").trimEnd()
+      resolve(`-----BEGIN CERTIFICATE-----\n${b64}\n-----END CERTIFICATE-----\n`)
+    })
+    socket.setTimeout(10_000, () => socket.destroy(new Error(`${url} did not answer within 10 s`)))
+    socket.on("error", reject)
+  })
+
+/** SNI takes names, not IP addresses. */
+const net = (host: string) => (/^[\d.]+$/.test(host) || host.includes(":") ? undefined : host) as string
+
+const decodeResponse = Schema.decodeUnknownEither(WorkerResponse)
+const decodeRefusal = Schema.decodeUnknownEither(Schema.Struct({ code: RefusalCode, message: Schema.String, stopAll: Schema.optionalWith(Schema.Boolean, { exact: true }) }))
+
+export interface PinnedOwner {
+  readonly url: string
+  readonly fingerprint: string
+  readonly certificate: string
+}
+
+export const makeAgent = (owner: PinnedOwner) =>
+  new https.Agent({
+    keepAlive: true,
+    ca: owner.certificate,
+    // The pinned certificate is the trust anchor; its name need not match the URL's host.
+    checkServerIdentity: (_host, cert) => (fingerprintHex(cert) === owner.fingerprint ? undefined : new Error("the owner's certificate changed: not the pinned one")),
+    maxSockets: 4
+  })
+
+/** One call of the route: the answer, a refusal, or Unreachable. */
+export const callOwner = (owner: PinnedOwner, agent: https.Agent, bearer: string, request: WorkerRequest, timeoutMs = 45_000) =>
+  Effect.async<import("../../app/workers/Protocol.js").WorkerResponse, Refusal | Unreachable>((resume) => {
+    const body = JSON.stringify(request)
+    const u = new URL("/api/worker", owner.url)
+    const req = https.request(
+      u,
+      {
+        method: "POST",
+        agent,
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), authorization: `Bearer ${bearer}` },
+        timeout: timeoutMs
+      },
+      (res) => {
+        const chunks: Array<Buffer> = []
+        res.on("data", (c: Buffer) => chunks.push(c))
+        res.on("error", (e) => resume(Effect.fail(new Unreachable({ message: `${owner.url}: ${e.message}` }))))
+        res.on("end", () => {
+          let json: unknown
+          try {
+            json = JSON.parse(Buffer.concat(chunks).toString("utf8"))
+          } catch {
+            return resume(Effect.fail(new Unreachable({ message: `${owner.url} answered ${res.statusCode} with a body that is not JSON` })))
+          }
+          if (res.statusCode === 200) {
+            const answer = decodeResponse(json)
+            return resume(answer._tag === "Right" ? Effect.succeed(answer.right) : Effect.fail(new Unreachable({ message: `${owner.url} answered something this svc cannot read` })))
+          }
+          const refusal = decodeRefusal(json)
+          return resume(
+            refusal._tag === "Right"
+              ? Effect.fail(new Refusal(refusal.right))
+              : Effect.fail(new Unreachable({ message: `${owner.url} answered ${res.statusCode}` }))
+          )
+        })
+      }
+    )
+    req.on("timeout", () => req.destroy(new Error(`no answer within ${timeoutMs / 1000} s`)))
+    req.on("error", (e) => resume(Effect.fail(new Unreachable({ message: `${owner.url}: ${e.message}` }))))
+    req.end(body)
+    return Effect.sync(() => req.destroy())
+  })
