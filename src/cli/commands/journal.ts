@@ -11,7 +11,8 @@ import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import { Journal } from "../../app/journal/Journal.js"
-import { foldJournal, replay } from "../../app/journal/Replay.js"
+import { foldJournal, replay, type LiveOwnerState } from "../../app/journal/Replay.js"
+import { adminCall } from "../../infra/http/AdminApi.js"
 import { Event, type Envelope } from "../../domain/journal/Events.js"
 import * as JournalReader from "../../infra/journal/JournalReader.js"
 import * as NodeHashing from "../../infra/journal/NodeHashing.js"
@@ -46,7 +47,13 @@ const journalFailure = <A, R>(effect: Effect.Effect<A, { readonly message: strin
 const replayCommand = Command.make("replay", { json }, ({ json }) =>
   journalFailure(
     Effect.gen(function* () {
-      const report = yield* replay()
+      const home = (yield* SvcHome).path
+      // The running owner's projections, when one runs on this machine (admin API).
+      const live = Effect.tryPromise(() => adminCall(home, "GET", "/state")).pipe(
+        Effect.map((r) => (r.status === 200 ? (r.body as LiveOwnerState) : undefined)),
+        Effect.orElseSucceed(() => undefined)
+      )
+      const report = yield* replay({ state: live })
       if (json) yield* printJson(report)
       else {
         yield* printLines([
