@@ -1,0 +1,48 @@
+/**
+ * The worker route declared as an HttpApi, from the same Schemas the handler decodes with:
+ * the contract, and the source of docs/openapi.json (`npm run openapi`; a test keeps the
+ * committed document equal to this declaration).
+ */
+import * as HttpApi from "@effect/platform/HttpApi"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
+import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
+import * as OpenApi from "@effect/platform/OpenApi"
+import * as Schema from "effect/Schema"
+import { RefusalCode, WorkerRequest, WorkerResponse } from "../../app/workers/Protocol.js"
+
+const refusal = (identifier: string, description: string) =>
+  Schema.Struct({
+    code: RefusalCode,
+    message: Schema.String,
+    stopAll: Schema.optionalWith(Schema.Boolean, { exact: true })
+  }).annotations({ identifier, description })
+
+/** Bearer: the join token for `join`, the worker credential (svc_wk_...) for every other kind. */
+export class WorkerBearer extends HttpApiMiddleware.Tag<WorkerBearer>()("WorkerBearer", {
+  security: { bearer: HttpApiSecurity.bearer }
+}) {}
+
+export const WorkerApi = HttpApi.make("svc-worker-route")
+  .add(
+    HttpApiGroup.make("worker")
+      .add(
+        HttpApiEndpoint.post("call", "/api/worker")
+          .setPayload(WorkerRequest)
+          .addSuccess(WorkerResponse)
+          .addError(refusal("BadRequest", "the body is not JSON or not a worker message (strict: unknown fields are refused)"), { status: 400 })
+          .addError(refusal("Unauthenticated", "no, malformed, unknown or expired bearer; also any route but this one presented a worker credential"), { status: 401 })
+          .addError(refusal("Forbidden", "join-refused (token redeemed or expired), revoked (stopAll: true), out-of-scope"), { status: 403 })
+          .addError(refusal("UnknownActivity", "decline or report for an attempt not placed on this worker"), { status: 404 })
+          .addError(refusal("Fenced", "the call carries an older fence: another process took the session over"), { status: 409 })
+          .addError(refusal("PayloadTooLarge", "the body is over 64 KiB"), { status: 413 })
+          .addError(refusal("UnsupportedMediaType", "the body is not sent as application/json"), { status: 415 })
+          .annotate(OpenApi.Summary, "Every call a worker makes: join, hello, advertise, heartbeat, claim, decline, report")
+      )
+      .middleware(WorkerBearer)
+  )
+  .annotate(OpenApi.Title, "svc worker route")
+  .annotate(OpenApi.Version, "1")
+
+export const openApiDocument = () => OpenApi.fromApi(WorkerApi)
