@@ -1,0 +1,100 @@
+/**
+ * The worker's link with a scripted owner and Effect's TestClock: it advertises within every 5
+ * seconds, saves a handed-over credential before its next call, backs off when the owner is
+ * away, and ends when fenced or revoked.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Ref from "effect/Ref"
+import * as TestClock from "effect/TestClock"
+import { runLink, Unreachable, type LinkStatus, type OwnerTransport } from "../../../src/app/workers/Link.js"
+import type { Offer } from "../../../src/app/workers/Offer.js"
+import { Refusal, type WorkerRequest, type WorkerResponse } from "../../../src/app/workers/Protocol.js"
+
+const offer: Offer = { capacity: 4, labels: ["arch=x64", "os=linux"], capabilities: ["node"], artifacts: [], withheld: [] }
+const link = { key: "k", url: "https://owner", workerId: "w1", name: "lab-1" }
+
+/** An owner that answers by a script and records the calls with their time. */
+const scripted = (answer: (request: WorkerRequest, n: number) => Effect.Effect<WorkerResponse, Refusal | Unreachable>) =>
+  Effect.gen(function* () {
+    const calls: Array<{ kind: string; at: number }> = []
+    const saved: Array<string> = []
+    const transport: OwnerTransport = {
+      call: (request) =>
+        Effect.flatMap(TestClock.currentTimeMillis, (at) => {
+          calls.push({ kind: request.kind, at })
+          return answer(request, calls.length)
+        }),
+      saveCredential: (c) => Effect.sync(() => saved.push(c))
+    }
+    const status = yield* Ref.make<ReadonlyMap<string, LinkStatus>>(new Map())
+    return { calls, saved, transport, status }
+  })
+
+const welcome = (fence = 1, newCredential: { credential: string; previousValidUntil: string } | null = null): WorkerResponse => ({
+  kind: "welcome",
+  workerId: "w1",
+  name: "lab-1",
+  fence,
+  scope: [],
+  advertiseEverySeconds: 5,
+  newCredential
+})
+const ack = (newCredential: { credential: string; previousValidUntil: string } | null = null): WorkerResponse => ({ kind: "ack", stop: [], newCredential })
+
+describe("the worker's link", () => {
+  it.effect("says hello, then advertises at least every 5 seconds", () =>
+    Effect.gen(function* () {
+      const s = yield* scripted((r) => Effect.succeed(r.kind === "hello" ? welcome() : ack()))
+      const fiber = yield* Effect.fork(runLink(link, s.transport, Effect.succeed(offer), s.status))
+      yield* TestClock.adjust("60 seconds")
+      expect(s.calls[0]!.kind).toBe("hello")
+      const ads = s.calls.filter((c) => c.kind === "advertise").map((c) => c.at)
+      expect(ads.length).toBeGreaterThanOrEqual(12)
+      for (let i = 1; i < ads.length; i++) expect(ads[i]! - ads[i - 1]!).toBeLessThan(5_000)
+      expect((yield* Ref.get(s.status)).get("k")).toMatchObject({ phase: "linked", fence: 1 })
+      yield* Fiber.interrupt(fiber)
+    })
+  )
+
+  it.effect("saves a handed-over credential", () =>
+    Effect.gen(function* () {
+      const s = yield* scripted((r, n) => Effect.succeed(r.kind === "hello" ? welcome() : ack(n === 3 ? { credential: "svc_wk_new", previousValidUntil: "2026-01-01T00:05:00Z" } : null)))
+      const fiber = yield* Effect.fork(runLink(link, s.transport, Effect.succeed(offer), s.status))
+      yield* TestClock.adjust("10 seconds")
+      expect(s.saved).toEqual(["svc_wk_new"])
+      yield* Fiber.interrupt(fiber)
+    })
+  )
+
+  it.effect("backs off while the owner is away, with growing waits, then links again", () =>
+    Effect.gen(function* () {
+      let away = true
+      const s = yield* scripted((r) => (away ? Effect.fail(new Unreachable({ message: "connection refused" })) : Effect.succeed(r.kind === "hello" ? welcome() : ack())))
+      const fiber = yield* Effect.fork(runLink(link, s.transport, Effect.succeed(offer), s.status))
+      yield* TestClock.adjust("60 seconds")
+      const hellos = s.calls.filter((c) => c.kind === "hello").map((c) => c.at)
+      expect(hellos.length).toBeGreaterThanOrEqual(4)
+      expect(hellos.length).toBeLessThan(10)
+      expect((yield* Ref.get(s.status)).get("k")?.phase).toBe("backing-off")
+      away = false
+      yield* TestClock.adjust("60 seconds")
+      expect((yield* Ref.get(s.status)).get("k")?.phase).toBe("linked")
+      yield* Fiber.interrupt(fiber)
+    })
+  )
+
+  it.effect.each([
+    ["fenced", "fenced"],
+    ["revoked", "revoked"],
+    ["unauthenticated", "refused"]
+  ] as const)("ends when %s", ([code, phase]) =>
+    Effect.gen(function* () {
+      const s = yield* scripted((r) => (r.kind === "hello" ? Effect.succeed(welcome()) : Effect.fail(new Refusal({ code, message: `refused: ${code}` }))))
+      const exit = yield* Effect.either(runLink(link, s.transport, Effect.succeed(offer), s.status))
+      expect(exit._tag === "Left" && exit.left.phase).toBe(phase)
+      expect((yield* Ref.get(s.status)).get("k")?.phase).toBe(phase)
+    })
+  )
+})

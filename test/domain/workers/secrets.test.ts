@@ -1,0 +1,49 @@
+import { describe, expect, it } from "vitest"
+import { credentialProblem, crc32, formatJoinToken, makeCredential, parseJoinToken } from "../../../src/domain/workers/Secrets.js"
+
+const bytes = (seed: number, n = 40) => Uint8Array.from({ length: n }, (_, i) => (seed * 31 + i * 17) % 256)
+
+describe("worker credentials", () => {
+  it("are svc_wk_ + 30 random base62 + a 6-character checksum, and check out", () => {
+    const c = makeCredential(bytes(1))
+    expect(c).toMatch(/^svc_wk_[0-9A-Za-z]{36}$/)
+    expect(credentialProblem(c)).toBeUndefined()
+    expect(makeCredential(bytes(2))).not.toBe(c)
+  })
+
+  it("refuses a mistyped, truncated or foreign one before any lookup", () => {
+    const c = makeCredential(bytes(3))
+    const typo = c.slice(0, 10) + (c[10] === "a" ? "b" : "a") + c.slice(11)
+    expect(credentialProblem(typo)).toMatch(/checksum does not match/)
+    expect(credentialProblem(c.slice(0, -1))).toMatch(/36 letters and digits/)
+    expect(credentialProblem("ghp_" + c.slice(7))).toMatch(/starts with svc_wk_/)
+  })
+
+  it("uses the standard CRC-32", () => {
+    expect(crc32("123456789")).toBe(0xcbf43926)
+  })
+})
+
+describe("join tokens", () => {
+  const content = { url: "https://owner.lan:7443", fingerprint: "a1".repeat(32), inviteId: "inv123", secret: "s3cr3t" }
+
+  it("carry the owner's URL, certificate fingerprint, invite and secret, and read back", () => {
+    const token = formatJoinToken(content)
+    expect(token).toMatch(/^svc_jt_[A-Za-z0-9_-]+_[0-9A-Za-z]{6}$/)
+    expect(parseJoinToken(token)).toEqual(content)
+    expect(parseJoinToken(`  ${token}\n`)).toEqual(content)
+  })
+
+  it("carry no scope, and an edited token fails its checksum", () => {
+    const token = formatJoinToken(content)
+    expect(Buffer.from(token.slice(7, token.lastIndexOf("_")), "base64url").toString()).not.toContain("scope")
+    const body = JSON.parse(Buffer.from(token.slice(7, token.lastIndexOf("_")), "base64url").toString())
+    const edited = `svc_jt_${Buffer.from(JSON.stringify({ ...body, scope: ["*"] })).toString("base64url")}${token.slice(token.lastIndexOf("_"))}`
+    expect(parseJoinToken(edited)).toMatch(/checksum does not match/)
+  })
+
+  it("says what is wrong with something that is not a token", () => {
+    expect(parseJoinToken("svc_wk_abc")).toBe("a join token starts with svc_jt_")
+    expect(parseJoinToken("svc_jt_")).toMatch(/checksum/)
+  })
+})
