@@ -13,7 +13,7 @@ import { parseDuration } from "../../infra/runtime/durations.js"
 import { SvcHome } from "../../infra/SvcHome.js"
 import { readLinks, writeLink } from "../../infra/workers/LinkStore.js"
 import { callOwner, fetchPinnedCertificate, makeAgent } from "../../infra/workers/OwnerClient.js"
-import { refused, usage } from "../CliFailure.js"
+import { exitQuietly, refused, usage } from "../CliFailure.js"
 import { printJson, printLines, table } from "../output.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("print one JSON document on stdout"))
@@ -119,8 +119,14 @@ const status = Command.make("status", { json }, ({ json }) =>
     const links = linksAnswer !== undefined
       ? (linksAnswer["links"] as ReadonlyArray<Record<string, unknown>>)
       : (yield* Effect.promise(() => readLinks(home))).map(({ key, link }) => ({ key, url: link.url, workerId: link.workerId, name: link.name, status: null }))
-    if (json) return yield* printJson({ runtime: running._tag === "Right" ? "running" : "not running", workers, owners: links })
-    if (running._tag === "Left") yield* Console.log("runtime: not running (svc serve): worker states need it; links below are from $SVC_HOME")
+    // Asking the live runtime is the point: when it is not running, show what the files say, then exit 2.
+    const notRunning = running._tag === "Left" ? exitQuietly(2) : undefined
+    if (json) {
+      yield* printJson({ runtime: running._tag === "Right" ? "running" : "not running", workers, owners: links })
+      if (notRunning !== undefined) return yield* notRunning
+      return
+    }
+    if (running._tag === "Left") yield* Console.error(`svc: ${running.left.message}; the links below are read from $SVC_HOME`)
     if (workers.length > 0 || running._tag === "Right") {
       yield* Console.log(workers.length === 0 ? "workers: none linked; invite one with: svc workers invite" : "workers linked to this owner:")
       if (workers.length > 0) {
@@ -143,6 +149,7 @@ const status = Command.make("status", { json }, ({ json }) =>
         }
       }
     }
+    if (notRunning !== undefined) return yield* notRunning
   })
 ).pipe(Command.withDescription("List workers (on an owner) and owners served (on a worker), with states and reasons"))
 
