@@ -5,15 +5,13 @@
  * answered only after the commit that holds its events. Expected versions are checked in order
  * within the batch; a conflicting command writes nothing and does not stop the others.
  */
+import Database from "better-sqlite3"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Migrator from "@effect/sql/Migrator"
 import { SqliteClient, SqliteMigrator } from "@effect/sql-sqlite-node"
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import * as Clock from "effect/Clock"
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
 import { CURRENT_VERSION, Event, type Envelope, type EventType } from "../../domain/journal/Events.js"
 import { upcast } from "../../domain/journal/Upcasting.js"
@@ -21,15 +19,13 @@ import { Checkpoints } from "../../app/journal/Checkpoints.js"
 import { Journal, JournalError, StreamConflict, type AppendCommand } from "../../app/journal/Journal.js"
 import { migrations } from "./migrations.js"
 
-/** Rows per INSERT statement: 7 parameters each stays under SQLite's 32,766-parameter limit. */
-const ROWS_PER_STATEMENT = 4_000
 /** Appends gathered into one transaction at most. */
 const MAX_BATCH = 4_096
 
 interface Pending {
   readonly command: AppendCommand
   readonly payloads: ReadonlyArray<string>
-  readonly done: Deferred.Deferred<ReadonlyArray<Envelope>, StreamConflict | JournalError>
+  readonly resume: (result: Effect.Effect<ReadonlyArray<Envelope>, StreamConflict | JournalError>) => void
 }
 
 export type StoredRow = {
@@ -42,13 +38,35 @@ export type StoredRow = {
   readonly recorded_at: number
 }
 
-const encodeEvent = Schema.encodeSync(Event)
 const decodeEvent = Schema.decodeUnknownSync(Event)
 
-/** The stored payload: the encoded event without its tag (the `type` column holds it). */
+/**
+ * The stored payload: the event without its tag (the `type` column holds it). Every event
+ * schema's encoded form is its type form (plain JSON values, no transformations), and an event
+ * is validated when constructed, so the instance's fields are the encoding.
+ */
 export const payloadOf = (event: Event): string => {
-  const { _tag, ...rest } = encodeEvent(event) as { _tag: string } & Record<string, unknown>
+  const { _tag, ...rest } = event as Event & Record<string, unknown>
   return JSON.stringify(rest)
+}
+
+/**
+ * Reading is the hot path of replay: each payload is checked against its event's fields with a
+ * guard (no transformation, no intermediate copies), and only a payload that fails the guard
+ * goes through the full decoder, for its precise error.
+ */
+const readers = new Map(
+  Event.members.map((member) => {
+    const is = Schema.is(Schema.Struct(member.fields), { exact: true, onExcessProperty: "error" })
+    const make = (props: unknown) => new (member as unknown as new (p: unknown, disableValidation: boolean) => Event)(props, true)
+    return [member.identifier, { is, make }] as const
+  })
+)
+
+const eventOf = (type: EventType, payload: Record<string, unknown>): Event => {
+  const candidate = { ...payload, _tag: type }
+  const reader = readers.get(type)
+  return reader !== undefined && reader.is(candidate) ? reader.make(candidate) : decodeEvent(candidate)
 }
 
 export const envelopeOfRow = (row: StoredRow): Envelope => {
@@ -62,53 +80,75 @@ export const envelopeOfRow = (row: StoredRow): Envelope => {
     type,
     schemaVersion: CURRENT_VERSION[type],
     recordedAt: row.recorded_at,
-    event: decodeEvent({ ...payload, _tag: type })
+    event: eventOf(type, payload)
   }
 }
 
-const yieldToEventLoop = Effect.async<void>((resume) => {
-  const handle = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(handle))
-})
 
 const ioError = (what: string) => (cause: unknown) =>
   new JournalError({ reason: "Io", message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}` })
 
-export const make = Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  yield* sql`PRAGMA synchronous = FULL`.pipe(Effect.mapError(ioError("setting synchronous=FULL")))
-
-  const headRows = yield* sql<{ head: number }>`SELECT COALESCE(MAX(sequence), 0) AS head FROM events`.pipe(
-    Effect.mapError(ioError("reading the journal head"))
+/**
+ * The writer's own connection: better-sqlite3 directly, prepared statements, one synchronous
+ * transaction per batch. @effect/sql runs the migrations and the checkpoints; the hot path of
+ * appending and reading goes straight to SQLite, where each statement through the Effect
+ * client cost more than the row itself (bench/journal-append).
+ */
+const openWriter = (filename: string) =>
+  Effect.acquireRelease(
+    Effect.try({
+      try: () => {
+        const db = new Database(filename)
+        db.pragma("journal_mode = WAL")
+        db.pragma("synchronous = FULL")
+        db.pragma("busy_timeout = 5000")
+        return db
+      },
+      catch: ioError(`opening ${filename}`)
+    }),
+    (db) => Effect.sync(() => db.close())
   )
-  let head = headRows[0]?.head ?? 0
-  const versions = new Map<string, number>()
-  const versionOf = (stream: string) =>
-    versions.has(stream)
-      ? Effect.succeed(versions.get(stream)!)
-      : Effect.map(
-          sql<{ v: number }>`SELECT COALESCE(MAX(stream_version), 0) AS v FROM events WHERE stream = ${stream}`,
-          (rows) => {
-            const v = rows[0]?.v ?? 0
-            versions.set(stream, v)
-            return v
-          }
-        )
 
-  const queue = yield* Queue.unbounded<Pending>()
+export const make = (filename: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    // Checkpoints are written through this connection: it is durable too.
+    yield* sql`PRAGMA synchronous = FULL`.pipe(Effect.mapError(ioError("setting synchronous=FULL")))
+    const db = yield* openWriter(filename)
+    const insert = db.prepare<[number, string, number, string, number, string, number]>(
+      "INSERT INTO events (sequence, stream, stream_version, type, schema_version, payload, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+    )
+    const writeRows = db.transaction((rows: ReadonlyArray<StoredRow>) => {
+      for (const r of rows) insert.run(r.sequence, r.stream, r.stream_version, r.type, r.schema_version, r.payload, r.recorded_at)
+    })
+    const streamHead = db.prepare<[string], number>("SELECT COALESCE(MAX(stream_version), 0) FROM events WHERE stream = ?").pluck()
+    const page = db.prepare<[number, number], StoredRow>(
+      "SELECT sequence, stream, stream_version, type, schema_version, payload, recorded_at FROM events WHERE sequence > ? ORDER BY sequence LIMIT ?"
+    )
 
-  const writeBatch = (batch: ReadonlyArray<Pending>) =>
-    Effect.gen(function* () {
-      const now = yield* Clock.currentTimeMillis
+    let head = db.prepare<[], number>("SELECT COALESCE(MAX(sequence), 0) FROM events").pluck().get() ?? 0
+    const versions = new Map<string, number>()
+    const versionOf = (stream: string): number => {
+      let v = versions.get(stream)
+      if (v === undefined) {
+        v = streamHead.get(stream) ?? 0
+        versions.set(stream, v)
+      }
+      return v
+    }
+
+    /** Decides each command of the batch against the stream versions, then commits them together. */
+    const writeBatch = (batch: ReadonlyArray<Pending>, now: number) => {
       const local = new Map<string, number>()
       const accepted: Array<{ readonly pending: Pending; readonly envelopes: ReadonlyArray<Envelope> }> = []
+      const conflicts: Array<{ readonly pending: Pending; readonly error: StreamConflict }> = []
       const rows: Array<StoredRow> = []
       let sequence = head
       for (const pending of batch) {
         const { stream, expectedVersion, events } = pending.command
-        const actual = local.get(stream) ?? (yield* versionOf(stream))
+        const actual = local.get(stream) ?? versionOf(stream)
         if (actual !== expectedVersion) {
-          yield* Deferred.fail(pending.done, new StreamConflict({ stream, expected: expectedVersion, actual }))
+          conflicts.push({ pending, error: new StreamConflict({ stream, expected: expectedVersion, actual }) })
           continue
         }
         const envelopes = events.map((event, i): Envelope => {
@@ -135,80 +175,83 @@ export const make = Effect.gen(function* () {
         local.set(stream, actual + events.length)
         accepted.push({ pending, envelopes })
       }
+      let failure: JournalError | undefined
       if (rows.length > 0) {
-        const committed = yield* Effect.either(
-          sql.withTransaction(
-            Effect.forEach(
-              chunks(rows, ROWS_PER_STATEMENT),
-              (chunk) => sql`INSERT INTO events ${sql.insert(chunk)}`,
-              { discard: true }
-            )
-          )
-        )
-        if (committed._tag === "Left") {
-          const error = ioError("appending to the journal")(committed.left)
-          for (const a of accepted) yield* Deferred.fail(a.pending.done, error)
-          return
+        try {
+          writeRows(rows)
+          head = sequence
+          for (const [stream, v] of local) versions.set(stream, v)
+        } catch (cause) {
+          failure = ioError("appending to the journal")(cause)
         }
-        head = sequence
-        for (const [stream, v] of local) versions.set(stream, v)
       }
-      for (const a of accepted) yield* Deferred.succeed(a.pending.done, a.envelopes)
-    }).pipe(
-      Effect.catchAll((cause) =>
-        Effect.forEach(batch, (p) => Deferred.fail(p.done, ioError("appending to the journal")(cause)), { discard: true })
-      )
-    )
+      return { accepted, conflicts, failure }
+    }
 
-  yield* Effect.gen(function* () {
-    const first = yield* Queue.take(queue)
-    const rest = yield* Queue.takeUpTo(queue, MAX_BATCH - 1)
-    yield* writeBatch([first, ...rest])
-    // Give the event loop a turn between commits: every step of a batch is synchronous, so
-    // without this a steady stream of appends keeps Node in microtasks and starves timers and
-    // I/O (measured: a 2 s Effect.sleep took 45 s under 256 appenders). Appends that arrive
-    // meanwhile join the next batch.
-    yield* yieldToEventLoop
-  }).pipe(Effect.forever, Effect.forkScoped)
+    /**
+     * Group commit without a writer fiber: an append parks its caller and joins `waiting`; the
+     * first one of a turn schedules a flush with setImmediate, after the current microtasks and
+     * I/O, so every append made in the meantime shares that transaction. Callers are resumed
+     * once their commit is done (or refused).
+     */
+    let waiting: Array<Pending> = []
+    let scheduled = false
+    let closed = false
 
-  yield* Effect.addFinalizer(() =>
-    Effect.flatMap(Queue.takeAll(queue), (left) =>
-      Effect.forEach(left, (p) => Deferred.fail(p.done, new JournalError({ reason: "Closed", message: "the journal was closed" })), {
-        discard: true
+    const flush = () => {
+      scheduled = false
+      const batch = waiting.length <= MAX_BATCH ? waiting : waiting.slice(0, MAX_BATCH)
+      waiting = waiting.length <= MAX_BATCH ? [] : waiting.slice(MAX_BATCH)
+      if (waiting.length > 0) schedule()
+      const { accepted, conflicts, failure } = writeBatch(batch, Date.now())
+      for (const c of conflicts) c.pending.resume(Effect.fail(c.error))
+      for (const a of accepted) a.pending.resume(failure === undefined ? Effect.succeed(a.envelopes) : Effect.fail(failure))
+    }
+    const schedule = () => {
+      if (scheduled) return
+      scheduled = true
+      setImmediate(flush)
+    }
+
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        closed = true
+        const left = waiting
+        waiting = []
+        for (const p of left) p.resume(Effect.fail(new JournalError({ reason: "Closed", message: "the journal was closed" })))
       })
     )
-  )
 
-  const append = (command: AppendCommand) =>
-    Effect.gen(function* () {
-      if (command.events.length === 0) return []
-      const payloads = command.events.map(payloadOf)
-      const done = yield* Deferred.make<ReadonlyArray<Envelope>, StreamConflict | JournalError>()
-      yield* Queue.offer(queue, { command, payloads, done })
-      return yield* Deferred.await(done)
-    })
-
-  const read = (after: number, limit: number) =>
-    sql<StoredRow>`SELECT sequence, stream, stream_version, type, schema_version, payload, recorded_at
-             FROM events WHERE sequence > ${after} ORDER BY sequence LIMIT ${limit}`.pipe(
-      Effect.mapError(ioError("reading the journal")),
-      Effect.flatMap((rows) =>
-        Effect.try({
-          try: () => rows.map(envelopeOfRow),
-          catch: (cause) =>
-            new JournalError({ reason: "Corrupt", message: `an event after sequence ${after} cannot be read: ${cause instanceof Error ? cause.message : String(cause)}` })
+    const append = (command: AppendCommand): Effect.Effect<ReadonlyArray<Envelope>, StreamConflict | JournalError> => {
+      if (command.events.length === 0) return Effect.succeed([])
+      return Effect.suspend(() => {
+        if (closed) return Effect.fail(new JournalError({ reason: "Closed", message: "the journal was closed" }))
+        const payloads = command.events.map(payloadOf)
+        return Effect.async<ReadonlyArray<Envelope>, StreamConflict | JournalError>((resume) => {
+          const pending: Pending = { command, payloads, resume }
+          waiting.push(pending)
+          schedule()
+          // An interrupted caller that is still waiting leaves the batch; once flushed, its
+          // events are committed whatever happens to the caller.
+          return Effect.sync(() => {
+            waiting = waiting.filter((p) => p !== pending)
+          })
         })
-      )
-    )
+      })
+    }
 
-  return Journal.of({ append, read, head: Effect.sync(() => head) })
-})
+    const read = (after: number, limit: number) =>
+      Effect.try({
+        try: () => page.all(after, limit).map(envelopeOfRow),
+        catch: (cause) =>
+          new JournalError({
+            reason: "Corrupt",
+            message: `an event after sequence ${after} cannot be read: ${cause instanceof Error ? cause.message : String(cause)}`
+          })
+      })
 
-const chunks = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>> => {
-  const out: Array<ReadonlyArray<A>> = []
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size))
-  return out
-}
+    return Journal.of({ append, read, head: Effect.sync(() => head) })
+  })
 
 export const makeCheckpoints = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
@@ -236,4 +279,4 @@ export const layerStore = (filename: string) =>
 
 /** Journal and checkpoints on `filename` (created and migrated when new). */
 export const layer = (filename: string) =>
-  Layer.mergeAll(Layer.scoped(Journal, make), Layer.effect(Checkpoints, makeCheckpoints)).pipe(Layer.provideMerge(layerStore(filename)))
+  Layer.mergeAll(Layer.scoped(Journal, make(filename)), Layer.effect(Checkpoints, makeCheckpoints)).pipe(Layer.provideMerge(layerStore(filename)))
