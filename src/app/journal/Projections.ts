@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Ref from "effect/Ref"
 import type { Envelope } from "../../domain/journal/Events.js"
-import { evolve, type OwnerState } from "../../domain/journal/OwnerState.js"
+import { fold, type OwnerState } from "../../domain/journal/OwnerState.js"
 import type { Decision, Rejection } from "../../domain/workers/Decide.js"
 import type { Registry } from "../../domain/workers/Registry.js"
 import { Checkpoints, type Checkpoint } from "./Checkpoints.js"
@@ -46,12 +46,12 @@ export const make = Effect.gen(function* () {
     Ref.update(ref, ({ state, waiting }) => {
       const pending = new Map(waiting)
       for (const e of envelopes) pending.set(e.sequence, e)
-      let s = state
-      for (let next = pending.get(s.sequence + 1); next !== undefined; next = pending.get(s.sequence + 1)) {
+      const ready: Array<Envelope> = []
+      for (let next = pending.get(state.sequence + 1); next !== undefined; next = pending.get(next.sequence + 1)) {
         pending.delete(next.sequence)
-        s = evolve(s, next)
+        ready.push(next)
       }
-      return { state: s, waiting: pending }
+      return { state: ready.length === 0 ? state : fold(state, ready), waiting: pending }
     })
 
   const state = Effect.map(Ref.get(ref), (r) => r.state)

@@ -4,7 +4,7 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import { canonicalState, evolve, initialState, stateParts, type OwnerState } from "../../domain/journal/OwnerState.js"
+import { canonicalState, fold, initialState, stateParts, type OwnerState } from "../../domain/journal/OwnerState.js"
 import { Checkpoints, type Checkpoint } from "./Checkpoints.js"
 import { Hashing } from "./Hashing.js"
 import { Journal } from "./Journal.js"
@@ -40,12 +40,17 @@ export const foldJournal = (at: ReadonlyMap<number, (state: OwnerState) => Effec
     for (;;) {
       const page = yield* journal.read(state.sequence, PAGE)
       if (page.length === 0) break
-      for (const envelope of page) {
-        state = evolve(state, envelope)
-        events++
-        const hook = at.get(envelope.sequence)
-        if (hook !== undefined) yield* hook(state)
+      // A hook's sequence splits the page, so the hook sees the state exactly after it.
+      let from = 0
+      for (let i = 0; i < page.length; i++) {
+        const hook = at.get(page[i]!.sequence)
+        if (hook === undefined) continue
+        state = fold(state, page.slice(from, i + 1))
+        from = i + 1
+        yield* hook(state)
       }
+      state = fold(state, from === 0 ? page : page.slice(from))
+      events += page.length
     }
     return { state, events }
   })

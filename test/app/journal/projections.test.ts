@@ -236,3 +236,4 @@ describe("the checkpoint schedule", () => {
     })
   )
 })
+
