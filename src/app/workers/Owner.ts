@@ -94,7 +94,18 @@ export const make = Effect.gen(function* () {
     freshness.set(id, f)
   }
 
-  const execute = (decide: Parameters<typeof projections.execute>[0]) => Effect.tap(projections.execute(decide), (e) => Effect.sync(() => indexEnvelopes(e)))
+  const run = (decide: Parameters<typeof projections.execute>[0]) => Effect.tap(projections.execute(decide), (e) => Effect.sync(() => indexEnvelopes(e)))
+  const nothing: ReadonlyArray<Envelope> = []
+  /**
+   * A decision with no events (the common unchanged advertisement refresh) changes nothing:
+   * it is answered from the current state without going through the journal's command path
+   * (the same decide, on the same state, as `projections.execute` would run first).
+   */
+  const execute = (decide: Parameters<typeof projections.execute>[0]) =>
+    Effect.flatMap(projections.state, (s) => {
+      const decision = decide(s.registry)
+      return decision._tag === "Decided" && decision.events.length === 0 ? Effect.succeed(nothing) : run(decide)
+    })
   const sha = (s: string) => hashing.sha256Hex(s)
   const registry = Effect.map(projections.state, (s) => s.registry)
 
@@ -164,17 +175,22 @@ export const make = Effect.gen(function* () {
     })
 
   /** A pending rotation (or a lost hand-over) is answered with a new credential now. */
-  const handOver = (worker: WorkerRecord, presentedHash: string, now: number) =>
+  const handOverDue = (worker: WorkerRecord, presentedHash: string, now: number) => {
+    const previous = worker.credentials[1]
+    return (worker.rotationPending && Decide.credentialStanding(worker, presentedHash, now) === "current") || (previous !== undefined && Decide.sameDigest(previous.hash, presentedHash))
+  }
+  const mintHandOver = (worker: WorkerRecord, presentedHash: string, now: number) =>
     Effect.gen(function* () {
-      const previous = worker.credentials[1]
-      const due = (worker.rotationPending && Decide.credentialStanding(worker, presentedHash, now) === "current") || (previous !== undefined && Decide.sameDigest(previous.hash, presentedHash))
-      if (!due) return null
       const credential = makeCredential(entropy.bytes(30))
       const envelopes = yield* execute((r) => Decide.decideHandOver({ workerId: worker.id, presentedHash, newHash: sha(credential), now }, r))
       const event = envelopes[0]?.event
       if (event === undefined || event._tag !== "CredentialRotated") return null
       return { credential, previousValidUntil: new Date(event.previousValidUntil).toISOString() } satisfies typeof CredentialHandOver.Type
     }).pipe(Effect.mapError(commandRefusal("unauthenticated")))
+
+  const noHandOver = Effect.succeed(null)
+  /** Most calls hand nothing over: answered without building the minting effect. */
+  const handOver = (worker: WorkerRecord, presentedHash: string, now: number) => (handOverDue(worker, presentedHash, now) ? mintHandOver(worker, presentedHash, now) : noHandOver)
 
   const checkFence = (worker: WorkerRecord, fence: number) =>
     fence === worker.fence
