@@ -46,6 +46,7 @@ import {
 import { evolve, initialState, type OwnerState } from "../src/domain/journal/OwnerState.js"
 import { upcast } from "../src/domain/journal/Upcasting.js"
 import { layer, layerStore, payloadOf, type StoredRow } from "../src/infra/journal/SqliteJournal.js"
+import { prng } from "./prng.js"
 import { Database, arg, fmt, median, printMachine } from "./support.js"
 
 const EVENTS = arg("events", 1_000_000)
@@ -63,17 +64,6 @@ const SELECT_ALL = "SELECT sequence, stream, stream_version, type, schema_versio
 // ---------------------------------------------------------------------------------------------
 // Corpus
 
-/** mulberry32, as in bench/manifest-check.ts: the same corpus on every run and machine. */
-const prng = (seed: number) => {
-  let a = seed >>> 0
-  return (): number => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 const hex = (n: number, salt: number) => (n.toString(16) + salt.toString(16).padStart(8, "0")).padStart(64, "0").slice(-64)
 

@@ -22,6 +22,7 @@ import type { BagListing } from "../src/domain/manifest/Environment.js"
 import { formatPath } from "../src/domain/manifest/Problem.js"
 import { formatValidators } from "../src/infra/manifest/FormatValidators.js"
 import { parseManifest } from "../src/infra/manifest/YamlManifest.js"
+import { prng } from "./prng.js"
 
 const TARGET = 0.5
 
@@ -41,17 +42,6 @@ const SEED = arg("seed", 1)
 // ---------------------------------------------------------------------------------------------
 // Deterministic corpus
 
-/** mulberry32: small, fast, seeded; the corpus is the same on every run and machine. */
-const prng = (seed: number) => {
-  let a = seed >>> 0
-  return (): number => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 interface Corpus {
   readonly texts: ReadonlyArray<string>

@@ -6,10 +6,10 @@ import * as Options from "@effect/cli/Options"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import { durationSeconds } from "../../domain/manifest/Formats.js"
 import { JOB_ADDRESS } from "../../domain/manifest/JobAddress.js"
 import { parseJoinToken } from "../../domain/workers/Secrets.js"
 import { adminCall, RuntimeNotRunning } from "../../infra/http/AdminApi.js"
-import { parseDuration } from "../../infra/runtime/durations.js"
 import { SvcHome } from "../../infra/SvcHome.js"
 import { readLinks, writeLink } from "../../infra/workers/LinkStore.js"
 import { callOwner, fetchPinnedCertificate, makeAgent } from "../../infra/workers/OwnerClient.js"
@@ -42,7 +42,8 @@ const invite = Command.make(
     Effect.gen(function* () {
       const bad = scope.filter((s) => !JOB_ADDRESS.test(s))
       if (bad.length > 0) return yield* refused(`--scope names versioned jobs as BAG:JOB@VERSION (such as hasher:checksum@1.0.0); ${bad.map((b) => JSON.stringify(b)).join(", ")} ${bad.length === 1 ? "is" : "are"} not`)
-      const expiresInMs = Option.isSome(expires) ? parseDuration(expires.value) : null
+      const seconds = Option.isSome(expires) ? durationSeconds(expires.value) : null
+      const expiresInMs = seconds === undefined ? undefined : seconds === null ? null : seconds * 1000
       if (expiresInMs === undefined) return yield* usage(`--expires takes a duration such as 30m, 12h or 7d`)
       const answer = yield* admin("POST", "/invite", { scope, expiresInMs, name: Option.getOrNull(name) })
       // The token alone on stdout, once: TOKEN=$(svc workers invite) works.

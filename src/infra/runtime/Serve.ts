@@ -7,25 +7,22 @@
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import type { AddressInfo } from "node:net"
-import * as Chunk from "effect/Chunk"
 import * as Console from "effect/Console"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Ref from "effect/Ref"
-import * as Runtime from "effect/Runtime"
 import * as Schedule from "effect/Schedule"
 import * as CheckpointSchedule from "../../app/journal/CheckpointSchedule.js"
-import { Projections, layer as projectionsLayer } from "../../app/journal/Projections.js"
+import { layer as projectionsLayer } from "../../app/journal/Projections.js"
 import { runLink, type LinkStatus } from "../../app/workers/Link.js"
 import { computeOffer, type Offer } from "../../app/workers/Offer.js"
-import { layer as ownerLayer, Owner, OwnerAddress } from "../../app/workers/Owner.js"
-import { canonicalState } from "../../domain/journal/OwnerState.js"
-import { parseDuration } from "./durations.js"
+import { layer as ownerLayer, OwnerAddress } from "../../app/workers/Owner.js"
 import * as NodeBagDirectory from "../bags/NodeBagDirectory.js"
 import * as FileBagStore from "../bags/FileBagStore.js"
-import { serveAdmin, type AdminRoute } from "../http/AdminApi.js"
+import { serveAdmin } from "../http/AdminApi.js"
+import { adminRoutes } from "./AdminRoutes.js"
 import { createServer, makeHandler } from "../http/WorkerRoute.js"
 import * as NodeHashing from "../journal/NodeHashing.js"
 import { layer as journalLayer } from "../journal/SqliteJournal.js"
@@ -131,62 +128,14 @@ export const serve = (options: ServeOptions) =>
       })
       yield* startLinks.pipe(Effect.catchAll((e) => Console.error(`svc: ${e.message}`)), Effect.repeat(Schedule.spaced("2 seconds")), Effect.forkScoped)
 
-      const run = Runtime.runPromise(runtime)
-      const body = (b: unknown) => (typeof b === "object" && b !== null ? (b as Record<string, unknown>) : {})
-      const refusalOr = async <A>(f: () => Promise<A>): Promise<readonly [number, unknown]> => {
-        try {
-          return [200, await f()] as const
-        } catch (e) {
-          const error = e as { code?: string; message?: string; rejection?: { code: string; message: string }; _tag?: string }
-          const message = error.rejection?.message ?? error.message ?? String(e)
-          return [error._tag === "Refusal" || error._tag === "CommandRejected" ? 409 : 500, { code: error.rejection?.code ?? error.code ?? "refused", message }] as const
+      const routes = adminRoutes(runtime, {
+        actor: `operator ${os.userInfo().username}`,
+        links: async () => {
+          const links = await readLinks(options.home)
+          const status = await Effect.runPromise(Ref.get(statuses))
+          return links.map(({ key, link }) => ({ key, url: link.url, workerId: link.workerId, name: link.name, status: status.get(key) ?? null }))
         }
-      }
-      const routes: ReadonlyArray<AdminRoute> = [
-        {
-          method: "POST",
-          path: "/invite",
-          handle: (b) =>
-            refusalOr(() =>
-              run(
-                Effect.flatMap(Owner, (o) =>
-                  o.invite({
-                    scope: Array.isArray(body(b)["scope"]) ? (body(b)["scope"] as Array<string>) : [],
-                    expiresInMs: typeof body(b)["expiresInMs"] === "number" ? (body(b)["expiresInMs"] as number) : null,
-                    name: typeof body(b)["name"] === "string" ? (body(b)["name"] as string) : null,
-                    actor: `operator ${os.userInfo().username}`
-                  })
-                )
-              )
-            )
-        },
-        {
-          method: "POST",
-          path: "/rotate",
-          handle: (b) => refusalOr(() => run(Effect.map(Effect.flatMap(Owner, (o) => o.rotate(String(body(b)["worker"]), `operator ${os.userInfo().username}`)), (w) => ({ id: w.id, name: w.name }))))
-        },
-        {
-          method: "POST",
-          path: "/revoke",
-          handle: (b) => refusalOr(() => run(Effect.map(Effect.flatMap(Owner, (o) => o.revoke(String(body(b)["worker"]), `operator ${os.userInfo().username}`)), (w) => ({ id: w.id, name: w.name }))))
-        },
-        { method: "GET", path: "/workers", handle: () => refusalOr(() => run(Effect.map(Effect.flatMap(Owner, (o) => o.status), (workers) => ({ workers })))) },
-        {
-          method: "GET",
-          path: "/state",
-          handle: () => refusalOr(() => run(Effect.map(Effect.flatMap(Projections, (p) => p.state), (s) => ({ sequence: s.sequence, state: canonicalState(s), audit: Chunk.size(s.audit) }))))
-        },
-        {
-          method: "GET",
-          path: "/links",
-          handle: () =>
-            refusalOr(async () => {
-              const links = await readLinks(options.home)
-              const status = await Effect.runPromise(Ref.get(statuses))
-              return { links: links.map(({ key, link }) => ({ key, url: link.url, workerId: link.workerId, name: link.name, status: status.get(key) ?? null })) }
-            })
-        }
-      ]
+      })
       const admin = yield* wrap("opening the admin socket", () => serveAdmin(options.home, routes))
       yield* Effect.addFinalizer(() => Effect.andThen(closeServer(admin), Effect.promise(() => fs.rm(`${options.home}/admin.sock`, { force: true }))))
 
@@ -198,4 +147,3 @@ export const serve = (options: ServeOptions) =>
     })
   )
 
-export { parseDuration }

@@ -1,0 +1,71 @@
+/**
+ * What the admin socket answers (docs/protocol.md, "The admin API"): each route calls one
+ * owner service and answers its result, or its refusal as `{code, message}` (409), or 500 for
+ * a bug. The operator is the actor of what they do.
+ */
+import * as Cause from "effect/Cause"
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Runtime from "effect/Runtime"
+import { Projections } from "../../app/journal/Projections.js"
+import { Owner } from "../../app/workers/Owner.js"
+import { canonicalState } from "../../domain/journal/OwnerState.js"
+import type { AdminRoute } from "../http/AdminApi.js"
+
+const field = (body: unknown, key: string): unknown => (typeof body === "object" && body !== null ? (body as Record<string, unknown>)[key] : undefined)
+
+export const adminRoutes = (
+  runtime: Runtime.Runtime<Owner | Projections>,
+  options: { readonly actor: string; readonly links: () => Promise<ReadonlyArray<unknown>> }
+): ReadonlyArray<AdminRoute> => {
+  const answer = async <A, E extends { readonly message: string }>(effect: Effect.Effect<A, E, Owner | Projections>): Promise<readonly [number, unknown]> => {
+    const exit = await Runtime.runPromiseExit(runtime)(effect)
+    if (Exit.isSuccess(exit)) return [200, exit.value]
+    const failure = Cause.failureOption(exit.cause)
+    if (failure._tag === "Some") {
+      const e = failure.value as { readonly message: string; readonly _tag?: string; readonly code?: string; readonly rejection?: { readonly code: string } }
+      return [409, { code: e.rejection?.code ?? e.code ?? "refused", message: e.message }]
+    }
+    return [500, { code: "internal", message: "the runtime failed to handle this request" }]
+  }
+  const worker = (body: unknown) => String(field(body, "worker") ?? "")
+  return [
+    {
+      method: "POST",
+      path: "/invite",
+      handle: (body) => {
+        const scope = field(body, "scope")
+        const expiresInMs = field(body, "expiresInMs")
+        const name = field(body, "name")
+        return answer(
+          Effect.flatMap(Owner, (o) =>
+            o.invite({
+              scope: Array.isArray(scope) ? scope.map(String) : [],
+              expiresInMs: typeof expiresInMs === "number" ? expiresInMs : null,
+              name: typeof name === "string" ? name : null,
+              actor: options.actor
+            })
+          )
+        )
+      }
+    },
+    {
+      method: "POST",
+      path: "/rotate",
+      handle: (body) => answer(Effect.map(Effect.flatMap(Owner, (o) => o.rotate(worker(body), options.actor)), (w) => ({ id: w.id, name: w.name })))
+    },
+    {
+      method: "POST",
+      path: "/revoke",
+      handle: (body) => answer(Effect.map(Effect.flatMap(Owner, (o) => o.revoke(worker(body), options.actor)), (w) => ({ id: w.id, name: w.name })))
+    },
+    { method: "GET", path: "/workers", handle: () => answer(Effect.map(Effect.flatMap(Owner, (o) => o.status), (workers) => ({ workers }))) },
+    {
+      method: "GET",
+      path: "/state",
+      handle: () => answer(Effect.map(Effect.flatMap(Projections, (p) => p.state), (s) => ({ sequence: s.sequence, state: canonicalState(s), audit: Chunk.size(s.audit) })))
+    },
+    { method: "GET", path: "/links", handle: async () => [200, { links: await options.links() }] as const }
+  ]
+}
