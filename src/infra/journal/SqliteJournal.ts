@@ -57,16 +57,24 @@ export const payloadOf = (event: Event): string => {
  */
 const readers = new Map(
   Event.members.map((member) => {
-    const is = Schema.is(Schema.Struct(member.fields), { exact: true, onExcessProperty: "error" })
-    const make = (props: unknown) => new (member as unknown as new (p: unknown, disableValidation: boolean) => Event)(props, true)
-    return [member.identifier, { is, make }] as const
+    const names = Object.keys(member.fields)
+    const is = Schema.is(Schema.Struct(member.fields))
+    const Make = member as unknown as new (props: unknown, disableValidation: boolean) => Event
+    return [member.identifier, { names, is, Make }] as const
   })
 )
 
 const eventOf = (type: EventType, payload: Record<string, unknown>): Event => {
-  const candidate = { ...payload, _tag: type }
   const reader = readers.get(type)
-  return reader !== undefined && reader.is(candidate) ? reader.make(candidate) : decodeEvent(candidate)
+  if (reader !== undefined) {
+    // Only the event's own fields are kept: a stray field in a stored payload is dropped, as
+    // the full decoder would drop it.
+    const props: Record<string, unknown> = {}
+    for (const name of reader.names) if (name in payload) props[name] = payload[name]
+    props["_tag"] = type
+    if (reader.is(props)) return new reader.Make(props, true)
+  }
+  return decodeEvent({ ...payload, _tag: type })
 }
 
 export const envelopeOfRow = (row: StoredRow): Envelope => {
