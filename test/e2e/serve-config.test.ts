@@ -1,0 +1,81 @@
+/**
+ * svc serve's configuration and file permissions, as an operator meets them: bad capacity or
+ * labels stop the start with a sentence; svc.yaml's services.workflows.runtime.env is read; the
+ * admin socket, the TLS key and link files are private; administrative commands say when the
+ * runtime is not running (exit 2) and refuse a bad scope (exit 1).
+ */
+import { spawn } from "node:child_process"
+import { mkdirSync, statSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { startServe, stopAllServes, svcIn, Transcript, waitFor } from "../support/serve.js"
+import { SVC_BIN, svc, tempDir } from "../support/svc.js"
+
+const transcript = new Transcript()
+afterAll(stopAllServes)
+
+/** Runs svc serve expecting it to refuse to start: its exit code and stderr. */
+const serveRefused = (home: string, env: Record<string, string> = {}) =>
+  new Promise<{ code: number | null; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, [SVC_BIN, "serve", "--listen", "127.0.0.1:0"], {
+      env: { PATH: process.env["PATH"] ?? "", HOME: home, SVC_HOME: home, ...env },
+      stdio: ["ignore", "ignore", "pipe"]
+    })
+    let stderr = ""
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d))
+    const timer = setTimeout(() => child.kill("SIGKILL"), 20_000)
+    child.on("close", (code) => {
+      clearTimeout(timer)
+      resolve({ code, stderr })
+    })
+  })
+
+describe("svc serve configuration", () => {
+  it("refuses to start with a bad SVC_WORKFLOW_CAPACITY or label, saying which", async () => {
+    const home = tempDir("svc-cfg-")
+    const capacity = await serveRefused(home, { SVC_WORKFLOW_CAPACITY: "500" })
+    expect(capacity.code).toBe(1)
+    expect(capacity.stderr).toContain('SVC_WORKFLOW_CAPACITY must be a whole number from 1 to 100, not "500"')
+    const label = await serveRefused(home, { SVC_WORKFLOW_LABELS: "gpu" })
+    expect(label.code).toBe(1)
+    expect(label.stderr).toContain('SVC_WORKFLOW_LABELS holds "gpu", which is not a KEY=VALUE label')
+  }, 60_000)
+
+  it("reads capacity and labels from svc.yaml under services.workflows.runtime.env", async () => {
+    const owner = await startServe("owner", tempDir("svc-cfg-owner-"), transcript)
+    const workerHome = tempDir("svc-cfg-worker-")
+    writeFileSync(join(workerHome, "svc.yaml"), "services:\n  workflows:\n    runtime:\n      env:\n        SVC_WORKFLOW_CAPACITY: 7\n        SVC_WORKFLOW_LABELS: gpu=true,zone=lab\n")
+    mkdirSync(join(workerHome, "bags-src"))
+    expect((await svcIn(transcript, workerHome, ["new", "hasher"], join(workerHome, "bags-src"))).code).toBe(0)
+    expect((await svcIn(transcript, workerHome, ["bag", "install", join(workerHome, "bags-src", "hasher")])).code).toBe(0)
+    const token = (await svcIn(transcript, owner.home, ["workers", "invite", "--name", "cfg"])).stdout.trim()
+    expect((await svcIn(transcript, workerHome, ["workers", "join", token])).code).toBe(0)
+    await startServe("worker", workerHome, transcript)
+    const seen = await waitFor(
+      "the worker Ready",
+      async () => JSON.parse((await svcIn(transcript, owner.home, ["workers", "status", "--json"])).stdout).workers[0],
+      (w: { state: string } | undefined) => w?.state === "Ready",
+      { timeoutMs: 10_000, everyMs: 250 }
+    )
+    expect(seen.value).toMatchObject({ capacity: 7, labels: expect.arrayContaining(["gpu=true", "zone=lab", `os=${process.platform}`, `arch=${process.arch}`]) })
+
+    // Private files: the admin socket, the TLS key, the link file.
+    expect(statSync(join(owner.home, "admin.sock")).mode & 0o777).toBe(0o600)
+    expect(statSync(join(owner.home, "tls", "owner.key")).mode & 0o777).toBe(0o600)
+    expect(statSync(join(workerHome, "links")).mode & 0o777).toBe(0o700)
+  }, 60_000)
+
+  it("administrative commands say the runtime is not running (exit 2), and refuse a bad scope (exit 1)", async () => {
+    const home = tempDir("svc-cfg-none-")
+    for (const args of [["workers", "invite"], ["workers", "rotate", "x"], ["workers", "revoke", "x"]]) {
+      const r = await svc(args, { cwd: home, home })
+      expect(r.code).toBe(2)
+      expect(r.stderr).toMatch(/svc serve is not running for .*: start it with svc serve/)
+    }
+    const scope = await svc(["workers", "invite", "--scope", "hasher:checksum"], { cwd: home, home })
+    expect(scope.code).toBe(1)
+    expect(scope.stderr).toContain('--scope names versioned jobs as BAG:JOB@VERSION (such as hasher:checksum@1.0.0); "hasher:checksum" is not')
+    const expiry = await svc(["workers", "invite", "--expires", "soon"], { cwd: home, home })
+    expect(expiry.code).toBe(2)
+  })
+})
