@@ -15,6 +15,7 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { CURRENT_VERSION, Event, type Envelope, type EventType } from "../../domain/journal/Events.js"
 import { upcast } from "../../domain/journal/Upcasting.js"
+import { fastGuard } from "./FastGuard.js"
 import { Checkpoints } from "../../app/journal/Checkpoints.js"
 import { Journal, JournalError, StreamConflict, type AppendCommand } from "../../app/journal/Journal.js"
 import { migrations } from "./migrations.js"
@@ -58,9 +59,11 @@ export const payloadOf = (event: Event): string => {
 const readers = new Map(
   Event.members.map((member) => {
     const names = Object.keys(member.fields)
-    const is = Schema.is(Schema.Struct(member.fields))
-    const Make = member as unknown as new (props: unknown, disableValidation: boolean) => Event
-    return [member.identifier, { names, is, Make }] as const
+    const is = fastGuard(Schema.Struct(member.fields))
+    // What the constructor does once validation is off: the fields on an instance of the class.
+    const prototype = (member as unknown as { prototype: object }).prototype
+    const make = (props: Record<string, unknown>) => Object.assign(Object.create(prototype) as Event, props)
+    return [member.identifier, { names, is, make }] as const
   })
 )
 
@@ -72,7 +75,7 @@ const eventOf = (type: EventType, payload: Record<string, unknown>): Event => {
     const props: Record<string, unknown> = {}
     for (const name of reader.names) if (name in payload) props[name] = payload[name]
     props["_tag"] = type
-    if (reader.is(props)) return new reader.Make(props, true)
+    if (reader.is(props)) return reader.make(props)
   }
   return decodeEvent({ ...payload, _tag: type })
 }
