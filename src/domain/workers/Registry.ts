@@ -4,7 +4,6 @@
  * here: display states are computed at query time from this, freshness and now.
  */
 import * as HashMap from "effect/HashMap"
-import * as Option from "effect/Option"
 import type { Envelope, HeldArtifact } from "../journal/Events.js"
 
 export interface CredentialRecord {
@@ -61,10 +60,10 @@ export interface Registry {
 
 export const initialRegistry: Registry = { workers: HashMap.empty(), invites: HashMap.empty() }
 
+/** One lookup and update of the worker's record (an event for an unknown worker changes nothing). */
 const updateWorker = (state: Registry, id: string, envelope: Envelope, f: (w: WorkerRecord) => WorkerRecord): Registry => {
-  const current = HashMap.get(state.workers, id)
-  if (Option.isNone(current)) return state
-  return { ...state, workers: HashMap.set(state.workers, id, { ...f(current.value), streamVersion: envelope.streamVersion }) }
+  const workers = HashMap.modify(state.workers, id, (w) => ({ ...f(w), streamVersion: envelope.streamVersion }))
+  return workers === state.workers ? state : { ...state, workers }
 }
 
 export const evolveRegistry = (state: Registry, envelope: Envelope): Registry => {
