@@ -1,9 +1,10 @@
 /**
- * The journal on SQLite (better-sqlite3 through @effect/sql): WAL, `synchronous=FULL`, one
- * writer. Appends go through a queue to one writer fiber that gathers whatever appends are
- * waiting into one transaction (group commit): one fsync serves them all, and each caller is
- * answered only after the commit that holds its events. Expected versions are checked in order
- * within the batch; a conflicting command writes nothing and does not stop the others.
+ * The journal on SQLite: WAL, `synchronous=FULL`, one writer. @effect/sql runs the migrations
+ * and the checkpoints; appends and reads go through the writer's own better-sqlite3
+ * connection. Appends made in one event-loop turn share one transaction (group commit): one
+ * fsync serves them all, and each caller resumes only after the commit that holds its events.
+ * Expected versions are checked in arrival order within the batch; a conflicting command
+ * writes nothing and does not stop the others.
  */
 import Database from "better-sqlite3"
 import * as SqlClient from "@effect/sql/SqlClient"
