@@ -79,3 +79,15 @@ describe("svc serve configuration", () => {
     expect(expiry.code).toBe(2)
   })
 })
+
+describe("one runtime per $SVC_HOME", () => {
+  it("refuses to start a second svc serve on a home whose runtime is running", async () => {
+    const home = tempDir("svc-cfg-twice-")
+    await startServe("first", home, transcript)
+    const second = await serveRefused(home)
+    expect(second.code).toBe(1)
+    expect(second.stderr).toContain(`svc serve is already running for ${home}`)
+    // The first still answers.
+    expect((await svc(["workers", "status", "--json"], { cwd: home, home })).code).toBe(0)
+  }, 60_000)
+})

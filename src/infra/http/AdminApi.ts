@@ -5,6 +5,7 @@
  */
 import * as fs from "node:fs/promises"
 import * as http from "node:http"
+import * as net from "node:net"
 import * as nodePath from "node:path"
 
 export const socketPath = (home: string) => nodePath.join(home, "admin.sock")
@@ -16,8 +17,25 @@ export interface AdminRoute {
   readonly handle: (body: unknown) => Promise<readonly [number, unknown]>
 }
 
+/** Whether a runtime answers on this home's admin socket (a stale socket file does not). */
+export const runtimeAnswering = (home: string): Promise<boolean> => answering(socketPath(home))
+
+const answering = (path: string): Promise<boolean> =>
+  new Promise((resolve) => {
+    const socket = net.connect(path)
+    socket.once("connect", () => {
+      socket.destroy()
+      resolve(true)
+    })
+    socket.once("error", () => resolve(false))
+  })
+
+export class AlreadyRunning extends Error {}
+
 export const serveAdmin = async (home: string, routes: ReadonlyArray<AdminRoute>): Promise<http.Server> => {
   const path = socketPath(home)
+  // One runtime per $SVC_HOME: a second would be a second journal writer.
+  if (await answering(path)) throw new AlreadyRunning(`svc serve is already running for ${home}`)
   await fs.rm(path, { force: true })
   const server = http.createServer((req, res) => {
     const chunks: Array<Buffer> = []

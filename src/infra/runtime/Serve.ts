@@ -21,7 +21,7 @@ import { computeOffer, type Offer } from "../../app/workers/Offer.js"
 import { layer as ownerLayer, OwnerAddress } from "../../app/workers/Owner.js"
 import * as NodeBagDirectory from "../bags/NodeBagDirectory.js"
 import * as FileBagStore from "../bags/FileBagStore.js"
-import { serveAdmin } from "../http/AdminApi.js"
+import { runtimeAnswering, serveAdmin } from "../http/AdminApi.js"
 import { adminRoutes } from "./AdminRoutes.js"
 import { createServer, makeHandler } from "../http/WorkerRoute.js"
 import * as NodeHashing from "../journal/NodeHashing.js"
@@ -79,6 +79,10 @@ export const serve = (options: ServeOptions) =>
   Effect.scoped(
     Effect.gen(function* () {
       yield* wrap("creating $SVC_HOME", () => fs.mkdir(options.home, { recursive: true, mode: 0o700 }))
+      // One runtime per $SVC_HOME: a second one would be a second writer of the same journal.
+      if (yield* wrap("checking for a running runtime", () => runtimeAnswering(options.home))) {
+        return yield* new ServeError({ message: `svc serve is already running for ${options.home} (its admin socket answers)` })
+      }
       const env = yield* wrap("reading svc.yaml", () => runtimeEnv(options.home))
       const settings = { env, os: process.platform, arch: process.arch, capabilities: ["node", "process"] }
       const bagLayers = Layer.mergeAll(NodeBagDirectory.layer, FileBagStore.layer.pipe(Layer.provide(svcHomeAt(options.home))), ManifestSourceLive.layer)
