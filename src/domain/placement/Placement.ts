@@ -1,0 +1,177 @@
+/**
+ * The placement core (spec, worker-protocol.md, "Placement rules"): three layers applied in
+ * order, each a pure function that says, for every candidate host, why it is excluded.
+ * A later layer never overrides an earlier one: only candidates that pass eligibility are
+ * judged for capacity, and only those with room are ranked by preference.
+ *
+ * Pure: the inputs (the activity, each candidate's view, the ledgers) are values recorded with
+ * the decision, so replaying a recorded decision through this code reproduces it. Not wired
+ * into runs yet: the runs work (issue 6) records decisions and calls `place`.
+ */
+
+/** Why a candidate was excluded; a closed set of codes, each with readable text. */
+export type EligibilityCode =
+  | "revoked"
+  | "advertisement-expired"
+  | "not-remote-eligible"
+  | "out-of-scope"
+  | "job-not-held"
+  | "digest-mismatch"
+  | "missing-capability"
+  | "missing-label"
+  | "missing-bin"
+
+export type CapacityCode = "no-logical-quota" | "no-physical-slot" | "no-endpoint-capacity"
+
+export type Exclusion =
+  | { readonly layer: "eligibility"; readonly code: EligibilityCode; readonly text: string }
+  | {
+      readonly layer: "capacity"
+      readonly code: CapacityCode
+      readonly text: string
+      readonly requested: number
+      readonly used: number
+      readonly capacity: number
+    }
+
+/** What a host offers, as the owner sees it when placing (the owner itself is one). */
+export interface Candidate {
+  /** `owner`, or the worker id. */
+  readonly id: string
+  readonly name: string
+  readonly isOwner: boolean
+  readonly revoked: boolean
+  readonly advertisementAlive: boolean
+  /** `BAG:JOB@VERSION` the host may claim; empty: every job. */
+  readonly scope: ReadonlyArray<string>
+  readonly labels: ReadonlyArray<string>
+  readonly capabilities: ReadonlyArray<string>
+  readonly bins: ReadonlyArray<string>
+  readonly artifacts: ReadonlyArray<{ readonly address: string; readonly digest: string }>
+  readonly slots: { readonly capacity: number; readonly used: number }
+}
+
+export interface Activity {
+  readonly id: string
+  /** `BAG:JOB@VERSION` */
+  readonly address: string
+  readonly digest: string
+  /** The executor the job needs (`node`, `process`). */
+  readonly executor: string
+  /** Remote eligibility (versioned, node, no secrets, no files): when false it stays on the owner. */
+  readonly remoteEligible: boolean
+  readonly requiredLabels: ReadonlyArray<string>
+  readonly requiredBins: ReadonlyArray<string>
+  /** Stated preferences, KEY=VALUE labels; each one a candidate has counts in its favour. */
+  readonly preferredLabels: ReadonlyArray<string>
+}
+
+/** The logical quota admission reserved, and a shared endpoint's aggregate cap, when used. */
+export interface Quotas {
+  readonly logical: { readonly capacity: number; readonly used: number } | null
+  readonly endpoint: { readonly capacity: number; readonly used: number } | null
+}
+
+export interface CandidateVerdict {
+  readonly candidate: string
+  readonly name: string
+  readonly exclusions: ReadonlyArray<Exclusion>
+  /** Set for candidates that passed both earlier layers. */
+  readonly score: { readonly locality: number; readonly preference: number } | null
+}
+
+export type Outcome =
+  | { readonly outcome: "placed"; readonly host: string; readonly verdicts: ReadonlyArray<CandidateVerdict> }
+  /** No candidate can ever run it as things are configured. */
+  | { readonly outcome: "blocked"; readonly verdicts: ReadonlyArray<CandidateVerdict> }
+  /** An eligible candidate exists, but none has room now. */
+  | { readonly outcome: "waiting"; readonly verdicts: ReadonlyArray<CandidateVerdict> }
+
+const has = (list: ReadonlyArray<string>, x: string) => list.includes(x)
+
+/** Layer 1: every reason this candidate can never run this activity as configured. */
+export const eligibility = (c: Candidate, a: Activity): ReadonlyArray<Exclusion> => {
+  const out: Array<Exclusion> = []
+  const no = (code: EligibilityCode, text: string) => out.push({ layer: "eligibility", code, text })
+  if (!c.isOwner) {
+    if (c.revoked) no("revoked", "revoked")
+    else if (!c.advertisementAlive) no("advertisement-expired", "its advertisement expired (no refresh for 15 s)")
+    if (!a.remoteEligible) no("not-remote-eligible", `${a.address} is not remote-eligible: it stays on the owner`)
+    if (c.scope.length > 0 && !has(c.scope, a.address)) no("out-of-scope", `${a.address} is outside its scope`)
+    const held = c.artifacts.find((x) => x.address === a.address)
+    if (held === undefined) no("job-not-held", `it does not hold ${a.address}`)
+    else if (held.digest !== a.digest) no("digest-mismatch", `it holds ${a.address} with another digest`)
+  }
+  if (!has(c.capabilities, a.executor)) no("missing-capability", `lacks the ${a.executor} executor`)
+  for (const label of a.requiredLabels) if (!has(c.labels, label)) no("missing-label", `lacks label ${label}`)
+  for (const bin of a.requiredBins) if (!has(c.bins, bin)) no("missing-bin", `lacks program ${bin}`)
+  return out
+}
+
+/** Layer 2: every ledger without room, with requested, used and capacity. */
+export const capacity = (c: Candidate, q: Quotas): ReadonlyArray<Exclusion> => {
+  const out: Array<Exclusion> = []
+  const full = (code: CapacityCode, what: string, used: number, cap: number) =>
+    out.push({ layer: "capacity", code, text: `${what}: ${used} of ${cap} in use`, requested: 1, used, capacity: cap })
+  if (q.logical !== null && q.logical.used + 1 > q.logical.capacity) full("no-logical-quota", "logical quota", q.logical.used, q.logical.capacity)
+  if (c.slots.used + 1 > c.slots.capacity) full("no-physical-slot", "slots", c.slots.used, c.slots.capacity)
+  if (q.endpoint !== null && q.endpoint.used + 1 > q.endpoint.capacity) full("no-endpoint-capacity", "inference endpoint", q.endpoint.used, q.endpoint.capacity)
+  return out
+}
+
+/** Layer 3: locality first (the owner keeps what it can run), then stated preferences. */
+export const preference = (c: Candidate, a: Activity) => ({
+  locality: c.isOwner ? 1 : 0,
+  preference: a.preferredLabels.filter((l) => has(c.labels, l)).length
+})
+
+/** A deterministic tie-break: FNV-1a of activity and candidate, so a replay picks the same host. */
+export const tieBreak = (activityId: string, candidateId: string): number => {
+  let h = 0x811c9dc5
+  const s = `${activityId}\u0000${candidateId}`
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i)
+    h = Math.imul(h, 0x01000193) >>> 0
+  }
+  return h
+}
+
+export const place = (a: Activity, candidates: ReadonlyArray<Candidate>, q: Quotas): Outcome => {
+  const verdicts: Array<CandidateVerdict> = []
+  const ranked: Array<{ readonly c: Candidate; readonly score: { locality: number; preference: number } }> = []
+  let eligibleSomewhere = false
+  for (const c of candidates) {
+    const layer1 = eligibility(c, a)
+    if (layer1.length > 0) {
+      verdicts.push({ candidate: c.id, name: c.name, exclusions: layer1, score: null })
+      continue
+    }
+    eligibleSomewhere = true
+    const layer2 = capacity(c, q)
+    if (layer2.length > 0) {
+      verdicts.push({ candidate: c.id, name: c.name, exclusions: layer2, score: null })
+      continue
+    }
+    const score = preference(c, a)
+    verdicts.push({ candidate: c.id, name: c.name, exclusions: [], score })
+    ranked.push({ c, score })
+  }
+  if (ranked.length === 0) return { outcome: eligibleSomewhere ? "waiting" : "blocked", verdicts }
+  ranked.sort(
+    (x, y) =>
+      y.score.locality - x.score.locality ||
+      y.score.preference - x.score.preference ||
+      tieBreak(a.id, x.c.id) - tieBreak(a.id, y.c.id) ||
+      (x.c.id < y.c.id ? -1 : 1)
+  )
+  return { outcome: "placed", host: ranked[0]!.c.id, verdicts }
+}
+
+/** "placed on owner; excluded: worker 'lab-2' (eligibility: lacks label gpu=true), ..." */
+export const explain = (o: Outcome): string => {
+  const excluded = o.verdicts
+    .filter((v) => v.exclusions.length > 0)
+    .map((v) => `${v.candidate === "owner" ? "owner" : `worker '${v.name}'`} (${v.exclusions[0]!.layer}: ${v.exclusions.map((e) => e.text).join("; ")})`)
+  const head = o.outcome === "placed" ? `placed on ${o.host === "owner" ? "owner" : `worker '${o.verdicts.find((v) => v.candidate === o.host)?.name ?? o.host}'`}` : o.outcome
+  return excluded.length === 0 ? head : `${head}; excluded: ${excluded.join(", ")}`
+}

@@ -1,0 +1,135 @@
+/** The three placement layers: every exclusion code, the layers' order, blocked vs waiting. */
+import fc from "fast-check"
+import { describe, expect, it } from "vitest"
+import { capacity, eligibility, explain, place, type Activity, type Candidate, type Quotas } from "../../../src/domain/placement/Placement.js"
+
+const job = "hasher:checksum@1.0.0"
+const activity: Activity = { id: "a1", address: job, digest: "sha256:d1", executor: "node", remoteEligible: true, requiredLabels: [], requiredBins: [], preferredLabels: [] }
+const owner: Candidate = {
+  id: "owner",
+  name: "owner",
+  isOwner: true,
+  revoked: false,
+  advertisementAlive: true,
+  scope: [],
+  labels: ["os=linux"],
+  capabilities: ["node", "process"],
+  bins: [],
+  artifacts: [{ address: job, digest: "sha256:d1" }],
+  slots: { capacity: 4, used: 0 }
+}
+const worker = (id: string, over: Partial<Candidate> = {}): Candidate => ({ ...owner, id, name: `lab-${id}`, isOwner: false, ...over })
+const free: Quotas = { logical: null, endpoint: null }
+
+describe("layer 1, eligibility", () => {
+  it.each([
+    ["revoked", worker("w", { revoked: true }), activity],
+    ["advertisement-expired", worker("w", { advertisementAlive: false }), activity],
+    ["not-remote-eligible", worker("w"), { ...activity, remoteEligible: false }],
+    ["out-of-scope", worker("w", { scope: ["other:job@1"] }), activity],
+    ["job-not-held", worker("w", { artifacts: [] }), activity],
+    ["digest-mismatch", worker("w", { artifacts: [{ address: job, digest: "sha256:other" }] }), activity],
+    ["missing-capability", worker("w", { capabilities: ["process"] }), activity],
+    ["missing-label", worker("w"), { ...activity, requiredLabels: ["gpu=true"] }],
+    ["missing-bin", worker("w"), { ...activity, requiredBins: ["ffmpeg"] }]
+  ] as const)("%s excludes, and a candidate without the fault passes", (code, candidate, a) => {
+    expect(eligibility(candidate, a).map((e) => e.code)).toEqual([code])
+    expect(eligibility(worker("ok", { bins: ["ffmpeg"], labels: ["gpu=true"] }), { ...a, remoteEligible: true })).toEqual([])
+  })
+
+  it("the owner is never excluded for scope, holding or remote eligibility, but is for what it lacks", () => {
+    expect(eligibility(owner, { ...activity, remoteEligible: false })).toEqual([])
+    expect(eligibility(owner, { ...activity, requiredLabels: ["gpu=true"] }).map((e) => e.text)).toEqual(["lacks label gpu=true"])
+  })
+
+  it("records every reason of the failing layer", () => {
+    const all = eligibility(worker("w", { revoked: true, scope: ["x:y@1"], capabilities: [] }), { ...activity, requiredLabels: ["gpu=true"] })
+    expect(all.map((e) => e.code)).toEqual(["revoked", "out-of-scope", "missing-capability", "missing-label"])
+  })
+})
+
+describe("layer 2, capacity", () => {
+  it.each([
+    ["no-physical-slot", worker("w", { slots: { capacity: 4, used: 4 } }), free, { used: 4, capacity: 4 }],
+    ["no-logical-quota", worker("w"), { logical: { capacity: 16, used: 16 }, endpoint: null }, { used: 16, capacity: 16 }],
+    ["no-endpoint-capacity", worker("w"), { logical: null, endpoint: { capacity: 2, used: 2 } }, { used: 2, capacity: 2 }]
+  ] as const)("%s excludes with requested, used and capacity", (code, candidate, quotas, numbers) => {
+    expect(capacity(candidate, quotas)).toEqual([expect.objectContaining({ layer: "capacity", code, requested: 1, ...numbers })])
+  })
+
+  it("one slot left is room", () => {
+    expect(capacity(worker("w", { slots: { capacity: 4, used: 3 } }), free)).toEqual([])
+  })
+})
+
+describe("the outcome", () => {
+  it("keeps what the owner can run on the owner (locality first)", () => {
+    const o = place(activity, [worker("w1"), owner, worker("w2")], free)
+    expect(o).toMatchObject({ outcome: "placed", host: "owner" })
+  })
+
+  it("then prefers the stated preference, then a deterministic tie-break", () => {
+    const a = { ...activity, preferredLabels: ["zone=lab"] }
+    const busyOwner = { ...owner, slots: { capacity: 1, used: 1 } }
+    expect(place(a, [busyOwner, worker("w1"), worker("w2", { labels: ["os=linux", "zone=lab"] })], free)).toMatchObject({ outcome: "placed", host: "w2" })
+    const first = place(activity, [busyOwner, worker("w1"), worker("w2")], free)
+    expect(place(activity, [worker("w2"), worker("w1"), busyOwner], free)).toMatchObject({ outcome: "placed", host: first.outcome === "placed" ? first.host : "" })
+  })
+
+  it("is blocked when no candidate is eligible, waiting when an eligible one has no room", () => {
+    const gpu = { ...activity, requiredLabels: ["gpu=true"] }
+    expect(place(gpu, [owner, worker("w1")], free).outcome).toBe("blocked")
+    const fullGpu = worker("w2", { labels: ["gpu=true"], slots: { capacity: 2, used: 2 } })
+    const waiting = place(gpu, [owner, worker("w1"), fullGpu], free)
+    expect(waiting.outcome).toBe("waiting")
+    expect(explain(waiting)).toBe(
+      "waiting; excluded: owner (eligibility: lacks label gpu=true), worker 'lab-w1' (eligibility: lacks label gpu=true), worker 'lab-w2' (capacity: slots: 2 of 2 in use)"
+    )
+  })
+
+  it("never judges capacity for an ineligible candidate (a later layer never overrides an earlier one)", () => {
+    const o = place({ ...activity, requiredLabels: ["gpu=true"] }, [worker("w", { slots: { capacity: 1, used: 1 } })], free)
+    expect(o.verdicts[0]!.exclusions.map((e) => e.layer)).toEqual(["eligibility"])
+  })
+})
+
+const candidateArb: fc.Arbitrary<Candidate> = fc.record({
+  id: fc.constantFrom("owner", "w1", "w2", "w3", "w4"),
+  revoked: fc.boolean(),
+  alive: fc.boolean(),
+  scoped: fc.boolean(),
+  gpu: fc.boolean(),
+  held: fc.constantFrom("yes", "no", "other-digest"),
+  used: fc.integer({ min: 0, max: 4 })
+}).map((r) =>
+  r.id === "owner"
+    ? { ...owner, labels: r.gpu ? ["gpu=true"] : [], slots: { capacity: 4, used: r.used } }
+    : worker(r.id, {
+        revoked: r.revoked,
+        advertisementAlive: r.alive,
+        scope: r.scoped ? ["other:job@1"] : [],
+        labels: r.gpu ? ["gpu=true"] : [],
+        artifacts: r.held === "no" ? [] : [{ address: job, digest: r.held === "yes" ? "sha256:d1" : "sha256:x" }],
+        slots: { capacity: 4, used: r.used }
+      })
+)
+
+describe("properties", () => {
+  it("deterministic, never an excluded host, and blocked/waiting as defined", () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(candidateArb, { selector: (c) => c.id, maxLength: 5 }), fc.boolean(), fc.boolean(), (cs, needGpu, eligible) => {
+        const a = { ...activity, requiredLabels: needGpu ? ["gpu=true"] : [], remoteEligible: eligible }
+        const o = place(a, cs, free)
+        expect(place(a, [...cs].reverse(), free).outcome).toBe(o.outcome)
+        const again = place(a, [...cs].reverse(), free)
+        if (o.outcome === "placed" && again.outcome === "placed") expect(again.host).toBe(o.host)
+        const ok = cs.filter((c) => eligibility(c, a).length === 0)
+        const room = ok.filter((c) => capacity(c, free).length === 0)
+        if (o.outcome === "placed") expect(room.map((c) => c.id)).toContain(o.host)
+        else expect(o.outcome).toBe(ok.length === 0 ? "blocked" : "waiting")
+        expect(o.verdicts).toHaveLength(cs.length)
+      }),
+      { numRuns: 500 }
+    )
+  })
+})
