@@ -128,7 +128,8 @@ const status = Command.make("status", { json }, ({ json }) =>
       return
     }
     if (running._tag === "Left") yield* Console.error(`svc: ${running.left.message}; the links below are read from $SVC_HOME`)
-    if (workers.length > 0 || running._tag === "Right") {
+    // A machine that only works for others has no workers of its own: say nothing about them.
+    if (workers.length > 0 || (running._tag === "Right" && links.length === 0)) {
       yield* Console.log(workers.length === 0 ? "workers: none linked; invite one with: svc workers invite" : "workers linked to this owner:")
       if (workers.length > 0) {
         yield* printLines(
