@@ -9,10 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Checkpoints } from "../../app/journal/Checkpoints.js"
 import { Journal, JournalError } from "../../app/journal/Journal.js"
-import { envelopeOfRow, type StoredRow } from "./SqliteJournal.js"
-
-const ioError = (what: string) => (cause: unknown) =>
-  new JournalError({ reason: "Io", message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}` })
+import { ioError, PAGE_SQL, readPage, type StoredRow } from "./SqliteJournal.js"
 
 const readOnly = () => Effect.fail(new JournalError({ reason: "Closed", message: "this journal is open read-only" }))
 
@@ -30,28 +27,14 @@ const fromFile = (filename: string) =>
       )
       const tables = new Set(db.prepare<[], string>("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all())
       if (!tables.has("events")) return yield* Layer.build(empty)
-      const page = db.prepare<[number, number], StoredRow>(
-        "SELECT sequence, stream, stream_version, type, schema_version, payload, recorded_at FROM events WHERE sequence > ? ORDER BY sequence LIMIT ?"
-      )
+      const page = db.prepare<[number, number], StoredRow>(PAGE_SQL)
       const head = db.prepare<[], number>("SELECT COALESCE(MAX(sequence), 0) FROM events").pluck()
       const latest = tables.has("checkpoints")
         ? db.prepare<[], { sequence: number; digest: string; written_at: number }>("SELECT sequence, digest, written_at FROM checkpoints ORDER BY sequence DESC LIMIT 1")
         : undefined
       const journal = Journal.of({
         append: readOnly,
-        read: (after, limit) =>
-          Effect.try({
-            try: () => page.all(after, limit),
-            catch: ioError("reading the journal")
-          }).pipe(
-            Effect.flatMap((rows) =>
-              Effect.try({
-                try: () => rows.map(envelopeOfRow),
-                catch: (cause) =>
-                  new JournalError({ reason: "Corrupt", message: `an event after sequence ${after} cannot be read: ${cause instanceof Error ? cause.message : String(cause)}` })
-              })
-            )
-          ),
+        read: (after, limit) => readPage(page, after, limit),
         head: Effect.try({ try: () => head.get() ?? 0, catch: ioError("reading the journal head") })
       })
       const checkpoints = Checkpoints.of({

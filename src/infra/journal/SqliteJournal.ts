@@ -97,8 +97,27 @@ export const envelopeOfRow = (row: StoredRow): Envelope => {
 }
 
 
-const ioError = (what: string) => (cause: unknown) =>
+export const ioError = (what: string) => (cause: unknown) =>
   new JournalError({ reason: "Io", message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}` })
+
+/** One page of the journal in order: the owner's adapter and the read-only commands share it. */
+export const PAGE_SQL =
+  "SELECT sequence, stream, stream_version, type, schema_version, payload, recorded_at FROM events WHERE sequence > ? ORDER BY sequence LIMIT ?"
+
+/** Reads a page: a failing query is Io, an event that cannot be read is Corrupt, naming where. */
+export const readPage = (page: Database.Statement<[number, number], StoredRow>, after: number, limit: number) =>
+  Effect.try({ try: () => page.all(after, limit), catch: ioError("reading the journal") }).pipe(
+    Effect.flatMap((rows) =>
+      Effect.try({
+        try: () => rows.map(envelopeOfRow),
+        catch: (cause) =>
+          new JournalError({
+            reason: "Corrupt",
+            message: `an event after sequence ${after} cannot be read: ${cause instanceof Error ? cause.message : String(cause)}`
+          })
+      })
+    )
+  )
 
 /**
  * The writer's own connection: better-sqlite3 directly, prepared statements, one synchronous
@@ -134,9 +153,7 @@ export const make = (filename: string) =>
       for (const r of rows) insert.run(r.sequence, r.stream, r.stream_version, r.type, r.schema_version, r.payload, r.recorded_at)
     })
     const streamHead = db.prepare<[string], number>("SELECT COALESCE(MAX(stream_version), 0) FROM events WHERE stream = ?").pluck()
-    const page = db.prepare<[number, number], StoredRow>(
-      "SELECT sequence, stream, stream_version, type, schema_version, payload, recorded_at FROM events WHERE sequence > ? ORDER BY sequence LIMIT ?"
-    )
+    const page = db.prepare<[number, number], StoredRow>(PAGE_SQL)
 
     let head = db.prepare<[], number>("SELECT COALESCE(MAX(sequence), 0) FROM events").pluck().get() ?? 0
     const versions = new Map<string, number>()
@@ -252,15 +269,7 @@ export const make = (filename: string) =>
       })
     }
 
-    const read = (after: number, limit: number) =>
-      Effect.try({
-        try: () => page.all(after, limit).map(envelopeOfRow),
-        catch: (cause) =>
-          new JournalError({
-            reason: "Corrupt",
-            message: `an event after sequence ${after} cannot be read: ${cause instanceof Error ? cause.message : String(cause)}`
-          })
-      })
+    const read = (after: number, limit: number) => readPage(page, after, limit)
 
     return Journal.of({ append, read, head: Effect.sync(() => head) })
   })
