@@ -7,6 +7,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { durationSeconds } from "../../domain/manifest/Formats.js"
+import type { WorkerStatus } from "../../app/workers/Owner.js"
 import { JOB_ADDRESS } from "../../domain/manifest/JobAddress.js"
 import { parseJoinToken } from "../../domain/workers/Secrets.js"
 import { adminCall, RuntimeNotRunning } from "../../infra/http/AdminApi.js"
@@ -96,26 +97,13 @@ const revoke = Command.make("revoke", { worker: workerArg, json }, ({ json, work
   })
 ).pipe(Command.withDescription("Revoke a worker: its next call is refused and its running work stopped"))
 
-interface WorkerRow {
-  readonly id: string
-  readonly name: string
-  readonly state: string
-  readonly reason: string
-  readonly capacity: number
-  readonly used: number
-  readonly free: number
-  readonly labels: ReadonlyArray<string>
-  readonly capabilities: ReadonlyArray<string>
-  readonly scope: ReadonlyArray<string>
-  readonly lastSeen: string | null
-}
 
 const status = Command.make("status", { json }, ({ json }) =>
   Effect.gen(function* () {
     const home = (yield* SvcHome).path
     const running = yield* Effect.either(admin("GET", "/workers"))
     if (running._tag === "Left" && running.left.exitCode === 1) return yield* running.left
-    const workers = running._tag === "Right" ? (running.right["workers"] as ReadonlyArray<WorkerRow>) : []
+    const workers = running._tag === "Right" ? (running.right["workers"] as ReadonlyArray<WorkerStatus>) : []
     const linksAnswer = running._tag === "Right" ? yield* admin("GET", "/links") : undefined
     const links = linksAnswer !== undefined
       ? (linksAnswer["links"] as ReadonlyArray<Record<string, unknown>>)
