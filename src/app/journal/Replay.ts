@@ -4,7 +4,7 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import { canonicalState, fold, initialState, stateParts, type OwnerState } from "../../domain/journal/OwnerState.js"
+import { canonicalState, fold, initialState, STATE_PARTS, type OwnerState } from "../../domain/journal/OwnerState.js"
 import { Checkpoints, type Checkpoint } from "./Checkpoints.js"
 import { Hashing } from "./Hashing.js"
 import { Journal } from "./Journal.js"
@@ -55,24 +55,21 @@ export const foldJournal = (at: ReadonlyMap<number, (state: OwnerState) => Effec
     return { state, events }
   })
 
-/** The parts of two states that differ (workers, invites, audit, ledger). */
-export const differingParts = (a: OwnerState, b: OwnerState): Array<string> => {
-  const pa = stateParts(a)
-  const pb = stateParts(b)
-  return Object.keys(pa).filter((k) => JSON.stringify(pa[k]) !== JSON.stringify(pb[k]))
-}
-
 /** A running owner's projections, as canonical JSON (what its admin API reports). */
 export interface LiveOwnerState {
   readonly sequence: number
   readonly state: unknown
 }
 
-/** The parts of the canonical state, for saying where two states differ. */
-const partsOfCanonical = (canonical: unknown): Record<string, string> => {
-  const c = (canonical ?? {}) as Record<string, unknown>
-  return Object.fromEntries(["workers", "invites", "audit", "ledger"].map((k) => [k, JSON.stringify(c[k])]))
+/** The parts (workers, invites, audit, ledger) in which two canonical states differ. */
+export const differingCanonicalParts = (a: unknown, b: unknown): Array<string> => {
+  const pa = (a ?? {}) as Record<string, unknown>
+  const pb = (b ?? {}) as Record<string, unknown>
+  return STATE_PARTS.filter((k) => JSON.stringify(pa[k]) !== JSON.stringify(pb[k]))
 }
+
+/** The parts in which two states differ. */
+export const differingParts = (a: OwnerState, b: OwnerState): Array<string> => differingCanonicalParts(canonicalState(a), canonicalState(b))
 
 export const replay = (owner: { readonly state: Effect.Effect<LiveOwnerState | undefined> } = { state: Effect.succeed(undefined) }) =>
   Effect.gen(function* () {
@@ -114,9 +111,7 @@ export const replay = (owner: { readonly state: Effect.Effect<LiveOwnerState | u
       if (live.sequence !== state.sequence) {
         ownerResult = { compared: false, reason: `the owner is at sequence ${live.sequence}, the journal read at ${state.sequence}` }
       } else {
-        const mine = partsOfCanonical(canonicalState(state))
-        const theirs = partsOfCanonical(live.state)
-        const parts = Object.keys(mine).filter((k) => mine[k] !== theirs[k])
+        const parts = differingCanonicalParts(canonicalState(state), live.state)
         ownerResult = { compared: true, matches: parts.length === 0 }
         if (parts.length > 0) divergences.push({ against: "owner", sequence: state.sequence, message: `the running owner's ${parts.join(", ")} differ from the replayed ones` })
       }
