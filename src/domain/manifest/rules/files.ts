@@ -5,7 +5,7 @@
 import { normalizeBagPath, type BagListing } from "../Environment.js"
 import { isInsideBag } from "../Formats.js"
 import { error, type KeyPath, type Problem } from "../Problem.js"
-import { entriesOf, has, isMap, listOf, str } from "./internal.js"
+import { agentHooks, entriesOf, has, isMap, listOf, str } from "./internal.js"
 
 export interface FileReference {
   readonly path: KeyPath
@@ -41,7 +41,7 @@ export const fileReferences = (raw: Record<string, unknown>): Array<FileReferenc
     for (const [name, hook] of entriesOf(raw[section])) if (isMap(hook)) add([section, name, "entry"], hook["entry"], "file")
   }
   const hooks = raw["hooks"]
-  const agent = Array.isArray(hooks) ? { list: hooks, path: ["hooks"] } : isMap(hooks) ? { list: listOf(hooks["agent"]), path: ["hooks", "agent"] } : undefined
+  const agent = agentHooks(hooks)
   agent?.list.forEach((h, i) => isMap(h) && add([...agent.path, i, "run"], h["run"], "file"))
   if (isMap(hooks)) listOf(hooks["barry"]).forEach((h, i) => isMap(h) && add(["hooks", "barry", i, "run"], h["run"], "file"))
   if (isMap(raw["infra"])) add(["infra", "root"], raw["infra"]["root"], "dir")

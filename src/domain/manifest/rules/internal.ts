@@ -13,3 +13,7 @@ export const has = (value: unknown, key: string): boolean => isMap(value) && Obj
 export const str = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined)
 
 export const quote = (s: string): string => JSON.stringify(s)
+
+/** The agent hooks and where they stand: a bare `hooks` list is a second spelling of `hooks.agent`. */
+export const agentHooks = (hooks: unknown): { readonly list: ReadonlyArray<unknown>; readonly path: ReadonlyArray<string> } | undefined =>
+  Array.isArray(hooks) ? { list: hooks, path: ["hooks"] } : isMap(hooks) ? { list: listOf(hooks["agent"]), path: ["hooks", "agent"] } : undefined

@@ -3,7 +3,7 @@
  * exclude others (spec, bag-manifest.md, per-table rules and the Errors table).
  */
 import { error, type KeyPath, type Problem } from "../Problem.js"
-import { entriesOf, has, isMap, listOf, quote, str } from "./internal.js"
+import { agentHooks, entriesOf, has, isMap, listOf, quote, str } from "./internal.js"
 
 const exactlyOne = (obj: unknown, path: KeyPath, keys: ReadonlyArray<string>, what: string): Array<Problem> => {
   if (!isMap(obj)) return []
@@ -133,7 +133,7 @@ export const appRules = (raw: Record<string, unknown>): Array<Problem> => {
 
 export const hookRules = (raw: Record<string, unknown>): Array<Problem> => {
   const hooks = raw["hooks"]
-  const agent = Array.isArray(hooks) ? { list: hooks, path: ["hooks"] } : isMap(hooks) ? { list: listOf(hooks["agent"]), path: ["hooks", "agent"] } : undefined
+  const agent = agentHooks(hooks)
   if (agent === undefined) return []
   const out: Array<Problem> = []
   agent.list.forEach((hook, i) => {
