@@ -20,6 +20,8 @@ export type EligibilityCode =
   | "missing-capability"
   | "missing-label"
   | "missing-bin"
+  | "bounds-unenforceable"
+  | "declined"
 
 export type CapacityCode = "no-logical-quota" | "no-physical-slot" | "no-endpoint-capacity"
 
@@ -64,7 +66,14 @@ export interface Activity {
   readonly requiredBins: ReadonlyArray<string>
   /** Stated preferences, KEY=VALUE labels; each one a candidate has counts in its favour. */
   readonly preferredLabels: ReadonlyArray<string>
+  /** The job's named bounds: a host runs it only if it can enforce bounds (capability `bounds`). */
+  readonly bounds: ReadonlyArray<string>
+  /** Hosts that declined an earlier attempt of this activity: not offered it again. */
+  readonly declinedBy: ReadonlyArray<string>
 }
+
+/** The capability a host advertises when it can enforce a job's bounds. No executor has it yet. */
+export const BOUNDS_CAPABILITY = "bounds"
 
 /** The logical quota admission reserved, and a shared endpoint's aggregate cap, when used. */
 export interface Quotas {
@@ -105,6 +114,8 @@ export const eligibility = (c: Candidate, a: Activity): ReadonlyArray<Exclusion>
   if (!has(c.capabilities, a.executor)) no("missing-capability", `lacks the ${a.executor} executor`)
   for (const label of a.requiredLabels) if (!has(c.labels, label)) no("missing-label", `lacks label ${label}`)
   for (const bin of a.requiredBins) if (!has(c.bins, bin)) no("missing-bin", `lacks program ${bin}`)
+  if (a.bounds.length > 0 && !has(c.capabilities, BOUNDS_CAPABILITY)) no("bounds-unenforceable", `cannot enforce the job's bounds (${a.bounds.join(", ")})`)
+  if (has(a.declinedBy, c.id)) no("declined", "it declined an earlier attempt of this activity")
   return out
 }
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest"
 import { capacity, eligibility, explain, place, type Activity, type Candidate, type Quotas } from "../../../src/domain/placement/Placement.js"
 
 const job = "hasher:checksum@1.0.0"
-const activity: Activity = { id: "a1", address: job, digest: "sha256:d1", executor: "node", remoteEligible: true, requiredLabels: [], requiredBins: [], preferredLabels: [] }
+const activity: Activity = { id: "a1", address: job, digest: "sha256:d1", executor: "node", remoteEligible: true, requiredLabels: [], requiredBins: [], preferredLabels: [], bounds: [], declinedBy: [] }
 const owner: Candidate = {
   id: "owner",
   name: "owner",
@@ -31,10 +31,14 @@ describe("layer 1, eligibility", () => {
     ["digest-mismatch", worker("w", { artifacts: [{ address: job, digest: "sha256:other" }] }), activity],
     ["missing-capability", worker("w", { capabilities: ["process"] }), activity],
     ["missing-label", worker("w"), { ...activity, requiredLabels: ["gpu=true"] }],
-    ["missing-bin", worker("w"), { ...activity, requiredBins: ["ffmpeg"] }]
+    ["missing-bin", worker("w"), { ...activity, requiredBins: ["ffmpeg"] }],
+    ["bounds-unenforceable", worker("w"), { ...activity, bounds: ["no-network"] }],
+    ["declined", worker("w"), { ...activity, declinedBy: ["w"] }]
   ] as const)("%s excludes, and a candidate without the fault passes", (code, candidate, a) => {
     expect(eligibility(candidate, a).map((e) => e.code)).toEqual([code])
-    expect(eligibility(worker("ok", { bins: ["ffmpeg"], labels: ["gpu=true"] }), { ...a, remoteEligible: true })).toEqual([])
+    expect(
+      eligibility(worker("ok", { bins: ["ffmpeg"], labels: ["gpu=true"], capabilities: ["node", "process", "bounds"] }), { ...a, remoteEligible: true })
+    ).toEqual([])
   })
 
   it("the owner is never excluded for scope, holding or remote eligibility, but is for what it lacks", () => {
