@@ -51,13 +51,17 @@ import * as Layer from "effect/Layer"
 import * as Runtime from "effect/Runtime"
 import * as CheckpointSchedule from "../src/app/journal/CheckpointSchedule.js"
 import { Projections, layer as projectionsLayer } from "../src/app/journal/Projections.js"
-import { layer as ownerLayer, Owner, OwnerAddress } from "../src/app/workers/Owner.js"
+import { OwnerHost } from "../src/app/runs/Dispatcher.js"
+import { JobNotRunnable } from "../src/app/runs/JobCatalog.js"
+import { layerWithRuns as ownerLayer, Owner, OwnerAddress } from "../src/app/workers/Owner.js"
 import type { Advertise } from "../src/app/workers/Protocol.js"
 import { createServer, makeHandler, ROUTE } from "../src/infra/http/WorkerRoute.js"
 import * as NodeHashing from "../src/infra/journal/NodeHashing.js"
 import { layer as journalLayer } from "../src/infra/journal/SqliteJournal.js"
 import { storePath } from "../src/infra/journal/StoreFile.js"
 import { loadOrCreate } from "../src/infra/tls/OwnerCertificate.js"
+import * as ChildExecutor from "../src/infra/runs/ChildExecutor.js"
+import * as FileRunFiles from "../src/infra/runs/FileRunFiles.js"
 import * as NodeEntropy from "../src/infra/workers/NodeEntropy.js"
 import { arg, fmt, gc, median, printMachine } from "./support.js"
 
@@ -170,6 +174,17 @@ const ownerChild = async (): Promise<void> => {
         journalLayer(storePath(home)),
         NodeHashing.layer,
         NodeEntropy.layer,
+        ChildExecutor.layer,
+        FileRunFiles.layer(join(home, "runs")),
+        // No bags on this owner: the bench measures advertisements, not runs.
+        Layer.succeed(OwnerHost, {
+          capacity: 4,
+          labels: [],
+          capabilities: ["node"],
+          bins: () => Effect.succeed([]),
+          resolve: (address) => Effect.fail(new JobNotRunnable({ message: `no bag holds ${address} here` })),
+          withSlot: (effect) => effect
+        }),
         Layer.succeed(OwnerAddress, { url: `https://127.0.0.1:${port}`, fingerprint: material.fingerprint })
       )
     )

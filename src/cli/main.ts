@@ -10,6 +10,7 @@ import * as SvcHome from "../infra/SvcHome.js"
 import { bagCommand } from "./commands/bag.js"
 import { auditCommand, journalCommand } from "./commands/journal.js"
 import { newCommand } from "./commands/new.js"
+import { runCommand, runsCommand } from "./commands/runs.js"
 import { serveCommand } from "./commands/serve.js"
 import { workersCommand } from "./commands/workers.js"
 
@@ -17,7 +18,7 @@ export const VERSION = "0.1.0"
 
 export const svc = Command.make("svc").pipe(
   Command.withDescription("svc: spread background work from an owner machine to linked workers"),
-  Command.withSubcommands([newCommand, bagCommand, serveCommand, workersCommand, journalCommand, auditCommand])
+  Command.withSubcommands([newCommand, bagCommand, serveCommand, workersCommand, runCommand, runsCommand, journalCommand, auditCommand])
 )
 
 export const cli = Command.run(svc, { name: "svc", version: VERSION })

@@ -11,6 +11,7 @@ import * as Layer from "effect/Layer"
 import * as Ref from "effect/Ref"
 import type { Envelope } from "../../domain/journal/Events.js"
 import { fold, type OwnerState } from "../../domain/journal/OwnerState.js"
+import type { RunDecision, RunRejection } from "../../domain/runs/Decide.js"
 import type { Decision, Rejection } from "../../domain/workers/Decide.js"
 import type { Registry } from "../../domain/workers/Registry.js"
 import { Checkpoints, type Checkpoint } from "./Checkpoints.js"
@@ -18,7 +19,10 @@ import { Journal, type JournalError, StreamConflict } from "./Journal.js"
 import { foldJournal, stateDigest } from "./Replay.js"
 import type { Hashing } from "./Hashing.js"
 
-export class CommandRejected extends Data.TaggedError("CommandRejected")<{ readonly rejection: Rejection }> {
+export type AnyDecision = Decision | RunDecision
+export type AnyRejection = Rejection | RunRejection
+
+export class CommandRejected extends Data.TaggedError("CommandRejected")<{ readonly rejection: AnyRejection }> {
   override get message() {
     return this.rejection.message
   }
@@ -28,6 +32,8 @@ export interface ProjectionsService {
   readonly state: Effect.Effect<OwnerState>
   /** Decides against the current registry, appends, applies; retried on a concurrent conflict. */
   readonly execute: (decide: (registry: Registry) => Decision | Rejection) => Effect.Effect<ReadonlyArray<Envelope>, CommandRejected | StreamConflict | JournalError>
+  /** The same, deciding against the whole state (runs decide on runs and workers). */
+  readonly executeOn: (decide: (state: OwnerState) => AnyDecision | AnyRejection) => Effect.Effect<ReadonlyArray<Envelope>, CommandRejected | StreamConflict | JournalError>
   readonly checkpoint: Effect.Effect<Checkpoint, JournalError, Hashing>
 }
 
@@ -56,9 +62,9 @@ export const make = Effect.gen(function* () {
 
   const state = Effect.map(Ref.get(ref), (r) => r.state)
 
-  const attempt = (decide: (registry: Registry) => Decision | Rejection) =>
+  const attempt = (decide: (state: OwnerState) => AnyDecision | AnyRejection) =>
     Effect.gen(function* () {
-      const decision = decide((yield* state).registry)
+      const decision = decide(yield* state)
       if (decision._tag === "Rejected") return yield* new CommandRejected({ rejection: decision })
       if (decision.events.length === 0) return []
       const envelopes = yield* journal.append(decision)
@@ -66,13 +72,14 @@ export const make = Effect.gen(function* () {
       return envelopes
     })
 
-  const execute = (decide: (registry: Registry) => Decision | Rejection) =>
+  const executeOn = (decide: (state: OwnerState) => AnyDecision | AnyRejection) =>
     attempt(decide).pipe(
       Effect.retry({
         while: (e) => e instanceof StreamConflict,
         times: CONFLICT_RETRIES
       })
     )
+  const execute = (decide: (registry: Registry) => Decision | Rejection) => executeOn((s) => decide(s.registry))
 
   const checkpoint = Effect.gen(function* () {
     const s = yield* state
@@ -81,7 +88,7 @@ export const make = Effect.gen(function* () {
     return c
   })
 
-  return Projections.of({ state, execute, checkpoint })
+  return Projections.of({ state, execute, executeOn, checkpoint })
 })
 
 export const layer = Layer.effect(Projections, make)

@@ -1,8 +1,10 @@
 /**
  * A worker's link to one owner, run inside `svc serve`: hello, then advertise at least every
  * 5 seconds (every 4, so a late timer still refreshes in time), saving any credential the owner
- * hands over. A network failure backs off with jitter and says hello again; a fenced, revoked
- * or unknown credential ends the link (docs/protocol.md).
+ * hands over. With a work side, it also claims work while this machine has a free slot, runs
+ * it (see Work.ts), heartbeats and reports. A network failure backs off with jitter and says
+ * hello again, listing what it still runs; a fenced, revoked or unknown credential ends the
+ * link and stops its work (docs/protocol.md).
  */
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -13,6 +15,7 @@ import * as Random from "effect/Random"
 import * as Ref from "effect/Ref"
 import type { Refusal, WorkerRequest, WorkerResponse } from "./Protocol.js"
 import type { Offer } from "./Offer.js"
+import { makeWork, type WorkSide } from "./Work.js"
 
 export const ADVERTISE_EVERY = Duration.seconds(4)
 export const BACKOFF_FIRST = Duration.seconds(1)
@@ -67,8 +70,8 @@ export class LinkStatusRef extends Context.Tag("svc/LinkStatusRef")<LinkStatusRe
  * Runs one link until it ends (fenced, revoked, refused); network trouble never ends it.
  * `offer` is read before each advertisement, so bags installed meanwhile are advertised.
  */
-export const runLink = (link: LinkRecord, transport: OwnerTransport, offer: Effect.Effect<Offer>, status: Ref.Ref<ReadonlyMap<string, LinkStatus>>) =>
-  Effect.gen(function* () {
+export const runLink = (link: LinkRecord, transport: OwnerTransport, offer: Effect.Effect<Offer>, status: Ref.Ref<ReadonlyMap<string, LinkStatus>>, side?: WorkSide) =>
+  Effect.scoped(Effect.gen(function* () {
     const set = (s: Partial<LinkStatus>) =>
       Ref.update(status, (m) => {
         const next = new Map(m)
@@ -79,24 +82,37 @@ export const runLink = (link: LinkRecord, transport: OwnerTransport, offer: Effe
     const takeCredential = (answer: WorkerResponse) =>
       answer.kind !== "joined" && answer.newCredential !== null ? transport.saveCredential(answer.newCredential.credential) : Effect.void
 
+    const call = (request: WorkerRequest) => Effect.tap(transport.call(request), takeCredential)
+    // Attempts outlive sessions: a reconnect says hello listing them, and they carry on.
+    const work = side === undefined ? undefined : yield* makeWork(side, call)
+    // Whatever ends the link stops the work it holds (revoked: the owner says so; fenced: another process has the session).
+    yield* Effect.addFinalizer(() => (work === undefined ? Effect.void : work.stopAll))
+
     let backoff = BACKOFF_FIRST
     for (;;) {
       yield* set({ phase: "connecting", detail: `calling ${link.url}` })
       const session = yield* Effect.either(
-        Effect.gen(function* () {
-          const welcome = yield* transport.call({ kind: "hello", protocol: 1, running: [] })
-          yield* takeCredential(welcome)
-          if (welcome.kind !== "welcome") return yield* new Unreachable({ message: `unexpected answer ${welcome.kind} to hello` })
-          backoff = BACKOFF_FIRST
-          yield* set({ phase: "linked", detail: `session fence ${welcome.fence}`, fence: welcome.fence })
-          for (;;) {
-            const o = yield* offer
-            const answer = yield* transport.call({ kind: "advertise", fence: welcome.fence, capacity: o.capacity, labels: o.labels, capabilities: o.capabilities, artifacts: o.artifacts })
-            yield* takeCredential(answer)
-            yield* set({ lastAdvertisedAt: yield* Clock.currentTimeMillis, offer: o })
-            yield* Effect.sleep(ADVERTISE_EVERY)
-          }
-        })
+        Effect.scoped(
+          Effect.gen(function* () {
+            const welcome = yield* call({ kind: "hello", protocol: 1, running: work === undefined ? [] : work.running() })
+            if (welcome.kind !== "welcome") return yield* new Unreachable({ message: `unexpected answer ${welcome.kind} to hello` })
+            backoff = BACKOFF_FIRST
+            yield* set({ phase: "linked", detail: `session fence ${welcome.fence}`, fence: welcome.fence })
+            const advertising = Effect.gen(function* () {
+              for (;;) {
+                const o = yield* offer
+                const answer = yield* call({ kind: "advertise", fence: welcome.fence, capacity: o.capacity, labels: o.labels, capabilities: o.capabilities, artifacts: o.artifacts })
+                if (work !== undefined && answer.kind === "ack") yield* work.stop(answer.stop)
+                yield* set({ lastAdvertisedAt: yield* Clock.currentTimeMillis, offer: o })
+                yield* Effect.sleep(ADVERTISE_EVERY)
+              }
+            })
+            if (work === undefined) return yield* advertising
+            yield* work.stop(welcome.stop)
+            // Claims and heartbeats belong to this session: whichever fails first ends it (and a new hello follows).
+            return yield* Effect.raceFirst(advertising, work.session(welcome.fence))
+          })
+        )
       )
       if (session._tag === "Right") continue
       const error = session.left
@@ -114,4 +130,4 @@ export const runLink = (link: LinkRecord, transport: OwnerTransport, offer: Effe
       yield* Effect.sleep(wait)
       backoff = Duration.min(Duration.times(backoff, 2), BACKOFF_MAX)
     }
-  })
+  }))

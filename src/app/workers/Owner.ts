@@ -14,13 +14,15 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { Envelope } from "../../domain/journal/Events.js"
 import * as Decide from "../../domain/workers/Decide.js"
-import { advertisementAlive, displayState, type DisplayState, type Freshness } from "../../domain/workers/DisplayState.js"
+import { advertisementAlive, displayState, type DisplayState } from "../../domain/workers/DisplayState.js"
 import type { WorkerRecord } from "../../domain/workers/Registry.js"
 import { base62FromBytes, credentialProblem, CREDENTIAL_PREFIX, formatJoinToken, makeCredential, parseJoinToken } from "../../domain/workers/Secrets.js"
 import { Hashing } from "../journal/Hashing.js"
 import { Projections, type CommandRejected } from "../journal/Projections.js"
 import type { JournalError, StreamConflict } from "../journal/Journal.js"
+import { Dispatcher, layer as DispatcherLayer } from "../runs/Dispatcher.js"
 import { Entropy } from "./Entropy.js"
+import { Freshness, layer as FreshnessLayer } from "./Freshness.js"
 import { Refusal, type Ack, type CredentialHandOver, type NoWork, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
 
 /** Where workers reach this owner, and the certificate they pin: written into join tokens. */
@@ -59,6 +61,8 @@ export interface OwnerService {
   readonly rotate: (worker: string, actor: string) => Effect.Effect<WorkerRecord, CommandError | Refusal>
   readonly revoke: (worker: string, actor: string) => Effect.Effect<WorkerRecord, CommandError | Refusal>
   readonly status: Effect.Effect<ReadonlyArray<WorkerStatus>>
+  /** A worker by id or (unique) name. */
+  readonly find: (worker: string) => Effect.Effect<WorkerRecord, Refusal>
 }
 
 export class Owner extends Context.Tag("svc/Owner")<Owner, OwnerService>() {}
@@ -74,6 +78,7 @@ export const make = Effect.gen(function* () {
   const hashing = yield* Hashing
   const entropy = yield* Entropy
   const address = yield* OwnerAddress
+  const dispatcher = yield* Dispatcher
 
   // Credential hash -> worker id, kept beside the projections (built once, then per commit).
   const index = new Map<string, string>()
@@ -86,13 +91,8 @@ export const make = Effect.gen(function* () {
   for (const [, w] of (yield* projections.state).registry.workers) for (const c of w.credentials) index.set(c.hash, w.id)
 
   // Freshness is runtime state: when each worker last called and last advertised.
-  const freshness = new Map<string, { lastSeenAt: number | null; lastAdvertisedAt: number | null }>()
-  const touch = (id: string, now: number, advertised: boolean) => {
-    const f = freshness.get(id) ?? { lastSeenAt: null, lastAdvertisedAt: null }
-    f.lastSeenAt = now
-    if (advertised) f.lastAdvertisedAt = now
-    freshness.set(id, f)
-  }
+  const freshness = yield* Freshness
+  const touch = freshness.touch
 
   const run = (decide: Parameters<typeof projections.execute>[0]) => Effect.tap(projections.execute(decide), (e) => Effect.sync(() => indexEnvelopes(e)))
   const nothing: ReadonlyArray<Envelope> = []
@@ -214,34 +214,46 @@ export const make = Effect.gen(function* () {
         touch(worker.id, now, false)
         const newCredential = yield* handOver(yield* findWorker(worker.id), presentedHash, now)
         const fence = (envelopes[0]!.event as { fence: number }).fence
-        return { kind: "welcome" as const, workerId: worker.id, name: worker.name, fence, scope: worker.scope, advertiseEverySeconds: 5, newCredential }
+        // What it still runs, against what the owner placed on it (slots are not leaked).
+        const stop = yield* dispatcher.hello(worker, request.running)
+        return { kind: "welcome" as const, workerId: worker.id, name: worker.name, fence, scope: worker.scope, advertiseEverySeconds: 5, stop, newCredential }
       }
       yield* checkFence(worker, request.fence)
       const newCredential = yield* handOver(worker, presentedHash, now)
       switch (request.kind) {
         case "advertise": {
-          yield* execute((r) =>
+          const wasAlive = advertisementAlive(freshness.get(worker.id), now)
+          const changed = yield* execute((r) =>
             Decide.decideAdvertise(
               { workerId: worker.id, capacity: request.capacity, labels: request.labels, capabilities: request.capabilities, artifacts: request.artifacts, now },
               r
             )
           ).pipe(Effect.mapError(commandRefusal("bad-request")))
           touch(worker.id, now, true)
-          return { kind: "ack" as const, stop: [], newCredential } satisfies Ack
+          // A new offer, or a worker back from silence, may let a waiting run be placed.
+          if (changed.length > 0 || !wasAlive) yield* dispatcher.kick
+          return { kind: "ack" as const, stop: yield* dispatcher.stopsFor(worker.id), newCredential } satisfies Ack
         }
-        case "heartbeat":
+        case "heartbeat": {
           touch(worker.id, now, false)
-          return { kind: "ack" as const, stop: [], newCredential } satisfies Ack
+          const stop = yield* dispatcher.heartbeat(worker, request.running, request.output ?? [])
+          return { kind: "ack" as const, stop, newCredential } satisfies Ack
+        }
         case "claim": {
           touch(worker.id, now, false)
-          // Long poll: no placement hands out work yet, so the call waits, then says so.
-          yield* Effect.sleep(Duration.min(Duration.seconds(request.waitSeconds), MAX_CLAIM_WAIT))
-          return { kind: "no-work" as const, retryAfterSeconds: 0, newCredential } satisfies NoWork
+          // Long poll: the call waits until work is placed on this worker, or the wait is over.
+          // No work is handed out past the advertisement's life (placement needs it alive).
+          const work = yield* dispatcher.claim(worker, request.fence, Duration.toMillis(Duration.min(Duration.seconds(request.waitSeconds), MAX_CLAIM_WAIT)))
+          return work === null ? ({ kind: "no-work" as const, retryAfterSeconds: 0, newCredential } satisfies NoWork) : { ...work, newCredential }
         }
         case "decline":
+          touch(worker.id, now, false)
+          yield* dispatcher.decline(worker, request.attempt, request.reason)
+          return { kind: "ack" as const, stop: [], newCredential } satisfies Ack
         case "report":
           touch(worker.id, now, false)
-          return yield* refuse("unknown-activity", `no activity attempt ${JSON.stringify(request.attempt)} is placed on this worker`)
+          yield* dispatcher.report(worker, request.attempt, request.outcome, request.output)
+          return { kind: "ack" as const, stop: [], newCredential } satisfies Ack
       }
     })
 
@@ -267,7 +279,7 @@ export const make = Effect.gen(function* () {
     return [...HashMap.values(r.workers)]
       .sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id))
       .map((w): WorkerStatus => {
-        const f: Freshness | undefined = freshness.get(w.id)
+        const f = freshness.get(w.id)
         const used = Option.match(HashMap.get(ledger.physical, w.id), { onNone: () => 0, onSome: (p) => p.reserved })
         const display = displayState(w, f, used, now)
         const capacity = w.advertisement !== null && advertisementAlive(f, now) ? w.advertisement.capacity : 0
@@ -290,7 +302,10 @@ export const make = Effect.gen(function* () {
       })
   })
 
-  return Owner.of({ invite, handle, rotate, revoke, status })
+  return Owner.of({ invite, handle, rotate, revoke, status, find: findWorker })
 })
 
 export const layer = Layer.effect(Owner, make)
+
+/** The owner with its runs, sharing one freshness: what `svc serve` runs. */
+export const layerWithRuns = layer.pipe(Layer.provideMerge(DispatcherLayer), Layer.provideMerge(FreshnessLayer))

@@ -38,10 +38,20 @@ export const Advertise = Schema.Struct({
 })
 export type Advertise = typeof Advertise.Type
 
+/** Output an attempt printed since the last call, at most 64 KiB per stream per call. */
+export const OutputDelta = Schema.Struct({
+  attempt: Schema.String,
+  stdout: Schema.String.pipe(Schema.maxLength(65_536)),
+  stderr: Schema.String.pipe(Schema.maxLength(65_536))
+})
+export type OutputDelta = typeof OutputDelta.Type
+
+/** While it runs attempts: which ones, and their new output. */
 export const Heartbeat = Schema.Struct({
   kind: Schema.Literal("heartbeat"),
   fence: Fence,
-  running: ShortList(Schema.String, 100)
+  running: ShortList(Schema.String, 100),
+  output: Schema.optionalWith(ShortList(OutputDelta, 100), { exact: true })
 })
 export type Heartbeat = typeof Heartbeat.Type
 
@@ -65,7 +75,14 @@ export const Report = Schema.Struct({
   kind: Schema.Literal("report"),
   fence: Fence,
   attempt: Schema.String,
-  outcome: Schema.Struct({ ok: Schema.Boolean, result: Schema.optionalWith(Schema.Unknown, { exact: true }), error: Schema.optionalWith(Schema.String, { exact: true }) })
+  outcome: Schema.Struct({
+    ok: Schema.Boolean,
+    result: Schema.optionalWith(Schema.Unknown, { exact: true }),
+    error: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(2000)), { exact: true }),
+    exitCode: Schema.optionalWith(Schema.NullOr(Schema.Int), { exact: true })
+  }),
+  /** The output not yet sent with a heartbeat. */
+  output: Schema.optionalWith(OutputDelta, { exact: true })
 })
 export type Report = typeof Report.Type
 
@@ -97,6 +114,8 @@ export const Welcome = Schema.Struct({
   fence: Fence,
   scope: Schema.Array(Schema.String),
   advertiseEverySeconds: Schema.Number,
+  /** Attempts the hello listed that this worker must stop (superseded, stopped or unknown). */
+  stop: Schema.Array(Schema.String),
   newCredential: Schema.NullOr(CredentialHandOver)
 })
 export type Welcome = typeof Welcome.Type
@@ -116,7 +135,21 @@ export const NoWork = Schema.Struct({
 })
 export type NoWork = typeof NoWork.Type
 
-export const WorkerResponse = Schema.Union(Joined, Welcome, Ack, NoWork)
+/** An attempt handed to the claiming worker: run the job it names, with this input. */
+export const Work = Schema.Struct({
+  kind: Schema.Literal("work"),
+  attempt: Schema.String,
+  runId: Schema.String,
+  /** `BAG:JOB@VERSION`, pinned by the digest of the bag the worker must hold. */
+  address: Schema.String,
+  digest: Schema.String,
+  input: Schema.Unknown,
+  timeoutMs: Schema.NullOr(Schema.Number),
+  newCredential: Schema.NullOr(CredentialHandOver)
+})
+export type Work = typeof Work.Type
+
+export const WorkerResponse = Schema.Union(Joined, Welcome, Ack, NoWork, Work)
 export type WorkerResponse = typeof WorkerResponse.Type
 
 /**
@@ -131,6 +164,7 @@ export const RefusalCode = Schema.Literal(
   "fenced",
   "out-of-scope",
   "unknown-activity",
+  "superseded",
   "payload-too-large",
   "unsupported-media-type"
 )
@@ -150,6 +184,7 @@ export const STATUS: Readonly<Record<RefusalCode, number>> = {
   "out-of-scope": 403,
   "unknown-activity": 404,
   fenced: 409,
+  superseded: 409,
   "payload-too-large": 413,
   "unsupported-media-type": 415
 }

@@ -10,27 +10,14 @@ import { durationSeconds } from "../../domain/manifest/Formats.js"
 import type { WorkerStatus } from "../../app/workers/Owner.js"
 import { JOB_ADDRESS } from "../../domain/manifest/JobAddress.js"
 import { parseJoinToken } from "../../domain/workers/Secrets.js"
-import { adminCall, RuntimeNotRunning } from "../../infra/http/AdminApi.js"
 import { SvcHome } from "../../infra/SvcHome.js"
 import { readLinks, writeLink } from "../../infra/workers/LinkStore.js"
 import { callOwner, fetchPinnedCertificate, makeAgent } from "../../infra/workers/OwnerClient.js"
+import { admin } from "../admin.js"
 import { exitQuietly, refused, usage } from "../CliFailure.js"
 import { printJson, printLines, table } from "../output.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("print one JSON document on stdout"))
-
-/** Calls the running runtime's admin API; not running is exit 2 (CLI contract). */
-const admin = (method: "GET" | "POST", path: string, body?: unknown) =>
-  Effect.flatMap(SvcHome, (home) =>
-    Effect.tryPromise({
-      try: () => adminCall(home.path, method, path, body),
-      catch: (e) => (e instanceof RuntimeNotRunning ? usage(`${e.message}: start it with svc serve`) : refused(`the runtime did not answer: ${e instanceof Error ? e.message : String(e)}`))
-    })
-  ).pipe(
-    Effect.flatMap((r) =>
-      r.status === 200 ? Effect.succeed(r.body as Record<string, unknown>) : Effect.fail(refused(String((r.body as { message?: unknown }).message ?? `the runtime answered ${r.status}`)))
-    )
-  )
 
 const invite = Command.make(
   "invite",
@@ -143,7 +130,15 @@ const status = Command.make("status", { json }, ({ json }) =>
   })
 ).pipe(Command.withDescription("List workers (on an owner) and owners served (on a worker), with states and reasons"))
 
+const release = Command.make("release", { worker: workerArg, json }, ({ json, worker }) =>
+  Effect.gen(function* () {
+    const answer = yield* admin("POST", "/release", { worker })
+    if (json) return yield* printJson(answer)
+    yield* Console.log(`released ${String(answer["freed"])} slot(s) of ${String(answer["name"])}: its attempts are recorded as stopped, and those of unfinished runs are placed again`)
+  })
+).pipe(Command.withDescription("Confirm a worker (say, a revoked one) no longer runs anything: free the slots its attempts hold"))
+
 export const workersCommand = Command.make("workers").pipe(
-  Command.withDescription("Workers: invite, join, rotate, revoke, status"),
-  Command.withSubcommands([invite, join, rotate, revoke, status])
+  Command.withDescription("Workers: invite, join, rotate, revoke, release, status"),
+  Command.withSubcommands([invite, join, rotate, revoke, release, status])
 )

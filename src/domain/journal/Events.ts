@@ -4,7 +4,8 @@
  * milliseconds on the owner's clock, passed in by the command (the domain reads no clock).
  *
  * Streams: an invite and its redemption share the stream `invite-<id>` (so an expected
- * version makes a token redeemable once); everything after the join is on `worker-<id>`.
+ * version makes a token redeemable once); everything after the join is on `worker-<id>`;
+ * a run, its placement decisions and its attempts are on `run-<id>`.
  */
 import * as Schema from "effect/Schema"
 
@@ -76,6 +77,164 @@ export class WorkerAdvertised extends Schema.TaggedClass<WorkerAdvertised>()("Wo
   at: Millis
 }) {}
 
+/** What a submitted run needs, resolved on the owner from the installed bag at submission. */
+export const RunJob = Schema.Struct({
+  /** `BAG:JOB@VERSION` */
+  address: Schema.String,
+  bag: Schema.String,
+  job: Schema.String,
+  digest: Schema.String,
+  executor: Schema.Literal("node", "process"),
+  remoteEligible: Schema.Boolean,
+  /** Why it is not remote-eligible (empty when it is). */
+  ownerOnly: Schema.Array(Schema.String),
+  requiredLabels: Schema.Array(Schema.String),
+  requiredBins: Schema.Array(Schema.String),
+  bounds: Schema.Array(Schema.String),
+  timeoutMs: Schema.NullOr(Schema.Number)
+})
+export type RunJob = typeof RunJob.Type
+
+export class RunSubmitted extends Schema.TaggedClass<RunSubmitted>()("RunSubmitted", {
+  runId: Schema.String,
+  job: RunJob,
+  /** Valid against the job's input_schema (checked before admission). */
+  input: Schema.Unknown,
+  preferredLabels: Schema.Array(Schema.String),
+  actor: Schema.String,
+  at: Millis
+}) {}
+
+const PlacementActivity = Schema.Struct({
+  id: Schema.String,
+  address: Schema.String,
+  digest: Schema.String,
+  executor: Schema.String,
+  remoteEligible: Schema.Boolean,
+  requiredLabels: Schema.Array(Schema.String),
+  requiredBins: Schema.Array(Schema.String),
+  preferredLabels: Schema.Array(Schema.String),
+  bounds: Schema.Array(Schema.String),
+  declinedBy: Schema.Array(Schema.String)
+})
+const Ledger = Schema.Struct({ capacity: Schema.Number, used: Schema.Number })
+const PlacementCandidate = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  isOwner: Schema.Boolean,
+  revoked: Schema.Boolean,
+  advertisementAlive: Schema.Boolean,
+  scope: Schema.Array(Schema.String),
+  labels: Schema.Array(Schema.String),
+  capabilities: Schema.Array(Schema.String),
+  bins: Schema.Array(Schema.String),
+  artifacts: Schema.Array(HeldArtifact),
+  slots: Ledger
+})
+const PlacementExclusion = Schema.Union(
+  Schema.Struct({ layer: Schema.Literal("eligibility"), code: Schema.String, text: Schema.String }),
+  Schema.Struct({
+    layer: Schema.Literal("capacity"),
+    code: Schema.String,
+    text: Schema.String,
+    requested: Schema.Number,
+    used: Schema.Number,
+    capacity: Schema.Number
+  })
+)
+const PlacementVerdict = Schema.Struct({
+  candidate: Schema.String,
+  name: Schema.String,
+  exclusions: Schema.Array(PlacementExclusion),
+  score: Schema.NullOr(Schema.Struct({ locality: Schema.Number, preference: Schema.Number }))
+})
+
+/** The run placement record (spec): separate items, each null when it does not apply. */
+export const PlacementRecord = Schema.Struct({
+  executionHost: Schema.NullOr(Schema.String),
+  inferenceEndpoint: Schema.NullOr(Schema.String),
+  requestedModel: Schema.NullOr(Schema.String),
+  resolvedModel: Schema.NullOr(Schema.String),
+  /** How the host was chosen among those with room (locality, preference, tie-break). */
+  selectionProvenance: Schema.String,
+  limits: Schema.Struct({ timeoutMs: Schema.NullOr(Schema.Number), bounds: Schema.Array(Schema.String) })
+})
+export type PlacementRecord = typeof PlacementRecord.Type
+
+/**
+ * One placement decision with every input it was made from, so `svc journal replay --audit`
+ * can run it again through the current placement code. A placed decision assigns `attempt`
+ * to `host` and reserves one of its slots.
+ */
+export class PlacementDecided extends Schema.TaggedClass<PlacementDecided>()("PlacementDecided", {
+  runId: Schema.String,
+  /** The attempt a placed decision starts; null for blocked and waiting. */
+  attempt: Schema.NullOr(Schema.Int),
+  activity: PlacementActivity,
+  candidates: Schema.Array(PlacementCandidate),
+  quotas: Schema.Struct({ logical: Schema.NullOr(Ledger), endpoint: Schema.NullOr(Ledger) }),
+  /** What the inputs leave out and why (no model, no detached-agent quota...). */
+  notes: Schema.Array(Schema.String),
+  outcome: Schema.Literal("placed", "blocked", "waiting"),
+  host: Schema.NullOr(Schema.String),
+  verdicts: Schema.Array(PlacementVerdict),
+  record: PlacementRecord,
+  at: Millis
+}) {}
+
+/** The host began the attempt: a worker's claim (with its session fence), or the owner itself. */
+export class AttemptStarted extends Schema.TaggedClass<AttemptStarted>()("AttemptStarted", {
+  runId: Schema.String,
+  attempt: Schema.Int,
+  host: Schema.String,
+  fence: Schema.NullOr(Schema.Int),
+  at: Millis
+}) {}
+
+export class AttemptDeclined extends Schema.TaggedClass<AttemptDeclined>()("AttemptDeclined", {
+  runId: Schema.String,
+  attempt: Schema.Int,
+  host: Schema.String,
+  reason: Schema.String,
+  at: Millis
+}) {}
+
+export class AttemptReported extends Schema.TaggedClass<AttemptReported>()("AttemptReported", {
+  runId: Schema.String,
+  attempt: Schema.Int,
+  host: Schema.String,
+  ok: Schema.Boolean,
+  /** Valid against the job's output_schema when ok (checked before it is recorded). */
+  result: Schema.Unknown,
+  error: Schema.NullOr(Schema.String),
+  exitCode: Schema.NullOr(Schema.Int),
+  at: Millis
+}) {}
+
+/** The attempt no longer counts (its host's advertisement lapsed, it was revoked...): placed again. */
+export class AttemptSuperseded extends Schema.TaggedClass<AttemptSuperseded>()("AttemptSuperseded", {
+  runId: Schema.String,
+  attempt: Schema.Int,
+  host: Schema.String,
+  reason: Schema.String,
+  at: Millis
+}) {}
+
+/** The owner observed that a superseded or stopped attempt no longer runs: its slot is free. */
+export class AttemptCeased extends Schema.TaggedClass<AttemptCeased>()("AttemptCeased", {
+  runId: Schema.String,
+  attempt: Schema.Int,
+  host: Schema.String,
+  reason: Schema.String,
+  at: Millis
+}) {}
+
+export class RunStopRequested extends Schema.TaggedClass<RunStopRequested>()("RunStopRequested", {
+  runId: Schema.String,
+  actor: Schema.String,
+  at: Millis
+}) {}
+
 export const Event = Schema.Union(
   WorkerInvited,
   WorkerJoined,
@@ -83,7 +242,15 @@ export const Event = Schema.Union(
   CredentialRotated,
   WorkerRevoked,
   SessionStarted,
-  WorkerAdvertised
+  WorkerAdvertised,
+  RunSubmitted,
+  PlacementDecided,
+  AttemptStarted,
+  AttemptDeclined,
+  AttemptReported,
+  AttemptSuperseded,
+  AttemptCeased,
+  RunStopRequested
 )
 export type Event = typeof Event.Type
 export type EventType = Event["_tag"]
@@ -96,7 +263,15 @@ export const CURRENT_VERSION: { readonly [K in EventType]: number } = {
   CredentialRotated: 1,
   WorkerRevoked: 1,
   SessionStarted: 1,
-  WorkerAdvertised: 2
+  WorkerAdvertised: 2,
+  RunSubmitted: 1,
+  PlacementDecided: 1,
+  AttemptStarted: 1,
+  AttemptDeclined: 1,
+  AttemptReported: 1,
+  AttemptSuperseded: 1,
+  AttemptCeased: 1,
+  RunStopRequested: 1
 }
 
 export const EVENT_TYPES = Object.keys(CURRENT_VERSION) as ReadonlyArray<EventType>
@@ -114,3 +289,4 @@ export interface Envelope {
 
 export const workerStream = (workerId: string) => `worker-${workerId}`
 export const inviteStream = (inviteId: string) => `invite-${inviteId}`
+export const runStream = (runId: string) => `run-${runId}`

@@ -1,12 +1,13 @@
 /**
  * Everything the owner derives from its journal, as one pure fold: the worker registry, the
- * audit log and the capacity ledger. The same `evolve` runs live (after each commit) and in
+ * audit log, the capacity ledger and the runs. The same `evolve` runs live (after each commit) and in
  * replay, so a divergence between them is a bug, and `svc journal replay` looks for it.
  */
 import * as Chunk from "effect/Chunk"
 import * as HashMap from "effect/HashMap"
 import { evolveLedger, initialLedger, type CapacityLedger } from "../placement/CapacityLedger.js"
 import { evolveAudit, initialAudit, type AuditLog } from "../workers/Audit.js"
+import { evolveRuns, initialRuns, type RunsState } from "../runs/Runs.js"
 import { evolveRegistry, initialRegistry, type Registry } from "../workers/Registry.js"
 import type { Envelope } from "./Events.js"
 
@@ -16,15 +17,17 @@ export interface OwnerState {
   readonly registry: Registry
   readonly audit: AuditLog
   readonly ledger: CapacityLedger
+  readonly runs: RunsState
 }
 
-export const initialState: OwnerState = { sequence: 0, registry: initialRegistry, audit: initialAudit, ledger: initialLedger }
+export const initialState: OwnerState = { sequence: 0, registry: initialRegistry, audit: initialAudit, ledger: initialLedger, runs: initialRuns }
 
 export const evolve = (state: OwnerState, envelope: Envelope): OwnerState => ({
   sequence: envelope.sequence,
   registry: evolveRegistry(state.registry, envelope),
   audit: evolveAudit(state.audit, envelope),
-  ledger: evolveLedger(state.ledger, envelope)
+  ledger: evolveLedger(state.ledger, envelope),
+  runs: evolveRuns(state.runs, envelope)
 })
 
 /**
@@ -37,13 +40,15 @@ export const fold = (state: OwnerState, envelopes: Iterable<Envelope>): OwnerSta
   let s: OwnerState = {
     ...state,
     registry: { workers: HashMap.beginMutation(state.registry.workers), invites: HashMap.beginMutation(state.registry.invites) },
-    ledger: { ...state.ledger, physical: HashMap.beginMutation(state.ledger.physical) }
+    ledger: { ...state.ledger, physical: HashMap.beginMutation(state.ledger.physical) },
+    runs: { runs: HashMap.beginMutation(state.runs.runs), open: HashMap.beginMutation(state.runs.open) }
   }
   for (const e of envelopes) s = evolve(s, e)
   return {
     ...s,
     registry: { workers: HashMap.endMutation(s.registry.workers), invites: HashMap.endMutation(s.registry.invites) },
-    ledger: { ...s.ledger, physical: HashMap.endMutation(s.ledger.physical) }
+    ledger: { ...s.ledger, physical: HashMap.endMutation(s.ledger.physical) },
+    runs: { runs: HashMap.endMutation(s.runs.runs), open: HashMap.endMutation(s.runs.open) }
   }
 }
 
@@ -67,8 +72,9 @@ export const canonicalState = (state: OwnerState): unknown => ({
       scheduled: state.ledger.logical.scheduled
     },
     endpoints: sortedEntries(state.ledger.endpoints)
-  }
+  },
+  runs: sortedEntries(state.runs.runs)
 })
 
 /** The parts of the canonical state, by which a divergence is named. */
-export const STATE_PARTS = ["workers", "invites", "audit", "ledger"] as const
+export const STATE_PARTS = ["workers", "invites", "audit", "ledger", "runs"] as const

@@ -178,11 +178,20 @@ export const place = (a: Activity, candidates: ReadonlyArray<Candidate>, q: Quot
   return { outcome: "placed", host: ranked[0]!.c.id, verdicts }
 }
 
+/** A decision as recorded in the journal: the same data as an `Outcome`, with `host` null unless placed. */
+export interface RecordedOutcome {
+  readonly outcome: "placed" | "blocked" | "waiting"
+  readonly host?: string | null
+  readonly verdicts: ReadonlyArray<{ readonly candidate: string; readonly name: string; readonly exclusions: ReadonlyArray<{ readonly layer: string; readonly text: string }> }>
+}
+
 /** "placed on owner; excluded: worker 'lab-2' (eligibility: lacks label gpu=true), ..." */
-export const explain = (o: Outcome): string => {
+export const explain = (o: RecordedOutcome): string => {
+  const who = (id: string, name: string) => (id === "owner" ? "owner" : `worker '${name}'`)
   const excluded = o.verdicts
     .filter((v) => v.exclusions.length > 0)
-    .map((v) => `${v.candidate === "owner" ? "owner" : `worker '${v.name}'`} (${v.exclusions[0]!.layer}: ${v.exclusions.map((e) => e.text).join("; ")})`)
-  const head = o.outcome === "placed" ? `placed on ${o.host === "owner" ? "owner" : `worker '${o.verdicts.find((v) => v.candidate === o.host)?.name ?? o.host}'`}` : o.outcome
+    .map((v) => `${who(v.candidate, v.name)} (${v.exclusions[0]!.layer}: ${v.exclusions.map((e) => e.text).join("; ")})`)
+  const host = o.outcome === "placed" ? (o.host ?? null) : null
+  const head = host === null ? o.outcome : `placed on ${who(host, o.verdicts.find((v) => v.candidate === host)?.name ?? host)}`
   return excluded.length === 0 ? head : `${head}; excluded: ${excluded.join(", ")}`
 }

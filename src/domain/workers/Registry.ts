@@ -124,5 +124,7 @@ export const evolveRegistry = (state: Registry, envelope: Envelope): Registry =>
         ...w,
         advertisement: { capacity: e.capacity, labels: e.labels, capabilities: e.capabilities, artifacts: e.artifacts, at: e.at }
       }))
+    default:
+      return state
   }
 }

@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Runtime from "effect/Runtime"
 import { Projections } from "../../app/journal/Projections.js"
+import { Dispatcher } from "../../app/runs/Dispatcher.js"
 import { Owner } from "../../app/workers/Owner.js"
 import { canonicalState } from "../../domain/journal/OwnerState.js"
 import type { AdminRoute } from "../http/AdminApi.js"
@@ -16,10 +17,10 @@ import type { AdminRoute } from "../http/AdminApi.js"
 const field = (body: unknown, key: string): unknown => (typeof body === "object" && body !== null ? (body as Record<string, unknown>)[key] : undefined)
 
 export const adminRoutes = (
-  runtime: Runtime.Runtime<Owner | Projections>,
+  runtime: Runtime.Runtime<Owner | Projections | Dispatcher>,
   options: { readonly actor: string; readonly links: () => Promise<ReadonlyArray<unknown>> }
 ): ReadonlyArray<AdminRoute> => {
-  const answer = async <A, E extends { readonly message: string }>(effect: Effect.Effect<A, E, Owner | Projections>): Promise<readonly [number, unknown]> => {
+  const answer = async <A, E extends { readonly message: string }>(effect: Effect.Effect<A, E, Owner | Projections | Dispatcher>): Promise<readonly [number, unknown]> => {
     const exit = await Runtime.runPromiseExit(runtime)(effect)
     if (Exit.isSuccess(exit)) return [200, exit.value]
     const failure = Cause.failureOption(exit.cause)
@@ -30,6 +31,7 @@ export const adminRoutes = (
     return [500, { code: "internal", message: "the runtime failed to handle this request" }]
   }
   const worker = (body: unknown) => String(field(body, "worker") ?? "")
+  const run = (body: unknown) => String(field(body, "run") ?? "")
   return [
     {
       method: "POST",
@@ -66,6 +68,39 @@ export const adminRoutes = (
       path: "/state",
       handle: () => answer(Effect.map(Effect.flatMap(Projections, (p) => p.state), (s) => ({ sequence: s.sequence, state: canonicalState(s), audit: Chunk.size(s.audit) })))
     },
-    { method: "GET", path: "/links", handle: async () => [200, { links: await options.links() }] as const }
+    { method: "GET", path: "/links", handle: async () => [200, { links: await options.links() }] as const },
+    {
+      method: "POST",
+      path: "/runs/submit",
+      handle: (body) => {
+        const prefer = field(body, "prefer")
+        return answer(
+          Effect.flatMap(Dispatcher, (d) =>
+            d.submit({ address: String(field(body, "address") ?? ""), input: field(body, "input") ?? {}, prefer: Array.isArray(prefer) ? prefer.map(String) : [], actor: options.actor })
+          )
+        )
+      }
+    },
+    { method: "GET", path: "/runs", handle: () => answer(Effect.map(Effect.flatMap(Dispatcher, (d) => d.list), (runs) => ({ runs }))) },
+    { method: "POST", path: "/runs/show", handle: (body) => answer(Effect.flatMap(Dispatcher, (d) => d.show(run(body)))) },
+    { method: "POST", path: "/runs/stop", handle: (body) => answer(Effect.flatMap(Dispatcher, (d) => d.stop(run(body), options.actor))) },
+    {
+      method: "POST",
+      path: "/runs/wait",
+      handle: (body) => {
+        const ms = Number(field(body, "ms"))
+        return answer(Effect.flatMap(Dispatcher, (d) => d.wait(run(body), Number.isFinite(ms) ? Math.min(Math.max(ms, 0), 60_000) : 25_000)))
+      }
+    },
+    {
+      method: "POST",
+      path: "/release",
+      handle: (body) =>
+        answer(
+          Effect.flatMap(Owner, (o) =>
+            Effect.flatMap(o.find(worker(body)), (w) => Effect.map(Effect.flatMap(Dispatcher, (d) => d.release(w.id, options.actor)), (freed) => ({ id: w.id, name: w.name, freed })))
+          )
+        )
+    }
   ]
 }

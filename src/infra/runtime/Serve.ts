@@ -9,6 +9,7 @@ import * as os from "node:os"
 import type { AddressInfo } from "node:net"
 import * as Console from "effect/Console"
 import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
@@ -18,7 +19,13 @@ import * as CheckpointSchedule from "../../app/journal/CheckpointSchedule.js"
 import { layer as projectionsLayer } from "../../app/journal/Projections.js"
 import { runLink, type LinkStatus } from "../../app/workers/Link.js"
 import { computeOffer, type Offer } from "../../app/workers/Offer.js"
-import { layer as ownerLayer, OwnerAddress } from "../../app/workers/Owner.js"
+import { OwnerHost } from "../../app/runs/Dispatcher.js"
+import { resolveJob } from "../../app/runs/JobCatalog.js"
+import { layerWithRuns as ownerLayer, OwnerAddress } from "../../app/workers/Owner.js"
+import { HostPrograms } from "../../app/bags/BagStore.js"
+import * as HostProgramsLive from "../bags/HostPrograms.js"
+import * as ChildExecutor from "../runs/ChildExecutor.js"
+import * as FileRunFiles from "../runs/FileRunFiles.js"
 import * as NodeBagDirectory from "../bags/NodeBagDirectory.js"
 import * as FileBagStore from "../bags/FileBagStore.js"
 import { runtimeAnswering, serveAdmin } from "../http/AdminApi.js"
@@ -85,10 +92,23 @@ export const serve = (options: ServeOptions) =>
       }
       const env = yield* wrap("reading svc.yaml", () => runtimeEnv(options.home))
       const settings = { env, os: process.platform, arch: process.arch, capabilities: ["node", "process"] }
-      const bagLayers = Layer.mergeAll(NodeBagDirectory.layer, FileBagStore.layer.pipe(Layer.provide(svcHomeAt(options.home))), ManifestSourceLive.layer)
+      const bagLayers = Layer.mergeAll(NodeBagDirectory.layer, FileBagStore.layer.pipe(Layer.provide(svcHomeAt(options.home))), ManifestSourceLive.layer, HostProgramsLive.layer)
       const offerNow = computeOffer(settings).pipe(Effect.provide(bagLayers))
       // A bad SVC_WORKFLOW_CAPACITY or label stops the start with its message.
-      yield* offerNow.pipe(Effect.mapError((e) => new ServeError({ message: e.message })))
+      const firstOffer = yield* offerNow.pipe(Effect.mapError((e) => new ServeError({ message: e.message })))
+      // One arbiter of this machine's slots: its own runs and the work it does for other owners.
+      const slots = yield* Effect.makeSemaphore(firstOffer.capacity)
+      const resolve = (address: string) => resolveJob(address).pipe(Effect.provide(bagLayers))
+      const executor = ChildExecutor.make()
+      const ownerHost = Layer.succeed(OwnerHost, {
+        capacity: firstOffer.capacity,
+        labels: firstOffer.labels,
+        capabilities: settings.capabilities,
+        bins: (programs) =>
+          Effect.flatMap(HostPrograms, (h) => Effect.filter(programs, (p) => Effect.map(h.which(p), (found) => found !== undefined))).pipe(Effect.provide(HostProgramsLive.layer)),
+        resolve,
+        withSlot: slots.withPermits(1)
+      })
 
       const tls = yield* wrap("loading the TLS certificate", () => loadOrCreate(options.home, options.tls))
       const server = createServer({ cert: tls.cert, key: tls.key, host: options.host, port: options.port }, () => undefined)
@@ -98,7 +118,17 @@ export const serve = (options: ServeOptions) =>
 
       const owner = ownerLayer.pipe(
         Layer.provideMerge(CheckpointSchedule.layer().pipe(Layer.provideMerge(projectionsLayer))),
-        Layer.provideMerge(Layer.mergeAll(journalLayer(storePath(options.home)), NodeHashing.layer, NodeEntropy.layer, Layer.succeed(OwnerAddress, { url, fingerprint: tls.fingerprint })))
+        Layer.provideMerge(
+          Layer.mergeAll(
+            journalLayer(storePath(options.home)),
+            NodeHashing.layer,
+            NodeEntropy.layer,
+            Layer.succeed(OwnerAddress, { url, fingerprint: tls.fingerprint }),
+            ChildExecutor.layer,
+            FileRunFiles.layer(`${options.home}/runs`),
+            ownerHost
+          )
+        )
       )
       const runtime = yield* Layer.toRuntime(owner).pipe(Effect.mapError((e) => new ServeError({ message: `opening the journal: ${String((e as { message?: unknown }).message ?? e)}` })))
       server.removeAllListeners("request")
@@ -122,7 +152,15 @@ export const serve = (options: ServeOptions) =>
                 credential = next
               })
           }
-          const fiber = yield* runLink({ key, url: link.url, workerId: link.workerId, name: link.name }, transport, offerNow.pipe(Effect.orDie) as Effect.Effect<Offer>, statuses).pipe(
+          const side = {
+            slots,
+            resolve,
+            executor,
+            files: FileRunFiles.make(`${options.home}/work/${key}`),
+            claimWaitSeconds: 20,
+            heartbeatEvery: Duration.seconds(3)
+          }
+          const fiber = yield* runLink({ key, url: link.url, workerId: link.workerId, name: link.name }, transport, offerNow.pipe(Effect.orDie) as Effect.Effect<Offer>, statuses, side).pipe(
             Effect.tapError((e) => Console.error(`svc: link to ${link.url} ended: ${e.message}`)),
             Effect.ignore,
             Effect.forkScoped

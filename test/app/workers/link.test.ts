@@ -39,6 +39,7 @@ const welcome = (fence = 1, newCredential: { credential: string; previousValidUn
   fence,
   scope: [],
   advertiseEverySeconds: 5,
+  stop: [],
   newCredential
 })
 const ack = (newCredential: { credential: string; previousValidUntil: string } | null = null): WorkerResponse => ({ kind: "ack", stop: [], newCredential })

@@ -11,11 +11,12 @@ import * as TestClock from "effect/TestClock"
 import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
 import { layerMemory } from "../../../src/app/journal/Journal.js"
 import { layer as projectionsLayer } from "../../../src/app/journal/Projections.js"
-import { layer as ownerLayer, Owner, OwnerAddress } from "../../../src/app/workers/Owner.js"
+import { layerWithRuns as ownerLayer, Owner, OwnerAddress } from "../../../src/app/workers/Owner.js"
 import type { WorkerRequest, WorkerResponse } from "../../../src/app/workers/Protocol.js"
 import { parseJoinToken } from "../../../src/domain/workers/Secrets.js"
 import * as NodeHashing from "../../../src/infra/journal/NodeHashing.js"
 import * as NodeEntropy from "../../../src/infra/workers/NodeEntropy.js"
+import { runsDeps } from "../../support/runs.js"
 
 const TestOwner = ownerLayer.pipe(
   Layer.provideMerge(projectionsLayer),
@@ -25,6 +26,7 @@ const TestOwner = ownerLayer.pipe(
       Layer.succeed(Checkpoints, { write: () => Effect.void, latest: Effect.succeed(undefined) }),
       NodeHashing.layer,
       NodeEntropy.layer,
+      runsDeps(),
       Layer.succeed(OwnerAddress, { url: "https://owner.test:7443", fingerprint: "ab".repeat(32) })
     )
   )

@@ -1,0 +1,606 @@
+/**
+ * The owner's runs (docs/runs.md): admission, placement, the owner's own executions, and the
+ * worker side of claims, heartbeats, declines and reports. Every decision is a pure decider of
+ * `domain/runs`, journaled through the projections; this module gathers the inputs (the
+ * candidates as the owner sees them now) and acts on what was decided.
+ *
+ * One scheduler fiber places runs, in submission order, whenever something changes (and every
+ * second, for advertisements that lapse with time). Placing one run at a time against the state
+ * that the previous placement left is what keeps a host's slots from being promised twice.
+ */
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as HashMap from "effect/HashMap"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import type { OwnerState } from "../../domain/journal/OwnerState.js"
+import type { Candidate, Quotas } from "../../domain/placement/Placement.js"
+import * as RunDecide from "../../domain/runs/Decide.js"
+import { ACTIVE, attemptId, lastAttempt, parseAttemptId, TERMINAL, type RunRecord } from "../../domain/runs/Runs.js"
+import { ADVERTISEMENT_LIFETIME_MS, advertisementAlive } from "../../domain/workers/DisplayState.js"
+import type { WorkerRecord } from "../../domain/workers/Registry.js"
+import { base62FromBytes } from "../../domain/workers/Secrets.js"
+import { Projections, type AnyDecision, type AnyRejection } from "../journal/Projections.js"
+import { Entropy } from "../workers/Entropy.js"
+import { Freshness } from "../workers/Freshness.js"
+import { Refusal, type OutputDelta, type Work } from "../workers/Protocol.js"
+import { Executor } from "./Executor.js"
+import { JobNotRunnable, type ResolvedJob } from "./JobCatalog.js"
+import { RunFiles } from "./RunFiles.js"
+
+/** What the owner offers as an execution host of its own work. */
+export interface OwnerHostSettings {
+  readonly capacity: number
+  readonly labels: ReadonlyArray<string>
+  readonly capabilities: ReadonlyArray<string>
+  /** Which of these programs are on the owner's PATH. */
+  readonly bins: (programs: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>>
+  /** Resolves an address against the owner's installed bags. */
+  readonly resolve: (address: string) => Effect.Effect<ResolvedJob, JobNotRunnable>
+  /**
+   * Holds one of this machine's slots while an owner-local attempt runs: the arbiter that keeps
+   * the owner's own work and the work it does for other owners within its capacity.
+   */
+  readonly withSlot: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+}
+export class OwnerHost extends Context.Tag("svc/OwnerHost")<OwnerHost, OwnerHostSettings>() {}
+
+export class RunRefused extends Data.TaggedError("RunRefused")<{ readonly code: string; readonly message: string }> {}
+
+/** An assigned attempt the worker has not claimed in this time is placed again. */
+export const CLAIM_DEADLINE_MS = 30_000
+/** After the owner starts, workers get this long to call again before their attempts are superseded. */
+export const RESTART_GRACE_MS = ADVERTISEMENT_LIFETIME_MS
+const OUTPUT_TAIL_BYTES = 64 * 1024
+const MAX_INPUT_BYTES = 1024 * 1024
+
+export interface RunView {
+  readonly id: string
+  readonly address: string
+  readonly state: RunRecord["state"]
+  readonly submittedAt: string
+  readonly finishedAt: string | null
+  readonly host: string | null
+  readonly attempts: number
+  readonly explanation: string | null
+  readonly result: unknown
+  readonly error: string | null
+}
+
+export interface RunDetail extends RunView {
+  readonly input: unknown
+  readonly preferredLabels: ReadonlyArray<string>
+  readonly job: RunRecord["job"]
+  readonly placement: RunRecord["placement"]
+  readonly attemptRecords: ReadonlyArray<RunRecord["attempts"][number] & { readonly id: string; readonly hostName: string }>
+  readonly output: { readonly attempt: string | null; readonly stdout: string; readonly stderr: string }
+}
+
+export interface DispatcherService {
+  readonly submit: (i: { readonly address: string; readonly input: unknown; readonly prefer: ReadonlyArray<string>; readonly actor: string }) => Effect.Effect<RunView, RunRefused>
+  readonly list: Effect.Effect<ReadonlyArray<RunView>>
+  readonly show: (runId: string) => Effect.Effect<RunDetail, RunRefused>
+  readonly stop: (runId: string, actor: string) => Effect.Effect<RunView, RunRefused>
+  /** Answers when the run has finished, or after `ms` with its state then. */
+  readonly wait: (runId: string, ms: number) => Effect.Effect<RunView, RunRefused>
+  /** The operator confirms a (revoked) worker no longer runs anything: its slots are freed. */
+  readonly release: (workerId: string, actor: string) => Effect.Effect<number, RunRefused>
+  // The worker route, after authentication and the fence check:
+  readonly hello: (worker: WorkerRecord, running: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, Refusal>
+  readonly claim: (worker: WorkerRecord, fence: number, waitMs: number) => Effect.Effect<Omit<Work, "newCredential"> | null, Refusal>
+  readonly heartbeat: (worker: WorkerRecord, running: ReadonlyArray<string>, output: ReadonlyArray<OutputDelta>) => Effect.Effect<ReadonlyArray<string>, Refusal>
+  readonly decline: (worker: WorkerRecord, attempt: string, reason: string) => Effect.Effect<void, Refusal>
+  readonly report: (
+    worker: WorkerRecord,
+    attempt: string,
+    outcome: { readonly ok: boolean; readonly result?: unknown; readonly error?: string; readonly exitCode?: number | null },
+    output: OutputDelta | undefined
+  ) => Effect.Effect<void, Refusal>
+  /** Attempts this worker must stop (stopped runs, superseded attempts it may still run). */
+  readonly stopsFor: (workerId: string) => Effect.Effect<ReadonlyArray<string>>
+  /** Something changed that may let a run be placed: the scheduler looks again. */
+  readonly kick: Effect.Effect<void>
+}
+
+export class Dispatcher extends Context.Tag("svc/Dispatcher")<Dispatcher, DispatcherService>() {}
+
+const refusal = (code: Refusal["code"], message: string) => new Refusal({ code, message })
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
+
+export const make = Effect.gen(function* () {
+  const projections = yield* Projections
+  const freshness = yield* Freshness
+  const executor = yield* Executor
+  const files = yield* RunFiles
+  const entropy = yield* Entropy
+  const host = yield* OwnerHost
+  const startedAt = yield* Clock.currentTimeMillis
+
+  const wake = yield* Queue.sliding<void>(1)
+  const kick = Effect.asVoid(Queue.offer(wake, undefined))
+  /** Claims waiting for work, per worker: completed when something is placed on it. */
+  const waiting = new Map<string, Deferred.Deferred<void>>()
+  const signalWorker = (workerId: string) =>
+    Effect.suspend(() => {
+      const d = waiting.get(workerId)
+      if (d === undefined) return Effect.void
+      waiting.delete(workerId)
+      return Deferred.succeed(d, undefined)
+    })
+  /** Runs that changed, for `wait`: completed on each commit that touches a run. */
+  let changed = yield* Deferred.make<void>()
+  const announce = Effect.suspend(() => {
+    const d = changed
+    return Effect.flatMap(Deferred.make<void>(), (next) => {
+      changed = next
+      return Deferred.succeed(d, undefined)
+    })
+  })
+
+  /** Decide, append, apply; then wake whoever may care. */
+  const execute = (decide: (s: OwnerState) => AnyDecision | AnyRejection) =>
+    Effect.tap(projections.executeOn(decide), (envelopes) => (envelopes.length > 0 ? Effect.andThen(announce, kick) : Effect.void))
+
+  const toRefusal = (e: { readonly _tag: string; readonly message: string; readonly rejection?: { readonly code: string } }): Refusal => {
+    const code = e.rejection?.code
+    switch (code) {
+      case "out-of-scope":
+      case "superseded":
+      case "unknown-activity":
+        return refusal(code, e.message)
+      case "already-reported":
+      case "run-finished":
+      case "unknown-run":
+        return refusal("unknown-activity", e.message)
+      default:
+        return refusal("bad-request", `the owner could not record this: ${e.message}`)
+    }
+  }
+  const toRunRefused = (e: { readonly message: string; readonly rejection?: { readonly code: string } }) => new RunRefused({ code: e.rejection?.code ?? "refused", message: e.message })
+
+  const state = projections.state
+  const runOf = (s: OwnerState, id: string) => Option.getOrUndefined(HashMap.get(s.runs.runs, id))
+  const nameOf = (s: OwnerState, hostId: string) => (hostId === "owner" ? "owner" : Option.match(HashMap.get(s.registry.workers, hostId), { onNone: () => hostId, onSome: (w) => w.name }))
+
+  const view = (s: OwnerState, run: RunRecord): RunView => {
+    const last = lastAttempt(run)
+    return {
+      id: run.id,
+      address: run.job.address,
+      state: run.state,
+      submittedAt: iso(run.submittedAt)!,
+      finishedAt: iso(run.finishedAt),
+      host: last === undefined ? null : nameOf(s, last.host),
+      attempts: run.attempts.length,
+      explanation: run.placement?.explanation ?? null,
+      result: run.result,
+      error: run.error
+    }
+  }
+
+  // ---- Admission ------------------------------------------------------------------------
+
+  const LABEL = /^[A-Za-z0-9][A-Za-z0-9._/-]*=[^,=]*$/
+  const submit: DispatcherService["submit"] = (i) =>
+    Effect.gen(function* () {
+      const bad = i.prefer.filter((p) => !LABEL.test(p))
+      if (bad.length > 0) return yield* new RunRefused({ code: "bad-preference", message: `--prefer takes KEY=VALUE labels; ${bad.map((b) => JSON.stringify(b)).join(", ")} is not one` })
+      const size = Buffer.byteLength(JSON.stringify(i.input ?? null))
+      if (size > MAX_INPUT_BYTES) return yield* new RunRefused({ code: "input-too-large", message: `the input is ${size} bytes; at most ${MAX_INPUT_BYTES} are accepted` })
+      const resolved = yield* host.resolve(i.address).pipe(Effect.mapError((e) => new RunRefused({ code: "not-runnable", message: e.message })))
+      const problem = resolved.inputProblem(i.input)
+      if (problem !== undefined) return yield* new RunRefused({ code: "invalid-input", message: problem })
+      const runId = `r${base62FromBytes(entropy.bytes(10), 10)}`
+      const now = yield* Clock.currentTimeMillis
+      yield* execute((s) => RunDecide.decideSubmit({ runId, job: resolved.job, input: i.input, preferredLabels: [...new Set(i.prefer)].sort(), actor: i.actor, now }, s.runs)).pipe(
+        Effect.mapError(toRunRefused)
+      )
+      const s = yield* state
+      return view(s, runOf(s, runId)!)
+    })
+
+  // ---- Placement ------------------------------------------------------------------------
+
+  const workerAlive = (w: WorkerRecord, now: number) => w.advertisement !== null && advertisementAlive(freshness.get(w.id), now)
+
+  const candidatesFor = (s: OwnerState, run: RunRecord, now: number, ownerBins: ReadonlyArray<string>): Array<Candidate> => {
+    const reserved = (id: string) => Option.match(HashMap.get(s.ledger.physical, id), { onNone: () => 0, onSome: (p) => p.reserved })
+    const owner: Candidate = {
+      id: "owner",
+      name: "owner",
+      isOwner: true,
+      revoked: false,
+      advertisementAlive: true,
+      scope: [],
+      labels: host.labels,
+      capabilities: host.capabilities,
+      bins: ownerBins,
+      artifacts: [],
+      slots: { capacity: host.capacity, used: reserved("owner") }
+    }
+    const workers = [...HashMap.values(s.registry.workers)]
+      .sort((a, b) => (a.id < b.id ? -1 : 1))
+      .map((w): Candidate => {
+        const ad = w.advertisement
+        return {
+          id: w.id,
+          name: w.name,
+          isOwner: false,
+          revoked: w.revokedAt !== null,
+          advertisementAlive: workerAlive(w, now),
+          scope: w.scope,
+          labels: ad?.labels ?? [],
+          capabilities: (ad?.capabilities ?? []).filter((c) => !c.startsWith("bin:")),
+          bins: (ad?.capabilities ?? []).filter((c) => c.startsWith("bin:")).map((c) => c.slice(4)).filter((b) => run.job.requiredBins.includes(b)),
+          artifacts: (ad?.artifacts ?? []).filter((a) => a.address === run.job.address),
+          slots: { capacity: ad?.capacity ?? 0, used: reserved(w.id) }
+        }
+      })
+    return [owner, ...workers]
+  }
+  const quotas: Quotas = { logical: null, endpoint: null }
+  const NOTES = [
+    "logical quota: none applies (the limits count detached agents; a job run is not one)",
+    "inference endpoint: none (a job run uses no model), so no endpoint capacity and no model were selected"
+  ]
+
+  /** Attempts that no longer count: on a revoked or lapsed worker, or assigned and never claimed. */
+  const supersedeLapsed = (now: number) =>
+    Effect.gen(function* () {
+      const s = yield* state
+      for (const [runId] of s.runs.open) {
+        const run = runOf(s, runId)
+        const last = run === undefined ? undefined : lastAttempt(run)
+        if (last === undefined || !ACTIVE.has(last.state) || last.host === "owner") continue
+        const w = Option.getOrUndefined(HashMap.get(s.registry.workers, last.host))
+        const reason =
+          w === undefined
+            ? "its worker is unknown"
+            : w.revokedAt !== null
+              ? "its worker was revoked"
+              : !workerAlive(w, now) && now - startedAt >= RESTART_GRACE_MS
+                ? "its worker's advertisement lapsed (no refresh for 15 s)"
+                : last.state === "assigned" && now - last.assignedAt >= CLAIM_DEADLINE_MS
+                  ? `its worker did not claim it within ${CLAIM_DEADLINE_MS / 1000} s`
+                  : undefined
+        if (reason === undefined) continue
+        yield* execute((st) => RunDecide.decideSupersede({ runId, attempt: last.n, reason, now }, st.runs)).pipe(Effect.ignore)
+      }
+    })
+
+  const placePending = (now: number) =>
+    Effect.gen(function* () {
+      const pending = [...(yield* state).runs.open].sort(([, a], [, b]) => a - b).map(([id]) => id)
+      const binsCache = new Map<string, ReadonlyArray<string>>()
+      for (const runId of pending) {
+        const s = yield* state
+        const run = runOf(s, runId)
+        if (run === undefined || run.state !== "pending") continue
+        const key = run.job.requiredBins.join("\u0000")
+        let ownerBins = binsCache.get(key)
+        if (ownerBins === undefined) {
+          ownerBins = yield* host.bins(run.job.requiredBins)
+          binsCache.set(key, ownerBins)
+        }
+        const envelopes = yield* execute((st) => RunDecide.decidePlacement({ runId, candidates: candidatesFor(st, runOf(st, runId)!, now, ownerBins), quotas, notes: NOTES, now }, st.runs)).pipe(
+          Effect.catchAll((e) => Effect.as(Effect.logWarning(`placing ${runId}: ${e.message}`), []))
+        )
+        for (const { event } of envelopes) {
+          if (event._tag === "PlacementDecided" && event.host !== null && event.attempt !== null) {
+            if (event.host === "owner") yield* startLocal(runId, event.attempt)
+            else yield* signalWorker(event.host)
+          }
+        }
+      }
+    })
+
+  const tick = Effect.gen(function* () {
+    const now = yield* Clock.currentTimeMillis
+    yield* supersedeLapsed(now)
+    yield* placePending(now)
+  })
+
+  // ---- The owner's own executions ---------------------------------------------------------
+
+  const local = new Map<string, Fiber.RuntimeFiber<void>>()
+
+  const recordReport = (hostId: string, scope: ReadonlyArray<string>, runId: string, n: number, outcome: { ok: boolean; result: unknown; error: string | null; exitCode: number | null }) =>
+    Effect.gen(function* () {
+      const s = yield* state
+      const run = runOf(s, runId)
+      let { ok, result, error } = outcome
+      if (ok && run !== undefined) {
+        // The result must fit the job's output_schema (checked against the owner's copy).
+        const resolved = yield* host.resolve(run.job.address).pipe(Effect.option)
+        const problem = Option.isSome(resolved) ? resolved.value.outputProblem(result) : undefined
+        if (problem !== undefined) [ok, result, error] = [false, null, problem]
+      }
+      const now = yield* Clock.currentTimeMillis
+      return yield* execute((st) => RunDecide.decideReport({ host: hostId, scope, runId, attempt: n, ok, result, error, exitCode: outcome.exitCode, now }, st.runs))
+    })
+
+  const startLocal = (runId: string, n: number) =>
+    Effect.gen(function* () {
+      const id = attemptId(runId, n)
+      const s = yield* state
+      const run = runOf(s, runId)
+      if (run === undefined) return
+      const paths = files.paths(id)
+      const execution = Effect.gen(function* () {
+        const resolved = yield* host.resolve(run.job.address)
+        if (resolved.job.digest !== run.job.digest) {
+          return { ok: false, result: null, error: `the installed bag ${run.job.bag} changed since the run was submitted (digest ${resolved.job.digest}, not ${run.job.digest})`, exitCode: null }
+        }
+        const outcome = yield* host.withSlot(
+          executor.run({
+            attempt: id,
+            runId,
+            bagDir: resolved.bagDir,
+            runs: resolved.runs,
+            env: resolved.env,
+            workingDirectory: resolved.workingDirectory,
+            input: run.input,
+            timeoutMs: run.job.timeoutMs,
+            stdoutFile: paths.stdout,
+            stderrFile: paths.stderr
+          })
+        )
+        return { ok: outcome.ok, result: outcome.result, error: outcome.error, exitCode: outcome.exitCode }
+      }).pipe(Effect.catchAll((e: JobNotRunnable) => Effect.succeed({ ok: false, result: null as unknown, error: e.message, exitCode: null })))
+      const fiber = yield* execution.pipe(
+        Effect.flatMap((outcome) => recordReport("owner", [], runId, n, outcome)),
+        Effect.onInterrupt(() =>
+          // Stopped: the child has exited (the executor waits for it), so the slot is free.
+          Effect.flatMap(Clock.currentTimeMillis, (now) => execute((st) => RunDecide.decideCease({ runId, attempt: n, reason: "stopped on the owner", now }, st.runs))).pipe(Effect.ignore)
+        ),
+        Effect.catchAll((e) => Effect.logError(`recording attempt ${id}: ${e.message}`)),
+        Effect.asVoid,
+        Effect.ensuring(Effect.sync(() => local.delete(id))),
+        Effect.forkDaemon
+      )
+      local.set(id, fiber)
+    })
+
+  /** Attempts the owner was running when it stopped did not survive it: superseded and freed. */
+  const reconcileOwnerAtStart = Effect.gen(function* () {
+    const s = yield* state
+    const now = yield* Clock.currentTimeMillis
+    for (const [runId] of s.runs.open) {
+      const last = lastAttempt(runOf(s, runId)!)
+      if (last === undefined || last.host !== "owner" || !ACTIVE.has(last.state)) continue
+      yield* execute((st) => RunDecide.decideSupersede({ runId, attempt: last.n, reason: "the owner restarted while running it", now }, st.runs)).pipe(Effect.ignore)
+      yield* execute((st) => RunDecide.decideCease({ runId, attempt: last.n, reason: "the owner restarted", now }, st.runs)).pipe(Effect.ignore)
+    }
+    for (const [id, run] of s.runs.runs) {
+      for (const a of run.attempts) {
+        if (a.host === "owner" && a.holdsSlot && !ACTIVE.has(a.state)) {
+          yield* execute((st) => RunDecide.decideCease({ runId: id, attempt: a.n, reason: "the owner restarted", now }, st.runs)).pipe(Effect.ignore)
+        }
+      }
+    }
+  })
+
+  // ---- Inspect and stop -------------------------------------------------------------------
+
+  const find = (runId: string) =>
+    Effect.flatMap(state, (s) => {
+      const run = runOf(s, runId)
+      return run === undefined ? Effect.fail(new RunRefused({ code: "unknown-run", message: `no run ${runId} on this owner (svc runs list shows them)` })) : Effect.succeed([s, run] as const)
+    })
+
+  const list = Effect.map(state, (s) => [...HashMap.values(s.runs.runs)].sort((a, b) => a.submittedSequence - b.submittedSequence).map((r) => view(s, r)))
+
+  const show: DispatcherService["show"] = (runId) =>
+    Effect.gen(function* () {
+      const [s, run] = yield* find(runId)
+      const last = lastAttempt(run)
+      const id = last === undefined ? null : attemptId(run.id, last.n)
+      return {
+        ...view(s, run),
+        input: run.input,
+        preferredLabels: run.preferredLabels,
+        job: run.job,
+        placement: run.placement,
+        attemptRecords: run.attempts.map((a) => ({ ...a, id: attemptId(run.id, a.n), hostName: nameOf(s, a.host) })),
+        output: {
+          attempt: id,
+          stdout: id === null ? "" : yield* files.tail(id, "stdout", OUTPUT_TAIL_BYTES),
+          stderr: id === null ? "" : yield* files.tail(id, "stderr", OUTPUT_TAIL_BYTES)
+        }
+      }
+    })
+
+  const stop: DispatcherService["stop"] = (runId, actor) =>
+    Effect.gen(function* () {
+      yield* find(runId)
+      const now = yield* Clock.currentTimeMillis
+      yield* execute((s) => RunDecide.decideStop({ runId, actor, now }, s.runs)).pipe(Effect.mapError(toRunRefused))
+      const [s, run] = yield* find(runId)
+      const last = lastAttempt(run)
+      if (last !== undefined && last.host === "owner") {
+        const fiber = local.get(attemptId(runId, last.n))
+        if (fiber !== undefined) yield* Fiber.interrupt(fiber)
+      }
+      // A remote attempt is told to stop in the answer to its worker's next call.
+      return view(s, run)
+    })
+
+  const wait: DispatcherService["wait"] = (runId, ms) =>
+    Effect.gen(function* () {
+      const deadline = (yield* Clock.currentTimeMillis) + ms
+      for (;;) {
+        const signal = changed
+        const [s, run] = yield* find(runId)
+        const now = yield* Clock.currentTimeMillis
+        if (TERMINAL.has(run.state) || now >= deadline) return view(s, run)
+        yield* Effect.raceFirst(Deferred.await(signal), Effect.sleep(Duration.millis(deadline - now)))
+      }
+    })
+
+  const release: DispatcherService["release"] = (workerId, _actor) =>
+    Effect.gen(function* () {
+      const s = yield* state
+      const now = yield* Clock.currentTimeMillis
+      let freed = 0
+      for (const [runId, run] of s.runs.runs) {
+        for (const a of run.attempts) {
+          if (a.host !== workerId || !a.holdsSlot) continue
+          if (ACTIVE.has(a.state)) yield* execute((st) => RunDecide.decideSupersede({ runId, attempt: a.n, reason: "the operator confirmed its worker stopped", now }, st.runs)).pipe(Effect.ignore)
+          const done = yield* execute((st) => RunDecide.decideCease({ runId, attempt: a.n, reason: "the operator confirmed its worker stopped", now }, st.runs)).pipe(Effect.orElseSucceed(() => []))
+          freed += done.length > 0 ? 1 : 0
+        }
+      }
+      return freed
+    })
+
+  // ---- The worker route --------------------------------------------------------------------
+
+  const parse = (attempt: string) => {
+    const parsed = parseAttemptId(attempt)
+    return parsed === undefined ? Effect.fail(refusal("unknown-activity", `${JSON.stringify(attempt)} is not an activity attempt id`)) : Effect.succeed(parsed)
+  }
+
+  /** Attempts of this worker that it may still be running but must stop. */
+  const stopsFor: DispatcherService["stopsFor"] = (workerId) =>
+    Effect.map(state, (s) => {
+      const out: Array<string> = []
+      for (const [id, run] of s.runs.runs) {
+        for (const a of run.attempts) if (a.host === workerId && a.holdsSlot && (a.state === "stopping" || a.state === "superseded")) out.push(attemptId(id, a.n))
+      }
+      return out
+    })
+
+  /**
+   * What the worker says it runs, against what the owner placed on it: a listed attempt the
+   * owner no longer counts is to be stopped; a superseded or stopped one not listed has ceased
+   * (its slot is free); with `restarted`, an attempt it held but no longer lists was lost with
+   * the worker's restart and is placed again.
+   */
+  const reconcile = (worker: WorkerRecord, running: ReadonlyArray<string>, restarted: boolean) =>
+    Effect.gen(function* () {
+      const listed = new Set(running)
+      const s = yield* state
+      const now = yield* Clock.currentTimeMillis
+      const stop: Array<string> = []
+      for (const id of listed) {
+        const parsed = parseAttemptId(id)
+        const run = parsed === undefined ? undefined : runOf(s, parsed.runId)
+        const a = run?.attempts.find((x) => x.n === parsed!.attempt)
+        if (run === undefined || a === undefined || a.host !== worker.id) {
+          stop.push(id)
+          continue
+        }
+        if (worker.scope.length > 0 && !worker.scope.includes(run.job.address)) {
+          return yield* refusal("out-of-scope", `${run.job.address} (attempt ${id}) is outside this worker's scope`)
+        }
+        if (a.state !== "running") stop.push(id)
+      }
+      for (const [runId, run] of s.runs.runs) {
+        for (const a of run.attempts) {
+          if (a.host !== worker.id || !a.holdsSlot || listed.has(attemptId(runId, a.n))) continue
+          if (a.state === "superseded" || a.state === "stopping") {
+            yield* execute((st) => RunDecide.decideCease({ runId, attempt: a.n, reason: "its worker no longer runs it", now }, st.runs)).pipe(Effect.ignore)
+          } else if (restarted && a.state === "running") {
+            yield* execute((st) => RunDecide.decideSupersede({ runId, attempt: a.n, reason: "its worker restarted without it", now }, st.runs)).pipe(Effect.ignore)
+            yield* execute((st) => RunDecide.decideCease({ runId, attempt: a.n, reason: "its worker restarted without it", now }, st.runs)).pipe(Effect.ignore)
+          }
+        }
+      }
+      return stop
+    })
+
+  const hello: DispatcherService["hello"] = (worker, running) => Effect.tap(reconcile(worker, running, true), () => kick)
+
+  const appendOutput = (worker: WorkerRecord, delta: OutputDelta) =>
+    Effect.gen(function* () {
+      const parsed = parseAttemptId(delta.attempt)
+      const run = parsed === undefined ? undefined : runOf(yield* state, parsed.runId)
+      const a = run?.attempts.find((x) => x.n === parsed!.attempt)
+      // Output is kept only for an attempt placed on this worker that still counts.
+      if (a === undefined || a.host !== worker.id || a.state !== "running") return
+      if (delta.stdout !== "") yield* files.append(delta.attempt, "stdout", delta.stdout)
+      if (delta.stderr !== "") yield* files.append(delta.attempt, "stderr", delta.stderr)
+    })
+
+  const heartbeat: DispatcherService["heartbeat"] = (worker, running, output) =>
+    Effect.gen(function* () {
+      const stop = yield* reconcile(worker, running, false)
+      for (const delta of output) yield* appendOutput(worker, delta)
+      return [...new Set([...stop, ...(yield* stopsFor(worker.id))])].filter((id) => running.includes(id))
+    })
+
+  const nextAssigned = (s: OwnerState, workerId: string) => {
+    let best: { runId: string; n: number; seq: number } | undefined
+    for (const [runId, seq] of s.runs.open) {
+      const last = lastAttempt(runOf(s, runId)!)
+      if (last !== undefined && last.state === "assigned" && last.host === workerId && (best === undefined || seq < best.seq)) best = { runId, n: last.n, seq }
+    }
+    return best
+  }
+
+  const claim: DispatcherService["claim"] = (worker, fence, waitMs) =>
+    Effect.gen(function* () {
+      const deadline = (yield* Clock.currentTimeMillis) + waitMs
+      for (;;) {
+        const s = yield* state
+        const next = nextAssigned(s, worker.id)
+        if (next !== undefined) {
+          const now = yield* Clock.currentTimeMillis
+          const claimed = yield* Effect.either(execute((st) => RunDecide.decideClaim({ workerId: worker.id, scope: worker.scope, fence, runId: next.runId, attempt: next.n, now }, st.runs)))
+          if (claimed._tag === "Right") {
+            const run = runOf(yield* state, next.runId)!
+            return { kind: "work" as const, attempt: attemptId(run.id, next.n), runId: run.id, address: run.job.address, digest: run.job.digest, input: run.input, timeoutMs: run.job.timeoutMs }
+          }
+          const e = claimed.left
+          if (e._tag === "CommandRejected" && e.rejection.code === "out-of-scope") return yield* toRefusal(e)
+          continue // taken by a concurrent claim, or superseded meanwhile: look again
+        }
+        const now = yield* Clock.currentTimeMillis
+        if (now >= deadline) return null
+        let signal = waiting.get(worker.id)
+        if (signal === undefined) {
+          signal = yield* Deferred.make<void>()
+          waiting.set(worker.id, signal)
+        }
+        yield* Effect.raceFirst(Deferred.await(signal), Effect.sleep(Duration.millis(deadline - now)))
+      }
+    })
+
+  const decline: DispatcherService["decline"] = (worker, attempt, reason) =>
+    Effect.gen(function* () {
+      const { runId, attempt: n } = yield* parse(attempt)
+      const now = yield* Clock.currentTimeMillis
+      yield* execute((s) => RunDecide.decideDecline({ workerId: worker.id, scope: worker.scope, runId, attempt: n, reason, now }, s.runs)).pipe(Effect.mapError(toRefusal))
+    })
+
+  const report: DispatcherService["report"] = (worker, attempt, outcome, output) =>
+    Effect.gen(function* () {
+      const { runId, attempt: n } = yield* parse(attempt)
+      if (output !== undefined && output.attempt === attempt) yield* appendOutput(worker, output)
+      yield* recordReport(worker.id, worker.scope, runId, n, { ok: outcome.ok, result: outcome.result ?? null, error: outcome.error ?? (outcome.ok ? null : "failed"), exitCode: outcome.exitCode ?? null }).pipe(
+        Effect.mapError(toRefusal)
+      )
+    })
+
+  yield* reconcileOwnerAtStart
+  yield* Effect.forkScoped(
+    Effect.forever(
+      Effect.zipRight(
+        Effect.raceFirst(Queue.take(wake), Effect.sleep(Duration.seconds(1))),
+        tick.pipe(Effect.catchAllCause((cause) => Effect.logError("the run scheduler failed a round", cause)))
+      )
+    )
+  )
+  yield* kick
+
+  return Dispatcher.of({ submit, list, show, stop, wait, release, hello, claim, heartbeat, decline, report, stopsFor, kick })
+})
+
+export const layer = Layer.scoped(Dispatcher, make)

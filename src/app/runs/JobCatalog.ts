@@ -1,0 +1,81 @@
+/**
+ * Resolving `BAG:JOB@VERSION` against the installed bags: what a run of it needs (the owner at
+ * submission, a worker when it is handed an attempt), and its input and output checks against
+ * the job's `input_schema` and `output_schema`. The same code on both sides, so owner and
+ * worker agree on what the address means (and the digest pins it).
+ */
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import type { RunJob } from "../../domain/journal/Events.js"
+import { JOB_ADDRESS } from "../../domain/manifest/JobAddress.js"
+import { durationSeconds } from "../../domain/manifest/Formats.js"
+import { explainEligibility, remoteEligibility } from "../../domain/manifest/RemoteEligibility.js"
+import { BagDirectory } from "../bags/BagDirectory.js"
+import { checkSnapshot } from "../bags/BagCheck.js"
+import { pinnedResolver } from "../bags/BagConstants.js"
+import { BagStore } from "../bags/BagStore.js"
+import { ManifestSource } from "../bags/ManifestSource.js"
+import type { ExecutionSpec } from "./Executor.js"
+
+export class JobNotRunnable extends Data.TaggedError("JobNotRunnable")<{ readonly message: string }> {}
+
+export interface ResolvedJob {
+  readonly job: RunJob
+  readonly bagDir: string
+  readonly runs: ExecutionSpec["runs"]
+  readonly env: ReadonlyArray<string>
+  readonly workingDirectory: string | undefined
+  /** Why this input does not fit `input_schema`; undefined when it fits (or there is none). */
+  readonly inputProblem: (input: unknown) => string | undefined
+  readonly outputProblem: (result: unknown) => string | undefined
+}
+
+export const resolveJob = (address: string) =>
+  Effect.gen(function* () {
+    if (!JOB_ADDRESS.test(address)) return yield* new JobNotRunnable({ message: `${JSON.stringify(address)} is not a job address: use BAG:JOB@VERSION, such as hasher:checksum@1.0.0` })
+    const bagName = address.slice(0, address.indexOf(":"))
+    const bag = yield* (yield* BagStore).get(bagName).pipe(Effect.mapError((e) => new JobNotRunnable({ message: e.message })))
+    if (bag === undefined) return yield* new JobNotRunnable({ message: `bag ${bagName} is not installed here (svc bag install DIR)` })
+    const installed = bag.jobs.find((j) => j.address === address)
+    if (installed === undefined) {
+      const versions = bag.jobs.filter((j) => j.address !== undefined).map((j) => j.address)
+      return yield* new JobNotRunnable({
+        message: `bag ${bagName} has no job ${address}${versions.length === 0 ? " (it has no versioned jobs)" : `; it has ${versions.join(", ")}`}`
+      })
+    }
+    const snapshot = yield* (yield* BagDirectory).read(bag.path).pipe(Effect.mapError((e) => new JobNotRunnable({ message: `reading installed bag ${bagName}: ${e.message}` })))
+    const report = yield* checkSnapshot(snapshot, pinnedResolver(bag.pinnedConstants))
+    const job = report.manifest?.jobs?.[installed.name]
+    if (!report.valid || job === undefined) return yield* new JobNotRunnable({ message: `installed bag ${bagName} no longer passes svc bag check: reinstall it` })
+    if (job.runs.using === "action") return yield* new JobNotRunnable({ message: `${address} is an action job: actions run in an agent's context, not as a run` })
+    const validators = (yield* ManifestSource).validators
+    const check = (schema: unknown, what: string) => (value: unknown) => {
+      if (schema === undefined) return undefined
+      const problem = validators.validate(schema, value)
+      return problem === undefined ? undefined : `${what} does not match the job's ${what}_schema: ${problem.replace(/\binputs\b/g, what)}`
+    }
+    const eligibility = remoteEligibility(job)
+    const timeout = job.timeout === undefined ? undefined : durationSeconds(job.timeout)
+    const resolved: ResolvedJob = {
+      job: {
+        address,
+        bag: bagName,
+        job: installed.name,
+        digest: bag.digest,
+        executor: job.runs.using,
+        remoteEligible: eligibility.eligible,
+        ownerOnly: eligibility.eligible ? [] : [explainEligibility(eligibility)],
+        requiredLabels: [...(job.requires?.labels ?? [])],
+        requiredBins: [...(job.requires?.bins ?? [])],
+        bounds: [...(job.bounds ?? [])],
+        timeoutMs: timeout === undefined ? null : timeout * 1000
+      },
+      bagDir: bag.path,
+      runs: job.runs.using === "node" ? { using: "node", main: job.runs.main } : { using: "process", command: job.runs.command },
+      env: job.runs.env ?? [],
+      workingDirectory: job.runs["working-directory"],
+      inputProblem: check(job.input_schema, "input"),
+      outputProblem: check(job.output_schema, "output")
+    }
+    return resolved
+  })

@@ -1,0 +1,21 @@
+/**
+ * Port: the stdout and stderr of each attempt, kept as files (not journaled: output is not an
+ * auditor's fact, and it can be large). On the owner they are the run's output; a worker keeps
+ * its own copy while it runs an attempt and ships what is new with each heartbeat and report.
+ */
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+
+export type OutputStream = "stdout" | "stderr"
+
+export interface RunFilesService {
+  /** The files an executor appends to. */
+  readonly paths: (attempt: string) => { readonly stdout: string; readonly stderr: string }
+  readonly append: (attempt: string, stream: OutputStream, text: string) => Effect.Effect<void>
+  /** The last `maxBytes` of a stream ("" when there is none yet). */
+  readonly tail: (attempt: string, stream: OutputStream, maxBytes: number) => Effect.Effect<string>
+  /** At most `max` bytes from `offset`, and the offset after them (whole UTF-8 characters only). */
+  readonly readFrom: (attempt: string, stream: OutputStream, offset: number, max: number) => Effect.Effect<{ readonly text: string; readonly next: number }>
+}
+
+export class RunFiles extends Context.Tag("svc/RunFiles")<RunFiles, RunFilesService>() {}

@@ -1,0 +1,30 @@
+/**
+ * When each worker last called and last advertised: runtime state beside the projections,
+ * never journaled (docs/journal.md). The worker route writes it; display states and placement
+ * (is the advertisement alive?) read it with the current time.
+ */
+import * as Context from "effect/Context"
+import * as Layer from "effect/Layer"
+import type { Freshness as Seen } from "../../domain/workers/DisplayState.js"
+
+export interface FreshnessService {
+  readonly get: (workerId: string) => Seen | undefined
+  readonly touch: (workerId: string, now: number, advertised: boolean) => void
+}
+
+export class Freshness extends Context.Tag("svc/Freshness")<Freshness, FreshnessService>() {}
+
+export const make = (): FreshnessService => {
+  const seen = new Map<string, { lastSeenAt: number | null; lastAdvertisedAt: number | null }>()
+  return {
+    get: (id) => seen.get(id),
+    touch: (id, now, advertised) => {
+      const f = seen.get(id) ?? { lastSeenAt: null, lastAdvertisedAt: null }
+      f.lastSeenAt = now
+      if (advertised) f.lastAdvertisedAt = now
+      seen.set(id, f)
+    }
+  }
+}
+
+export const layer = Layer.sync(Freshness, make)

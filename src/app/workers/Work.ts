@@ -1,0 +1,170 @@
+/**
+ * The worker side of runs, for one owner (docs/runs.md): claim while this machine has a free
+ * slot (the claim long-polls), run what is handed over with the same executor the owner uses,
+ * heartbeat while anything runs (with the output printed since), and report the outcome. The
+ * slots are one machine-wide arbiter, shared by every owner this machine works for and by its
+ * own owner runtime, so the total running never exceeds its capacity.
+ *
+ * An attempt outlives the session that claimed it: after a reconnect the hello lists it and the
+ * report goes out with the new session's fence. An attempt the owner says to stop is stopped and
+ * not reported; a report the owner refuses (superseded) is dropped: its activity runs elsewhere.
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Schedule from "effect/Schedule"
+import type { ExecutionOutcome, ExecutorService } from "../runs/Executor.js"
+import type { JobNotRunnable, ResolvedJob } from "../runs/JobCatalog.js"
+import type { RunFilesService } from "../runs/RunFiles.js"
+import type { OutputDelta, Refusal, Work, WorkerRequest, WorkerResponse } from "./Protocol.js"
+import type { Unreachable } from "./Link.js"
+
+export interface WorkSide {
+  /** The machine-wide slots: one is taken before a claim and held while its attempt runs. */
+  readonly slots: Effect.Semaphore
+  readonly resolve: (address: string) => Effect.Effect<ResolvedJob, JobNotRunnable>
+  readonly executor: ExecutorService
+  readonly files: RunFilesService
+  /** How long a claim may wait at the owner for work. */
+  readonly claimWaitSeconds: number
+  readonly heartbeatEvery: Duration.Duration
+}
+
+type Call = (request: WorkerRequest) => Effect.Effect<WorkerResponse, Refusal | Unreachable>
+
+interface Running {
+  readonly fiber: Fiber.RuntimeFiber<void>
+  stopped: boolean
+  offsets: { stdout: number; stderr: number }
+}
+
+const MAX_DELTA = 65_536
+
+export const makeWork = (side: WorkSide, call: Call) =>
+  Effect.gen(function* () {
+    const running = new Map<string, Running>()
+    let fence = 0
+
+    const delta = (attempt: string, r: Running) =>
+      Effect.gen(function* () {
+        const out = yield* side.files.readFrom(attempt, "stdout", r.offsets.stdout, MAX_DELTA)
+        const err = yield* side.files.readFrom(attempt, "stderr", r.offsets.stderr, MAX_DELTA)
+        return { delta: { attempt, stdout: out.text, stderr: err.text } satisfies OutputDelta, next: { stdout: out.next, stderr: err.next } }
+      })
+
+    const stop = (ids: ReadonlyArray<string>) =>
+      Effect.forEach(
+        ids,
+        (id) => {
+          const r = running.get(id)
+          if (r === undefined) return Effect.void
+          r.stopped = true
+          return Fiber.interrupt(r.fiber)
+        },
+        { discard: true }
+      )
+
+    /** The report, retried while the owner cannot be reached; a refusal ends it (logged). */
+    const report = (attempt: string, outcome: ExecutionOutcome, r: Running) =>
+      Effect.gen(function* () {
+        const last = yield* delta(attempt, r)
+        const send = Effect.suspend(() =>
+          call({
+            kind: "report",
+            fence,
+            attempt,
+            outcome: { ok: outcome.ok, ...(outcome.ok ? { result: outcome.result } : {}), ...(outcome.error === null ? {} : { error: outcome.error.slice(0, 2000) }), exitCode: outcome.exitCode },
+            output: last.delta
+          })
+        )
+        yield* send.pipe(
+          Effect.retry({ while: (e) => e._tag === "Unreachable", schedule: Schedule.exponential(Duration.seconds(1)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(10)))) }),
+          Effect.catchAll((e) => Effect.logWarning(`the owner refused the report of ${attempt}: ${e.message}`))
+        )
+      })
+
+    const execute = (work: Omit<Work, "newCredential">, entry: { r?: Running }) =>
+      Effect.gen(function* () {
+        const resolved = yield* Effect.either(side.resolve(work.address))
+        const problem =
+          resolved._tag === "Left"
+            ? resolved.left.message
+            : resolved.right.job.digest !== work.digest
+              ? `this worker holds ${work.address} with digest ${resolved.right.job.digest}, not ${work.digest}`
+              : undefined
+        if (problem !== undefined || resolved._tag === "Left") {
+          yield* call({ kind: "decline", fence, attempt: work.attempt, reason: problem ?? "cannot run it" }).pipe(Effect.ignore)
+          return
+        }
+        const job = resolved.right
+        const paths = side.files.paths(work.attempt)
+        const outcome = yield* side.executor.run({
+          attempt: work.attempt,
+          runId: work.runId,
+          bagDir: job.bagDir,
+          runs: job.runs,
+          env: job.env,
+          workingDirectory: job.workingDirectory,
+          input: work.input,
+          timeoutMs: work.timeoutMs,
+          stdoutFile: paths.stdout,
+          stderrFile: paths.stderr
+        })
+        const r = entry.r!
+        if (!r.stopped) yield* report(work.attempt, outcome, r)
+      })
+
+    const start = (work: Omit<Work, "newCredential">) =>
+      Effect.gen(function* () {
+        const entry: { r?: Running } = {}
+        const fiber = yield* execute(work, entry).pipe(
+          Effect.ensuring(Effect.andThen(side.slots.release(1), Effect.sync(() => running.delete(work.attempt)))),
+          Effect.forkDaemon
+        )
+        entry.r = { fiber, stopped: false, offsets: { stdout: 0, stderr: 0 } }
+        running.set(work.attempt, entry.r)
+      })
+
+    /** Take a slot, then claim; work keeps the slot, no work gives it back. */
+    const claiming = Effect.forever(
+      Effect.gen(function* () {
+        yield* side.slots.take(1)
+        const answer = yield* call({ kind: "claim", fence, waitSeconds: side.claimWaitSeconds }).pipe(Effect.onError(() => side.slots.release(1)))
+        if (answer.kind === "work") yield* start(answer)
+        else yield* side.slots.release(1)
+      })
+    )
+
+    const heartbeating = Effect.forever(
+      Effect.gen(function* () {
+        yield* Effect.sleep(side.heartbeatEvery)
+        if (running.size === 0) return
+        const output: Array<OutputDelta> = []
+        const next = new Map<string, Running["offsets"]>()
+        for (const [id, r] of running) {
+          const d = yield* delta(id, r)
+          next.set(id, d.next)
+          if (d.delta.stdout !== "" || d.delta.stderr !== "") output.push(d.delta)
+        }
+        const answer = yield* call({ kind: "heartbeat", fence, running: [...running.keys()], output })
+        // Sent: the next heartbeat starts after what this one carried.
+        for (const [id, offsets] of next) {
+          const r = running.get(id)
+          if (r !== undefined) r.offsets = offsets
+        }
+        if (answer.kind === "ack") yield* stop(answer.stop)
+      })
+    )
+
+    return {
+      running: () => [...running.keys()],
+      stop,
+      stopAll: Effect.suspend(() => stop([...running.keys()])),
+      /** Claims and heartbeats under this session's fence, until one of them fails. */
+      session: (f: number) =>
+        Effect.suspend(() => {
+          fence = f
+          return Effect.raceFirst(claiming, heartbeating)
+        })
+    }
+  })

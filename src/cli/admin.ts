@@ -1,0 +1,17 @@
+/** Calls the running runtime's admin API; not running is exit 2 (CLI contract), a refusal exit 1. */
+import * as Effect from "effect/Effect"
+import { adminCall, RuntimeNotRunning } from "../infra/http/AdminApi.js"
+import { SvcHome } from "../infra/SvcHome.js"
+import { refused, usage } from "./CliFailure.js"
+
+export const admin = (method: "GET" | "POST", path: string, body?: unknown) =>
+  Effect.flatMap(SvcHome, (home) =>
+    Effect.tryPromise({
+      try: () => adminCall(home.path, method, path, body),
+      catch: (e) => (e instanceof RuntimeNotRunning ? usage(`${e.message}: start it with svc serve`) : refused(`the runtime did not answer: ${e instanceof Error ? e.message : String(e)}`))
+    })
+  ).pipe(
+    Effect.flatMap((r) =>
+      r.status === 200 ? Effect.succeed(r.body as Record<string, unknown>) : Effect.fail(refused(String((r.body as { message?: unknown }).message ?? `the runtime answered ${r.status}`)))
+    )
+  )

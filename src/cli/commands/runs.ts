@@ -1,0 +1,107 @@
+/** `svc run` (submit) and `svc runs list|show|stop` (docs/runs.md), through the owner's admin API. */
+import * as fs from "node:fs/promises"
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type { RunDetail, RunView } from "../../app/runs/Dispatcher.js"
+import { admin } from "../admin.js"
+import { refused, usage } from "../CliFailure.js"
+import { printJson, printLines, table } from "../output.js"
+
+const json = Options.boolean("json").pipe(Options.withDescription("print one JSON document on stdout"))
+
+/** `--input '{"a":1}'` or `--input @file.json`. */
+const readInput = (raw: Option.Option<string>) =>
+  Effect.gen(function* () {
+    if (Option.isNone(raw)) return {}
+    const text = raw.value.startsWith("@")
+      ? yield* Effect.tryPromise({ try: () => fs.readFile(raw.value.slice(1), "utf8"), catch: (e) => usage(`--input ${raw.value}: cannot read the file: ${e instanceof Error ? e.message : String(e)}`) })
+      : raw.value
+    return yield* Effect.try({
+      try: () => JSON.parse(text) as unknown,
+      catch: (e) => usage(`--input${raw.value.startsWith("@") ? ` ${raw.value}` : ""} is not JSON: ${e instanceof Error ? e.message : String(e)}`)
+    })
+  })
+
+const TERMINAL = new Set(["succeeded", "failed", "stopped"])
+
+const outcomeLine = (r: RunView) =>
+  r.state === "succeeded" ? `run ${r.id} succeeded on ${r.host ?? "?"}` : `run ${r.id} ${r.state}${r.host === null ? "" : ` on ${r.host}`}: ${r.error ?? r.explanation ?? ""}`
+
+export const runCommand = Command.make(
+  "run",
+  {
+    address: Args.text({ name: "BAG:JOB@VERSION" }),
+    input: Options.text("input").pipe(Options.optional, Options.withDescription("the job's input: JSON, or @FILE holding JSON (default {})")),
+    prefer: Options.text("prefer").pipe(Options.repeated, Options.withDescription("KEY=VALUE label a host should have, when several can run it (repeatable)")),
+    wait: Options.boolean("wait").pipe(Options.withDescription("wait for the outcome: print the result (exit 0) or why it failed (exit 1)")),
+    json
+  },
+  ({ address, input, json, prefer, wait }) =>
+    Effect.gen(function* () {
+      const value = yield* readInput(input)
+      let run = (yield* admin("POST", "/runs/submit", { address, input: value, prefer })) as unknown as RunView
+      if (!wait) {
+        if (json) return yield* printJson(run)
+        yield* Console.log(run.id)
+        return yield* Console.error(`submitted ${run.address} as run ${run.id}; follow it with: svc runs show ${run.id}`)
+      }
+      while (!TERMINAL.has(run.state)) run = (yield* admin("POST", "/runs/wait", { run: run.id, ms: 25_000 })) as unknown as RunView
+      if (json) yield* printJson(run)
+      else if (run.state === "succeeded") yield* Console.log(JSON.stringify(run.result))
+      if (run.state !== "succeeded") return yield* refused(outcomeLine(run))
+      if (!json) yield* Console.error(outcomeLine(run))
+    })
+).pipe(Command.withDescription("Submit a run of a versioned job on this owner; prints the run id (with --wait, the result)"))
+
+const runArg = Args.text({ name: "RUN" }).pipe(Args.withDescription("the run id"))
+
+const list = Command.make("list", { json }, ({ json }) =>
+  Effect.gen(function* () {
+    const runs = (yield* admin("GET", "/runs"))["runs"] as ReadonlyArray<RunView>
+    if (json) return yield* printJson({ runs })
+    if (runs.length === 0) return yield* Console.log("no runs yet; submit one with: svc run BAG:JOB@VERSION")
+    yield* printLines(table(["RUN", "JOB", "STATE", "HOST", "ATTEMPTS", "SUBMITTED", "WHY"], runs.map((r) => [r.id, r.address, r.state, r.host ?? "-", String(r.attempts), r.submittedAt, r.error ?? r.explanation ?? ""])))
+  })
+).pipe(Command.withDescription("List the runs on this owner with their state and where they are"))
+
+const show = Command.make("show", { run: runArg, json }, ({ json, run }) =>
+  Effect.gen(function* () {
+    const r = (yield* admin("POST", "/runs/show", { run })) as unknown as RunDetail
+    if (json) return yield* printJson(r)
+    const lines = [
+      `run ${r.id}: ${r.address} (${r.job.executor}${r.job.remoteEligible ? ", remote-eligible" : `, owner only: ${r.job.ownerOnly.join("; ")}`})`,
+      `state: ${r.state}${r.finishedAt === null ? "" : ` at ${r.finishedAt}`}; submitted ${r.submittedAt}`,
+      `placement: ${r.placement === null ? "not decided yet" : r.placement.explanation}`
+    ]
+    if (r.placement?.record !== undefined) {
+      const p = r.placement.record
+      lines.push(
+        `  execution host: ${p.executionHost === null ? "none" : (r.attemptRecords.find((a) => a.host === p.executionHost)?.hostName ?? p.executionHost)}`,
+        `  inference endpoint: ${p.inferenceEndpoint ?? "none"}; requested model: ${p.requestedModel ?? "none"}; resolved model: ${p.resolvedModel ?? "none"}`,
+        `  selection: ${p.selectionProvenance}`,
+        `  limits: timeout ${p.limits.timeoutMs === null ? "none" : `${p.limits.timeoutMs / 1000} s`}; bounds ${p.limits.bounds.join(", ") || "none"}`
+      )
+      for (const note of r.placement.notes) lines.push(`  note: ${note}`)
+    }
+    for (const a of r.attemptRecords) lines.push(`attempt ${a.id} on ${a.hostName}: ${a.state}${a.reason === null ? "" : ` (${a.reason})`}${a.holdsSlot ? "; holds a slot" : ""}`)
+    if (r.state === "succeeded") lines.push(`result: ${JSON.stringify(r.result)}`)
+    if (r.error !== null) lines.push(`error: ${r.error}`)
+    if (r.output.stdout !== "") lines.push(`stdout (${r.output.attempt}):`, ...r.output.stdout.replace(/\n$/, "").split("\n").map((l) => `  ${l}`))
+    if (r.output.stderr !== "") lines.push(`stderr (${r.output.attempt}):`, ...r.output.stderr.replace(/\n$/, "").split("\n").map((l) => `  ${l}`))
+    yield* printLines(lines)
+  })
+).pipe(Command.withDescription("Show a run: state, placement record and explanation, attempts, result and output so far"))
+
+const stop = Command.make("stop", { run: runArg, json }, ({ json, run }) =>
+  Effect.gen(function* () {
+    const r = (yield* admin("POST", "/runs/stop", { run })) as unknown as RunView
+    if (json) return yield* printJson(r)
+    yield* Console.log(`stopped run ${r.id}${r.host === null ? "" : `; ${r.host} is told to stop it`}`)
+  })
+).pipe(Command.withDescription("Stop a run wherever it is (a worker is told in the answer to its next call)"))
+
+export const runsCommand = Command.make("runs").pipe(Command.withDescription("Runs: list, show, stop"), Command.withSubcommands([list, show, stop]))

@@ -1,0 +1,250 @@
+/**
+ * Run decisions, pure: each answers the events to append to the run's stream (against the
+ * version it was decided on) or a rejection that changes nothing. Time, ids and the placement
+ * inputs arrive in the command; the owner runtime gathers them, calls these live, and journals
+ * what they decide, so an auditor can re-run every placement from its recorded inputs.
+ */
+import * as HashMap from "effect/HashMap"
+import {
+  AttemptCeased,
+  AttemptDeclined,
+  AttemptReported,
+  AttemptStarted,
+  AttemptSuperseded,
+  PlacementDecided,
+  RunStopRequested,
+  RunSubmitted,
+  runStream,
+  type Event,
+  type PlacementRecord,
+  type RunJob
+} from "../journal/Events.js"
+import { place, type Activity, type Candidate, type Outcome, type Quotas } from "../placement/Placement.js"
+import { ACTIVE, attemptId, lastAttempt, placementKey, TERMINAL, type AttemptRecord, type RunRecord, type RunsState } from "./Runs.js"
+
+export type RunRejectionCode = "unknown-run" | "run-exists" | "run-finished" | "unknown-activity" | "superseded" | "out-of-scope" | "already-reported"
+
+export interface RunRejection {
+  readonly _tag: "Rejected"
+  readonly code: RunRejectionCode
+  readonly message: string
+}
+
+export interface RunDecision {
+  readonly _tag: "Decided"
+  readonly stream: string
+  readonly expectedVersion: number
+  readonly events: ReadonlyArray<Event>
+}
+
+const reject = (code: RunRejectionCode, message: string): RunRejection => ({ _tag: "Rejected", code, message })
+const decided = (run: { readonly id: string; readonly streamVersion: number }, events: ReadonlyArray<Event>): RunDecision => ({
+  _tag: "Decided",
+  stream: runStream(run.id),
+  expectedVersion: run.streamVersion,
+  events
+})
+
+type Found = { readonly _tag: "Found"; readonly run: RunRecord } | RunRejection
+const findRun = (runs: RunsState, runId: string): Found => {
+  const found = HashMap.get(runs.runs, runId)
+  return found._tag === "Some" ? { _tag: "Found", run: found.value } : reject("unknown-run", `no run ${runId} on this owner`)
+}
+
+export const decideSubmit = (
+  c: { readonly runId: string; readonly job: RunJob; readonly input: unknown; readonly preferredLabels: ReadonlyArray<string>; readonly actor: string; readonly now: number },
+  runs: RunsState
+): RunDecision | RunRejection =>
+  HashMap.has(runs.runs, c.runId)
+    ? reject("run-exists", `run ${c.runId} exists already`)
+    : { _tag: "Decided", stream: runStream(c.runId), expectedVersion: 0, events: [new RunSubmitted({ runId: c.runId, job: c.job, input: c.input, preferredLabels: c.preferredLabels, actor: c.actor, at: c.now })] }
+
+/** What placement sees of a run. The activity id is the run id, so its tie-break is stable across attempts. */
+export const activityOf = (run: RunRecord): Activity => ({
+  id: run.id,
+  address: run.job.address,
+  digest: run.job.digest,
+  executor: run.job.executor,
+  remoteEligible: run.job.remoteEligible,
+  requiredLabels: run.job.requiredLabels,
+  requiredBins: run.job.requiredBins,
+  preferredLabels: run.preferredLabels,
+  bounds: run.job.bounds,
+  declinedBy: run.declinedBy
+})
+
+/** How the host was chosen among those with room, for the placement record. */
+export const selectionProvenance = (o: Outcome): string => {
+  if (o.outcome !== "placed") return o.outcome === "blocked" ? "none: no candidate is eligible" : "none: no eligible candidate has room"
+  const room = o.verdicts.filter((v) => v.score !== null)
+  const chosen = room.find((v) => v.candidate === o.host)!
+  if (room.length === 1) return "the only eligible candidate with room"
+  if (chosen.score!.locality > 0) return "locality: the owner keeps what it can run"
+  const best = room.filter((v) => v.score!.preference === chosen.score!.preference)
+  if (chosen.score!.preference > 0 && best.length === 1) return "stated preference"
+  return `deterministic tie-break among ${best.length} equally ranked candidates`
+}
+
+export interface PlacementInputs {
+  readonly runId: string
+  readonly candidates: ReadonlyArray<Candidate>
+  readonly quotas: Quotas
+  readonly notes: ReadonlyArray<string>
+  readonly now: number
+}
+
+/**
+ * Places a pending run. A placed decision assigns the next attempt to its host; on the owner
+ * it starts at once. A blocked or waiting decision equal to the last recorded one (same
+ * outcome, same exclusion codes for the same candidates) is not recorded again.
+ */
+export const decidePlacement = (c: PlacementInputs, runs: RunsState): RunDecision | RunRejection => {
+  const found = findRun(runs, c.runId)
+  if (found._tag === "Rejected") return found
+  const run = found.run
+  if (run.state !== "pending") return decided(run, [])
+  const activity = activityOf(run)
+  const outcome = place(activity, c.candidates, c.quotas)
+  const host = outcome.outcome === "placed" ? outcome.host : null
+  const key = placementKey({ ...outcome, host })
+  if (host === null && run.placement !== null && run.placement.key === key) return decided(run, [])
+  const attempt = host === null ? null : run.attempts.length + 1
+  const record: PlacementRecord = {
+    executionHost: host,
+    inferenceEndpoint: null,
+    requestedModel: null,
+    resolvedModel: null,
+    selectionProvenance: selectionProvenance(outcome),
+    limits: { timeoutMs: run.job.timeoutMs, bounds: run.job.bounds }
+  }
+  const events: Array<Event> = [
+    new PlacementDecided({
+      runId: run.id,
+      attempt,
+      activity,
+      candidates: c.candidates,
+      quotas: c.quotas,
+      notes: c.notes,
+      outcome: outcome.outcome,
+      host,
+      verdicts: outcome.verdicts,
+      record,
+      at: c.now
+    })
+  ]
+  if (host === "owner" && attempt !== null) events.push(new AttemptStarted({ runId: run.id, attempt, host, fence: null, at: c.now }))
+  return decided(run, events)
+}
+
+const inScope = (scope: ReadonlyArray<string>, address: string) => scope.length === 0 || scope.includes(address)
+
+/** The attempt `n` of a run, if `host` holds it. */
+const attemptOn = (runs: RunsState, runId: string, n: number, host: string): readonly [RunRecord, AttemptRecord] | RunRejection => {
+  const found = findRun(runs, runId)
+  if (found._tag === "Rejected") return reject("unknown-activity", `no activity attempt ${attemptId(runId, n)} is placed on this worker`)
+  const run = found.run
+  const attempt = run.attempts.find((a) => a.n === n)
+  if (attempt === undefined || attempt.host !== host) return reject("unknown-activity", `no activity attempt ${attemptId(runId, n)} is placed on this worker`)
+  return [run, attempt]
+}
+
+/** A worker takes an attempt placed on it: the attempt starts, under the worker's session fence. */
+export const decideClaim = (
+  c: { readonly workerId: string; readonly scope: ReadonlyArray<string>; readonly fence: number; readonly runId: string; readonly attempt: number; readonly now: number },
+  runs: RunsState
+): RunDecision | RunRejection => {
+  const found = attemptOn(runs, c.runId, c.attempt, c.workerId)
+  if ("_tag" in found) return found
+  const [run, attempt] = found
+  if (!inScope(c.scope, run.job.address)) return reject("out-of-scope", `${run.job.address} is outside this worker's scope`)
+  if (attempt.state !== "assigned") return reject("superseded", `attempt ${attemptId(run.id, attempt.n)} is ${attempt.state}, not waiting to be claimed`)
+  return decided(run, [new AttemptStarted({ runId: run.id, attempt: attempt.n, host: c.workerId, fence: c.fence, at: c.now })])
+}
+
+export const decideDecline = (
+  c: { readonly workerId: string; readonly scope: ReadonlyArray<string>; readonly runId: string; readonly attempt: number; readonly reason: string; readonly now: number },
+  runs: RunsState
+): RunDecision | RunRejection => {
+  const found = attemptOn(runs, c.runId, c.attempt, c.workerId)
+  if ("_tag" in found) return found
+  const [run, attempt] = found
+  if (!inScope(c.scope, run.job.address)) return reject("out-of-scope", `${run.job.address} is outside this worker's scope`)
+  if (attempt.state === "declined") return decided(run, [])
+  if (!ACTIVE.has(attempt.state) && attempt.state !== "stopping") return reject("superseded", `attempt ${attemptId(run.id, attempt.n)} is ${attempt.state}: its decline changes nothing`)
+  return decided(run, [new AttemptDeclined({ runId: run.id, attempt: attempt.n, host: c.workerId, reason: c.reason, at: c.now })])
+}
+
+export interface ReportCommand {
+  readonly host: string
+  readonly scope: ReadonlyArray<string>
+  readonly runId: string
+  readonly attempt: number
+  readonly ok: boolean
+  readonly result: unknown
+  readonly error: string | null
+  readonly exitCode: number | null
+  readonly now: number
+}
+
+/**
+ * A report, fenced by attempt: only the attempt the host is running (or was told to stop) may
+ * report. A retry of a recorded report is answered as the first was and recorded once; a report
+ * for a superseded attempt is refused (its activity was placed again: at-least-once).
+ */
+export const decideReport = (c: ReportCommand, runs: RunsState): RunDecision | RunRejection => {
+  const found = attemptOn(runs, c.runId, c.attempt, c.host)
+  if ("_tag" in found) return found
+  const [run, attempt] = found
+  const id = attemptId(run.id, attempt.n)
+  if (!inScope(c.scope, run.job.address)) return reject("out-of-scope", `${run.job.address} is outside this worker's scope`)
+  switch (attempt.state) {
+    case "running":
+    case "stopping":
+      return decided(run, [new AttemptReported({ runId: run.id, attempt: attempt.n, host: c.host, ok: c.ok, result: c.ok ? c.result : null, error: c.error, exitCode: c.exitCode, at: c.now })])
+    case "reported":
+      return decided(run, [])
+    case "assigned":
+      return reject("unknown-activity", `attempt ${id} was never claimed, so it cannot report`)
+    case "declined":
+      return reject("superseded", `attempt ${id} was declined`)
+    case "superseded":
+    case "ceased":
+      return reject("superseded", `attempt ${id} was superseded (${attempt.reason ?? "placed again"}): its activity was placed again, and this late report is refused`)
+  }
+}
+
+/** The attempt no longer counts; one never claimed never ran, so its slot is free at once. */
+export const decideSupersede = (c: { readonly runId: string; readonly attempt: number; readonly reason: string; readonly now: number }, runs: RunsState): RunDecision | RunRejection => {
+  const found = findRun(runs, c.runId)
+  if (found._tag === "Rejected") return found
+  const run = found.run
+  const attempt = run.attempts.find((a) => a.n === c.attempt)
+  if (attempt === undefined || !ACTIVE.has(attempt.state)) return decided(run, [])
+  const events: Array<Event> = [new AttemptSuperseded({ runId: run.id, attempt: attempt.n, host: attempt.host, reason: c.reason, at: c.now })]
+  if (attempt.state === "assigned") events.push(new AttemptCeased({ runId: run.id, attempt: attempt.n, host: attempt.host, reason: "never claimed", at: c.now }))
+  return decided(run, events)
+}
+
+/** The host is observed no longer running a superseded or stopped attempt: its slot is free. */
+export const decideCease = (c: { readonly runId: string; readonly attempt: number; readonly reason: string; readonly now: number }, runs: RunsState): RunDecision | RunRejection => {
+  const found = findRun(runs, c.runId)
+  if (found._tag === "Rejected") return found
+  const run = found.run
+  const attempt = run.attempts.find((a) => a.n === c.attempt)
+  if (attempt === undefined || !attempt.holdsSlot || ACTIVE.has(attempt.state)) return decided(run, [])
+  return decided(run, [new AttemptCeased({ runId: run.id, attempt: attempt.n, host: attempt.host, reason: c.reason, at: c.now })])
+}
+
+/** Stops a run wherever it is: no more placement; an attempt never claimed frees its slot now. */
+export const decideStop = (c: { readonly runId: string; readonly actor: string; readonly now: number }, runs: RunsState): RunDecision | RunRejection => {
+  const found = findRun(runs, c.runId)
+  if (found._tag === "Rejected") return found
+  const run = found.run
+  if (TERMINAL.has(run.state)) return reject("run-finished", `run ${run.id} has already ${run.state === "stopped" ? "been stopped" : run.state}`)
+  const events: Array<Event> = [new RunStopRequested({ runId: run.id, actor: c.actor, at: c.now })]
+  const last = lastAttempt(run)
+  if (last !== undefined && last.state === "assigned" && last.host !== "owner") {
+    events.push(new AttemptCeased({ runId: run.id, attempt: last.n, host: last.host, reason: "stopped before it was claimed", at: c.now }))
+  }
+  return decided(run, events)
+}

@@ -1,0 +1,182 @@
+/**
+ * Runs and their attempts, folded from the journal (docs/runs.md). A run is submitted on the
+ * owner, placed (or left blocked or waiting, with the reason), and each placement starts an
+ * attempt on one host. An attempt holds one physical slot of its host from placement until the
+ * host is known to have stopped it: a report, a decline, or an observed cessation.
+ *
+ * Pure: time comes from the events.
+ */
+import * as HashMap from "effect/HashMap"
+import type { Envelope, PlacementRecord, RunJob } from "../journal/Events.js"
+import { explain } from "../placement/Placement.js"
+
+export type RunState = "pending" | "assigned" | "running" | "succeeded" | "failed" | "stopped"
+export type AttemptState = "assigned" | "running" | "reported" | "declined" | "superseded" | "stopping" | "ceased"
+
+export const TERMINAL: ReadonlySet<RunState> = new Set(["succeeded", "failed", "stopped"])
+/** Attempt states in which the host may still be running it. */
+export const ACTIVE: ReadonlySet<AttemptState> = new Set(["assigned", "running"])
+
+export interface AttemptRecord {
+  readonly n: number
+  /** `owner` or a worker id. */
+  readonly host: string
+  readonly state: AttemptState
+  /** One physical slot of the host is held until the host is known to have stopped it. */
+  readonly holdsSlot: boolean
+  readonly assignedAt: number
+  readonly startedAt: number | null
+  /** The worker session that claimed it. */
+  readonly fence: number | null
+  readonly endedAt: number | null
+  /** Why it ended, was declined or superseded; the error of a failed report. */
+  readonly reason: string | null
+}
+
+export interface PlacementSummary {
+  readonly outcome: "placed" | "blocked" | "waiting"
+  readonly host: string | null
+  readonly explanation: string
+  /** Outcome, host and every candidate's exclusion codes: an unchanged decision is not journaled again. */
+  readonly key: string
+  readonly record: PlacementRecord
+  readonly notes: ReadonlyArray<string>
+  readonly at: number
+  readonly sequence: number
+}
+
+export interface RunRecord {
+  readonly id: string
+  readonly job: RunJob
+  readonly input: unknown
+  readonly preferredLabels: ReadonlyArray<string>
+  readonly actor: string
+  readonly submittedAt: number
+  /** Journal sequence of the submission: the order runs are placed in. */
+  readonly submittedSequence: number
+  readonly state: RunState
+  readonly attempts: ReadonlyArray<AttemptRecord>
+  readonly declinedBy: ReadonlyArray<string>
+  readonly placement: PlacementSummary | null
+  readonly placements: number
+  readonly result: unknown
+  readonly error: string | null
+  readonly finishedAt: number | null
+  readonly stoppedBy: string | null
+  readonly streamVersion: number
+}
+
+export interface RunsState {
+  readonly runs: HashMap.HashMap<string, RunRecord>
+  /** Runs not finished yet, by submission sequence (the scheduler's work list). */
+  readonly open: HashMap.HashMap<string, number>
+}
+
+export const initialRuns: RunsState = { runs: HashMap.empty(), open: HashMap.empty() }
+
+export const attemptId = (runId: string, n: number) => `${runId}.${n}`
+
+/** `r1a2b.3` -> run `r1a2b`, attempt 3; anything else: undefined. */
+export const parseAttemptId = (id: string): { readonly runId: string; readonly attempt: number } | undefined => {
+  const m = /^(r[A-Za-z0-9]+)\.([1-9][0-9]{0,5})$/.exec(id)
+  return m === null ? undefined : { runId: m[1]!, attempt: Number(m[2]) }
+}
+
+export const lastAttempt = (run: RunRecord): AttemptRecord | undefined => run.attempts[run.attempts.length - 1]
+
+const withAttempt = (run: RunRecord, n: number, f: (a: AttemptRecord) => AttemptRecord): RunRecord => ({
+  ...run,
+  attempts: run.attempts.map((a) => (a.n === n ? f(a) : a))
+})
+
+const finish = (state: RunsState, id: string, run: RunRecord): RunsState => ({
+  runs: HashMap.set(state.runs, id, run),
+  open: TERMINAL.has(run.state) ? HashMap.remove(state.open, id) : state.open
+})
+
+export const evolveRuns = (state: RunsState, envelope: Envelope): RunsState => {
+  const e = envelope.event
+  if (e._tag === "RunSubmitted") {
+    const run: RunRecord = {
+      id: e.runId,
+      job: e.job,
+      input: e.input,
+      preferredLabels: e.preferredLabels,
+      actor: e.actor,
+      submittedAt: e.at,
+      submittedSequence: envelope.sequence,
+      state: "pending",
+      attempts: [],
+      declinedBy: [],
+      placement: null,
+      placements: 0,
+      result: null,
+      error: null,
+      finishedAt: null,
+      stoppedBy: null,
+      streamVersion: envelope.streamVersion
+    }
+    return { runs: HashMap.set(state.runs, e.runId, run), open: HashMap.set(state.open, e.runId, envelope.sequence) }
+  }
+  if (!("runId" in e)) return state
+  const found = HashMap.get(state.runs, e.runId)
+  if (found._tag === "None") return state
+  const before = { ...found.value, streamVersion: envelope.streamVersion }
+  const terminal = TERMINAL.has(before.state)
+  switch (e._tag) {
+    case "PlacementDecided": {
+      const placement: PlacementSummary = { outcome: e.outcome, host: e.host, explanation: explain(e), key: placementKey(e), record: e.record, notes: e.notes, at: e.at, sequence: envelope.sequence }
+      const placed = e.outcome === "placed" && e.host !== null && e.attempt !== null
+      const run: RunRecord = {
+        ...before,
+        placement,
+        placements: before.placements + 1,
+        state: placed ? "assigned" : before.state,
+        attempts: placed
+          ? [...before.attempts, { n: e.attempt!, host: e.host!, state: "assigned", holdsSlot: true, assignedAt: e.at, startedAt: null, fence: null, endedAt: null, reason: null }]
+          : before.attempts
+      }
+      return finish(state, e.runId, run)
+    }
+    case "AttemptStarted": {
+      const run = withAttempt(before, e.attempt, (a) => ({ ...a, state: "running", startedAt: e.at, fence: e.fence }))
+      return finish(state, e.runId, terminal ? run : { ...run, state: "running" })
+    }
+    case "AttemptDeclined": {
+      const run = withAttempt(before, e.attempt, (a) => ({ ...a, state: "declined", holdsSlot: false, endedAt: e.at, reason: e.reason }))
+      return finish(state, e.runId, {
+        ...run,
+        declinedBy: run.declinedBy.includes(e.host) ? run.declinedBy : [...run.declinedBy, e.host],
+        state: terminal ? run.state : "pending"
+      })
+    }
+    case "AttemptReported": {
+      const run = withAttempt(before, e.attempt, (a) => ({ ...a, state: "reported", holdsSlot: false, endedAt: e.at, reason: e.error }))
+      if (terminal) return finish(state, e.runId, run)
+      return finish(state, e.runId, { ...run, state: e.ok ? "succeeded" : "failed", result: e.ok ? e.result : null, error: e.error, finishedAt: e.at })
+    }
+    case "AttemptSuperseded": {
+      const run = withAttempt(before, e.attempt, (a) => ({ ...a, state: "superseded", endedAt: e.at, reason: e.reason }))
+      return finish(state, e.runId, terminal ? run : { ...run, state: "pending" })
+    }
+    case "AttemptCeased":
+      return finish(
+        state,
+        e.runId,
+        withAttempt(before, e.attempt, (a) => ({ ...a, state: a.state === "reported" || a.state === "declined" ? a.state : "ceased", holdsSlot: false, endedAt: a.endedAt ?? e.at }))
+      )
+    case "RunStopRequested": {
+      const run = { ...before, state: "stopped" as const, finishedAt: e.at, stoppedBy: e.actor, error: "stopped by the operator" }
+      return finish(state, e.runId, { ...run, attempts: run.attempts.map((a) => (ACTIVE.has(a.state) ? { ...a, state: "stopping" as const } : a)) })
+    }
+    default:
+      return state
+  }
+}
+
+/** The identity of a decision for "has anything changed since the last one recorded". */
+export const placementKey = (o: {
+  readonly outcome: string
+  readonly host: string | null
+  readonly verdicts: ReadonlyArray<{ readonly candidate: string; readonly exclusions: ReadonlyArray<{ readonly code: string }> }>
+}): string => `${o.outcome}|${o.host ?? ""}|${o.verdicts.map((v) => `${v.candidate}:${v.exclusions.map((x) => x.code).join(",")}`).join(";")}`

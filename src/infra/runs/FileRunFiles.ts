@@ -1,0 +1,59 @@
+/** `RunFiles` on the file system: `<dir>/<attempt>.stdout|stderr`, directory mode 0700. */
+import * as fs from "node:fs/promises"
+import * as nodePath from "node:path"
+import { StringDecoder } from "node:string_decoder"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { RunFiles, type OutputStream, type RunFilesService } from "../../app/runs/RunFiles.js"
+
+const SAFE = /^[A-Za-z0-9._-]+$/
+
+export const make = (dir: string): RunFilesService => {
+  const file = (attempt: string, stream: OutputStream) => {
+    if (!SAFE.test(attempt)) throw new Error(`not an attempt id: ${JSON.stringify(attempt)}`)
+    return nodePath.join(dir, `${attempt}.${stream}`)
+  }
+  const ready = fs.mkdir(dir, { recursive: true, mode: 0o700 })
+  const readRange = async (path: string, offset: number, max: number): Promise<Buffer> => {
+    const handle = await fs.open(path, "r").catch(() => undefined)
+    if (handle === undefined) return Buffer.alloc(0)
+    try {
+      const buffer = Buffer.alloc(max)
+      const { bytesRead } = await handle.read(buffer, 0, max, offset)
+      return buffer.subarray(0, bytesRead)
+    } finally {
+      await handle.close()
+    }
+  }
+  /** Cuts a trailing partial UTF-8 character, so the next read starts on a character. */
+  const whole = (bytes: Buffer): Buffer => {
+    const decoder = new StringDecoder("utf8")
+    const text = decoder.write(bytes)
+    return bytes.subarray(0, Buffer.byteLength(text))
+  }
+  return {
+    paths: (attempt) => ({ stdout: file(attempt, "stdout"), stderr: file(attempt, "stderr") }),
+    append: (attempt, stream, text) =>
+      Effect.promise(async () => {
+        await ready
+        await fs.appendFile(file(attempt, stream), text, { mode: 0o600 })
+      }),
+    tail: (attempt, stream, maxBytes) =>
+      Effect.promise(async () => {
+        const size = await fs.stat(file(attempt, stream)).then((s) => s.size, () => 0)
+        const start = Math.max(0, size - maxBytes)
+        const bytes = await readRange(file(attempt, stream), start, Math.min(size, maxBytes))
+        // Starting mid-file may cut a character: drop continuation bytes at the start.
+        let i = 0
+        while (start > 0 && i < bytes.length && (bytes[i]! & 0xc0) === 0x80) i++
+        return bytes.subarray(i).toString("utf8")
+      }),
+    readFrom: (attempt, stream, offset, max) =>
+      Effect.promise(async () => {
+        const bytes = whole(await readRange(file(attempt, stream), offset, max))
+        return { text: bytes.toString("utf8"), next: offset + bytes.length }
+      })
+  }
+}
+
+export const layer = (dir: string) => Layer.sync(RunFiles, () => make(dir))

@@ -1,0 +1,22 @@
+/** What the owner's runs need in app-level tests: a real executor, output files in a temp dir, an owner host without bags. */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as nodePath from "node:path"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { OwnerHost, type OwnerHostSettings } from "../../src/app/runs/Dispatcher.js"
+import { JobNotRunnable } from "../../src/app/runs/JobCatalog.js"
+import * as ChildExecutor from "../../src/infra/runs/ChildExecutor.js"
+import * as FileRunFiles from "../../src/infra/runs/FileRunFiles.js"
+
+export const noBagsHost: OwnerHostSettings = {
+  capacity: 4,
+  labels: ["arch=x64", "os=linux"],
+  capabilities: ["node", "process"],
+  bins: () => Effect.succeed([]),
+  resolve: (address) => Effect.fail(new JobNotRunnable({ message: `no bag holds ${address} here` })),
+  withSlot: (effect) => effect
+}
+
+export const runsDeps = (host: OwnerHostSettings = noBagsHost) =>
+  Layer.mergeAll(ChildExecutor.layer, FileRunFiles.layer(fs.mkdtempSync(nodePath.join(os.tmpdir(), "svc-runs-"))), Layer.succeed(OwnerHost, host))
