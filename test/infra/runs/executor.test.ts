@@ -1,0 +1,252 @@
+/**
+ * The child-process executor against real child processes (no mocks): the job contract of
+ * docs/executors.md, each rule once. The jobs are in test/fixtures/executor/bag; a job that must
+ * not type-check (the TypeScript error) is written to a temporary bag instead, since tsc checks
+ * every .ts file under test/. `it.live`: timeouts and the stop grace use the real clock.
+ */
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { describe, expect, it } from "@effect/vitest"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import { Executor, type ExecutionSpec } from "../../../src/app/runs/Executor.js"
+import { layerWith } from "../../../src/infra/runs/ChildExecutor.js"
+
+const bagDir = fileURLToPath(new URL("../../fixtures/executor/bag", import.meta.url))
+const scratch = mkdtempSync(join(tmpdir(), "svc-executor-"))
+const ExecutorLive = layerWith({ typeScriptCacheDir: join(scratch, "ts-cache"), stopGraceMs: 300 })
+
+let runs = 0
+const spec = (over: Partial<ExecutionSpec>): ExecutionSpec => {
+  const n = ++runs
+  return {
+    attempt: `attempt-${n}`,
+    runId: `run-${n}`,
+    bagDir,
+    runs: { using: "node", main: "jobs/echo.mjs" },
+    env: [],
+    workingDirectory: undefined,
+    input: null,
+    timeoutMs: null,
+    stdoutFile: join(scratch, `${n}`, "stdout.log"),
+    stderrFile: join(scratch, `${n}`, "stderr.log"),
+    ...over
+  }
+}
+
+const run = (s: ExecutionSpec) => Effect.flatMap(Executor, (executor) => executor.run(s))
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    expect((e as NodeJS.ErrnoException).code).toBe("ESRCH")
+    return false
+  }
+}
+
+/** The pid a sleeping job names on stderr, once it has. */
+const pidOf = (s: ExecutionSpec) =>
+  Effect.gen(function* () {
+    for (let i = 0; i < 200; i++) {
+      const match = existsSync(s.stderrFile) ? /pid (\d+)/.exec(readFileSync(s.stderrFile, "utf8")) : null
+      if (match !== null) return Number(match[1])
+      yield* Effect.sleep(Duration.millis(20))
+    }
+    return yield* Effect.dieMessage("the job never named its pid")
+  })
+
+describe("ChildExecutor", () => {
+  describe("node", () => {
+    it.live("runs a .js job: input on stdin, the result from the last line, every line in the stdout file", () =>
+      Effect.gen(function* () {
+        const s = spec({ runs: { using: "node", main: "jobs/echo.js" }, input: { text: "hi" } })
+        const outcome = yield* run(s)
+        expect(outcome).toMatchObject({ ok: true, result: { got: { text: "hi" }, runner: "js" }, error: null, exitCode: 0, signal: null })
+        expect(outcome.durationMs).toBeGreaterThan(0)
+        expect(readFileSync(s.stdoutFile, "utf8")).toBe(`a log line before the result\n${JSON.stringify(outcome.result)}\n`)
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+
+    it.live("runs a .mjs job, appending to output files that already hold lines", () =>
+      Effect.gen(function* () {
+        const s = spec({ input: [1, 2] })
+        mkdirSync(join(s.stdoutFile, ".."), { recursive: true })
+        writeFileSync(s.stdoutFile, "an earlier attempt\n")
+        const outcome = yield* run(s)
+        expect(outcome).toMatchObject({ ok: true, result: { got: [1, 2], runner: "mjs" } })
+        expect(readFileSync(s.stdoutFile, "utf8")).toBe(`an earlier attempt\n${JSON.stringify(outcome.result)}\n`)
+        expect(readFileSync(s.stderrFile, "utf8")).toBe("")
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+
+    it.live("runs a .ts job with types, a relative TS import, a package and its own files; the second run uses the cache", () =>
+      Effect.gen(function* () {
+        const s = spec({ runs: { using: "node", main: "jobs/typed.ts" }, input: { name: "ada" } })
+        const first = yield* run(s)
+        expect(first).toMatchObject({
+          ok: true,
+          result: { text: "hello, ada", answer: 42, dirname: join(bagDir, "jobs") }
+        })
+        const second = yield* run(spec({ runs: { using: "node", main: "jobs/typed.ts" }, input: { name: "bob" } }))
+        expect(second).toMatchObject({ ok: true, result: { text: "hello, bob" } })
+        expect(readdirSync(join(scratch, "ts-cache")).filter((f) => f.endsWith(".mjs"))).toHaveLength(1)
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+
+    it.live("a TypeScript syntax error is an outcome naming the file and line", () =>
+      Effect.gen(function* () {
+        const bag = mkdtempSync(join(scratch, "bag-"))
+        mkdirSync(join(bag, "jobs"))
+        writeFileSync(join(bag, "jobs", "broken.ts"), "const fine: number = 1\nconst broken: number = (fine +\nexport {}\n")
+        const outcome = yield* run(spec({ bagDir: bag, runs: { using: "node", main: "jobs/broken.ts" } }))
+        expect(outcome).toMatchObject({ ok: false, result: null, exitCode: null })
+        expect(outcome.error).toMatch(/^its TypeScript does not compile: jobs\/broken\.ts:3:\d+: /)
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+
+    it.live("refuses a main outside the bag, lexically or through a symbolic link, and a missing one", () =>
+      Effect.gen(function* () {
+        const escaping = yield* run(spec({ runs: { using: "node", main: "../../executor.test.ts" } }))
+        expect(escaping).toMatchObject({ ok: false, error: "its main ../../executor.test.ts is outside its bag" })
+        const bag = mkdtempSync(join(scratch, "bag-"))
+        writeFileSync(join(scratch, "outside.mjs"), "console.log(1)\n")
+        symlinkSync(join(scratch, "outside.mjs"), join(bag, "link.mjs"))
+        const linked = yield* run(spec({ bagDir: bag, runs: { using: "node", main: "link.mjs" } }))
+        expect(linked).toMatchObject({ ok: false, error: "its main link.mjs is outside its bag (through a symbolic link)" })
+        const missing = yield* run(spec({ runs: { using: "node", main: "jobs/nope.mjs" } }))
+        expect(missing).toMatchObject({ ok: false, error: "its main jobs/nope.mjs does not exist in its bag" })
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+  })
+
+  describe("process", () => {
+    it.live("spawns the command without a shell, in the bag, with the input on stdin", () =>
+      Effect.gen(function* () {
+        const script = "let t='';process.stdin.on('data',c=>t+=c).on('end',()=>console.log(JSON.stringify({args:process.argv.slice(1),cwd:process.cwd(),input:JSON.parse(t)})))"
+        const outcome = yield* run(spec({ runs: { using: "process", command: [process.execPath, "-e", script, "$HOME", "a b"] }, input: "in" }))
+        expect(outcome).toMatchObject({ ok: true, result: { args: ["$HOME", "a b"], cwd: bagDir, input: "in" } })
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+
+    it.live("a program that does not exist, or an input JSON cannot hold, is an outcome, not a crash", () =>
+      Effect.gen(function* () {
+        const outcome = yield* run(spec({ runs: { using: "process", command: ["svc-no-such-program", "x"] } }))
+        expect(outcome).toMatchObject({ ok: false, result: null, error: "cannot start svc-no-such-program: not found", exitCode: null, signal: null })
+        const bigint = yield* run(spec({ input: { n: 1n } }))
+        expect(bigint).toMatchObject({ ok: false, result: null, exitCode: null })
+        expect(bigint.error).toMatch(/^its input cannot be written as JSON: /)
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+  })
+
+  describe("outcomes", () => {
+    it.live("a non-zero exit names the code and the last stderr line", () =>
+      Effect.gen(function* () {
+        const outcome = yield* run(spec({ runs: { using: "node", main: "jobs/fail.mjs" } }))
+        expect(outcome).toMatchObject({ ok: false, result: null, error: "exited with code 3: the disk is full", exitCode: 3, signal: null })
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+
+    it.live("an uncaught error is named by its own line, and its stack by the TypeScript file and line", () =>
+      Effect.gen(function* () {
+        const s = spec({ runs: { using: "node", main: "jobs/throws.ts" } })
+        const outcome = yield* run(s)
+        expect(outcome).toMatchObject({ ok: false, error: "exited with code 1: Error: the config is missing", exitCode: 1 })
+        expect(readFileSync(s.stderrFile, "utf8")).toContain(`${join(bagDir, "jobs", "throws.ts")}:3:`)
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+
+    it.live("a last line that is not JSON, a last line too long to keep (but not one nearly as long), and no output at all", () =>
+      Effect.gen(function* () {
+        const notJson = yield* run(spec({ runs: { using: "node", main: "jobs/not-json.mjs" } }))
+        expect(notJson).toMatchObject({ ok: false, result: null, error: "its last line of output is not JSON: done!", exitCode: 0 })
+        const huge = yield* run(spec({ runs: { using: "node", main: "jobs/huge-line.mjs" } }))
+        expect(huge).toMatchObject({ ok: false, error: "its last line of output is longer than 64 KiB" })
+        const script = "process.stdout.write('log\\n'.repeat(50000) + JSON.stringify('y'.repeat(65000)) + '\\n')"
+        const nearlyAsLong = yield* run(spec({ runs: { using: "process", command: [process.execPath, "-e", script] } }))
+        expect(nearlyAsLong).toMatchObject({ ok: true, result: "y".repeat(65_000) })
+        // Never reads its input: a megabyte of it meets a closed pipe (EPIPE), which is no error.
+        const silent = yield* run(spec({ runs: { using: "node", main: "jobs/silent.mjs" }, input: "z".repeat(1 << 20) }))
+        expect(silent).toMatchObject({ ok: true, result: null, error: null, exitCode: 0 })
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+
+    it.live("5 MB of output: the result is its last line, and the file holds every byte", () =>
+      Effect.gen(function* () {
+        const s = spec({ runs: { using: "node", main: "jobs/large.mjs" } })
+        const outcome = yield* run(s)
+        expect(outcome).toMatchObject({ ok: true, result: { lines: 50_000 } })
+        expect(statSync(s.stdoutFile).size).toBe(50_000 * 100 + JSON.stringify({ lines: 50_000 }).length + 1)
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+  })
+
+  describe("stopping", () => {
+    it.live("a timeout stops the child and names the duration", () =>
+      Effect.gen(function* () {
+        const s = spec({ runs: { using: "node", main: "jobs/sleep.mjs" }, timeoutMs: 300 })
+        const outcome = yield* run(s)
+        expect(outcome).toMatchObject({ ok: false, result: null, error: "timed out after 300ms", exitCode: null, signal: "SIGTERM" })
+        expect(outcome.durationMs).toBeLessThan(5_000)
+        expect(alive(yield* pidOf(s))).toBe(false)
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+
+    it.live("interrupting the run stops the child, and completes only once it is gone", () =>
+      Effect.gen(function* () {
+        const s = spec({ runs: { using: "node", main: "jobs/sleep.mjs" } })
+        const fiber = yield* Effect.fork(run(s))
+        const pid = yield* pidOf(s)
+        expect(alive(pid)).toBe(true)
+        yield* Fiber.interrupt(fiber)
+        expect(alive(pid)).toBe(false)
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+
+    it.live("a child that ignores SIGTERM gets SIGKILL after the grace", () =>
+      Effect.gen(function* () {
+        const s = spec({ runs: { using: "node", main: "jobs/stubborn.mjs" }, timeoutMs: 300 })
+        const outcome = yield* run(s)
+        expect(outcome).toMatchObject({ ok: false, error: "timed out after 300ms", signal: "SIGKILL" })
+        expect(readFileSync(s.stderrFile, "utf8")).toContain("ignoring SIGTERM")
+        expect(alive(yield* pidOf(s))).toBe(false)
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+  })
+
+  describe("environment and working directory", () => {
+    it.live("the child sees none of the service's environment but a few names, the run's names and the job's literals", () =>
+      Effect.gen(function* () {
+        process.env["SVC_TEST_SECRET"] = "do-not-leak"
+        const s = spec({ runs: { using: "node", main: "jobs/env.mjs" }, env: ["GREETING=a=b", "SVC_ATTEMPT=overridden", "HOME=/nowhere"] })
+        const outcome = yield* run(s).pipe(Effect.ensuring(Effect.sync(() => delete process.env["SVC_TEST_SECRET"])))
+        const env = outcome.result as Record<string, string>
+        expect(env["SVC_TEST_SECRET"]).toBeUndefined()
+        expect(env["PATH"]).toBe(process.env["PATH"])
+        expect(env).toMatchObject({ SVC_RUN_ID: s.runId, SVC_ATTEMPT: "overridden", GREETING: "a=b", HOME: "/nowhere" })
+        const allowed = new Set(["PATH", "HOME", "TMPDIR", "LANG", "TZ", "SVC_RUN_ID", "SVC_ATTEMPT", "GREETING"])
+        // Node itself may add a few of its own (none of the parent's).
+        expect(Object.keys(env).filter((k) => !allowed.has(k) && process.env[k] !== undefined)).toEqual([])
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+
+    it.live("runs in the working directory inside the bag, and refuses one outside it or missing", () =>
+      Effect.gen(function* () {
+        const inside = yield* run(spec({ runs: { using: "node", main: "jobs/cwd.mjs" }, workingDirectory: "data/sub" }))
+        expect(inside).toMatchObject({ ok: true, result: { cwd: join(bagDir, "data", "sub") } })
+        const outside = yield* run(spec({ runs: { using: "node", main: "jobs/cwd.mjs" }, workingDirectory: "../.." }))
+        expect(outside).toMatchObject({ ok: false, error: "its working directory ../.. is outside its bag" })
+        const missing = yield* run(spec({ runs: { using: "node", main: "jobs/cwd.mjs" }, workingDirectory: "nowhere" }))
+        expect(missing).toMatchObject({ ok: false, error: "its working directory nowhere does not exist in its bag" })
+        const file = yield* run(spec({ runs: { using: "node", main: "jobs/cwd.mjs" }, workingDirectory: "data/answer.yaml" }))
+        expect(file).toMatchObject({ ok: false, error: "its working directory data/answer.yaml is not a directory" })
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+  })
+})
+
