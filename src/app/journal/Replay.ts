@@ -5,6 +5,7 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { canonicalState, fold, initialState, STATE_PARTS, type OwnerState } from "../../domain/journal/OwnerState.js"
+import { auditPlacement } from "../../domain/runs/AuditPlacement.js"
 import { Checkpoints, type Checkpoint } from "./Checkpoints.js"
 import { Hashing } from "./Hashing.js"
 import { Journal } from "./Journal.js"
@@ -26,6 +27,32 @@ export interface ReplayReport {
   readonly owner: { readonly compared: false; readonly reason: string } | { readonly compared: true; readonly matches: boolean }
   readonly divergences: ReadonlyArray<Divergence>
 }
+
+export interface PlacementAuditReport {
+  readonly decisions: number
+  readonly reproduced: number
+  readonly diverged: ReadonlyArray<{ readonly sequence: number; readonly runId: string; readonly differences: ReadonlyArray<string> }>
+}
+
+/** Every recorded placement decision, re-run from its recorded inputs through the current code. */
+export const auditPlacements = Effect.gen(function* () {
+  const journal = yield* Journal
+  let after = 0
+  let decisions = 0
+  const diverged: Array<PlacementAuditReport["diverged"][number]> = []
+  for (;;) {
+    const page = yield* journal.read(after, PAGE)
+    if (page.length === 0) break
+    for (const envelope of page) {
+      if (envelope.event._tag !== "PlacementDecided") continue
+      decisions++
+      const audit = auditPlacement(envelope.event)
+      if (!audit.reproduced) diverged.push({ sequence: envelope.sequence, runId: envelope.event.runId, differences: audit.differences })
+    }
+    after = page[page.length - 1]!.sequence
+  }
+  return { decisions, reproduced: decisions - diverged.length, diverged } satisfies PlacementAuditReport
+})
 
 export const stateDigest = (state: OwnerState) => Effect.map(Hashing, (h) => h.sha256Hex(JSON.stringify(canonicalState(state))))
 

@@ -11,7 +11,7 @@ import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import { Journal } from "../../app/journal/Journal.js"
-import { foldJournal, replay, type LiveOwnerState } from "../../app/journal/Replay.js"
+import { auditPlacements, foldJournal, replay, type LiveOwnerState } from "../../app/journal/Replay.js"
 import { adminCall } from "../../infra/http/AdminApi.js"
 import { Event, type Envelope } from "../../domain/journal/Events.js"
 import * as JournalReader from "../../infra/journal/JournalReader.js"
@@ -44,7 +44,9 @@ const envelopeLine = (e: Envelope) => {
 const journalFailure = <A, R>(effect: Effect.Effect<A, { readonly message: string; readonly _tag: string }, R>) =>
   effect.pipe(Effect.catchIf((e) => e._tag === "JournalError", (e) => Effect.fail(refused(e.message))))
 
-const replayCommand = Command.make("replay", { json }, ({ json }) =>
+const audit = Options.boolean("audit").pipe(Options.withDescription("also re-run every recorded placement decision from its recorded inputs and report each as reproduced or diverged"))
+
+const replayCommand = Command.make("replay", { json, audit }, ({ audit, json }) =>
   journalFailure(
     Effect.gen(function* () {
       const home = (yield* SvcHome).path
@@ -54,7 +56,8 @@ const replayCommand = Command.make("replay", { json }, ({ json }) =>
         Effect.orElseSucceed(() => undefined)
       )
       const report = yield* replay({ state: live })
-      if (json) yield* printJson(report)
+      const placements = audit ? yield* auditPlacements : undefined
+      if (json) yield* printJson(placements === undefined ? report : { ...report, placements })
       else {
         yield* printLines([
           `replayed ${report.events} events (to sequence ${report.head}) in ${report.seconds.toFixed(2)} s, ${report.eventsPerSecond} events/s`,
@@ -64,8 +67,14 @@ const replayCommand = Command.make("replay", { json }, ({ json }) =>
           report.owner.compared ? `running owner: ${report.owner.matches ? "matches" : "DIVERGES"}` : `running owner: not compared (${report.owner.reason})`,
           ...report.divergences.map((d) => `divergence (${d.against}, sequence ${d.sequence}): ${d.message}`)
         ])
+        if (placements !== undefined) {
+          yield* printLines([
+            `placement audit: ${placements.decisions} decisions re-run through the current placement code: ${placements.reproduced} reproduced, ${placements.diverged.length} diverged`,
+            ...placements.diverged.map((d) => `diverged (sequence ${d.sequence}, run ${d.runId}): ${d.differences.join("; ")}`)
+          ])
+        }
       }
-      if (report.divergences.length > 0) return yield* exitQuietly(1)
+      if (report.divergences.length > 0 || (placements !== undefined && placements.diverged.length > 0)) return yield* exitQuietly(1)
     }).pipe(Effect.provide(ReadLayer))
   )
 ).pipe(Command.withDescription("Rebuild every projection from the journal and report any divergence (exit 1 when one is found)"))

@@ -1,0 +1,41 @@
+/**
+ * `svc journal replay --audit`: a recorded placement decision is run again, from its recorded
+ * inputs, through the current placement code; it is reproduced when the outcome, the host,
+ * every candidate's verdict (exclusions with their codes, text and numbers, and scores) and the
+ * selection provenance come out the same.
+ */
+import type { PlacementDecided } from "../journal/Events.js"
+import { place } from "../placement/Placement.js"
+import { selectionProvenance } from "./Decide.js"
+
+export type PlacementAudit = { readonly reproduced: true } | { readonly reproduced: false; readonly differences: ReadonlyArray<string> }
+
+/** JSON with object keys sorted: two equal values print the same text whatever their key order. */
+const canonical = (v: unknown): string =>
+  JSON.stringify(v, (_k, value: unknown) =>
+    value !== null && typeof value === "object" && !Array.isArray(value)
+      ? Object.fromEntries(Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : value
+  )
+
+export const auditPlacement = (e: PlacementDecided): PlacementAudit => {
+  const again = place(e.activity, e.candidates, e.quotas)
+  const host = again.outcome === "placed" ? again.host : null
+  const differences: Array<string> = []
+  if (again.outcome !== e.outcome) differences.push(`outcome: recorded ${e.outcome}, now ${again.outcome}`)
+  if (host !== e.host) differences.push(`host: recorded ${e.host ?? "none"}, now ${host ?? "none"}`)
+  const recorded = new Map(e.verdicts.map((v) => [v.candidate, v]))
+  for (const v of again.verdicts) {
+    const before = recorded.get(v.candidate)
+    if (before === undefined) differences.push(`candidate ${v.candidate}: not in the recorded verdicts`)
+    else if (canonical(before) !== canonical(v)) {
+      const codes = (x: { readonly exclusions: ReadonlyArray<{ readonly code: string }> }) => x.exclusions.map((c) => c.code).join(",") || "none"
+      differences.push(`candidate ${v.candidate} (${v.name}): recorded exclusions ${codes(before)}, now ${codes(v)}${codes(before) === codes(v) ? " (their text, numbers or score differ)" : ""}`)
+    }
+    recorded.delete(v.candidate)
+  }
+  for (const c of recorded.keys()) differences.push(`candidate ${c}: recorded, but not judged now`)
+  const provenance = selectionProvenance(again)
+  if (provenance !== e.record.selectionProvenance) differences.push(`selection provenance: recorded "${e.record.selectionProvenance}", now "${provenance}"`)
+  return differences.length === 0 ? { reproduced: true } : { reproduced: false, differences }
+}
