@@ -2,8 +2,10 @@
  * What this machine offers the owners it works for (spec, "Advertisement"): capacity from
  * SVC_WORKFLOW_CAPACITY (default 4, at most 100), labels (operating system and architecture
  * always, plus SVC_WORKFLOW_LABELS=KEY=VALUE,...), executor capabilities, and the versioned,
- * remote-eligible jobs of installed bags with their digests. What it holds but withholds is
- * listed with the reason.
+ * remote-eligible jobs of installed bags with their digests. Each program those jobs require
+ * (`requires.bins`) that is on this machine's PATH is advertised as the capability `bin:NAME`,
+ * so placement can tell which hosts have it. What it holds but withholds is listed with the
+ * reason.
  */
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
@@ -13,7 +15,7 @@ import { explainEligibility, remoteEligibility } from "../../domain/manifest/Rem
 import { BagDirectory } from "../bags/BagDirectory.js"
 import { checkSnapshot } from "../bags/BagCheck.js"
 import { pinnedResolver } from "../bags/BagConstants.js"
-import { BagStore } from "../bags/BagStore.js"
+import { BagStore, HostPrograms } from "../bags/BagStore.js"
 
 export const DEFAULT_CAPACITY = 4
 export const MAX_CAPACITY = 100
@@ -70,6 +72,7 @@ export const computeOffer = (settings: OfferSettings) =>
     const labels = parseLabels(settings.env["SVC_WORKFLOW_LABELS"], settings.os, settings.arch)
     if (labels instanceof OfferConfigError) return yield* labels
     const artifacts: Array<HeldArtifact> = []
+    const bins = new Set<string>()
     const withheld: Array<{ job: string; reason: string }> = []
     const bags = yield* (yield* BagStore).list.pipe(Effect.orElseSucceed(() => []))
     const directory = yield* BagDirectory
@@ -80,9 +83,15 @@ export const computeOffer = (settings: OfferSettings) =>
       for (const [name, job] of Object.entries(report.manifest?.jobs ?? {})) {
         const address = bag.jobs.find((j) => j.name === name)?.address
         const eligibility = remoteEligibility(job)
-        if (address !== undefined && eligibility.eligible) artifacts.push({ address, digest: bag.digest })
+        if (address !== undefined && eligibility.eligible) {
+          artifacts.push({ address, digest: bag.digest })
+          for (const bin of job.requires?.bins ?? []) bins.add(bin)
+        }
         else withheld.push({ job: address ?? `${bag.name}:${name}`, reason: explainEligibility(eligibility) })
       }
     }
-    return { capacity, labels, capabilities: [...settings.capabilities].sort(), artifacts, withheld } satisfies Offer
+    const programs = yield* HostPrograms
+    const present = yield* Effect.filter([...bins].sort(), (bin) => Effect.map(programs.which(bin), (found) => found !== undefined))
+    const capabilities = [...settings.capabilities, ...present.map((bin) => `bin:${bin}`)].sort()
+    return { capacity, labels, capabilities, artifacts, withheld } satisfies Offer
   })

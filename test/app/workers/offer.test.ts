@@ -1,5 +1,15 @@
+import { readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { describe, expect, it } from "vitest"
-import { OfferConfigError, parseCapacity, parseLabels } from "../../../src/app/workers/Offer.js"
+import { computeOffer, OfferConfigError, parseCapacity, parseLabels } from "../../../src/app/workers/Offer.js"
+import * as FileBagStore from "../../../src/infra/bags/FileBagStore.js"
+import * as HostPrograms from "../../../src/infra/bags/HostPrograms.js"
+import * as NodeBagDirectory from "../../../src/infra/bags/NodeBagDirectory.js"
+import * as ManifestSourceLive from "../../../src/infra/manifest/ManifestSourceLive.js"
+import { layerAt as svcHomeAt } from "../../../src/infra/SvcHome.js"
+import { svc, tempDir } from "../../support/svc.js"
 
 describe("SVC_WORKFLOW_CAPACITY", () => {
   it.each([
@@ -27,5 +37,20 @@ describe("SVC_WORKFLOW_LABELS", () => {
     expect((parseLabels("gpu", "linux", "x64") as OfferConfigError).message).toBe('SVC_WORKFLOW_LABELS holds "gpu", which is not a KEY=VALUE label')
     expect((parseLabels("os=windows", "linux", "x64") as OfferConfigError).message).toBe("SVC_WORKFLOW_LABELS may not claim os=windows: this machine is os=linux")
     expect(parseLabels("os=linux", "linux", "x64")).toEqual(["arch=x64", "os=linux"])
+  })
+})
+
+describe("the offer of installed bags", () => {
+  it("advertises remote-eligible jobs with their digest, and bin:NAME for each required program found on PATH", async () => {
+    const home = tempDir("svc-offer-")
+    const cwd = tempDir("svc-offer-src-")
+    expect((await svc(["new", "tools"], { cwd, home })).code).toBe(0)
+    const manifest = join(cwd, "tools", "bag.yaml")
+    writeFileSync(manifest, readFileSync(manifest, "utf8").replace("    timeout: 30s", "    timeout: 30s\n    requires:\n      bins: [node, svc-no-such-program-xyz]"))
+    expect((await svc(["bag", "install", "tools"], { cwd, home })).code).toBe(0)
+    const layers = Layer.mergeAll(NodeBagDirectory.layer, FileBagStore.layer.pipe(Layer.provide(svcHomeAt(home))), ManifestSourceLive.layer, HostPrograms.layer)
+    const offer = await Effect.runPromise(computeOffer({ env: {}, os: "linux", arch: "x64", capabilities: ["node", "process"] }).pipe(Effect.provide(layers)))
+    expect(offer.artifacts).toEqual([{ address: "tools:checksum@1.0.0", digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) }])
+    expect(offer.capabilities).toEqual(["bin:node", "node", "process"])
   })
 })
