@@ -251,28 +251,43 @@ export const make = Effect.gen(function* () {
     "inference endpoint: none (a job run uses no model), so no endpoint capacity and no model were selected"
   ]
 
-  /** Attempts that no longer count: on a revoked or lapsed worker, or assigned and never claimed. */
+  /**
+   * Attempts that no longer count: on a revoked or lapsed worker, or assigned and never claimed.
+   * Answers when the next such deadline falls (null: none), so the scheduler sleeps until then.
+   */
   const supersedeLapsed = (now: number) =>
     Effect.gen(function* () {
       const s = yield* state
+      let next: number | null = null
+      const due = (at: number) => {
+        if (at > now && (next === null || at < next)) next = at
+      }
       for (const [runId] of s.runs.open) {
         const run = runOf(s, runId)
         const last = run === undefined ? undefined : lastAttempt(run)
         if (last === undefined || !ACTIVE.has(last.state) || last.host === "owner") continue
         const w = Option.getOrUndefined(HashMap.get(s.registry.workers, last.host))
+        const lastAdvertisedAt = w === undefined ? null : (freshness.get(w.id)?.lastAdvertisedAt ?? null)
+        const lapsed = w !== undefined && !workerAlive(w, now) && now - startedAt >= RESTART_GRACE_MS
+        const unclaimed = last.state === "assigned" && now - last.assignedAt >= CLAIM_DEADLINE_MS
         const reason =
           w === undefined
             ? "its worker is unknown"
             : w.revokedAt !== null
               ? "its worker was revoked"
-              : !workerAlive(w, now) && now - startedAt >= RESTART_GRACE_MS
+              : lapsed
                 ? "its worker's advertisement lapsed (no refresh for 15 s)"
-                : last.state === "assigned" && now - last.assignedAt >= CLAIM_DEADLINE_MS
+                : unclaimed
                   ? `its worker did not claim it within ${CLAIM_DEADLINE_MS / 1000} s`
                   : undefined
-        if (reason === undefined) continue
+        if (reason === undefined) {
+          due(Math.max(lastAdvertisedAt === null ? now : lastAdvertisedAt + ADVERTISEMENT_LIFETIME_MS, startedAt + RESTART_GRACE_MS))
+          if (last.state === "assigned") due(last.assignedAt + CLAIM_DEADLINE_MS)
+          continue
+        }
         yield* execute((st) => RunDecide.decideSupersede({ runId, attempt: last.n, reason, now }, st.runs)).pipe(Effect.ignore)
       }
+      return next as number | null
     })
 
   const placePending = (now: number) =>
@@ -301,10 +316,12 @@ export const make = Effect.gen(function* () {
       }
     })
 
+  /** One round: supersede what lapsed, place what is pending; answers when the next deadline falls. */
   const tick = Effect.gen(function* () {
     const now = yield* Clock.currentTimeMillis
-    yield* supersedeLapsed(now)
+    const next = yield* supersedeLapsed(now)
     yield* placePending(now)
+    return next
   })
 
   // ---- The owner's own executions ---------------------------------------------------------
@@ -590,13 +607,17 @@ export const make = Effect.gen(function* () {
     })
 
   yield* reconcileOwnerAtStart
+  // Rounds run when something changed (a kick), or when the next deadline falls (a lapse, an unclaimed assignment).
   yield* Effect.forkScoped(
-    Effect.forever(
-      Effect.zipRight(
-        Effect.raceFirst(Queue.take(wake), Effect.sleep(Duration.seconds(1))),
-        tick.pipe(Effect.catchAllCause((cause) => Effect.logError("the run scheduler failed a round", cause)))
-      )
-    )
+    Effect.iterate(null as number | null, {
+      while: () => true,
+      body: (next) =>
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          yield* Effect.raceFirst(Queue.take(wake), next === null ? Effect.never : Effect.sleep(Duration.millis(Math.max(0, next - now))))
+          return yield* tick.pipe(Effect.catchAllCause((cause) => Effect.zipRight(Effect.logError("the run scheduler failed a round", cause), Effect.map(Clock.currentTimeMillis, (t) => t + 1000))))
+        })
+    })
   )
   yield* kick
 
