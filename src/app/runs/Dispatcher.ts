@@ -395,12 +395,8 @@ export const make = Effect.gen(function* () {
       yield* execute((st) => RunDecide.decideSupersede({ runId, attempt: last.n, reason: "the owner restarted while running it", now }, st.runs)).pipe(Effect.ignore)
       yield* execute((st) => RunDecide.decideCease({ runId, attempt: last.n, reason: "the owner restarted", now }, st.runs)).pipe(Effect.ignore)
     }
-    for (const [id, run] of s.runs.runs) {
-      for (const a of run.attempts) {
-        if (a.host === "owner" && a.holdsSlot && !ACTIVE.has(a.state)) {
-          yield* execute((st) => RunDecide.decideCease({ runId: id, attempt: a.n, reason: "the owner restarted", now }, st.runs)).pipe(Effect.ignore)
-        }
-      }
+    for (const { runId, a } of heldBy(s, "owner")) {
+      if (!ACTIVE.has(a.state)) yield* execute((st) => RunDecide.decideCease({ runId, attempt: a.n, reason: "the owner restarted", now }, st.runs)).pipe(Effect.ignore)
     }
   })
 
@@ -466,13 +462,10 @@ export const make = Effect.gen(function* () {
       const s = yield* state
       const now = yield* Clock.currentTimeMillis
       let freed = 0
-      for (const [runId, run] of s.runs.runs) {
-        for (const a of run.attempts) {
-          if (a.host !== workerId || !a.holdsSlot) continue
-          if (ACTIVE.has(a.state)) yield* execute((st) => RunDecide.decideSupersede({ runId, attempt: a.n, reason: "the operator confirmed its worker stopped", now }, st.runs)).pipe(Effect.ignore)
-          const done = yield* execute((st) => RunDecide.decideCease({ runId, attempt: a.n, reason: "the operator confirmed its worker stopped", now }, st.runs)).pipe(Effect.orElseSucceed(() => []))
-          freed += done.length > 0 ? 1 : 0
-        }
+      for (const { runId, a } of heldBy(s, workerId)) {
+        if (ACTIVE.has(a.state)) yield* execute((st) => RunDecide.decideSupersede({ runId, attempt: a.n, reason: "the operator confirmed its worker stopped", now }, st.runs)).pipe(Effect.ignore)
+        const done = yield* execute((st) => RunDecide.decideCease({ runId, attempt: a.n, reason: "the operator confirmed its worker stopped", now }, st.runs)).pipe(Effect.orElseSucceed(() => []))
+        freed += done.length > 0 ? 1 : 0
       }
       return freed
     })
@@ -484,15 +477,18 @@ export const make = Effect.gen(function* () {
     return parsed === undefined ? Effect.fail(refusal("unknown-activity", `${JSON.stringify(attempt)} is not an activity attempt id`)) : Effect.succeed(parsed)
   }
 
+  /** The attempts holding a slot of this host (from the ledger's index, not a scan of all runs). */
+  const heldBy = (s: OwnerState, hostId: string) =>
+    Option.getOrElse(HashMap.get(s.runs.held, hostId), () => [] as ReadonlyArray<string>).flatMap((id) => {
+      const parsed = parseAttemptId(id)
+      const run = parsed === undefined ? undefined : runOf(s, parsed.runId)
+      const a = run?.attempts.find((x) => x.n === parsed!.attempt)
+      return run === undefined || a === undefined ? [] : [{ id, runId: run.id, a }]
+    })
+
   /** Attempts of this worker that it may still be running but must stop. */
   const stopsFor: DispatcherService["stopsFor"] = (workerId) =>
-    Effect.map(state, (s) => {
-      const out: Array<string> = []
-      for (const [id, run] of s.runs.runs) {
-        for (const a of run.attempts) if (a.host === workerId && a.holdsSlot && (a.state === "stopping" || a.state === "superseded")) out.push(attemptId(id, a.n))
-      }
-      return out
-    })
+    Effect.map(state, (s) => heldBy(s, workerId).filter(({ a }) => a.state === "stopping" || a.state === "superseded").map(({ id }) => id))
 
   /**
    * What the worker says it runs, against what the owner placed on it: a listed attempt the
@@ -519,15 +515,13 @@ export const make = Effect.gen(function* () {
         }
         if (a.state !== "running") stop.push(id)
       }
-      for (const [runId, run] of s.runs.runs) {
-        for (const a of run.attempts) {
-          if (a.host !== worker.id || !a.holdsSlot || listed.has(attemptId(runId, a.n))) continue
-          if (a.state === "superseded" || a.state === "stopping") {
-            yield* execute((st) => RunDecide.decideCease({ runId, attempt: a.n, reason: "its worker no longer runs it", now }, st.runs)).pipe(Effect.ignore)
-          } else if (restarted && a.state === "running") {
-            yield* execute((st) => RunDecide.decideSupersede({ runId, attempt: a.n, reason: "its worker restarted without it", now }, st.runs)).pipe(Effect.ignore)
-            yield* execute((st) => RunDecide.decideCease({ runId, attempt: a.n, reason: "its worker restarted without it", now }, st.runs)).pipe(Effect.ignore)
-          }
+      for (const { id, runId, a } of heldBy(s, worker.id)) {
+        if (listed.has(id)) continue
+        if (a.state === "superseded" || a.state === "stopping") {
+          yield* execute((st) => RunDecide.decideCease({ runId, attempt: a.n, reason: "its worker no longer runs it", now }, st.runs)).pipe(Effect.ignore)
+        } else if (restarted && a.state === "running") {
+          yield* execute((st) => RunDecide.decideSupersede({ runId, attempt: a.n, reason: "its worker restarted without it", now }, st.runs)).pipe(Effect.ignore)
+          yield* execute((st) => RunDecide.decideCease({ runId, attempt: a.n, reason: "its worker restarted without it", now }, st.runs)).pipe(Effect.ignore)
         }
       }
       return stop
@@ -553,11 +547,12 @@ export const make = Effect.gen(function* () {
       return [...new Set([...stop, ...(yield* stopsFor(worker.id))])].filter((id) => running.includes(id))
     })
 
+  /** The earliest-submitted attempt placed on this worker and not claimed yet. */
   const nextAssigned = (s: OwnerState, workerId: string) => {
     let best: { runId: string; n: number; seq: number } | undefined
-    for (const [runId, seq] of s.runs.open) {
-      const last = lastAttempt(runOf(s, runId)!)
-      if (last !== undefined && last.state === "assigned" && last.host === workerId && (best === undefined || seq < best.seq)) best = { runId, n: last.n, seq }
+    for (const { runId, a } of heldBy(s, workerId)) {
+      const seq = runOf(s, runId)!.submittedSequence
+      if (a.state === "assigned" && (best === undefined || seq < best.seq)) best = { runId, n: a.n, seq }
     }
     return best
   }

@@ -41,14 +41,14 @@ export const fold = (state: OwnerState, envelopes: Iterable<Envelope>): OwnerSta
     ...state,
     registry: { workers: HashMap.beginMutation(state.registry.workers), invites: HashMap.beginMutation(state.registry.invites) },
     ledger: { ...state.ledger, physical: HashMap.beginMutation(state.ledger.physical) },
-    runs: { runs: HashMap.beginMutation(state.runs.runs), open: HashMap.beginMutation(state.runs.open) }
+    runs: { runs: HashMap.beginMutation(state.runs.runs), open: HashMap.beginMutation(state.runs.open), held: HashMap.beginMutation(state.runs.held) }
   }
   for (const e of envelopes) s = evolve(s, e)
   return {
     ...s,
     registry: { workers: HashMap.endMutation(s.registry.workers), invites: HashMap.endMutation(s.registry.invites) },
     ledger: { ...s.ledger, physical: HashMap.endMutation(s.ledger.physical) },
-    runs: { runs: HashMap.endMutation(s.runs.runs), open: HashMap.endMutation(s.runs.open) }
+    runs: { runs: HashMap.endMutation(s.runs.runs), open: HashMap.endMutation(s.runs.open), held: HashMap.endMutation(s.runs.held) }
   }
 }
 

@@ -7,6 +7,7 @@
  * Pure: time comes from the events.
  */
 import * as HashMap from "effect/HashMap"
+import * as Option from "effect/Option"
 import type { Envelope, PlacementRecord, RunJob } from "../journal/Events.js"
 import { explain } from "../placement/Placement.js"
 
@@ -70,9 +71,20 @@ export interface RunsState {
   readonly runs: HashMap.HashMap<string, RunRecord>
   /** Runs not finished yet, by submission sequence (the scheduler's work list). */
   readonly open: HashMap.HashMap<string, number>
+  /** Per host, the attempts holding one of its slots (an index: what a worker's calls reconcile). */
+  readonly held: HashMap.HashMap<string, ReadonlyArray<string>>
 }
 
-export const initialRuns: RunsState = { runs: HashMap.empty(), open: HashMap.empty() }
+export const initialRuns: RunsState = { runs: HashMap.empty(), open: HashMap.empty(), held: HashMap.empty() }
+
+const hold = (held: RunsState["held"], host: string, attempt: string): RunsState["held"] =>
+  HashMap.set(held, host, [...Option.getOrElse(HashMap.get(held, host), () => [] as ReadonlyArray<string>), attempt])
+const unhold = (held: RunsState["held"], host: string, attempt: string): RunsState["held"] => {
+  const current = Option.getOrElse(HashMap.get(held, host), () => [] as ReadonlyArray<string>)
+  if (!current.includes(attempt)) return held
+  const rest = current.filter((a) => a !== attempt)
+  return rest.length === 0 ? HashMap.remove(held, host) : HashMap.set(held, host, rest)
+}
 
 export const attemptId = (runId: string, n: number) => `${runId}.${n}`
 
@@ -89,9 +101,10 @@ const withAttempt = (run: RunRecord, n: number, f: (a: AttemptRecord) => Attempt
   attempts: run.attempts.map((a) => (a.n === n ? f(a) : a))
 })
 
-const finish = (state: RunsState, id: string, run: RunRecord): RunsState => ({
+const finish = (state: RunsState, id: string, run: RunRecord, held: RunsState["held"] = state.held): RunsState => ({
   runs: HashMap.set(state.runs, id, run),
-  open: TERMINAL.has(run.state) ? HashMap.remove(state.open, id) : state.open
+  open: TERMINAL.has(run.state) ? HashMap.remove(state.open, id) : state.open,
+  held
 })
 
 export const evolveRuns = (state: RunsState, envelope: Envelope): RunsState => {
@@ -116,7 +129,7 @@ export const evolveRuns = (state: RunsState, envelope: Envelope): RunsState => {
       stoppedBy: null,
       streamVersion: envelope.streamVersion
     }
-    return { runs: HashMap.set(state.runs, e.runId, run), open: HashMap.set(state.open, e.runId, envelope.sequence) }
+    return { runs: HashMap.set(state.runs, e.runId, run), open: HashMap.set(state.open, e.runId, envelope.sequence), held: state.held }
   }
   if (!("runId" in e)) return state
   const found = HashMap.get(state.runs, e.runId)
@@ -136,7 +149,7 @@ export const evolveRuns = (state: RunsState, envelope: Envelope): RunsState => {
           ? [...before.attempts, { n: e.attempt!, host: e.host!, state: "assigned", holdsSlot: true, assignedAt: e.at, startedAt: null, fence: null, endedAt: null, reason: null }]
           : before.attempts
       }
-      return finish(state, e.runId, run)
+      return finish(state, e.runId, run, placed ? hold(state.held, e.host!, attemptId(e.runId, e.attempt!)) : state.held)
     }
     case "AttemptStarted": {
       const run = withAttempt(before, e.attempt, (a) => ({ ...a, state: "running", startedAt: e.at, fence: e.fence }))
@@ -144,16 +157,18 @@ export const evolveRuns = (state: RunsState, envelope: Envelope): RunsState => {
     }
     case "AttemptDeclined": {
       const run = withAttempt(before, e.attempt, (a) => ({ ...a, state: "declined", holdsSlot: false, endedAt: e.at, reason: e.reason }))
-      return finish(state, e.runId, {
-        ...run,
-        declinedBy: run.declinedBy.includes(e.host) ? run.declinedBy : [...run.declinedBy, e.host],
-        state: terminal ? run.state : "pending"
-      })
+      return finish(
+        state,
+        e.runId,
+        { ...run, declinedBy: run.declinedBy.includes(e.host) ? run.declinedBy : [...run.declinedBy, e.host], state: terminal ? run.state : "pending" },
+        unhold(state.held, e.host, attemptId(e.runId, e.attempt))
+      )
     }
     case "AttemptReported": {
       const run = withAttempt(before, e.attempt, (a) => ({ ...a, state: "reported", holdsSlot: false, endedAt: e.at, reason: e.error }))
-      if (terminal) return finish(state, e.runId, run)
-      return finish(state, e.runId, { ...run, state: e.ok ? "succeeded" : "failed", result: e.ok ? e.result : null, error: e.error, finishedAt: e.at })
+      const held = unhold(state.held, e.host, attemptId(e.runId, e.attempt))
+      if (terminal) return finish(state, e.runId, run, held)
+      return finish(state, e.runId, { ...run, state: e.ok ? "succeeded" : "failed", result: e.ok ? e.result : null, error: e.error, finishedAt: e.at }, held)
     }
     case "AttemptSuperseded": {
       const run = withAttempt(before, e.attempt, (a) => ({ ...a, state: "superseded", endedAt: e.at, reason: e.reason }))
@@ -163,7 +178,8 @@ export const evolveRuns = (state: RunsState, envelope: Envelope): RunsState => {
       return finish(
         state,
         e.runId,
-        withAttempt(before, e.attempt, (a) => ({ ...a, state: a.state === "reported" || a.state === "declined" ? a.state : "ceased", holdsSlot: false, endedAt: a.endedAt ?? e.at }))
+        withAttempt(before, e.attempt, (a) => ({ ...a, state: a.state === "reported" || a.state === "declined" ? a.state : "ceased", holdsSlot: false, endedAt: a.endedAt ?? e.at })),
+        unhold(state.held, e.host, attemptId(e.runId, e.attempt))
       )
     case "RunStopRequested": {
       const run = { ...before, state: "stopped" as const, finishedAt: e.at, stoppedBy: e.actor, error: "stopped by the operator" }
