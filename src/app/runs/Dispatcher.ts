@@ -122,6 +122,8 @@ export const make = Effect.gen(function* () {
   const entropy = yield* Entropy
   const host = yield* OwnerHost
   const startedAt = yield* Clock.currentTimeMillis
+  // The owner's own executions live in this layer's scope: stopping the owner stops them.
+  const scope = yield* Effect.scope
 
   const wake = yield* Queue.sliding<void>(1)
   const kick = Effect.asVoid(Queue.offer(wake, undefined))
@@ -380,7 +382,7 @@ export const make = Effect.gen(function* () {
         Effect.catchAll((e) => Effect.logError(`recording attempt ${id}: ${e.message}`)),
         Effect.asVoid,
         Effect.ensuring(Effect.sync(() => local.delete(id))),
-        Effect.forkDaemon
+        Effect.forkIn(scope)
       )
       local.set(id, fiber)
     })

@@ -125,14 +125,20 @@ export const makeWork = (side: WorkSide, call: Call) =>
         running.set(work.attempt, entry.r)
       })
 
-    /** Take a slot, then claim; work keeps the slot, no work gives it back. */
+    /**
+     * Take a slot, then claim; work keeps the slot, no work gives it back. Only the waits are
+     * interruptible (a session ending stops a claim): a slot taken is always either given back or
+     * handed to the attempt that runs in it.
+     */
     const claiming = Effect.forever(
-      Effect.gen(function* () {
-        yield* side.slots.take(1)
-        const answer = yield* call({ kind: "claim", fence, waitSeconds: side.claimWaitSeconds }).pipe(Effect.onError(() => side.slots.release(1)))
-        if (answer.kind === "work") yield* start(answer)
-        else yield* side.slots.release(1)
-      })
+      Effect.uninterruptibleMask((restore) =>
+        Effect.gen(function* () {
+          yield* restore(side.slots.take(1))
+          const answer = yield* restore(call({ kind: "claim", fence, waitSeconds: side.claimWaitSeconds })).pipe(Effect.onError(() => side.slots.release(1)))
+          if (answer.kind === "work") yield* start(answer)
+          else yield* side.slots.release(1)
+        })
+      )
     )
 
     const heartbeating = Effect.forever(
