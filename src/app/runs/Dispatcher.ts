@@ -20,6 +20,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
+import { LABEL } from "../../domain/manifest/Formats.js"
 import type { Candidate, Quotas } from "../../domain/placement/Placement.js"
 import * as RunDecide from "../../domain/runs/Decide.js"
 import { ACTIVE, attemptId, lastAttempt, parseAttemptId, TERMINAL, type RunRecord } from "../../domain/runs/Runs.js"
@@ -189,7 +190,6 @@ export const make = Effect.gen(function* () {
 
   // ---- Admission ------------------------------------------------------------------------
 
-  const LABEL = /^[A-Za-z0-9][A-Za-z0-9._/-]*=[^,=]*$/
   const submit: DispatcherService["submit"] = (i) =>
     Effect.gen(function* () {
       const bad = i.prefer.filter((p) => !LABEL.test(p))
