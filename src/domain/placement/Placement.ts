@@ -97,85 +97,142 @@ export type Outcome =
   | { readonly outcome: "waiting"; readonly verdicts: ReadonlyArray<CandidateVerdict> }
 
 const has = (list: ReadonlyArray<string>, x: string) => list.includes(x)
+const NONE: ReadonlyArray<Exclusion> = []
+
+/**
+ * Layer 1 for one activity: the exclusion records depend only on the activity (and the label
+ * or program named), so each is made once per decision and shared by every candidate it
+ * applies to. That keeps a decision over 10,000 candidates from building 10,000 copies.
+ */
+export const eligibilityOf = (a: Activity): ((c: Candidate) => ReadonlyArray<Exclusion>) => {
+  const made = new Map<string, Exclusion>()
+  const x = (code: EligibilityCode, key: string, text: () => string): Exclusion => {
+    const k = `${code}\u0000${key}`
+    let e = made.get(k)
+    if (e === undefined) {
+      e = { layer: "eligibility", code, text: text() }
+      made.set(k, e)
+    }
+    return e
+  }
+  return (c) => {
+    let out: Array<Exclusion> | undefined
+    const no = (e: Exclusion) => (out ??= []).push(e)
+    if (!c.isOwner) {
+      if (c.revoked) no(x("revoked", "", () => "revoked"))
+      else if (!c.advertisementAlive) no(x("advertisement-expired", "", () => "its advertisement expired (no refresh for 15 s)"))
+      if (!a.remoteEligible) no(x("not-remote-eligible", "", () => `${a.address} is not remote-eligible: it stays on the owner`))
+      if (c.scope.length > 0 && !has(c.scope, a.address)) no(x("out-of-scope", "", () => `${a.address} is outside its scope`))
+      const held = c.artifacts.find((h) => h.address === a.address)
+      if (held === undefined) no(x("job-not-held", "", () => `it does not hold ${a.address}`))
+      else if (held.digest !== a.digest) no(x("digest-mismatch", "", () => `it holds ${a.address} with another digest`))
+    }
+    if (!has(c.capabilities, a.executor)) no(x("missing-capability", "", () => `lacks the ${a.executor} executor`))
+    for (const label of a.requiredLabels) if (!has(c.labels, label)) no(x("missing-label", label, () => `lacks label ${label}`))
+    for (const bin of a.requiredBins) if (!has(c.bins, bin)) no(x("missing-bin", bin, () => `lacks program ${bin}`))
+    if (a.bounds.length > 0 && !has(c.capabilities, BOUNDS_CAPABILITY)) no(x("bounds-unenforceable", "", () => `cannot enforce the job's bounds (${a.bounds.join(", ")})`))
+    if (a.declinedBy.length > 0 && has(a.declinedBy, c.id)) no(x("declined", "", () => "it declined an earlier attempt of this activity"))
+    return out ?? NONE
+  }
+}
 
 /** Layer 1: every reason this candidate can never run this activity as configured. */
-export const eligibility = (c: Candidate, a: Activity): ReadonlyArray<Exclusion> => {
-  const out: Array<Exclusion> = []
-  const no = (code: EligibilityCode, text: string) => out.push({ layer: "eligibility", code, text })
-  if (!c.isOwner) {
-    if (c.revoked) no("revoked", "revoked")
-    else if (!c.advertisementAlive) no("advertisement-expired", "its advertisement expired (no refresh for 15 s)")
-    if (!a.remoteEligible) no("not-remote-eligible", `${a.address} is not remote-eligible: it stays on the owner`)
-    if (c.scope.length > 0 && !has(c.scope, a.address)) no("out-of-scope", `${a.address} is outside its scope`)
-    const held = c.artifacts.find((x) => x.address === a.address)
-    if (held === undefined) no("job-not-held", `it does not hold ${a.address}`)
-    else if (held.digest !== a.digest) no("digest-mismatch", `it holds ${a.address} with another digest`)
+export const eligibility = (c: Candidate, a: Activity): ReadonlyArray<Exclusion> => eligibilityOf(a)(c)
+
+const full = (code: CapacityCode, what: string, used: number, cap: number): Exclusion => ({
+  layer: "capacity",
+  code,
+  text: `${what}: ${used} of ${cap} in use`,
+  requested: 1,
+  used,
+  capacity: cap
+})
+
+/** Layer 2 for one decision: the shared ledgers are judged once; a host's slots per distinct count. */
+export const capacityOf = (q: Quotas): ((c: Candidate) => ReadonlyArray<Exclusion>) => {
+  const logical = q.logical !== null && q.logical.used + 1 > q.logical.capacity ? full("no-logical-quota", "logical quota", q.logical.used, q.logical.capacity) : undefined
+  const endpoint = q.endpoint !== null && q.endpoint.used + 1 > q.endpoint.capacity ? full("no-endpoint-capacity", "inference endpoint", q.endpoint.used, q.endpoint.capacity) : undefined
+  const slots = new Map<string, Exclusion>()
+  return (c) => {
+    const noSlot = c.slots.used + 1 > c.slots.capacity
+    if (logical === undefined && endpoint === undefined && !noSlot) return NONE
+    const out: Array<Exclusion> = []
+    if (logical !== undefined) out.push(logical)
+    if (noSlot) {
+      const k = `${c.slots.used}/${c.slots.capacity}`
+      let e = slots.get(k)
+      if (e === undefined) {
+        e = full("no-physical-slot", "slots", c.slots.used, c.slots.capacity)
+        slots.set(k, e)
+      }
+      out.push(e)
+    }
+    if (endpoint !== undefined) out.push(endpoint)
+    return out
   }
-  if (!has(c.capabilities, a.executor)) no("missing-capability", `lacks the ${a.executor} executor`)
-  for (const label of a.requiredLabels) if (!has(c.labels, label)) no("missing-label", `lacks label ${label}`)
-  for (const bin of a.requiredBins) if (!has(c.bins, bin)) no("missing-bin", `lacks program ${bin}`)
-  if (a.bounds.length > 0 && !has(c.capabilities, BOUNDS_CAPABILITY)) no("bounds-unenforceable", `cannot enforce the job's bounds (${a.bounds.join(", ")})`)
-  if (has(a.declinedBy, c.id)) no("declined", "it declined an earlier attempt of this activity")
-  return out
 }
 
 /** Layer 2: every ledger without room, with requested, used and capacity. */
-export const capacity = (c: Candidate, q: Quotas): ReadonlyArray<Exclusion> => {
-  const out: Array<Exclusion> = []
-  const full = (code: CapacityCode, what: string, used: number, cap: number) =>
-    out.push({ layer: "capacity", code, text: `${what}: ${used} of ${cap} in use`, requested: 1, used, capacity: cap })
-  if (q.logical !== null && q.logical.used + 1 > q.logical.capacity) full("no-logical-quota", "logical quota", q.logical.used, q.logical.capacity)
-  if (c.slots.used + 1 > c.slots.capacity) full("no-physical-slot", "slots", c.slots.used, c.slots.capacity)
-  if (q.endpoint !== null && q.endpoint.used + 1 > q.endpoint.capacity) full("no-endpoint-capacity", "inference endpoint", q.endpoint.used, q.endpoint.capacity)
-  return out
-}
+export const capacity = (c: Candidate, q: Quotas): ReadonlyArray<Exclusion> => capacityOf(q)(c)
 
 /** Layer 3: locality first (the owner keeps what it can run), then stated preferences. */
 export const preference = (c: Candidate, a: Activity) => ({
   locality: c.isOwner ? 1 : 0,
-  preference: a.preferredLabels.filter((l) => has(c.labels, l)).length
+  preference: a.preferredLabels.length === 0 ? 0 : a.preferredLabels.filter((l) => has(c.labels, l)).length
 })
 
-/** A deterministic tie-break: FNV-1a of activity and candidate, so a replay picks the same host. */
-export const tieBreak = (activityId: string, candidateId: string): number => {
-  let h = 0x811c9dc5
-  const s = `${activityId}\u0000${candidateId}`
+const FNV_OFFSET = 0x811c9dc5
+const fnv = (h: number, s: string): number => {
   for (let i = 0; i < s.length; i++) {
     h ^= s.charCodeAt(i)
     h = Math.imul(h, 0x01000193) >>> 0
   }
   return h
 }
+/** The hash of `activityId` and the separator: the common prefix of every candidate's tie-break. */
+const tieBreakPrefix = (activityId: string) => fnv(fnv(FNV_OFFSET, activityId), "\u0000")
+
+/** A deterministic tie-break: FNV-1a of activity and candidate, so a replay picks the same host. */
+export const tieBreak = (activityId: string, candidateId: string): number => fnv(tieBreakPrefix(activityId), candidateId)
 
 export const place = (a: Activity, candidates: ReadonlyArray<Candidate>, q: Quotas): Outcome => {
+  const eligible = eligibilityOf(a)
+  const room = capacityOf(q)
+  const prefix = tieBreakPrefix(a.id)
   const verdicts: Array<CandidateVerdict> = []
-  const ranked: Array<{ readonly c: Candidate; readonly score: { locality: number; preference: number } }> = []
   let eligibleSomewhere = false
+  // The best so far, in one pass: locality, then preference, then the tie-break (hashed only on a tie), then id.
+  let best: { readonly c: Candidate; readonly score: { locality: number; preference: number }; tie: number | undefined } | undefined
   for (const c of candidates) {
-    const layer1 = eligibility(c, a)
+    const layer1 = eligible(c)
     if (layer1.length > 0) {
       verdicts.push({ candidate: c.id, name: c.name, exclusions: layer1, score: null })
       continue
     }
     eligibleSomewhere = true
-    const layer2 = capacity(c, q)
+    const layer2 = room(c)
     if (layer2.length > 0) {
       verdicts.push({ candidate: c.id, name: c.name, exclusions: layer2, score: null })
       continue
     }
     const score = preference(c, a)
-    verdicts.push({ candidate: c.id, name: c.name, exclusions: [], score })
-    ranked.push({ c, score })
+    verdicts.push({ candidate: c.id, name: c.name, exclusions: NONE, score })
+    if (best === undefined) {
+      best = { c, score, tie: undefined }
+      continue
+    }
+    const byRank = score.locality - best.score.locality || score.preference - best.score.preference
+    if (byRank < 0) continue
+    if (byRank > 0) {
+      best = { c, score, tie: undefined }
+      continue
+    }
+    best.tie ??= fnv(prefix, best.c.id)
+    const tie = fnv(prefix, c.id)
+    if (tie < best.tie || (tie === best.tie && c.id < best.c.id)) best = { c, score, tie }
   }
-  if (ranked.length === 0) return { outcome: eligibleSomewhere ? "waiting" : "blocked", verdicts }
-  ranked.sort(
-    (x, y) =>
-      y.score.locality - x.score.locality ||
-      y.score.preference - x.score.preference ||
-      tieBreak(a.id, x.c.id) - tieBreak(a.id, y.c.id) ||
-      (x.c.id < y.c.id ? -1 : 1)
-  )
-  return { outcome: "placed", host: ranked[0]!.c.id, verdicts }
+  if (best === undefined) return { outcome: eligibleSomewhere ? "waiting" : "blocked", verdicts }
+  return { outcome: "placed", host: best.c.id, verdicts }
 }
 
 /** A decision as recorded in the journal: the same data as an `Outcome`, with `host` null unless placed. */
