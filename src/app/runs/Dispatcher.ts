@@ -465,9 +465,12 @@ export const make = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
       let freed = 0
       for (const { runId, a } of heldBy(s, workerId)) {
-        if (ACTIVE.has(a.state)) yield* execute((st) => RunDecide.decideSupersede({ runId, attempt: a.n, reason: "the operator confirmed its worker stopped", now }, st.runs)).pipe(Effect.ignore)
+        const superseded = ACTIVE.has(a.state)
+          ? yield* execute((st) => RunDecide.decideSupersede({ runId, attempt: a.n, reason: "the operator confirmed its worker stopped", now }, st.runs)).pipe(Effect.orElseSucceed(() => []))
+          : []
         const done = yield* execute((st) => RunDecide.decideCease({ runId, attempt: a.n, reason: "the operator confirmed its worker stopped", now }, st.runs)).pipe(Effect.orElseSucceed(() => []))
-        freed += done.length > 0 ? 1 : 0
+        // An attempt never claimed is ceased by its supersession itself, then the cease finds nothing to do.
+        freed += [...superseded, ...done].some((e) => e.event._tag === "AttemptCeased") ? 1 : 0
       }
       return freed
     })

@@ -1,0 +1,576 @@
+/**
+ * The owner's runs through the real owner (`Owner.layerWithRuns`): the worker route's calls,
+ * the real deciders and projections over the memory journal, the real child-process executor
+ * for the owner's own runs, and Effect's TestClock for every time rule (the 15 s advertisement,
+ * the 30 s claim deadline), at both sides of each bound. Child processes run in real time;
+ * a test waits for what they cause (a report wakes `wait`), never for a clock.
+ */
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as HashMap from "effect/HashMap"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as TestClock from "effect/TestClock"
+import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
+import { Journal, layerMemory } from "../../../src/app/journal/Journal.js"
+import { layer as projectionsLayer, Projections } from "../../../src/app/journal/Projections.js"
+import { Dispatcher, type OwnerHostSettings, type RunDetail } from "../../../src/app/runs/Dispatcher.js"
+import { JobNotRunnable, type ResolvedJob } from "../../../src/app/runs/JobCatalog.js"
+import { layerWithRuns, Owner, OwnerAddress } from "../../../src/app/workers/Owner.js"
+import type { WorkerRequest, WorkerResponse } from "../../../src/app/workers/Protocol.js"
+import type { Candidate } from "../../../src/domain/placement/Placement.js"
+import * as RunDecide from "../../../src/domain/runs/Decide.js"
+import * as NodeHashing from "../../../src/infra/journal/NodeHashing.js"
+import { formatValidators } from "../../../src/infra/manifest/FormatValidators.js"
+import * as NodeEntropy from "../../../src/infra/workers/NodeEntropy.js"
+import { runsDeps } from "../../support/runs.js"
+
+// ---- An owner with one installed bag --------------------------------------------------------
+
+const bagDir = mkdtempSync(join(tmpdir(), "svc-dispatcher-bag-"))
+writeFileSync(
+  join(bagDir, "main.mjs"),
+  `let text = ""
+for await (const chunk of process.stdin) text += chunk
+const input = JSON.parse(text)
+console.log("working on " + input.text)
+console.log(JSON.stringify(input.misfit ? { misfit: true } : { text: input.text, length: input.text.length }))
+`
+)
+
+const DIGEST = "sha256:0d1g3st"
+const ECHO = "demo:echo@1.0.0"
+const GPU = "demo:gpu@1.0.0"
+const INPUT_SCHEMA = { type: "object", required: ["text"], properties: { text: { type: "string" }, misfit: { type: "boolean" } }, additionalProperties: false }
+const OUTPUT_SCHEMA = { type: "object", required: ["text", "length"], properties: { text: { type: "string" }, length: { type: "integer" } } }
+
+/** As JobCatalog words it. */
+const check = (schema: unknown, what: string) => (value: unknown) => {
+  const problem = formatValidators.validate(schema, value)
+  return problem === undefined ? undefined : `${what} does not match the job's ${what}_schema: ${problem.replace(/\binputs\b/g, what)}`
+}
+const resolved = (name: string, requiredLabels: ReadonlyArray<string>): ResolvedJob => ({
+  job: {
+    address: `demo:${name}@1.0.0`,
+    bag: "demo",
+    job: name,
+    digest: DIGEST,
+    executor: "node",
+    remoteEligible: true,
+    ownerOnly: [],
+    requiredLabels,
+    requiredBins: [],
+    bounds: [],
+    timeoutMs: null
+  },
+  bagDir,
+  runs: { using: "node", main: "main.mjs" },
+  env: [],
+  workingDirectory: undefined,
+  inputProblem: check(INPUT_SCHEMA, "input"),
+  outputProblem: check(OUTPUT_SCHEMA, "output")
+})
+/** `echo` runs anywhere (the owner keeps it); `gpu` needs a label only workers have. */
+const installed = new Map([
+  [ECHO, resolved("echo", [])],
+  [GPU, resolved("gpu", ["gpu=true"])]
+])
+const host: OwnerHostSettings = {
+  capacity: 2,
+  labels: ["os=linux"],
+  capabilities: ["node", "process"],
+  bins: () => Effect.succeed([]),
+  resolve: (address) => {
+    const job = installed.get(address)
+    return job === undefined ? Effect.fail(new JobNotRunnable({ message: `no installed bag holds ${address}` })) : Effect.succeed(job)
+  },
+  withSlot: (effect) => effect
+}
+
+const TestOwner = layerWithRuns.pipe(
+  Layer.provideMerge(projectionsLayer),
+  Layer.provideMerge(
+    Layer.mergeAll(
+      layerMemory,
+      Layer.succeed(Checkpoints, { write: () => Effect.void, latest: Effect.succeed(undefined) }),
+      NodeHashing.layer,
+      NodeEntropy.layer,
+      runsDeps(host),
+      Layer.succeed(OwnerAddress, { url: "https://owner.test:7443", fingerprint: "ab".repeat(32) })
+    )
+  )
+)
+
+// ---- Helpers ---------------------------------------------------------------------------------
+
+type Answer = Either.Either<WorkerResponse, { readonly code: string; readonly message: string }>
+const call = (bearer: string, request: WorkerRequest) => Effect.flatMap(Owner, (o) => Effect.either(o.handle(bearer, request)))
+const ok = <K extends WorkerResponse["kind"]>(r: Answer, kind: K) => {
+  if (Either.isLeft(r)) throw new Error(`refused: ${r.left.code}: ${r.left.message}`)
+  expect(r.right.kind).toBe(kind)
+  return r.right as Extract<WorkerResponse, { kind: K }>
+}
+const refusal = (r: Answer) => (Either.isLeft(r) ? r.left.code : `answered ${r.right.kind}`)
+
+interface Linked {
+  readonly credential: string
+  readonly workerId: string
+  readonly fence: number
+  readonly labels: ReadonlyArray<string>
+}
+
+/** Invite, join and hello: a linked worker with its credential and fence. */
+const linked = (name: string, labels: ReadonlyArray<string> = ["gpu=true", "os=linux"], scope: ReadonlyArray<string> = []) =>
+  Effect.gen(function* () {
+    const { token } = yield* (yield* Owner).invite({ scope, expiresInMs: null, name, actor: "operator" })
+    const joined = ok(yield* call(token, { kind: "join", name }), "joined")
+    const welcome = ok(yield* call(joined.credential, { kind: "hello", protocol: 1, running: [] }), "welcome")
+    return { credential: joined.credential, workerId: joined.workerId, fence: welcome.fence, labels } satisfies Linked
+  })
+
+/** The worker's offer: it holds both jobs of the bag. */
+const advertise = (w: Linked) =>
+  call(w.credential, {
+    kind: "advertise",
+    fence: w.fence,
+    capacity: 2,
+    labels: [...w.labels],
+    capabilities: ["node"],
+    artifacts: [ECHO, GPU].map((address) => ({ address, digest: DIGEST }))
+  }).pipe(Effect.map((r) => ok(r, "ack")))
+
+const claimNow = (w: Linked) => call(w.credential, { kind: "claim", fence: w.fence, waitSeconds: 0 })
+const heartbeat = (w: Linked, running: ReadonlyArray<string>) => call(w.credential, { kind: "heartbeat", fence: w.fence, running: [...running] })
+const report = (w: Linked, attempt: string, result: unknown = { text: "hi", length: 2 }) =>
+  call(w.credential, { kind: "report", fence: w.fence, attempt, outcome: { ok: true, result, exitCode: 0 } })
+
+const submit = (address: string, input: unknown = { text: "hi" }, prefer: ReadonlyArray<string> = []) =>
+  Effect.flatMap(Dispatcher, (d) => d.submit({ address, input, prefer, actor: "operator" }))
+const show = (runId: string) => Effect.flatMap(Dispatcher, (d) => d.show(runId))
+const head = Effect.flatMap(Journal, (j) => j.head)
+const sequence = Effect.flatMap(Projections, (p) => Effect.map(p.state, (s) => s.sequence))
+const reserved = (hostId: string) =>
+  Effect.flatMap(Projections, (p) => Effect.map(p.state, (s) => Option.match(HashMap.get(s.ledger.physical, hostId), { onNone: () => 0, onSome: (x) => x.reserved })))
+
+/** Real time, for fibers driven by other fibers or child processes (the TestClock stands still). */
+const realSleep = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
+/** Polls, in real time, until the scheduler's round (or a child process) has done what `ok` expects. */
+const until = <A, E, R>(what: string, get: Effect.Effect<A, E, R>, holds: (a: A) => boolean) =>
+  Effect.gen(function* () {
+    for (let i = 0; i < 400; i++) {
+      const a = yield* get
+      if (holds(a)) return a
+      yield* realSleep(5)
+    }
+    return yield* Effect.dieMessage(`never came: ${what}`)
+  })
+/** Lets a scheduler round that may have been started finish, before checking that nothing changed. */
+const quiet = realSleep(30)
+
+const attempt = (detail: RunDetail, n: number) => detail.attemptRecords.find((a) => a.n === n)
+const placedOn = (runId: string, n: number) => until(`attempt ${runId}.${n} placed`, show(runId), (d) => attempt(d, n) !== undefined)
+
+/** A run of `gpu` placed on `w` and claimed there: answers the run id and the attempt id. */
+const runningOn = (w: Linked, prefer: ReadonlyArray<string> = []) =>
+  Effect.gen(function* () {
+    const run = yield* submit(GPU, { text: "hi" }, prefer)
+    yield* placedOn(run.id, 1)
+    const work = ok(yield* claimNow(w), "work")
+    expect(work.attempt).toBe(`${run.id}.1`)
+    return { runId: run.id, id: work.attempt }
+  })
+
+// ---- Admission ----------------------------------------------------------------------------------
+
+describe("admission", () => {
+  it.effect("a refused submission names the problem and leaves the journal and the projections as they were", () =>
+    Effect.gen(function* () {
+      const dispatcher = yield* Dispatcher
+      yield* linked("lab-1")
+      const before = [yield* head, yield* sequence]
+      const refused = (i: { address: string; input: unknown; prefer?: ReadonlyArray<string> }) =>
+        Effect.flip(dispatcher.submit({ address: i.address, input: i.input, prefer: i.prefer ?? [], actor: "operator" }))
+      expect(yield* refused({ address: ECHO, input: {} })).toMatchObject({
+        code: "invalid-input",
+        message: "input does not match the job's input_schema: input must have required property 'text'"
+      })
+      expect(yield* refused({ address: ECHO, input: { text: 5 } })).toMatchObject({ code: "invalid-input", message: "input does not match the job's input_schema: input/text must be string" })
+      expect(yield* refused({ address: "demo:nope@1.0.0", input: { text: "hi" } })).toMatchObject({ code: "not-runnable", message: "no installed bag holds demo:nope@1.0.0" })
+      expect(yield* refused({ address: ECHO, input: { text: "hi" }, prefer: ["fast"] })).toMatchObject({ code: "bad-preference", message: '--prefer takes KEY=VALUE labels; "fast" is not one' })
+      expect(yield* refused({ address: ECHO, input: { text: "x".repeat(1024 * 1024) } })).toMatchObject({ code: "input-too-large" })
+      expect([yield* head, yield* sequence]).toEqual(before)
+      expect(yield* dispatcher.list).toEqual([])
+    }).pipe(Effect.provide(TestOwner))
+  )
+})
+
+// ---- On the owner -----------------------------------------------------------------------------
+
+describe("on the owner", () => {
+  it.effect("a job the owner can run is placed on the owner and succeeds, in a real child process", () =>
+    Effect.gen(function* () {
+      const dispatcher = yield* Dispatcher
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const submitted = yield* submit(ECHO, { text: "hello" })
+      expect(submitted).toMatchObject({ address: ECHO, state: "pending", attempts: 0 })
+      // The report wakes `wait`; its own deadline (TestClock) never comes.
+      const done = yield* dispatcher.wait(submitted.id, 60_000)
+      expect(done).toMatchObject({ state: "succeeded", host: "owner", attempts: 1, result: { text: "hello", length: 5 }, error: null })
+      const detail = yield* show(submitted.id)
+      expect(detail.placement).toMatchObject({ outcome: "placed", host: "owner", record: { executionHost: "owner", selectionProvenance: "locality: the owner keeps what it can run" } })
+      expect(detail.attemptRecords).toEqual([expect.objectContaining({ id: `${submitted.id}.1`, host: "owner", state: "reported", holdsSlot: false, fence: null })])
+      expect(detail.output.stdout).toContain("working on hello")
+      expect(yield* reserved("owner")).toBe(0)
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("a result that does not fit output_schema fails the run with that reason", () =>
+    Effect.gen(function* () {
+      const submitted = yield* submit(ECHO, { text: "hi", misfit: true })
+      const done = yield* (yield* Dispatcher).wait(submitted.id, 60_000)
+      expect(done).toMatchObject({ state: "failed", host: "owner", result: null, error: "output does not match the job's output_schema: output must have required property 'text', output must have required property 'length'" })
+    }).pipe(Effect.provide(TestOwner))
+  )
+})
+
+// ---- On a worker ------------------------------------------------------------------------------
+
+describe("on a worker", () => {
+  it.effect("a job needing a label only the worker has is placed there; a waiting claim is answered with it; the report completes it", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const claim = yield* Effect.fork(call(w.credential, { kind: "claim", fence: w.fence, waitSeconds: 30 }))
+      yield* quiet
+      expect(claim.unsafePoll()).toBeNull()
+      const run = yield* submit(GPU)
+      const work = ok(yield* claim.await.pipe(Effect.flatten), "work")
+      expect(work).toMatchObject({ attempt: `${run.id}.1`, runId: run.id, address: GPU, digest: DIGEST, input: { text: "hi" }, timeoutMs: null })
+      const running = yield* show(run.id)
+      expect(running).toMatchObject({ state: "running", host: "lab-1", explanation: "placed on worker 'lab-1'; excluded: owner (eligibility: lacks label gpu=true)" })
+      expect(attempt(running, 1)).toMatchObject({ host: w.workerId, hostName: "lab-1", state: "running", fence: w.fence, holdsSlot: true })
+      expect(yield* reserved(w.workerId)).toBe(1)
+      ok(yield* report(w, work.attempt, { text: "hi", length: 2 }), "ack")
+      expect(yield* show(run.id)).toMatchObject({ state: "succeeded", result: { text: "hi", length: 2 }, error: null })
+      expect(yield* reserved(w.workerId)).toBe(0)
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("a worker's result is checked against output_schema: one that does not fit fails the run with the reason", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const { runId, id } = yield* runningOn(w)
+      ok(yield* report(w, id, { text: "hi", length: "two" }), "ack")
+      expect(yield* show(runId)).toMatchObject({ state: "failed", result: null, error: "output does not match the job's output_schema: output/length must be integer" })
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("a retried report is answered as the first and recorded once", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const { runId, id } = yield* runningOn(w)
+      ok(yield* report(w, id), "ack")
+      const after = yield* head
+      ok(yield* report(w, id), "ack")
+      // Even a retry carrying another outcome: the first one stands.
+      ok(yield* call(w.credential, { kind: "report", fence: w.fence, attempt: id, outcome: { ok: false, error: "late", exitCode: 1 } }), "ack")
+      expect(yield* head).toBe(after)
+      expect(yield* show(runId)).toMatchObject({ state: "succeeded", result: { text: "hi", length: 2 } })
+    }).pipe(Effect.provide(TestOwner))
+  )
+})
+
+// ---- What supersedes an attempt --------------------------------------------------------------
+
+describe("a lapsed advertisement", () => {
+  /**
+   * lab-1 (zone=a, preferred) runs the attempt and then falls silent at 0 s; lab-2 keeps
+   * advertising every 5 s. Answers with the clock at 14.9 s.
+   */
+  const silentAfterClaim = Effect.gen(function* () {
+    const w1 = yield* linked("lab-1", ["gpu=true", "zone=a"])
+    const w2 = yield* linked("lab-2", ["gpu=true", "zone=b"])
+    yield* advertise(w1)
+    yield* advertise(w2)
+    const { runId, id } = yield* runningOn(w1, ["zone=a"])
+    for (const t of [5_000, 5_000, 4_900]) {
+      yield* TestClock.adjust(t)
+      yield* advertise(w2)
+    }
+    return { w1, w2, runId, id }
+  })
+
+  it.effect("at 14.9 s the attempt still counts; at 15 s the next round supersedes it and places the run again", () =>
+    Effect.gen(function* () {
+      const { w1, w2, runId } = yield* silentAfterClaim
+      // A round at 14.9 s (a kick) leaves it alone.
+      yield* (yield* Dispatcher).kick
+      yield* quiet
+      const before = yield* show(runId)
+      expect(before).toMatchObject({ state: "running", attempts: 1 })
+      expect(attempt(before, 1)).toMatchObject({ state: "running", holdsSlot: true })
+      yield* TestClock.adjust(100)
+      const after = yield* placedOn(runId, 2)
+      expect(attempt(after, 1)).toMatchObject({ host: w1.workerId, state: "superseded", reason: "its worker's advertisement lapsed (no refresh for 15 s)", endedAt: 15_000, holdsSlot: true })
+      expect(attempt(after, 2)).toMatchObject({ host: w2.workerId, state: "assigned", assignedAt: 15_000 })
+      expect(after).toMatchObject({ state: "assigned", host: "lab-2" })
+      expect(after.placement!.explanation).toBe("placed on worker 'lab-2'; excluded: owner (eligibility: lacks label gpu=true), worker 'lab-1' (eligibility: its advertisement expired (no refresh for 15 s))")
+      // The superseded attempt keeps lab-1's slot until lab-1 is seen to have stopped it.
+      expect([yield* reserved(w1.workerId), yield* reserved(w2.workerId)]).toEqual([1, 1])
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("the late report of the superseded attempt is refused as superseded and changes nothing", () =>
+    Effect.gen(function* () {
+      const { w1, w2, runId, id } = yield* silentAfterClaim
+      yield* TestClock.adjust(100)
+      yield* placedOn(runId, 2)
+      const before = [yield* head, yield* sequence, JSON.stringify(yield* show(runId))]
+      const late = yield* report(w1, id)
+      expect(refusal(late)).toBe("superseded")
+      expect(Either.isLeft(late) && late.left.message).toBe(
+        `attempt ${id} was superseded (its worker's advertisement lapsed (no refresh for 15 s)): its activity was placed again, and this late report is refused`
+      )
+      expect([yield* head, yield* sequence, JSON.stringify(yield* show(runId))]).toEqual(before)
+      // The attempt that counts completes the run.
+      const work = ok(yield* claimNow(w2), "work")
+      expect(work.attempt).toBe(`${runId}.2`)
+      ok(yield* report(w2, work.attempt), "ack")
+      expect(yield* show(runId)).toMatchObject({ state: "succeeded", attempts: 2, host: "lab-2" })
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("a heartbeat that lists the superseded attempt is told to stop it; one that no longer lists it frees the slot", () =>
+    Effect.gen(function* () {
+      const { w1, runId, id } = yield* silentAfterClaim
+      yield* TestClock.adjust(100)
+      yield* placedOn(runId, 2)
+      const dispatcher = yield* Dispatcher
+      expect(yield* dispatcher.stopsFor(w1.workerId)).toEqual([id])
+      expect(ok(yield* heartbeat(w1, [id]), "ack").stop).toEqual([id])
+      expect(yield* reserved(w1.workerId)).toBe(1)
+      expect(ok(yield* heartbeat(w1, []), "ack").stop).toEqual([])
+      expect(attempt(yield* show(runId), 1)).toMatchObject({ state: "ceased", holdsSlot: false })
+      expect(yield* reserved(w1.workerId)).toBe(0)
+      expect(yield* dispatcher.stopsFor(w1.workerId)).toEqual([])
+    }).pipe(Effect.provide(TestOwner))
+  )
+})
+
+describe("the claim deadline", () => {
+  it.effect("an assigned attempt not claimed is still assigned at 29.999 s, superseded and freed at 30 s, and placed again", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const run = yield* submit(GPU)
+      yield* placedOn(run.id, 1)
+      // The worker keeps advertising (so it does not lapse), but never claims.
+      for (let t = 0; t < 25_000; t += 5_000) {
+        yield* TestClock.adjust(5_000)
+        yield* advertise(w)
+      }
+      yield* TestClock.adjust(4_999)
+      yield* advertise(w)
+      yield* quiet
+      expect(yield* show(run.id)).toMatchObject({ state: "assigned", attempts: 1 })
+      yield* TestClock.adjust(1)
+      const again = yield* placedOn(run.id, 2)
+      expect(attempt(again, 1)).toMatchObject({ state: "ceased", holdsSlot: false, reason: "its worker did not claim it within 30 s" })
+      expect(attempt(again, 2)).toMatchObject({ host: w.workerId, state: "assigned", assignedAt: 30_000 })
+      expect(yield* reserved(w.workerId)).toBe(1)
+    }).pipe(Effect.provide(TestOwner))
+  )
+})
+
+describe("a worker's restart", () => {
+  it.effect("a hello listing nothing supersedes its running attempts, frees their slots, and the run is placed again", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const { runId, id } = yield* runningOn(w)
+      const welcome = ok(yield* call(w.credential, { kind: "hello", protocol: 1, running: [] }), "welcome")
+      expect(welcome.stop).toEqual([])
+      const again = yield* placedOn(runId, 2)
+      expect(attempt(again, 1)).toMatchObject({ state: "ceased", holdsSlot: false, reason: "its worker restarted without it" })
+      expect(attempt(again, 2)).toMatchObject({ host: w.workerId, state: "assigned" })
+      const late = yield* call(w.credential, { kind: "report", fence: welcome.fence, attempt: id, outcome: { ok: true, result: { text: "hi", length: 2 } } })
+      expect(refusal(late)).toBe("superseded")
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("a hello listing its attempt (a network blip) keeps it; an attempt the owner does not know is to be stopped", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const { runId, id } = yield* runningOn(w)
+      const welcome = ok(yield* call(w.credential, { kind: "hello", protocol: 1, running: [id, "rUnknown.1"] }), "welcome")
+      expect(welcome.stop).toEqual(["rUnknown.1"])
+      yield* quiet
+      expect(yield* show(runId)).toMatchObject({ state: "running", attempts: 1 })
+      ok(yield* report({ ...w, fence: welcome.fence }, id), "ack")
+      expect(yield* show(runId)).toMatchObject({ state: "succeeded" })
+    }).pipe(Effect.provide(TestOwner))
+  )
+})
+
+// ---- Stop ---------------------------------------------------------------------------------------
+
+describe("stop", () => {
+  it.effect("a run stopped while running on a worker is in stopsFor and in the heartbeat's stop list; its slot is freed when the worker no longer lists it", () =>
+    Effect.gen(function* () {
+      const dispatcher = yield* Dispatcher
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const { runId, id } = yield* runningOn(w)
+      expect(yield* dispatcher.stop(runId, "operator")).toMatchObject({ state: "stopped", error: "stopped by the operator" })
+      expect(attempt(yield* show(runId), 1)).toMatchObject({ state: "stopping", holdsSlot: true })
+      expect(yield* dispatcher.stopsFor(w.workerId)).toEqual([id])
+      expect(ok(yield* heartbeat(w, [id]), "ack").stop).toEqual([id])
+      expect((yield* advertise(w)).stop).toEqual([id])
+      expect(yield* reserved(w.workerId)).toBe(1)
+      expect(ok(yield* heartbeat(w, []), "ack").stop).toEqual([])
+      expect(attempt(yield* show(runId), 1)).toMatchObject({ state: "ceased", holdsSlot: false })
+      expect(yield* reserved(w.workerId)).toBe(0)
+      expect(yield* dispatcher.stopsFor(w.workerId)).toEqual([])
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("a run stopped while assigned (never claimed) frees the worker's slot at once: there is nothing for it to stop or claim", () =>
+    Effect.gen(function* () {
+      const dispatcher = yield* Dispatcher
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const run = yield* submit(GPU)
+      yield* placedOn(run.id, 1)
+      expect(yield* reserved(w.workerId)).toBe(1)
+      yield* dispatcher.stop(run.id, "operator")
+      expect(attempt(yield* show(run.id), 1)).toMatchObject({ state: "ceased", holdsSlot: false })
+      const journaled = (yield* Effect.flatMap(Journal, (j) => j.read(0, 100))).map((e) => e.event)
+      expect(journaled.at(-1)).toMatchObject({ _tag: "AttemptCeased", runId: run.id, attempt: 1, host: w.workerId, reason: "stopped before it was claimed" })
+      expect(yield* reserved(w.workerId)).toBe(0)
+      expect(yield* dispatcher.stopsFor(w.workerId)).toEqual([])
+      ok(yield* claimNow(w), "no-work")
+      expect(Either.isLeft(yield* Effect.either(dispatcher.stop(run.id, "operator")))).toBe(true)
+    }).pipe(Effect.provide(TestOwner))
+  )
+})
+
+// ---- Scope --------------------------------------------------------------------------------------
+
+describe("scope", () => {
+  it.effect("a worker whose scope excludes a job is never offered it: placement excludes it as out-of-scope", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1", ["gpu=true"], [ECHO])
+      yield* advertise(w)
+      const run = yield* submit(GPU)
+      const blocked = yield* until("a placement", show(run.id), (d) => d.placement !== null)
+      expect(blocked.placement).toMatchObject({ outcome: "blocked", host: null })
+      const recorded = blocked.placement!.record
+      expect(recorded.executionHost).toBeNull()
+      const decided = yield* Effect.flatMap(Journal, (j) => j.read(0, 100))
+      const placement = decided.map((e) => e.event).find((e) => e._tag === "PlacementDecided")!
+      expect(placement._tag === "PlacementDecided" && placement.verdicts.map((v) => [v.candidate, v.exclusions.map((x) => x.code)])).toEqual([
+        ["owner", ["missing-label"]],
+        [w.workerId, ["out-of-scope"]]
+      ])
+      ok(yield* claimNow(w), "no-work")
+      expect(yield* reserved(w.workerId)).toBe(0)
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("a claim, heartbeat or report naming an attempt of a job outside the worker's scope is refused", () =>
+    Effect.gen(function* () {
+      const projections = yield* Projections
+      const w = yield* linked("lab-1", ["gpu=true"], [ECHO])
+      yield* advertise(w)
+      const run = yield* submit(GPU)
+      yield* until("a placement", show(run.id), (d) => d.placement !== null)
+      // Constructed: an attempt of the gpu job on this worker, as if placed by an owner that
+      // did not know its scope (placement never does this: the test above).
+      const unscoped: Candidate = {
+        id: w.workerId,
+        name: "lab-1",
+        isOwner: false,
+        revoked: false,
+        advertisementAlive: true,
+        scope: [],
+        labels: ["gpu=true"],
+        capabilities: ["node"],
+        bins: [],
+        artifacts: [{ address: GPU, digest: DIGEST }],
+        slots: { capacity: 2, used: 0 }
+      }
+      yield* projections.executeOn((s) => RunDecide.decidePlacement({ runId: run.id, candidates: [unscoped], quotas: { logical: null, endpoint: null }, notes: [], now: 0 }, s.runs))
+      const id = `${run.id}.1`
+      const before = yield* head
+      expect(refusal(yield* claimNow(w))).toBe("out-of-scope")
+      expect(refusal(yield* report(w, id))).toBe("out-of-scope")
+      expect(refusal(yield* heartbeat(w, [id]))).toBe("out-of-scope")
+      // Running (claimed under the same pretence): still refused.
+      yield* projections.executeOn((s) => RunDecide.decideClaim({ workerId: w.workerId, scope: [], fence: w.fence, runId: run.id, attempt: 1, now: 0 }, s.runs))
+      const running = yield* head
+      expect(refusal(yield* heartbeat(w, [id]))).toBe("out-of-scope")
+      const refused = yield* report(w, id)
+      expect(refusal(refused)).toBe("out-of-scope")
+      expect(Either.isLeft(refused) && refused.left.message).toBe(`${GPU} is outside this worker's scope`)
+      expect(before + 1).toBe(running)
+      expect(yield* head).toBe(running)
+      expect(yield* show(run.id)).toMatchObject({ state: "running" })
+    }).pipe(Effect.provide(TestOwner))
+  )
+})
+
+// ---- Revocation ---------------------------------------------------------------------------------
+
+describe("revocation", () => {
+  it.effect("the next round supersedes the revoked worker's attempts; their slots stay reserved until release", () =>
+    Effect.gen(function* () {
+      const owner = yield* Owner
+      const dispatcher = yield* Dispatcher
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const { runId, id } = yield* runningOn(w)
+      yield* owner.revoke("lab-1", "operator")
+      // Revoking does not itself wake the scheduler: its next round comes with the next change
+      // or deadline (at the latest when the advertisement would lapse). Here, a change.
+      yield* dispatcher.kick
+      const superseded = yield* until("superseded", show(runId), (d) => attempt(d, 1)?.state === "superseded")
+      expect(attempt(superseded, 1)).toMatchObject({ reason: "its worker was revoked", holdsSlot: true })
+      const replaced = yield* until("placed again", show(runId), (d) => d.placement?.outcome === "blocked")
+      expect(replaced).toMatchObject({ state: "pending", placement: { outcome: "blocked" } })
+      expect(replaced.placement!.explanation).toBe("blocked; excluded: owner (eligibility: lacks label gpu=true), worker 'lab-1' (eligibility: revoked)")
+      expect(yield* reserved(w.workerId)).toBe(1)
+      expect((yield* owner.status).find((s) => s.id === w.workerId)).toMatchObject({ used: 1 })
+      expect(yield* dispatcher.stopsFor(w.workerId)).toEqual([id])
+      expect(yield* dispatcher.release(w.workerId, "operator")).toBe(1)
+      expect(attempt(yield* show(runId), 1)).toMatchObject({ state: "ceased", holdsSlot: false, reason: "its worker was revoked" })
+      expect(yield* reserved(w.workerId)).toBe(0)
+      expect(yield* dispatcher.release(w.workerId, "operator")).toBe(0)
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("release before any round counts every slot it frees, an unclaimed attempt's too", () =>
+    Effect.gen(function* () {
+      const owner = yield* Owner
+      const dispatcher = yield* Dispatcher
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const first = yield* runningOn(w)
+      const second = yield* submit(GPU, { text: "second" })
+      yield* placedOn(second.id, 1)
+      yield* owner.revoke("lab-1", "operator")
+      expect(yield* reserved(w.workerId)).toBe(2)
+      expect(yield* dispatcher.release(w.workerId, "operator")).toBe(2)
+      expect(yield* reserved(w.workerId)).toBe(0)
+      expect(attempt(yield* show(first.runId), 1)).toMatchObject({ state: "ceased", reason: "the operator confirmed its worker stopped" })
+      expect(attempt(yield* show(second.id), 1)).toMatchObject({ state: "ceased", holdsSlot: false })
+    }).pipe(Effect.provide(TestOwner))
+  )
+})
