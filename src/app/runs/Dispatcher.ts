@@ -4,8 +4,8 @@
  * `domain/runs`, journaled through the projections; this module gathers the inputs (the
  * candidates as the owner sees them now) and acts on what was decided.
  *
- * One scheduler fiber places runs, in submission order, whenever something changes (and every
- * second, for advertisements that lapse with time). Placing one run at a time against the state
+ * One scheduler fiber places runs, in submission order, whenever something changes, and wakes
+ * at the next deadline (an advertisement that lapses, an assignment not claimed in time). Placing one run at a time against the state
  * that the previous placement left is what keeps a host's slots from being promised twice.
  */
 import * as Clock from "effect/Clock"
@@ -576,8 +576,9 @@ export const make = Effect.gen(function* () {
             return { kind: "work" as const, attempt: attemptId(run.id, next.n), runId: run.id, address: run.job.address, digest: run.job.digest, input: run.input, timeoutMs: run.job.timeoutMs }
           }
           const e = claimed.left
-          if (e._tag === "CommandRejected" && e.rejection.code === "out-of-scope") return yield* toRefusal(e)
-          continue // taken by a concurrent claim, or superseded meanwhile: look again
+          // Taken by a concurrent claim, or superseded meanwhile: look again. Anything else is an answer.
+          if (e._tag === "CommandRejected" && (e.rejection.code === "superseded" || e.rejection.code === "unknown-activity")) continue
+          return yield* toRefusal(e)
         }
         const now = yield* Clock.currentTimeMillis
         if (now >= deadline) return null

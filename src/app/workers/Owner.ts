@@ -270,6 +270,8 @@ export const make = Effect.gen(function* () {
       const w = yield* findWorker(ref)
       const now = yield* Clock.currentTimeMillis
       yield* execute((r) => Decide.decideRevoke({ workerId: w.id, actor, now }, r))
+      // Its attempts no longer count: the scheduler supersedes them and places their runs again now.
+      yield* dispatcher.kick
       return yield* findWorker(w.id)
     })
 

@@ -178,7 +178,7 @@ export const evolveRuns = (state: RunsState, envelope: Envelope): RunsState => {
       return finish(
         state,
         e.runId,
-        withAttempt(before, e.attempt, (a) => ({ ...a, state: a.state === "reported" || a.state === "declined" ? a.state : "ceased", holdsSlot: false, endedAt: a.endedAt ?? e.at })),
+        withAttempt(before, e.attempt, (a) => ({ ...a, state: a.state === "reported" || a.state === "declined" ? a.state : "ceased", holdsSlot: false, endedAt: a.endedAt ?? e.at, reason: a.reason ?? e.reason })),
         unhold(state.held, e.host, attemptId(e.runId, e.attempt))
       )
     case "RunStopRequested": {

@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Cause from "effect/Cause"
 import * as ParseResult from "effect/ParseResult"
+import * as Fiber from "effect/Fiber"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
 import { Owner } from "../../app/workers/Owner.js"
@@ -49,8 +50,9 @@ const describeIssue = (issue: ParseResult.ParseIssue): string =>
     .join("; ")
 
 export const makeHandler = (runtime: Runtime.Runtime<Owner>) => {
-  const run = Runtime.runPromiseExit(runtime)
-  return (req: http.IncomingMessage, res: http.ServerResponse): void => {
+  const fork = Runtime.runFork(runtime)
+  const inflight = new Set<Fiber.RuntimeFiber<WorkerResponse, Refusal>>()
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const bearer = bearerOf(req)
     const path = (req.url ?? "").split("?")[0]
     if (path !== ROUTE || req.method !== "POST") {
@@ -95,7 +97,14 @@ export const makeHandler = (runtime: Runtime.Runtime<Owner>) => {
       }
       const decoded = decodeRequest(json)
       if (decoded._tag === "Left") return refuse(res, "bad-request", `the body is not a worker message: ${describeIssue(decoded.left)}`)
-      void run(Effect.flatMap(Owner, (owner) => owner.handle(bearer, decoded.right))).then((exit) => {
+      const fiber = fork(Effect.flatMap(Owner, (owner) => owner.handle(bearer, decoded.right)))
+      inflight.add(fiber)
+      // A caller that went away (a worker stopped mid long-poll) does not keep its call running.
+      res.once("close", () => {
+        if (!res.writableEnded) Effect.runFork(Fiber.interrupt(fiber))
+      })
+      fiber.addObserver((exit) => {
+        inflight.delete(fiber)
         if (Exit.isSuccess(exit)) return send(res, 200, encodeResponse(exit.value))
         const failure = Cause.failureOption(exit.cause)
         if (failure._tag === "Some" && failure.value instanceof Refusal) {
@@ -109,6 +118,9 @@ export const makeHandler = (runtime: Runtime.Runtime<Owner>) => {
       })
     })
   }
+  /** Interrupts every call still running (a claim's long poll): the runtime is stopping. */
+  const interruptAll = () => Effect.runPromise(Fiber.interruptAll(inflight))
+  return Object.assign(handler, { interruptAll })
 }
 
 export interface ServeOptions {
@@ -119,7 +131,7 @@ export interface ServeOptions {
 }
 
 /** The HTTPS server, with timeouts against slow clients and keep-alive well above 5 s. */
-export const createServer = (options: ServeOptions, handler: ReturnType<typeof makeHandler>): https.Server => {
+export const createServer = (options: ServeOptions, handler: (req: http.IncomingMessage, res: http.ServerResponse) => void): https.Server => {
   const server = https.createServer({ cert: options.cert, key: options.key }, handler)
   server.headersTimeout = 10_000
   // A claim may wait up to 30 s for work.

@@ -7,6 +7,7 @@ import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Runtime from "effect/Runtime"
 import { Projections } from "../../app/journal/Projections.js"
 import { Dispatcher } from "../../app/runs/Dispatcher.js"
@@ -16,18 +17,27 @@ import type { AdminRoute } from "../http/AdminApi.js"
 
 const field = (body: unknown, key: string): unknown => (typeof body === "object" && body !== null ? (body as Record<string, unknown>)[key] : undefined)
 
+const inflight = new Set<Fiber.RuntimeFiber<unknown, unknown>>()
+
+/** Interrupts the admin calls still running (a `runs wait`): the runtime is stopping. */
+export const interruptAdminCalls = () => Effect.runPromise(Fiber.interruptAll(inflight))
+
 export const adminRoutes = (
   runtime: Runtime.Runtime<Owner | Projections | Dispatcher>,
   options: { readonly actor: string; readonly links: () => Promise<ReadonlyArray<unknown>> }
 ): ReadonlyArray<AdminRoute> => {
+  const fork = Runtime.runFork(runtime)
   const answer = async <A, E extends { readonly message: string }>(effect: Effect.Effect<A, E, Owner | Projections | Dispatcher>): Promise<readonly [number, unknown]> => {
-    const exit = await Runtime.runPromiseExit(runtime)(effect)
+    const fiber = fork(effect)
+    inflight.add(fiber)
+    const exit = await Effect.runPromise(Fiber.await(fiber)).finally(() => inflight.delete(fiber))
     if (Exit.isSuccess(exit)) return [200, exit.value]
     const failure = Cause.failureOption(exit.cause)
     if (failure._tag === "Some") {
       const e = failure.value as { readonly message: string; readonly _tag?: string; readonly code?: string; readonly rejection?: { readonly code: string } }
       return [409, { code: e.rejection?.code ?? e.code ?? "refused", message: e.message }]
     }
+    if (Cause.isInterruptedOnly(exit.cause)) return [503, { code: "stopping", message: "svc serve is stopping" }]
     return [500, { code: "internal", message: "the runtime failed to handle this request" }]
   }
   const worker = (body: unknown) => String(field(body, "worker") ?? "")

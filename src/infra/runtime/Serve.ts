@@ -29,7 +29,7 @@ import * as FileRunFiles from "../runs/FileRunFiles.js"
 import * as NodeBagDirectory from "../bags/NodeBagDirectory.js"
 import * as FileBagStore from "../bags/FileBagStore.js"
 import { runtimeAnswering, serveAdmin } from "../http/AdminApi.js"
-import { adminRoutes } from "./AdminRoutes.js"
+import { adminRoutes, interruptAdminCalls } from "./AdminRoutes.js"
 import { createServer, makeHandler } from "../http/WorkerRoute.js"
 import * as NodeHashing from "../journal/NodeHashing.js"
 import { layer as journalLayer } from "../journal/SqliteJournal.js"
@@ -132,8 +132,10 @@ export const serve = (options: ServeOptions) =>
       )
       const runtime = yield* Layer.toRuntime(owner).pipe(Effect.mapError((e) => new ServeError({ message: `opening the journal: ${String((e as { message?: unknown }).message ?? e)}` })))
       server.removeAllListeners("request")
-      server.on("request", makeHandler(runtime))
-      yield* Effect.addFinalizer(() => closeServer(server))
+      const handler = makeHandler(runtime)
+      server.on("request", handler)
+      // Calls still running (a claim's long poll) end with the runtime instead of holding the process.
+      yield* Effect.addFinalizer(() => Effect.andThen(Effect.promise(handler.interruptAll), closeServer(server)))
 
       // Worker side: one link per owner this machine works for; new links are picked up.
       const statuses = yield* Ref.make<ReadonlyMap<string, LinkStatus>>(new Map())
@@ -179,7 +181,12 @@ export const serve = (options: ServeOptions) =>
         }
       })
       const admin = yield* wrap("opening the admin socket", () => serveAdmin(options.home, routes))
-      yield* Effect.addFinalizer(() => Effect.andThen(closeServer(admin), Effect.promise(() => fs.rm(`${options.home}/admin.sock`, { force: true }))))
+      yield* Effect.addFinalizer(() =>
+        Effect.promise(interruptAdminCalls).pipe(
+          Effect.andThen(closeServer(admin)),
+          Effect.andThen(Effect.promise(() => fs.rm(`${options.home}/admin.sock`, { force: true })))
+        )
+      )
 
       yield* Console.log(`svc serve: owner route ${url}/api/worker (listening on ${options.host}:${address.port})`)
       yield* Console.log(`svc serve: TLS certificate sha256 ${tls.fingerprint}`)
