@@ -117,7 +117,8 @@ export const makeWork = (side: WorkSide, call: Call) =>
     const start = (work: Omit<Work, "newCredential">) =>
       Effect.gen(function* () {
         const entry: { r?: Running } = {}
-        const fiber = yield* execute(work, entry).pipe(
+        // Interruptible even when started from the claim's protected region: a stop must reach it.
+        const fiber = yield* Effect.interruptible(execute(work, entry)).pipe(
           Effect.ensuring(Effect.andThen(side.slots.release(1), Effect.sync(() => running.delete(work.attempt)))),
           Effect.forkDaemon
         )
