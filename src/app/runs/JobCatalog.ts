@@ -30,6 +30,8 @@ export interface ResolvedJob {
   readonly outputProblem: (result: unknown) => string | undefined
 }
 
+const resolved = new Map<string, ResolvedJob>()
+
 export const resolveJob = (address: string) =>
   Effect.gen(function* () {
     if (!JOB_ADDRESS.test(address)) return yield* new JobNotRunnable({ message: `${JSON.stringify(address)} is not a job address: use BAG:JOB@VERSION, such as hasher:checksum@1.0.0` })
@@ -43,6 +45,10 @@ export const resolveJob = (address: string) =>
         message: `bag ${bagName} has no job ${address}${versions.length === 0 ? " (it has no versioned jobs)" : `; it has ${versions.join(", ")}`}`
       })
     }
+    // An installed bag is fixed by its digest and its install (pinned constants): resolved once, until either changes.
+    const key = `${address}\u0000${bag.digest}\u0000${bag.path}\u0000${bag.installedAt}`
+    const known = resolved.get(key)
+    if (known !== undefined) return known
     const snapshot = yield* (yield* BagDirectory).read(bag.path).pipe(Effect.mapError((e) => new JobNotRunnable({ message: `reading installed bag ${bagName}: ${e.message}` })))
     const report = yield* checkSnapshot(snapshot, pinnedResolver(bag.pinnedConstants))
     const job = report.manifest?.jobs?.[installed.name]
@@ -56,7 +62,7 @@ export const resolveJob = (address: string) =>
     }
     const eligibility = remoteEligibility(job)
     const timeout = job.timeout === undefined ? undefined : durationSeconds(job.timeout)
-    const resolved: ResolvedJob = {
+    const made: ResolvedJob = {
       job: {
         address,
         bag: bagName,
@@ -77,5 +83,7 @@ export const resolveJob = (address: string) =>
       inputProblem: check(job.input_schema, "input"),
       outputProblem: check(job.output_schema, "output")
     }
-    return resolved
+    if (resolved.size >= 1_000) resolved.delete(resolved.keys().next().value!)
+    resolved.set(key, made)
+    return made
   })
