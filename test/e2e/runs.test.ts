@@ -21,8 +21,7 @@
  * `pidDir/ATTEMPT.pid` so the test can see (and in the end clean up) the job processes.
  *
  * The tests share the processes and run in order: 50 jobs placed by the rules; the CLI's
- * refusals, --wait and stop; a known bug (`it.fails`: a stopped attempt's slot stays held on an
- * idle worker); worker a frozen by SIGSTOP (its attempt superseded and run on b, its late
+ * refusals, --wait and stop; the slot of an attempt stopped on an idle worker freed; worker a frozen by SIGSTOP (its attempt superseded and run on b, its late
  * report refused); worker b killed by SIGKILL (its attempt run again on a); and last the
  * placement audit over the owner's journal. afterAll prints the timings.
  */
@@ -487,13 +486,11 @@ describe("runs between an owner and two real worker processes", () => {
     timings["cli test"] = Date.now() - t0
   }, 60_000)
 
-  // KNOWN BUG (reported, not fixed here): a worker heartbeats only while something runs
-  // (src/app/workers/Work.ts, heartbeating: `if (running.size === 0) return`), and only a
-  // heartbeat or a hello lets the owner observe that a stopped or superseded attempt has ended.
-  // So when the stopped attempt was the last thing worker a ran, the owner keeps its slot held
-  // until a runs something else; with SVC_WORKFLOW_CAPACITY=1 the worker would never be given
-  // work again. `it.fails`: this turns red once the bug is fixed; then drop `.fails`.
-  it.fails("frees the slot of an attempt stopped on an otherwise idle worker within 6 s (known bug)", async () => {
+  // Only a heartbeat or a hello lets the owner observe that a stopped or superseded attempt has
+  // ended. When the stopped attempt was the last thing worker a ran, the worker sends one more
+  // heartbeat listing nothing; without it the slot stayed held until a ran something else (with
+  // SVC_WORKFLOW_CAPACITY=1 it would never have been given work again).
+  it("frees the slot of an attempt stopped on an otherwise idle worker within 6 s", async () => {
     const freed = await waitFor("the stopped attempt's slot freed", () => showRun(stoppedOnA), (r) => r.attemptRecords[0]?.holdsSlot === false, { timeoutMs: 6_000, everyMs: 500 })
     expect(freed.value.attemptRecords[0]).toMatchObject({ state: "ceased" })
   }, 20_000)

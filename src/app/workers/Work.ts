@@ -44,6 +44,8 @@ export const makeWork = (side: WorkSide, call: Call) =>
   Effect.gen(function* () {
     const running = new Map<string, Running>()
     let fence = 0
+    /** How many attempts the last heartbeat listed. */
+    let listed = 0
 
     const delta = (attempt: string, r: Running) =>
       Effect.gen(function* () {
@@ -145,7 +147,9 @@ export const makeWork = (side: WorkSide, call: Call) =>
     const heartbeating = Effect.forever(
       Effect.gen(function* () {
         yield* Effect.sleep(side.heartbeatEvery)
-        if (running.size === 0) return
+        // While anything runs, and once more after the last attempt ended: that heartbeat, listing
+        // nothing, tells the owner a stopped or superseded attempt has ceased (its slot is freed).
+        if (running.size === 0 && listed === 0) return
         const output: Array<OutputDelta> = []
         const next = new Map<string, Running["offsets"]>()
         for (const [id, r] of running) {
@@ -154,6 +158,7 @@ export const makeWork = (side: WorkSide, call: Call) =>
           if (d.delta.stdout !== "" || d.delta.stderr !== "") output.push(d.delta)
         }
         const answer = yield* call({ kind: "heartbeat", fence, running: [...running.keys()], output })
+        listed = next.size
         // Sent: the next heartbeat starts after what this one carried.
         for (const [id, offsets] of next) {
           const r = running.get(id)
