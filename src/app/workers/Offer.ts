@@ -53,6 +53,7 @@ export const parseLabels = (raw: string | undefined, os: string, arch: string): 
       if (value !== labels.get(key)) return new OfferConfigError({ message: `SVC_WORKFLOW_LABELS may not claim ${key}=${value}: this machine is ${key}=${labels.get(key)}` })
       continue
     }
+    if (labels.has(key)) return new OfferConfigError({ message: `SVC_WORKFLOW_LABELS sets ${key} twice (${key}=${labels.get(key)}, ${key}=${value}): a label has one value` })
     labels.set(key, value)
   }
   return [...labels].map(([k, v]) => `${k}=${v}`).sort()

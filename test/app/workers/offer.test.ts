@@ -37,6 +37,7 @@ describe("SVC_WORKFLOW_LABELS", () => {
     expect((parseLabels("gpu", "linux", "x64") as OfferConfigError).message).toBe('SVC_WORKFLOW_LABELS holds "gpu", which is not a KEY=VALUE label')
     expect((parseLabels("os=windows", "linux", "x64") as OfferConfigError).message).toBe("SVC_WORKFLOW_LABELS may not claim os=windows: this machine is os=linux")
     expect(parseLabels("os=linux", "linux", "x64")).toEqual(["arch=x64", "os=linux"])
+    expect((parseLabels("pool=a,pool=b", "linux", "x64") as OfferConfigError).message).toBe("SVC_WORKFLOW_LABELS sets pool twice (pool=a, pool=b): a label has one value")
   })
 })
 
