@@ -67,9 +67,9 @@ export const make = Effect.gen(function* () {
       const decision = decide(yield* state)
       if (decision._tag === "Rejected") return yield* new CommandRejected({ rejection: decision })
       if (decision.events.length === 0) return []
-      const envelopes = yield* journal.append(decision)
-      yield* apply(envelopes)
-      return envelopes
+      // Append and apply as one step: a caller interrupted meanwhile (a worker that hung up) must
+      // not leave a committed event unapplied, which would stall every later one behind the gap.
+      return yield* Effect.uninterruptible(Effect.tap(journal.append(decision), apply))
     })
 
   const executeOn = (decide: (state: OwnerState) => AnyDecision | AnyRejection) =>
