@@ -32,14 +32,27 @@ const NONE: ReadonlyArray<Envelope> = []
 /** Appends gathered into one transaction at most. */
 const MAX_BATCH = 4_096
 
-interface Pending {
-  readonly command: AppendCommand
-  readonly payloads: ReadonlyArray<string>
-  readonly resume: (result: Effect.Effect<ReadonlyArray<Envelope>, StreamConflict | JournalError>) => void
-  /** The caller's fiber when it waits interruptibly (see `append`); undefined when it cannot be interrupted. */
-  readonly fiber: Fiber.RuntimeFiber<unknown, unknown> | undefined
+/**
+ * An append waiting for its commit. It is a class instance, not an object literal, and keeps
+ * the command's parts, not the caller's command object: V8 pretenures an object literal's
+ * allocation site when it sees that site's objects survive scavenges, which appends waiting
+ * for their commit do; pretenured appends then died in the old generation while holding young
+ * payload strings, so every scavenge copied those and the heap grew until a full collection
+ * (bench/journal-append: about a third of the journal's own time). The payloads come from
+ * `map` for the same reason.
+ */
+class Pending {
   /** Set by the flush that accepts the command: its envelopes, in order. */
-  envelopes: ReadonlyArray<Envelope>
+  envelopes: ReadonlyArray<Envelope> = NONE
+  constructor(
+    readonly stream: string,
+    readonly expectedVersion: number,
+    readonly events: ReadonlyArray<Event>,
+    readonly payloads: ReadonlyArray<string>,
+    readonly resume: (result: Effect.Effect<ReadonlyArray<Envelope>, StreamConflict | JournalError>) => void,
+    /** The caller's fiber when it waits interruptibly (see `append`); undefined when it cannot be interrupted. */
+    readonly fiber: Fiber.RuntimeFiber<unknown, unknown> | undefined
+  ) {}
 }
 
 /**
@@ -215,7 +228,7 @@ export const make = (filename: string) =>
       let sequence = head
       for (const pending of batch) {
         if (hasLeft(pending)) continue
-        const { stream, expectedVersion, events } = pending.command
+        const { stream, expectedVersion, events } = pending
         const actual = local.get(stream) ?? versionOf(stream)
         if (actual !== expectedVersion) {
           conflicts.push({ pending, error: new StreamConflict({ stream, expected: expectedVersion, actual }) })
@@ -299,11 +312,10 @@ export const make = (filename: string) =>
       if (command.events.length === 0) return Effect.succeed([])
       return Effect.withFiberRuntime<ReadonlyArray<Envelope>, StreamConflict | JournalError>((fiber, status) => {
         if (closed) return Effect.fail(new JournalError({ reason: "Closed", message: "the journal was closed" }))
-        const events = command.events
-        const payloads = events.length === 1 ? [payloadOf(events[0]!)] : events.map(payloadOf)
+        const payloads = command.events.map(payloadOf)
         const waiter = RuntimeFlags.interruptible(status.runtimeFlags) ? (fiber as Fiber.RuntimeFiber<unknown, unknown>) : undefined
         return Effect.async<ReadonlyArray<Envelope>, StreamConflict | JournalError>((resume) => {
-          waiting.push({ command, payloads, resume, fiber: waiter, envelopes: NONE })
+          waiting.push(new Pending(command.stream, command.expectedVersion, command.events, payloads, resume, waiter))
           schedule()
         })
       })
