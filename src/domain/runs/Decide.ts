@@ -118,19 +118,24 @@ export const decidePlacement = (c: PlacementInputs, runs: RunsState): RunDecisio
     limits: { timeoutMs: run.job.timeoutMs, bounds: run.job.bounds }
   }
   const events: Array<Event> = [
-    new PlacementDecided({
-      runId: run.id,
-      attempt,
-      activity,
-      candidates: c.candidates,
-      quotas: c.quotas,
-      notes: c.notes,
-      outcome: outcome.outcome,
-      host,
-      verdicts: outcome.verdicts,
-      record,
-      at: c.now
-    })
+    // Built from values typed end to end and just computed here; checking them again against the
+    // schema cost more than the whole decision (bench/dispatch). Reading the journal still checks.
+    new PlacementDecided(
+      {
+        runId: run.id,
+        attempt,
+        activity,
+        candidates: c.candidates,
+        quotas: c.quotas,
+        notes: c.notes,
+        outcome: outcome.outcome,
+        host,
+        verdicts: outcome.verdicts,
+        record,
+        at: c.now
+      },
+      true
+    )
   ]
   if (host === "owner" && attempt !== null) events.push(new AttemptStarted({ runId: run.id, attempt, host, fence: null, at: c.now }))
   return decided(run, events)
