@@ -26,7 +26,9 @@ import { fileURLToPath } from "node:url"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
+import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
+import { Journal } from "../src/app/journal/Journal.js"
 import { foldJournal, PAGE } from "../src/app/journal/Replay.js"
 import {
   CredentialRotated,
@@ -43,7 +45,7 @@ import {
   type Envelope,
   type EventType
 } from "../src/domain/journal/Events.js"
-import { evolve, initialState, type OwnerState } from "../src/domain/journal/OwnerState.js"
+import { evolve, initialState } from "../src/domain/journal/OwnerState.js"
 import { upcast } from "../src/domain/journal/Upcasting.js"
 import { layer, layerStore, payloadOf, type StoredRow } from "../src/infra/journal/SqliteJournal.js"
 import { prng } from "./prng.js"
@@ -217,19 +219,32 @@ const runRaw = (): Measurement => {
   return { events, ms, ...memory.result(), workers: 0, audit: 0 }
 }
 
+let sampleHeap = (): void => {}
+
 const runFold = (): Promise<Measurement> =>
   Effect.runPromise(
     Effect.gen(function* () {
       const memory = heapSampler()
-      // Hooks at every 10,000th sequence (the real hook mechanism) sample the heap.
-      const hooks = new Map<number, (state: OwnerState) => Effect.Effect<void>>()
-      for (let s = SAMPLE_EVERY; s <= EVENTS; s += SAMPLE_EVERY) hooks.set(s, () => Effect.sync(memory.sample))
+      sampleHeap = memory.sample
       const started = performance.now()
-      const { state, events } = yield* foldJournal(hooks)
+      const { state, events } = yield* foldJournal()
       const ms = performance.now() - started
       memory.sample()
       return { events, ms, ...memory.result(), workers: HashMap.size(state.registry.workers), audit: state.audit.length }
-    }).pipe(Effect.provide(layer(corpusFile)), Effect.scoped)
+    }).pipe(
+      // The heap is sampled after each page read (PAGE = SAMPLE_EVERY events), by a Journal that
+      // passes reads through to the adapter. (Hooks at every 10,000th sequence did this before,
+      // but a hook makes the fold build its persistent state there, which a replay does once.)
+      Effect.provide(
+        Layer.effect(
+          Journal,
+          Effect.map(Journal, (journal) =>
+            Journal.of({ ...journal, read: (after, limit) => Effect.tap(journal.read(after, limit), () => Effect.sync(sampleHeap)) })
+          )
+        ).pipe(Layer.provide(layer(corpusFile)))
+      ),
+      Effect.scoped
+    )
   )
 
 /** One pass split into phases: SQL read of a page, JSON.parse + upcast, Schema decode, evolve. */

@@ -4,7 +4,7 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import { canonicalState, fold, initialState, STATE_PARTS, type OwnerState } from "../../domain/journal/OwnerState.js"
+import { canonicalState, folder, initialState, STATE_PARTS, type OwnerState } from "../../domain/journal/OwnerState.js"
 import { auditPlacement } from "../../domain/runs/AuditPlacement.js"
 import { Checkpoints, type Checkpoint } from "./Checkpoints.js"
 import { Hashing } from "./Hashing.js"
@@ -56,30 +56,32 @@ export const auditPlacements = Effect.gen(function* () {
 
 export const stateDigest = (state: OwnerState) => Effect.map(Hashing, (h) => h.sha256Hex(JSON.stringify(canonicalState(state))))
 
-/** Folds the whole journal; `at` is called with the state after each sequence it names. */
+/**
+ * Folds the whole journal; `at` is called with the state after each sequence it names. One
+ * `folder` takes every page, so the fold works on plain maps throughout and builds the
+ * persistent state once at the end (and at each hook).
+ */
 export const foldJournal = (at: ReadonlyMap<number, (state: OwnerState) => Effect.Effect<void>> = new Map()) =>
   Effect.gen(function* () {
     const journal = yield* Journal
-    let state = initialState
+    const folding = folder(initialState)
     let events = 0
     const first = at.get(0)
-    if (first !== undefined) yield* first(state)
+    if (first !== undefined) yield* first(initialState)
     for (;;) {
-      const page = yield* journal.read(state.sequence, PAGE)
+      const page = yield* journal.read(folding.sequence, PAGE)
       if (page.length === 0) break
-      // A hook's sequence splits the page, so the hook sees the state exactly after it.
-      let from = 0
-      for (let i = 0; i < page.length; i++) {
-        const hook = at.get(page[i]!.sequence)
-        if (hook === undefined) continue
-        state = fold(state, page.slice(from, i + 1))
-        from = i + 1
-        yield* hook(state)
+      if (at.size === 0) for (const envelope of page) folding.add(envelope)
+      else {
+        for (const envelope of page) {
+          folding.add(envelope)
+          const hook = at.get(envelope.sequence)
+          if (hook !== undefined) yield* hook(folding.state())
+        }
       }
-      state = fold(state, from === 0 ? page : page.slice(from))
       events += page.length
     }
-    return { state, events }
+    return { state: folding.state(), events }
   })
 
 /** A running owner's projections, as canonical JSON (what its admin API reports). */

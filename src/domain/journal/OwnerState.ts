@@ -5,10 +5,10 @@
  */
 import * as Chunk from "effect/Chunk"
 import * as HashMap from "effect/HashMap"
-import { evolveLedger, initialLedger, type CapacityLedger } from "../placement/CapacityLedger.js"
-import { evolveAudit, initialAudit, type AuditLog } from "../workers/Audit.js"
+import { applyLedger, evolveLedger, initialLedger, type CapacityLedger, type LedgerMaps } from "../placement/CapacityLedger.js"
+import { auditRowOf, evolveAudit, initialAudit, type AuditLog, type AuditRow } from "../workers/Audit.js"
 import { evolveRuns, initialRuns, type RunsState } from "../runs/Runs.js"
-import { evolveRegistry, initialRegistry, type Registry } from "../workers/Registry.js"
+import { applyRegistry, evolveRegistry, initialRegistry, type Registry, type RegistryMaps } from "../workers/Registry.js"
 import type { Envelope } from "./Events.js"
 
 export interface OwnerState {
@@ -31,25 +31,123 @@ export const evolve = (state: OwnerState, envelope: Envelope): OwnerState => ({
 })
 
 /**
- * `evolve` over many events, as one step: the maps are opened for mutation at the start and
- * closed at the end (Effect's HashMap transients), so each event's update is made in place on
- * this fold's own copy instead of copying a path of the map per event. The input state is not
+ * A map being folded into: the changes since the last `done` in a plain `Map`, over the
+ * persistent map they started from. Values are never undefined. A value in `changes` was made
+ * by this fold and nobody else has seen it yet, so `update` changes it in place; a value from
+ * the persistent map is copied first.
+ */
+class DraftMap<V extends object> {
+  private readonly changes = new Map<string, V>()
+  constructor(private base: HashMap.HashMap<string, V>) {}
+  readonly get = (key: string): V | undefined => {
+    const changed = this.changes.get(key)
+    if (changed !== undefined || HashMap.isEmpty(this.base)) return changed
+    const found = HashMap.get(this.base, key)
+    return found._tag === "Some" ? found.value : undefined
+  }
+  readonly set = (key: string, value: V): void => void this.changes.set(key, value)
+  /** Whether `value` is the change this fold made to `key` (its own, to change in place). */
+  readonly owns = (key: string, value: V): boolean => this.changes.get(key) === value
+  readonly update = (key: string, value: V, change: Partial<V>): void => {
+    if (this.owns(key, value)) Object.assign(value, change)
+    else this.changes.set(key, { ...value, ...change })
+  }
+  /** The persistent map with every change so far; later changes start from it. */
+  done(): HashMap.HashMap<string, V> {
+    if (this.changes.size > 0) {
+      const changes = this.changes
+      this.base = HashMap.mutate(this.base, (m) => {
+        for (const [key, value] of changes) HashMap.set(m, key, value)
+      })
+      changes.clear()
+    }
+    return this.base
+  }
+}
+
+/**
+ * A fold in progress (`folder`): `add` folds events in as `evolve` would, one by one, into
+ * plain mutable maps; `state` gives the state so far as an `OwnerState` and goes on from it.
+ * The registry, ledger and audit changes go to `Map`s and an array and become persistent
+ * maps and a chunk only in `state`, so a long fold (replaying a whole journal) sets each
+ * worker's, invite's and host's final record once instead of copying a path of a hashed trie
+ * per event. Runs fold with `evolveRuns` on maps opened for mutation (Effect's transients).
+ */
+export interface Folder {
+  /** The last sequence folded in. */
+  readonly sequence: number
+  readonly add: (envelope: Envelope) => void
+  readonly state: () => OwnerState
+}
+
+export const folder = (from: OwnerState): Folder => {
+  let sequence = from.sequence
+  const workers = new DraftMap(from.registry.workers)
+  const invites = new DraftMap(from.registry.invites)
+  const registry: RegistryMaps = {
+    worker: workers.get,
+    setWorker: workers.set,
+    updateWorker: workers.update,
+    invite: invites.get,
+    setInvite: invites.set,
+    updateInvite: invites.update
+  }
+  const physical = new DraftMap(from.ledger.physical)
+  const ledgerMaps: LedgerMaps = {
+    slots: physical.get,
+    setSlots: (host, current, capacity, reserved) => {
+      if (current !== undefined && physical.owns(host, current)) {
+        const slots = current as { capacity: number; reserved: number }
+        slots.capacity = capacity
+        slots.reserved = reserved
+      } else physical.set(host, { capacity, reserved })
+    }
+  }
+  let audit = from.audit
+  let rows: Array<AuditRow> = []
+  const openRuns = (r: RunsState): RunsState => ({ runs: HashMap.beginMutation(r.runs), open: HashMap.beginMutation(r.open), held: HashMap.beginMutation(r.held) })
+  let runs = openRuns(from.runs)
+  let current = from
+  return {
+    get sequence() {
+      return sequence
+    },
+    add: (envelope) => {
+      sequence = envelope.sequence
+      applyRegistry(registry, envelope)
+      const row = auditRowOf(envelope)
+      if (row !== undefined) rows.push(row)
+      applyLedger(ledgerMaps, envelope)
+      runs = evolveRuns(runs, envelope)
+    },
+    state: () => {
+      if (rows.length > 0) {
+        // The rows array becomes the chunk's own; new rows go to a new array.
+        audit = Chunk.appendAll(audit, Chunk.unsafeFromArray(rows))
+        rows = []
+      }
+      const closed: RunsState = { runs: HashMap.endMutation(runs.runs), open: HashMap.endMutation(runs.open), held: HashMap.endMutation(runs.held) }
+      runs = openRuns(closed)
+      current = {
+        sequence,
+        registry: { workers: workers.done(), invites: invites.done() },
+        audit,
+        ledger: { ...current.ledger, physical: physical.done() },
+        runs: closed
+      }
+      return current
+    }
+  }
+}
+
+/**
+ * `evolve` over many events, as one step (a `folder` from `state`). The input state is not
  * changed, and the result equals folding `evolve` event by event (a property test checks it).
  */
 export const fold = (state: OwnerState, envelopes: Iterable<Envelope>): OwnerState => {
-  let s: OwnerState = {
-    ...state,
-    registry: { workers: HashMap.beginMutation(state.registry.workers), invites: HashMap.beginMutation(state.registry.invites) },
-    ledger: { ...state.ledger, physical: HashMap.beginMutation(state.ledger.physical) },
-    runs: { runs: HashMap.beginMutation(state.runs.runs), open: HashMap.beginMutation(state.runs.open), held: HashMap.beginMutation(state.runs.held) }
-  }
-  for (const e of envelopes) s = evolve(s, e)
-  return {
-    ...s,
-    registry: { workers: HashMap.endMutation(s.registry.workers), invites: HashMap.endMutation(s.registry.invites) },
-    ledger: { ...s.ledger, physical: HashMap.endMutation(s.ledger.physical) },
-    runs: { runs: HashMap.endMutation(s.runs.runs), open: HashMap.endMutation(s.runs.open), held: HashMap.endMutation(s.runs.held) }
-  }
+  const f = folder(state)
+  for (const e of envelopes) f.add(e)
+  return f.state()
 }
 
 const sortedEntries = <V>(map: HashMap.HashMap<string, V>): Array<[string, V]> =>

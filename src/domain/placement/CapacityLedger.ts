@@ -39,29 +39,51 @@ export const initialLedger: CapacityLedger = {
   endpoints: HashMap.empty()
 }
 
-const reserve = (ledger: CapacityLedger, host: string, delta: number): CapacityLedger => {
-  const current = HashMap.get(ledger.physical, host)
-  const slots = current._tag === "Some" ? current.value : { capacity: 0, reserved: 0 }
-  return { ...ledger, physical: HashMap.set(ledger.physical, host, { capacity: slots.capacity, reserved: Math.max(0, slots.reserved + delta) }) }
+/**
+ * Where one event's changes to the physical ledger go (see `RegistryMaps`): `evolveLedger`
+ * backs them with the persistent map, `OwnerState.fold` with a plain mutable one.
+ */
+export interface LedgerMaps {
+  readonly slots: (host: string) => PhysicalSlots | undefined
+  /** `current`: what `slots(host)` answered; replaced by `{ capacity, reserved }`. */
+  readonly setSlots: (host: string, current: PhysicalSlots | undefined, capacity: number, reserved: number) => void
 }
 
-export const evolveLedger = (ledger: CapacityLedger, envelope: Envelope): CapacityLedger => {
+const reserve = (maps: LedgerMaps, host: string, delta: number): void => {
+  const current = maps.slots(host)
+  maps.setSlots(host, current, current === undefined ? 0 : current.capacity, Math.max(0, (current === undefined ? 0 : current.reserved) + delta))
+}
+
+/** What one event does to the ledger. */
+export const applyLedger = (maps: LedgerMaps, envelope: Envelope): void => {
   const e = envelope.event
   switch (e._tag) {
     case "WorkerAdvertised": {
-      const current = HashMap.get(ledger.physical, e.workerId)
-      const reserved = current._tag === "Some" ? current.value.reserved : 0
-      if (current._tag === "Some" && current.value.capacity === e.capacity) return ledger
-      return { ...ledger, physical: HashMap.set(ledger.physical, e.workerId, { capacity: e.capacity, reserved }) }
+      const current = maps.slots(e.workerId)
+      if (current !== undefined && current.capacity === e.capacity) return
+      return maps.setSlots(e.workerId, current, e.capacity, current === undefined ? 0 : current.reserved)
     }
     case "PlacementDecided":
-      return e.outcome === "placed" && e.host !== null ? reserve(ledger, e.host, 1) : ledger
+      return e.outcome === "placed" && e.host !== null ? reserve(maps, e.host, 1) : undefined
     // A superseded attempt (lapsed or revoked worker) keeps its slot until cessation is observed.
     case "AttemptDeclined":
     case "AttemptReported":
     case "AttemptCeased":
-      return reserve(ledger, e.host, -1)
-    default:
-      return ledger
+      return reserve(maps, e.host, -1)
   }
+}
+
+export const evolveLedger = (ledger: CapacityLedger, envelope: Envelope): CapacityLedger => {
+  let physical = ledger.physical
+  applyLedger(
+    {
+      slots: (host) => {
+        const found = HashMap.get(physical, host)
+        return found._tag === "Some" ? found.value : undefined
+      },
+      setSlots: (host, _current, capacity, reserved) => void (physical = HashMap.set(physical, host, { capacity, reserved }))
+    },
+    envelope
+  )
+  return physical === ledger.physical ? ledger : { ...ledger, physical }
 }

@@ -4,6 +4,7 @@
  * here: display states are computed at query time from this, freshness and now.
  */
 import * as HashMap from "effect/HashMap"
+import type * as Option from "effect/Option"
 import type { Envelope, HeldArtifact } from "../journal/Events.js"
 
 export interface CredentialRecord {
@@ -60,34 +61,43 @@ export interface Registry {
 
 export const initialRegistry: Registry = { workers: HashMap.empty(), invites: HashMap.empty() }
 
-/** One lookup and update of the worker's record (an event for an unknown worker changes nothing). */
-const updateWorker = (state: Registry, id: string, envelope: Envelope, f: (w: WorkerRecord) => WorkerRecord): Registry => {
-  const workers = HashMap.modify(state.workers, id, (w) => ({ ...f(w), streamVersion: envelope.streamVersion }))
-  return workers === state.workers ? state : { ...state, workers }
+/**
+ * Where one event's changes to the registry go: read and replace a worker or an invite. The
+ * registry's transitions are written once, against these; `evolveRegistry` backs them with the
+ * persistent maps, and `OwnerState.fold` with plain mutable maps for a whole batch of events.
+ */
+export interface RegistryMaps {
+  readonly worker: (id: string) => WorkerRecord | undefined
+  readonly setWorker: (id: string, worker: WorkerRecord) => void
+  /** Replaces `worker` (what `worker(id)` answered) with itself changed by `change`: `{ ...worker, ...change }`. */
+  readonly updateWorker: (id: string, worker: WorkerRecord, change: Partial<WorkerRecord>) => void
+  readonly invite: (id: string) => InviteRecord | undefined
+  readonly setInvite: (id: string, invite: InviteRecord) => void
+  readonly updateInvite: (id: string, invite: InviteRecord, change: Partial<InviteRecord>) => void
 }
 
-export const evolveRegistry = (state: Registry, envelope: Envelope): Registry => {
+/** What one event does to the registry (an event for an unknown worker or invite changes nothing). */
+export const applyRegistry = (maps: RegistryMaps, envelope: Envelope): void => {
   const e = envelope.event
   switch (e._tag) {
     case "WorkerInvited":
-      return {
-        ...state,
-        invites: HashMap.set(state.invites, e.inviteId, {
-          id: e.inviteId,
-          tokenHash: e.tokenHash,
-          name: e.name,
-          scope: e.scope,
-          expiresAt: e.expiresAt,
-          invitedAt: e.at,
-          actor: e.actor,
-          redeemedBy: null,
-          redeemedAt: null,
-          streamVersion: envelope.streamVersion
-        })
-      }
+      maps.setInvite(e.inviteId, {
+        id: e.inviteId,
+        tokenHash: e.tokenHash,
+        name: e.name,
+        scope: e.scope,
+        expiresAt: e.expiresAt,
+        invitedAt: e.at,
+        actor: e.actor,
+        redeemedBy: null,
+        redeemedAt: null,
+        streamVersion: envelope.streamVersion
+      })
+      return
     case "WorkerJoined": {
-      const invites = HashMap.modify(state.invites, e.inviteId, (i) => ({ ...i, redeemedBy: e.workerId, redeemedAt: e.at, streamVersion: envelope.streamVersion }))
-      const worker: WorkerRecord = {
+      const invite = maps.invite(e.inviteId)
+      if (invite !== undefined) maps.updateInvite(e.inviteId, invite, { redeemedBy: e.workerId, redeemedAt: e.at, streamVersion: envelope.streamVersion })
+      maps.setWorker(e.workerId, {
         id: e.workerId,
         name: e.name,
         inviteId: e.inviteId,
@@ -100,31 +110,59 @@ export const evolveRegistry = (state: Registry, envelope: Envelope): Registry =>
         sessionStartedAt: null,
         advertisement: null,
         streamVersion: 0
-      }
-      return { invites, workers: HashMap.set(state.workers, e.workerId, worker) }
+      })
+      return
     }
     case "CredentialRotationRequested":
-      return updateWorker(state, e.workerId, envelope, (w) => ({ ...w, rotationPending: true }))
     case "CredentialRotated":
-      return updateWorker(state, e.workerId, envelope, (w) => ({
-        ...w,
-        rotationPending: false,
-        // The previous credential gets its grace window; older ones are gone.
-        credentials: [
-          { hash: e.credentialHash, validUntil: null },
-          { hash: e.previousHash, validUntil: e.previousValidUntil }
-        ]
-      }))
     case "WorkerRevoked":
-      return updateWorker(state, e.workerId, envelope, (w) => ({ ...w, revokedAt: w.revokedAt ?? e.at }))
     case "SessionStarted":
-      return updateWorker(state, e.workerId, envelope, (w) => ({ ...w, fence: Math.max(w.fence, e.fence), sessionStartedAt: e.at }))
-    case "WorkerAdvertised":
-      return updateWorker(state, e.workerId, envelope, (w) => ({
-        ...w,
-        advertisement: { capacity: e.capacity, labels: e.labels, capabilities: e.capabilities, artifacts: e.artifacts, at: e.at }
-      }))
-    default:
-      return state
+    case "WorkerAdvertised": {
+      // One lookup and update of the worker's record.
+      const w = maps.worker(e.workerId)
+      if (w === undefined) return
+      const streamVersion = envelope.streamVersion
+      switch (e._tag) {
+        case "CredentialRotationRequested":
+          return maps.updateWorker(e.workerId, w, { rotationPending: true, streamVersion })
+        case "CredentialRotated":
+          return maps.updateWorker(e.workerId, w, {
+            rotationPending: false,
+            // The previous credential gets its grace window; older ones are gone.
+            credentials: [
+              { hash: e.credentialHash, validUntil: null },
+              { hash: e.previousHash, validUntil: e.previousValidUntil }
+            ],
+            streamVersion
+          })
+        case "WorkerRevoked":
+          return maps.updateWorker(e.workerId, w, { revokedAt: w.revokedAt ?? e.at, streamVersion })
+        case "SessionStarted":
+          return maps.updateWorker(e.workerId, w, { fence: Math.max(w.fence, e.fence), sessionStartedAt: e.at, streamVersion })
+        case "WorkerAdvertised":
+          return maps.updateWorker(e.workerId, w, {
+            advertisement: { capacity: e.capacity, labels: e.labels, capabilities: e.capabilities, artifacts: e.artifacts, at: e.at },
+            streamVersion
+          })
+      }
+    }
   }
+}
+
+const orUndefined = <V>(found: Option.Option<V>): V | undefined => (found._tag === "Some" ? found.value : undefined)
+
+export const evolveRegistry = (state: Registry, envelope: Envelope): Registry => {
+  let { workers, invites } = state
+  applyRegistry(
+    {
+      worker: (id) => orUndefined(HashMap.get(workers, id)),
+      setWorker: (id, worker) => void (workers = HashMap.set(workers, id, worker)),
+      updateWorker: (id, worker, change) => void (workers = HashMap.set(workers, id, { ...worker, ...change })),
+      invite: (id) => orUndefined(HashMap.get(invites, id)),
+      setInvite: (id, invite) => void (invites = HashMap.set(invites, id, invite)),
+      updateInvite: (id, invite, change) => void (invites = HashMap.set(invites, id, { ...invite, ...change }))
+    },
+    envelope
+  )
+  return workers === state.workers && invites === state.invites ? state : { workers, invites }
 }
