@@ -36,7 +36,6 @@
  * before and after the setup, / N) is reported, not targeted.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process"
-import { X509Certificate } from "node:crypto"
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs"
 import type * as http from "node:http"
 import * as https from "node:https"
@@ -44,7 +43,6 @@ import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { performance } from "node:perf_hooks"
-import type * as tls from "node:tls"
 import { fileURLToPath } from "node:url"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -63,6 +61,7 @@ import { loadOrCreate } from "../src/infra/tls/OwnerCertificate.js"
 import * as ChildExecutor from "../src/infra/runs/ChildExecutor.js"
 import * as FileRunFiles from "../src/infra/runs/FileRunFiles.js"
 import * as NodeEntropy from "../src/infra/workers/NodeEntropy.js"
+import { LeanPool, requestBytes } from "./lean-client.js"
 import { arg, fmt, gc, median, printMachine } from "./support.js"
 
 const QUICK = process.argv.includes("--quick")
@@ -334,7 +333,10 @@ const spawnRole = (role: "owner" | "bare", extra: ReadonlyArray<string> = []): C
 interface Target {
   readonly name: string
   readonly port: number
-  readonly agent: https.Agent
+  /** Keep-alive connections trusting the pinned certificate (bench/lean-client.ts). */
+  readonly pool: LeanPool
+  /** Worker w's advertisement, as the bytes of its HTTP request to this server. */
+  readonly requests: ReadonlyArray<Buffer>
   readonly child: Child
 }
 
@@ -343,20 +345,13 @@ interface Requests {
   readonly auth: ReadonlyArray<string>
 }
 
-const fingerprintOf = (cert: tls.PeerCertificate) => cert.fingerprint256.replace(/:/g, "").toLowerCase()
-
-const agentFor = (cert: string): https.Agent => {
-  const pinned = new X509Certificate(cert).fingerprint256.replace(/:/g, "").toLowerCase()
-  // As the worker's agent (OwnerClient.makeAgent): the pinned certificate is the only CA and
-  // its fingerprint is checked; here with a pool of sockets instead of 4.
-  return new https.Agent({
-    keepAlive: true,
-    ca: cert,
-    checkServerIdentity: (_host, c) => (fingerprintOf(c) === pinned ? undefined : new Error("not the pinned certificate")),
-    maxSockets: CONNECTIONS,
-    maxFreeSockets: CONNECTIONS
-  })
-}
+const targetFor = (name: string, port: number, cert: string, requests: Requests, child: Child): Target => ({
+  name,
+  port,
+  pool: new LeanPool(port, cert, CONNECTIONS),
+  requests: requests.bodies.map((body, w) => requestBytes("127.0.0.1", port, ROUTE, requests.auth[w]!, body)),
+  child
+})
 
 interface Outcome {
   readonly ok: boolean
@@ -365,33 +360,9 @@ interface Outcome {
 }
 
 /** One call of the route from worker `w`; `keep` collects the body (for checking answers). */
-const call = (target: Target, requests: Requests, w: number, keep: boolean, done: (o: Outcome) => void): void => {
-  const body = requests.bodies[w]!
-  const req = https.request(
-    {
-      host: "127.0.0.1",
-      port: target.port,
-      method: "POST",
-      path: ROUTE,
-      agent: target.agent,
-      timeout: 10_000,
-      headers: { "content-type": "application/json", "content-length": body.length, authorization: requests.auth[w]! }
-    },
-    (res) => {
-      const chunks: Array<Buffer> = []
-      res.on("data", (c: Buffer) => {
-        if (keep) chunks.push(c)
-      })
-      res.on("end", () => done({ ok: res.statusCode === 200, status: res.statusCode ?? 0, body: keep ? Buffer.concat(chunks).toString("utf8") : undefined }))
-      res.on("error", () => done({ ok: false, status: 0, body: undefined }))
-    }
-  )
-  req.on("timeout", () => req.destroy(new Error("timeout")))
-  req.on("error", () => done({ ok: false, status: 0, body: undefined }))
-  req.end(body)
-}
+const call = (target: Target, w: number, keep: boolean, done: (o: Outcome) => void): void => target.pool.request(target.requests[w]!, keep, done)
 
-const callOnce = (target: Target, requests: Requests, w: number) => new Promise<Outcome>((resolve) => call(target, requests, w, true, resolve))
+const callOnce = (target: Target, w: number) => new Promise<Outcome>((resolve) => call(target, w, true, resolve))
 
 const percentile = (sorted: Float64Array, p: number): number => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]!)
 
@@ -433,7 +404,7 @@ const clientCpu = () => {
  * Paced (open loop): request j due at t0 + j / rate from worker j mod N; the first
  * `warmupS * rate` requests are not counted. Latency from the due time.
  */
-const paced = async (target: Target, requests: Requests, rate: number, seconds: number, warmupS: number): Promise<Measured> => {
+const paced = async (target: Target, rate: number, seconds: number, warmupS: number): Promise<Measured> => {
   const skip = Math.round(rate * warmupS)
   const total = skip + Math.round(rate * seconds)
   const interval = 1000 / rate
@@ -459,7 +430,7 @@ const paced = async (target: Target, requests: Requests, rate: number, seconds: 
           void target.child.usage().then((u) => (serverStart = u.cpuMicros))
         }
         outstanding++
-        call(target, requests, j % WORKERS, false, (o) => {
+        call(target, j % WORKERS, false, (o) => {
           const end = performance.now()
           if (j >= skip) {
             if (o.ok) latencies.push(end - due)
@@ -484,7 +455,7 @@ const paced = async (target: Target, requests: Requests, rate: number, seconds: 
 }
 
 /** Closed loop: `concurrency` requests in flight for `ms`; counts answers within the window. */
-const saturate = async (target: Target, requests: Requests, concurrency: number, ms: number, offset: number): Promise<Measured> => {
+const saturate = async (target: Target, concurrency: number, ms: number, offset: number): Promise<Measured> => {
   const latencies: Array<number> = []
   const statuses = new Map<number, number>()
   let errors = 0
@@ -509,7 +480,7 @@ const saturate = async (target: Target, requests: Requests, concurrency: number,
         return
       }
       const sent = performance.now()
-      call(target, requests, w++ % WORKERS, false, (o) => {
+      call(target, w++ % WORKERS, false, (o) => {
         const now = performance.now()
         if (now <= end) {
           if (o.ok) latencies.push(now - sent)
@@ -558,21 +529,21 @@ const main = async (): Promise<void> => {
   const bareChildProc = spawnRole("bare", ["--home", owner.home])
   const bare = await bareChildProc.ready<BareReady>()
   const cert = readFileSync(join(owner.home, "tls", "owner.crt"), "utf8")
-  const ownerTarget: Target = { name: "owner", port: owner.port, agent: agentFor(cert), child: ownerChildProc }
-  const bareTarget: Target = { name: "bare", port: bare.port, agent: agentFor(cert), child: bareChildProc }
   const requests: Requests = {
     bodies: owner.credentials.map((_, i) => Buffer.from(JSON.stringify(offerOf(i, owner.fences[i]!)))),
     auth: owner.credentials.map((c) => `Bearer ${c}`)
   }
+  const ownerTarget = targetFor("owner", owner.port, cert, requests, ownerChildProc)
+  const bareTarget = targetFor("bare", bare.port, cert, requests, bareChildProc)
 
   // Both answer what they should before anything is measured.
   for (const t of [ownerTarget, bareTarget]) {
-    const o = await callOnce(t, requests, 0)
+    const o = await callOnce(t, 0)
     const answer = JSON.parse(o.body ?? "null") as { kind?: string; stop?: Array<string>; newCredential?: unknown }
     if (!o.ok || answer.kind !== "ack" || answer.newCredential !== null) throw new Error(`${t.name} answered ${o.status} ${o.body}`)
   }
   // Open the pools and warm both servers up (TLS handshakes, JIT).
-  for (const t of [ownerTarget, bareTarget]) await saturate(t, requests, CONNECTIONS, 2000, 0)
+  for (const t of [ownerTarget, bareTarget]) await saturate(t, CONNECTIONS, 2000, 0)
   const sequenceAtStart = owner.sequence
   const idleStart = (await ownerChildProc.usage()).cpuMicros
   await new Promise((r) => setTimeout(r, 1000))
@@ -580,7 +551,7 @@ const main = async (): Promise<void> => {
   console.log(`  owner idle  ${(idleCpu * 100).toFixed(1)}% of a core over 1 s without calls\n`)
 
   console.log(`  paced phase (owner, target ${fmt(RATE)}/s)`)
-  const pacedResult = await paced(ownerTarget, requests, RATE, SECONDS, WARMUP)
+  const pacedResult = await paced(ownerTarget, RATE, SECONDS, WARMUP)
   line("owner paced", pacedResult)
 
   console.log(`\n  saturation rounds (${CONNECTIONS} in flight)`)
@@ -591,7 +562,7 @@ const main = async (): Promise<void> => {
     const order = r % 2 === 0 ? [ownerTarget, bareTarget] : [bareTarget, ownerTarget]
     const round: Record<string, number> = {}
     for (const t of order) {
-      const m = await saturate(t, requests, CONNECTIONS, ROUND_SECONDS * 1000, r * 7919)
+      const m = await saturate(t, CONNECTIONS, ROUND_SECONDS * 1000, r * 7919)
       line(`round ${r + 1} ${t.name}`, m)
       rates[t.name as "owner" | "bare"].push(m.rate)
       results[t.name as "owner" | "bare"].push(m)
@@ -620,8 +591,8 @@ const main = async (): Promise<void> => {
 
   await bareChildProc.stop()
   await ownerChildProc.stop()
-  ownerTarget.agent.destroy()
-  bareTarget.agent.destroy()
+  ownerTarget.pool.close()
+  bareTarget.pool.close()
   rmSync(owner.home, { recursive: true, force: true })
   console.log(`\n  ${pacedPass && ratioPass ? "PASS" : "FAIL"}`)
   process.exit(pacedPass && ratioPass ? 0 : 1)

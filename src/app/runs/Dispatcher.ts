@@ -127,7 +127,12 @@ export const make = Effect.gen(function* () {
   const scope = yield* Effect.scope
 
   const wake = yield* Queue.sliding<void>(1)
-  const kick = Effect.asVoid(Queue.offer(wake, undefined))
+  /**
+   * Asks the scheduler for a round. A round only looks at open runs, so with none there is
+   * nothing for it to do: a worker coming back from silence (its first refresh after 15 s)
+   * then costs no round, which matters when thousands of them come back at once.
+   */
+  const kick = Effect.flatMap(projections.state, (s) => (HashMap.size(s.runs.open) === 0 ? Effect.void : Effect.asVoid(Queue.offer(wake, undefined))))
   /** Claims waiting for work, per worker: completed when something is placed on it. */
   const waiting = new Map<string, Deferred.Deferred<void>>()
   const signalWorker = (workerId: string) =>

@@ -15,7 +15,7 @@ import * as Option from "effect/Option"
 import type { Envelope } from "../../domain/journal/Events.js"
 import * as Decide from "../../domain/workers/Decide.js"
 import { advertisementAlive, displayState, type DisplayState } from "../../domain/workers/DisplayState.js"
-import type { WorkerRecord } from "../../domain/workers/Registry.js"
+import type { Registry, WorkerRecord } from "../../domain/workers/Registry.js"
 import { base62FromBytes, credentialProblem, CREDENTIAL_PREFIX, formatJoinToken, makeCredential, parseJoinToken } from "../../domain/workers/Secrets.js"
 import { Hashing } from "../journal/Hashing.js"
 import { Projections, type CommandRejected } from "../journal/Projections.js"
@@ -23,7 +23,13 @@ import type { JournalError, StreamConflict } from "../journal/Journal.js"
 import { Dispatcher, layer as DispatcherLayer } from "../runs/Dispatcher.js"
 import { Entropy } from "./Entropy.js"
 import { Freshness, layer as FreshnessLayer } from "./Freshness.js"
-import { Refusal, type Ack, type CredentialHandOver, type NoWork, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
+import { Refusal, type Ack, type Advertise, type CredentialHandOver, type Hello, type Join, type NoWork, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
+
+interface Authenticated {
+  readonly worker: WorkerRecord
+  readonly presentedHash: string
+  readonly now: number
+}
 
 /** Where workers reach this owner, and the certificate they pin: written into join tokens. */
 export class OwnerAddress extends Context.Tag("svc/OwnerAddress")<OwnerAddress, { readonly url: string; readonly fingerprint: string }>() {}
@@ -153,26 +159,27 @@ export const make = Effect.gen(function* () {
       return { kind: "joined" as const, workerId, name: joined.name, credential, scope: joined.scope }
     })
 
-  /** Identity from the credential only; the body never names the worker. */
-  const authenticate = (bearer: string | undefined) =>
-    Effect.gen(function* () {
-      if (bearer === undefined) return yield* refuse("unauthenticated", "the worker route needs Authorization: Bearer <worker credential>")
-      if (!bearer.startsWith(CREDENTIAL_PREFIX)) return yield* refuse("unauthenticated", "the bearer is not a worker credential (svc_wk_...)")
-      const problem = credentialProblem(bearer)
-      if (problem !== undefined) return yield* refuse("unauthenticated", problem)
-      const presentedHash = sha(bearer)
-      const id = index.get(presentedHash)
-      const found = id === undefined ? Option.none() : HashMap.get((yield* registry).workers, id)
-      if (Option.isNone(found)) return yield* refuse("unauthenticated", "this credential is not known to the owner")
-      const worker = found.value
-      if (worker.revokedAt !== null) return yield* refuse("revoked", "this worker was revoked by the owner's operator: stop all its work", true)
-      const now = yield* Clock.currentTimeMillis
-      const standing = Decide.credentialStanding(worker, presentedHash, now)
-      if (standing === "expired" || standing === "unknown") {
-        return yield* refuse("unauthenticated", "this credential was replaced and its 5 minutes of grace have passed: join again with a new token")
-      }
-      return { worker, presentedHash, now }
-    })
+  /**
+   * Identity from the credential only; the body never names the worker. Plain code on the state
+   * the call read: every authenticated call passes here, most of them an unchanged refresh.
+   */
+  const authenticateIn = (r: Registry, bearer: string | undefined, now: number): Authenticated | Refusal => {
+    if (bearer === undefined) return refuse("unauthenticated", "the worker route needs Authorization: Bearer <worker credential>")
+    if (!bearer.startsWith(CREDENTIAL_PREFIX)) return refuse("unauthenticated", "the bearer is not a worker credential (svc_wk_...)")
+    const problem = credentialProblem(bearer)
+    if (problem !== undefined) return refuse("unauthenticated", problem)
+    const presentedHash = sha(bearer)
+    const id = index.get(presentedHash)
+    const found = id === undefined ? Option.none() : HashMap.get(r.workers, id)
+    if (Option.isNone(found)) return refuse("unauthenticated", "this credential is not known to the owner")
+    const worker = found.value
+    if (worker.revokedAt !== null) return refuse("revoked", "this worker was revoked by the owner's operator: stop all its work", true)
+    const standing = Decide.credentialStanding(worker, presentedHash, now)
+    if (standing === "expired" || standing === "unknown") {
+      return refuse("unauthenticated", "this credential was replaced and its 5 minutes of grace have passed: join again with a new token")
+    }
+    return { worker, presentedHash, now }
+  }
 
   /** A pending rotation (or a lost hand-over) is answered with a new credential now. */
   const handOverDue = (worker: WorkerRecord, presentedHash: string, now: number) => {
@@ -192,70 +199,81 @@ export const make = Effect.gen(function* () {
   /** Most calls hand nothing over: answered without building the minting effect. */
   const handOver = (worker: WorkerRecord, presentedHash: string, now: number) => (handOverDue(worker, presentedHash, now) ? mintHandOver(worker, presentedHash, now) : noHandOver)
 
-  const checkFence = (worker: WorkerRecord, fence: number) =>
+  const fenceRefusal = (worker: WorkerRecord, fence: number): Refusal | undefined =>
     fence === worker.fence
-      ? Effect.void
-      : Effect.fail(
-          fence < worker.fence
-            ? refuse("fenced", `another process took this worker's session over (fence ${worker.fence}); this process (fence ${fence}) must stop`)
-            : refuse("fenced", `fence ${fence} was never issued to this worker; say hello first`)
-        )
+      ? undefined
+      : fence < worker.fence
+        ? refuse("fenced", `another process took this worker's session over (fence ${worker.fence}); this process (fence ${fence}) must stop`)
+        : refuse("fenced", `fence ${fence} was never issued to this worker; say hello first`)
 
-  const handle: OwnerService["handle"] = (bearer, request) =>
+  const hello = ({ worker, presentedHash, now }: Authenticated, request: Hello) =>
     Effect.gen(function* () {
-      if (request.kind === "join") return yield* join(bearer, request.name)
-      const { worker, presentedHash, now } = yield* authenticate(bearer)
-      if (request.kind === "hello") {
-        const f = freshness.get(worker.id)
-        const live = f !== undefined && f.lastSeenAt !== null && now - f.lastSeenAt < 15_000
-        const envelopes = yield* execute((r) => Decide.decideStartSession({ workerId: worker.id, previousSessionLive: live, now }, r)).pipe(
-          Effect.mapError(commandRefusal("unauthenticated"))
-        )
-        touch(worker.id, now, false)
-        const newCredential = yield* handOver(yield* findWorker(worker.id), presentedHash, now)
-        const fence = (envelopes[0]!.event as { fence: number }).fence
-        // What it still runs, against what the owner placed on it (slots are not leaked).
-        const stop = yield* dispatcher.hello(worker, request.running)
-        return { kind: "welcome" as const, workerId: worker.id, name: worker.name, fence, scope: worker.scope, advertiseEverySeconds: 5, stop, newCredential }
-      }
-      yield* checkFence(worker, request.fence)
-      const newCredential = yield* handOver(worker, presentedHash, now)
+      const f = freshness.get(worker.id)
+      const live = f !== undefined && f.lastSeenAt !== null && now - f.lastSeenAt < 15_000
+      const envelopes = yield* execute((r) => Decide.decideStartSession({ workerId: worker.id, previousSessionLive: live, now }, r)).pipe(
+        Effect.mapError(commandRefusal("unauthenticated"))
+      )
+      touch(worker.id, now, false)
+      const newCredential = yield* handOver(yield* findWorker(worker.id), presentedHash, now)
+      const fence = (envelopes[0]!.event as { fence: number }).fence
+      // What it still runs, against what the owner placed on it (slots are not leaked).
+      const stop = yield* dispatcher.hello(worker, request.running)
+      return { kind: "welcome" as const, workerId: worker.id, name: worker.name, fence, scope: worker.scope, advertiseEverySeconds: 5, stop, newCredential } satisfies WorkerResponse
+    })
+
+  const advertise = (worker: WorkerRecord, now: number, request: Advertise, newCredential: Ack["newCredential"]) => {
+    const wasAlive = advertisementAlive(freshness.get(worker.id), now)
+    const offer = { workerId: worker.id, capacity: request.capacity, labels: request.labels, capabilities: request.capabilities, artifacts: request.artifacts, now }
+    return execute((r) => Decide.decideAdvertise(offer, r)).pipe(
+      Effect.mapError(commandRefusal("bad-request")),
+      Effect.flatMap((changed) => {
+        touch(worker.id, now, true)
+        const ack = Effect.map(dispatcher.stopsFor(worker.id), (stop): Ack => ({ kind: "ack", stop, newCredential }))
+        // A new offer, or a worker back from silence, may let a waiting run be placed.
+        return changed.length > 0 || !wasAlive ? Effect.zipRight(dispatcher.kick, ack) : ack
+      })
+    )
+  }
+
+  /** Every call after hello: fenced, then the credential hand-over if one is due, then the call. */
+  const call = ({ worker, presentedHash, now }: Authenticated, request: Exclude<WorkerRequest, Join | Hello>) => {
+    const fenced = fenceRefusal(worker, request.fence)
+    if (fenced !== undefined) return Effect.fail(fenced)
+    return Effect.flatMap(handOver(worker, presentedHash, now), (newCredential): Effect.Effect<WorkerResponse, Refusal> => {
       switch (request.kind) {
-        case "advertise": {
-          const wasAlive = advertisementAlive(freshness.get(worker.id), now)
-          const changed = yield* execute((r) =>
-            Decide.decideAdvertise(
-              { workerId: worker.id, capacity: request.capacity, labels: request.labels, capabilities: request.capabilities, artifacts: request.artifacts, now },
-              r
-            )
-          ).pipe(Effect.mapError(commandRefusal("bad-request")))
-          touch(worker.id, now, true)
-          // A new offer, or a worker back from silence, may let a waiting run be placed.
-          if (changed.length > 0 || !wasAlive) yield* dispatcher.kick
-          return { kind: "ack" as const, stop: yield* dispatcher.stopsFor(worker.id), newCredential } satisfies Ack
-        }
-        case "heartbeat": {
+        case "advertise":
+          return advertise(worker, now, request, newCredential)
+        case "heartbeat":
           touch(worker.id, now, false)
-          const stop = yield* dispatcher.heartbeat(worker, request.running, request.output ?? [])
-          return { kind: "ack" as const, stop, newCredential } satisfies Ack
-        }
-        case "claim": {
+          return Effect.map(dispatcher.heartbeat(worker, request.running, request.output ?? []), (stop): Ack => ({ kind: "ack", stop, newCredential }))
+        case "claim":
           touch(worker.id, now, false)
           // Long poll: the call waits until work is placed on this worker, or the wait is over.
           // No work is handed out past the advertisement's life (placement needs it alive).
-          const work = yield* dispatcher.claim(worker, request.fence, Duration.toMillis(Duration.min(Duration.seconds(request.waitSeconds), MAX_CLAIM_WAIT)))
-          return work === null ? ({ kind: "no-work" as const, retryAfterSeconds: 0, newCredential } satisfies NoWork) : { ...work, newCredential }
-        }
+          return Effect.map(
+            dispatcher.claim(worker, request.fence, Duration.toMillis(Duration.min(Duration.seconds(request.waitSeconds), MAX_CLAIM_WAIT))),
+            (work): WorkerResponse => (work === null ? ({ kind: "no-work", retryAfterSeconds: 0, newCredential } satisfies NoWork) : { ...work, newCredential })
+          )
         case "decline":
           touch(worker.id, now, false)
-          yield* dispatcher.decline(worker, request.attempt, request.reason)
-          return { kind: "ack" as const, stop: [], newCredential } satisfies Ack
+          return Effect.as(dispatcher.decline(worker, request.attempt, request.reason), { kind: "ack", stop: [], newCredential } satisfies Ack)
         case "report":
           touch(worker.id, now, false)
-          yield* dispatcher.report(worker, request.attempt, request.outcome, request.output)
-          return { kind: "ack" as const, stop: [], newCredential } satisfies Ack
+          return Effect.as(dispatcher.report(worker, request.attempt, request.outcome, request.output), { kind: "ack", stop: [], newCredential } satisfies Ack)
       }
     })
+  }
+
+  const handle: OwnerService["handle"] = (bearer, request) => {
+    if (request.kind === "join") return join(bearer, request.name)
+    return Effect.flatMap(projections.state, (s) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const authenticated = authenticateIn(s.registry, bearer, now)
+        if (authenticated instanceof Refusal) return Effect.fail(authenticated)
+        return request.kind === "hello" ? hello(authenticated, request) : call(authenticated, request)
+      })
+    )
+  }
 
   const rotate: OwnerService["rotate"] = (ref, actor) =>
     Effect.gen(function* () {

@@ -8,6 +8,7 @@
  */
 import type * as http from "node:http"
 import * as https from "node:https"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Cause from "effect/Cause"
@@ -18,11 +19,14 @@ import * as Schema from "effect/Schema"
 import { Owner } from "../../app/workers/Owner.js"
 import { Refusal, STATUS, WorkerRequest, WorkerResponse } from "../../app/workers/Protocol.js"
 import { CREDENTIAL_PREFIX } from "../../domain/workers/Secrets.js"
+import { strictGuard } from "./StrictGuard.js"
 
 export const ROUTE = "/api/worker"
 export const MAX_BODY_BYTES = 64 * 1024
 
 const decodeRequest = ParseResult.decodeUnknownEither(WorkerRequest, { errors: "all", onExcessProperty: "error" })
+/** A body this lets through is one the decoder accepts as it is: the decoder is skipped (StrictGuard.ts). */
+const isRequest = strictGuard(WorkerRequest)
 const encodeResponse = Schema.encodeSync(WorkerResponse)
 
 const send = (res: http.ServerResponse, status: number, body: unknown) => {
@@ -49,8 +53,23 @@ const describeIssue = (issue: ParseResult.ParseIssue): string =>
     .map((i) => (i.path.length === 0 ? i.message : `${i.path.join(".")}: ${i.message}`))
     .join("; ")
 
+/** The answer to a finished call: its response, its refusal, or a bare 500 for a bug. */
+const answer = (res: http.ServerResponse, exit: Exit.Exit<WorkerResponse, Refusal>): void => {
+  if (Exit.isSuccess(exit)) return send(res, 200, encodeResponse(exit.value))
+  const failure = Cause.failureOption(exit.cause)
+  if (failure._tag === "Some" && failure.value instanceof Refusal) {
+    const r = failure.value
+    return refuse(res, r.code, r.message, r.stopAll === true ? { stopAll: true } : {})
+  }
+  if (Cause.isInterruptedOnly(exit.cause)) return void res.destroy()
+  // A bug, not a refusal: say so without details (they may hold what must not leak).
+  process.stderr.write(`svc: internal error on ${ROUTE}: ${Cause.pretty(exit.cause).split("\n")[0]}\n`)
+  return send(res, 500, { code: "internal", message: "the owner failed to handle this call" })
+}
+
 export const makeHandler = (runtime: Runtime.Runtime<Owner>) => {
   const fork = Runtime.runFork(runtime)
+  const owner = Context.get(runtime.context, Owner)
   const inflight = new Set<Fiber.RuntimeFiber<WorkerResponse, Refusal>>()
   const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const bearer = bearerOf(req)
@@ -95,9 +114,17 @@ export const makeHandler = (runtime: Runtime.Runtime<Owner>) => {
       } catch (e) {
         return refuse(res, "bad-request", `the body is not valid JSON: ${e instanceof Error ? e.message : String(e)}`)
       }
-      const decoded = decodeRequest(json)
-      if (decoded._tag === "Left") return refuse(res, "bad-request", `the body is not a worker message: ${describeIssue(decoded.left)}`)
-      const fiber = fork(Effect.flatMap(Owner, (owner) => owner.handle(bearer, decoded.right)))
+      let request: WorkerRequest
+      if (isRequest(json)) request = json
+      else {
+        const decoded = decodeRequest(json)
+        if (decoded._tag === "Left") return refuse(res, "bad-request", `the body is not a worker message: ${describeIssue(decoded.left)}`)
+        request = decoded.right
+      }
+      const fiber = fork(owner.handle(bearer, request))
+      // Most calls (an advertisement refresh, a heartbeat) complete without waiting: answered at once.
+      const done = fiber.unsafePoll()
+      if (done !== null) return answer(res, done)
       inflight.add(fiber)
       // A caller that went away (a worker stopped mid long-poll) does not keep its call running.
       res.once("close", () => {
@@ -105,16 +132,7 @@ export const makeHandler = (runtime: Runtime.Runtime<Owner>) => {
       })
       fiber.addObserver((exit) => {
         inflight.delete(fiber)
-        if (Exit.isSuccess(exit)) return send(res, 200, encodeResponse(exit.value))
-        const failure = Cause.failureOption(exit.cause)
-        if (failure._tag === "Some" && failure.value instanceof Refusal) {
-          const r = failure.value
-          return refuse(res, r.code, r.message, r.stopAll === true ? { stopAll: true } : {})
-        }
-        if (Cause.isInterruptedOnly(exit.cause)) return res.destroy()
-        // A bug, not a refusal: say so without details (they may hold what must not leak).
-        process.stderr.write(`svc: internal error on ${ROUTE}: ${Cause.pretty(exit.cause).split("\n")[0]}\n`)
-        return send(res, 500, { code: "internal", message: "the owner failed to handle this call" })
+        answer(res, exit)
       })
     })
   }
