@@ -8,7 +8,6 @@ import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Ref from "effect/Ref"
 import type { Envelope } from "../../domain/journal/Events.js"
 import { fold, type OwnerState } from "../../domain/journal/OwnerState.js"
 import type { RunDecision, RunRejection } from "../../domain/runs/Decide.js"
@@ -30,6 +29,8 @@ export class CommandRejected extends Data.TaggedError("CommandRejected")<{ reado
 
 export interface ProjectionsService {
   readonly state: Effect.Effect<OwnerState>
+  /** The same state, read synchronously (for a caller already outside Effect: the worker route's quick answers). */
+  readonly current: () => OwnerState
   /** Decides against the current registry, appends, applies; retried on a concurrent conflict. */
   readonly execute: (decide: (registry: Registry) => Decision | Rejection) => Effect.Effect<ReadonlyArray<Envelope>, CommandRejected | StreamConflict | JournalError>
   /** The same, deciding against the whole state (runs decide on runs and workers). */
@@ -46,10 +47,12 @@ export const make = Effect.gen(function* () {
   const checkpoints = yield* Checkpoints
   const { state: rebuilt } = yield* foldJournal()
   // Commits may finish in any order; envelopes wait here until they are next in sequence.
-  const ref = yield* Ref.make<{ readonly state: OwnerState; readonly waiting: ReadonlyMap<number, Envelope> }>({ state: rebuilt, waiting: new Map() })
+  // Each apply replaces it at once (a synchronous step: no other fiber sees half of it).
+  let held: { readonly state: OwnerState; readonly waiting: ReadonlyMap<number, Envelope> } = { state: rebuilt, waiting: new Map() }
 
   const apply = (envelopes: ReadonlyArray<Envelope>) =>
-    Ref.update(ref, ({ state, waiting }) => {
+    Effect.sync(() => {
+      const { state, waiting } = held
       const pending = new Map(waiting)
       for (const e of envelopes) pending.set(e.sequence, e)
       const ready: Array<Envelope> = []
@@ -57,10 +60,11 @@ export const make = Effect.gen(function* () {
         pending.delete(next.sequence)
         ready.push(next)
       }
-      return { state: ready.length === 0 ? state : fold(state, ready), waiting: pending }
+      held = { state: ready.length === 0 ? state : fold(state, ready), waiting: pending }
     })
 
-  const state = Effect.map(Ref.get(ref), (r) => r.state)
+  const current = () => held.state
+  const state = Effect.sync(current)
 
   const attempt = (decide: (state: OwnerState) => AnyDecision | AnyRejection) =>
     Effect.gen(function* () {
@@ -88,7 +92,7 @@ export const make = Effect.gen(function* () {
     return c
   })
 
-  return Projections.of({ state, execute, executeOn, checkpoint })
+  return Projections.of({ state, current, execute, executeOn, checkpoint })
 })
 
 export const layer = Layer.effect(Projections, make)

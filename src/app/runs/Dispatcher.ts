@@ -111,6 +111,24 @@ export interface DispatcherService {
 
 export class Dispatcher extends Context.Tag("svc/Dispatcher")<Dispatcher, DispatcherService>() {}
 
+/** The attempts holding one of a host's slots, with their runs. */
+const heldBy = (s: OwnerState, hostId: string) => {
+  const held = HashMap.get(s.runs.held, hostId)
+  if (Option.isNone(held)) return []
+  return held.value.flatMap((id) => {
+    const parsed = parseAttemptId(id)
+    const run = parsed === undefined ? undefined : Option.getOrUndefined(HashMap.get(s.runs.runs, parsed.runId))
+    const a = run?.attempts.find((x) => x.n === parsed!.attempt)
+    return run === undefined || a === undefined ? [] : [{ id, runId: run.id, a }]
+  })
+}
+
+/** Attempts of this worker that it may still be running but must stop, in this state. */
+export const stopsIn = (s: OwnerState, workerId: string): ReadonlyArray<string> =>
+  heldBy(s, workerId)
+    .filter(({ a }) => a.state === "stopping" || a.state === "superseded")
+    .map(({ id }) => id)
+
 const refusal = (code: Refusal["code"], message: string) => new Refusal({ code, message })
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
@@ -488,17 +506,7 @@ export const make = Effect.gen(function* () {
   }
 
   /** The attempts holding a slot of this host (from the ledger's index, not a scan of all runs). */
-  const heldBy = (s: OwnerState, hostId: string) =>
-    Option.getOrElse(HashMap.get(s.runs.held, hostId), () => [] as ReadonlyArray<string>).flatMap((id) => {
-      const parsed = parseAttemptId(id)
-      const run = parsed === undefined ? undefined : runOf(s, parsed.runId)
-      const a = run?.attempts.find((x) => x.n === parsed!.attempt)
-      return run === undefined || a === undefined ? [] : [{ id, runId: run.id, a }]
-    })
-
-  /** Attempts of this worker that it may still be running but must stop. */
-  const stopsFor: DispatcherService["stopsFor"] = (workerId) =>
-    Effect.map(state, (s) => heldBy(s, workerId).filter(({ a }) => a.state === "stopping" || a.state === "superseded").map(({ id }) => id))
+  const stopsFor: DispatcherService["stopsFor"] = (workerId) => Effect.map(state, (s) => stopsIn(s, workerId))
 
   /**
    * What the worker says it runs, against what the owner placed on it: a listed attempt the

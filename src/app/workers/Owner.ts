@@ -13,6 +13,7 @@ import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { Envelope } from "../../domain/journal/Events.js"
+import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import * as Decide from "../../domain/workers/Decide.js"
 import { advertisementAlive, displayState, type DisplayState } from "../../domain/workers/DisplayState.js"
 import type { Registry, WorkerRecord } from "../../domain/workers/Registry.js"
@@ -20,7 +21,7 @@ import { base62FromBytes, credentialProblem, CREDENTIAL_PREFIX, formatJoinToken,
 import { Hashing } from "../journal/Hashing.js"
 import { Projections, type CommandRejected } from "../journal/Projections.js"
 import type { JournalError, StreamConflict } from "../journal/Journal.js"
-import { Dispatcher, layer as DispatcherLayer } from "../runs/Dispatcher.js"
+import { Dispatcher, layer as DispatcherLayer, stopsIn } from "../runs/Dispatcher.js"
 import { Entropy } from "./Entropy.js"
 import { Freshness, layer as FreshnessLayer } from "./Freshness.js"
 import { Refusal, type Ack, type Advertise, type CredentialHandOver, type Hello, type Join, type NoWork, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
@@ -64,6 +65,12 @@ export interface OwnerService {
   readonly invite: (i: { readonly scope: ReadonlyArray<string>; readonly expiresInMs: number | null; readonly name: string | null; readonly actor: string }) => Effect.Effect<InviteOutcome, CommandError>
   /** One call of the worker route: the bearer as presented and the decoded body. */
   readonly handle: (bearer: string | undefined, request: WorkerRequest) => Effect.Effect<WorkerResponse, Refusal>
+  /**
+   * The same call answered synchronously when it needs neither waiting nor recording: a
+   * refusal of its credential or fence, or the ack of a refresh that changes nothing. Undefined
+   * when it must go through `handle`. `handle` takes the same path first, so the two agree.
+   */
+  readonly answerNow: (bearer: string | undefined, request: WorkerRequest, now: number) => WorkerResponse | Refusal | undefined
   readonly rotate: (worker: string, actor: string) => Effect.Effect<WorkerRecord, CommandError | Refusal>
   readonly revoke: (worker: string, actor: string) => Effect.Effect<WorkerRecord, CommandError | Refusal>
   readonly status: Effect.Effect<ReadonlyArray<WorkerStatus>>
@@ -235,11 +242,9 @@ export const make = Effect.gen(function* () {
     )
   }
 
-  /** Every call after hello: fenced, then the credential hand-over if one is due, then the call. */
-  const call = ({ worker, presentedHash, now }: Authenticated, request: Exclude<WorkerRequest, Join | Hello>) => {
-    const fenced = fenceRefusal(worker, request.fence)
-    if (fenced !== undefined) return Effect.fail(fenced)
-    return Effect.flatMap(handOver(worker, presentedHash, now), (newCredential): Effect.Effect<WorkerResponse, Refusal> => {
+  /** Every call after hello, its fence checked: the credential hand-over if one is due, then the call. */
+  const call = ({ worker, presentedHash, now }: Authenticated, request: Exclude<WorkerRequest, Join | Hello>) =>
+    Effect.flatMap(handOver(worker, presentedHash, now), (newCredential): Effect.Effect<WorkerResponse, Refusal> => {
       switch (request.kind) {
         case "advertise":
           return advertise(worker, now, request, newCredential)
@@ -262,14 +267,44 @@ export const make = Effect.gen(function* () {
           return Effect.as(dispatcher.report(worker, request.attempt, request.outcome, request.output), { kind: "ack", stop: [], newCredential } satisfies Ack)
       }
     })
+
+  /**
+   * An advertisement that changes nothing, from a worker whose advertisement is alive and which
+   * is owed no credential: the common refresh, answered from the state without recording.
+   */
+  const unchangedRefresh = (s: OwnerState, { worker, presentedHash, now }: Authenticated, request: Advertise): Ack | undefined => {
+    if (handOverDue(worker, presentedHash, now) || !advertisementAlive(freshness.get(worker.id), now)) return undefined
+    const decision = Decide.decideAdvertise(
+      { workerId: worker.id, capacity: request.capacity, labels: request.labels, capabilities: request.capabilities, artifacts: request.artifacts, now },
+      s.registry
+    )
+    if (decision._tag !== "Decided" || decision.events.length > 0) return undefined
+    touch(worker.id, now, true)
+    return { kind: "ack", stop: stopsIn(s, worker.id), newCredential: null }
+  }
+
+  /** What every call after join passes first, on one state: authentication, the fence, the quick answer. */
+  const quick = (s: OwnerState, bearer: string | undefined, request: Exclude<WorkerRequest, Join>, now: number) => {
+    const authenticated = authenticateIn(s.registry, bearer, now)
+    if (authenticated instanceof Refusal || request.kind === "hello") return { authenticated }
+    const fenced = fenceRefusal(authenticated.worker, request.fence)
+    if (fenced !== undefined) return { authenticated: fenced }
+    return { authenticated, answer: request.kind === "advertise" ? unchangedRefresh(s, authenticated, request) : undefined }
+  }
+
+  const answerNow: OwnerService["answerNow"] = (bearer, request, now) => {
+    if (request.kind === "join") return undefined
+    const { authenticated, answer } = quick(projections.current(), bearer, request, now)
+    return authenticated instanceof Refusal ? authenticated : answer
   }
 
   const handle: OwnerService["handle"] = (bearer, request) => {
     if (request.kind === "join") return join(bearer, request.name)
     return Effect.flatMap(projections.state, (s) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
-        const authenticated = authenticateIn(s.registry, bearer, now)
+      Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<WorkerResponse, Refusal> => {
+        const { authenticated, answer } = quick(s, bearer, request, now)
         if (authenticated instanceof Refusal) return Effect.fail(authenticated)
+        if (answer !== undefined) return Effect.succeed(answer)
         return request.kind === "hello" ? hello(authenticated, request) : call(authenticated, request)
       })
     )
@@ -322,7 +357,7 @@ export const make = Effect.gen(function* () {
       })
   })
 
-  return Owner.of({ invite, handle, rotate, revoke, status, find: findWorker })
+  return Owner.of({ invite, handle, answerNow, rotate, revoke, status, find: findWorker })
 })
 
 export const layer = Layer.effect(Owner, make)

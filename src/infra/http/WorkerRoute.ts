@@ -8,6 +8,7 @@
  */
 import type * as http from "node:http"
 import * as https from "node:https"
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -27,7 +28,10 @@ export const MAX_BODY_BYTES = 64 * 1024
 const decodeRequest = ParseResult.decodeUnknownEither(WorkerRequest, { errors: "all", onExcessProperty: "error" })
 /** A body this lets through is one the decoder accepts as it is: the decoder is skipped (StrictGuard.ts). */
 const isRequest = strictGuard(WorkerRequest)
-const encodeResponse = Schema.encodeSync(WorkerResponse)
+const encodeSync = Schema.encodeSync(WorkerResponse)
+const isResponse = strictGuard(WorkerResponse)
+/** A response the strict guard lets through is its own encoding (the schemas transform nothing). */
+const encodeResponse = (response: WorkerResponse): unknown => (isResponse(response) ? response : encodeSync(response))
 
 const send = (res: http.ServerResponse, status: number, body: unknown) => {
   if (res.headersSent) return
@@ -70,6 +74,8 @@ const answer = (res: http.ServerResponse, exit: Exit.Exit<WorkerResponse, Refusa
 export const makeHandler = (runtime: Runtime.Runtime<Owner>) => {
   const fork = Runtime.runFork(runtime)
   const owner = Context.get(runtime.context, Owner)
+  // The runtime's clock (a test clock under test), read without running an effect.
+  const clock = Runtime.runSync(runtime)(Clock.clockWith(Effect.succeed))
   const inflight = new Set<Fiber.RuntimeFiber<WorkerResponse, Refusal>>()
   const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const bearer = bearerOf(req)
@@ -121,8 +127,11 @@ export const makeHandler = (runtime: Runtime.Runtime<Owner>) => {
         if (decoded._tag === "Left") return refuse(res, "bad-request", `the body is not a worker message: ${describeIssue(decoded.left)}`)
         request = decoded.right
       }
+      // Most calls (an unchanged refresh, a refused credential) are answered from the state as it
+      // is, without a fiber; the rest run as one, answered at once when they did not wait.
+      const now = owner.answerNow(bearer, request, clock.unsafeCurrentTimeMillis())
+      if (now !== undefined) return now instanceof Refusal ? answer(res, Exit.fail(now)) : answer(res, Exit.succeed(now))
       const fiber = fork(owner.handle(bearer, request))
-      // Most calls (an advertisement refresh, a heartbeat) complete without waiting: answered at once.
       const done = fiber.unsafePoll()
       if (done !== null) return answer(res, done)
       inflight.add(fiber)

@@ -9,10 +9,10 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as TestClock from "effect/TestClock"
 import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
-import { layerMemory } from "../../../src/app/journal/Journal.js"
+import { Journal, layerMemory } from "../../../src/app/journal/Journal.js"
 import { layer as projectionsLayer } from "../../../src/app/journal/Projections.js"
 import { layerWithRuns as ownerLayer, Owner, OwnerAddress } from "../../../src/app/workers/Owner.js"
-import type { WorkerRequest, WorkerResponse } from "../../../src/app/workers/Protocol.js"
+import { Refusal, type WorkerRequest, type WorkerResponse } from "../../../src/app/workers/Protocol.js"
 import { parseJoinToken } from "../../../src/domain/workers/Secrets.js"
 import * as NodeHashing from "../../../src/infra/journal/NodeHashing.js"
 import * as NodeEntropy from "../../../src/infra/workers/NodeEntropy.js"
@@ -200,6 +200,58 @@ describe("display states", () => {
       const s = yield* stateOf(w.workerId)
       expect(s).toMatchObject({ state: "Needs setup", artifacts: [{ address: "hasher:checksum@1.0.0", inScope: false }] })
       expect(s.reason).toBe("it holds none of the jobs in its scope (other:job@2)")
+    }).pipe(Effect.provide(TestOwner))
+  )
+})
+
+describe("quick answers (what the route answers without a fiber)", () => {
+  it.effect("an unchanged refresh is acked at once and journals nothing; anything else goes through handle", () =>
+    Effect.gen(function* () {
+      const w = yield* linked()
+      const owner = yield* Owner
+      const journal = yield* Journal
+      const now = () => Effect.map(TestClock.currentTimeMillis, (t) => t)
+      // The first advertisement records the offer: not quick.
+      expect(owner.answerNow(w.credential, offer(w.fence), yield* now())).toBeUndefined()
+      ok(yield* call(w.credential, offer(w.fence)), "ack")
+      const head = yield* journal.head
+      yield* TestClock.adjust("5 seconds")
+      expect(owner.answerNow(w.credential, offer(w.fence), yield* now())).toEqual({ kind: "ack", stop: [], newCredential: null })
+      expect(yield* journal.head).toBe(head)
+      // It counts as a refresh: still Ready 14 s after it.
+      yield* TestClock.adjust("14 seconds")
+      expect((yield* stateOf(w.workerId)).state).toBe("Ready")
+      // A changed offer, a heartbeat, a claim: not quick.
+      expect(owner.answerNow(w.credential, { ...offer(w.fence), capacity: 2 }, yield* now())).toBeUndefined()
+      expect(owner.answerNow(w.credential, { kind: "heartbeat", fence: w.fence, running: [] }, yield* now())).toBeUndefined()
+      // After 15 s of silence the refresh brings the worker back: through handle (it may wake the scheduler).
+      yield* TestClock.adjust("15 seconds")
+      expect(owner.answerNow(w.credential, offer(w.fence), yield* now())).toBeUndefined()
+      // A rotation pending: the next call must hand the credential over, so not quick.
+      ok(yield* call(w.credential, offer(w.fence)), "ack")
+      yield* owner.rotate(w.workerId, "operator")
+      expect(owner.answerNow(w.credential, offer(w.fence), yield* now())).toBeUndefined()
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("refusals are quick and the same as handle's: unknown credential, stale fence, revoked", () =>
+    Effect.gen(function* () {
+      const w = yield* linked()
+      const owner = yield* Owner
+      const at = yield* TestClock.currentTimeMillis
+      const same = (bearer: string | undefined, request: WorkerRequest) =>
+        Effect.gen(function* () {
+          const quick = owner.answerNow(bearer, request, at)
+          const slow = yield* call(bearer, request)
+          expect(quick).toBeInstanceOf(Refusal)
+          expect(Either.isLeft(slow) && slow.left).toEqual(quick)
+          return (quick as Refusal).code
+        })
+      expect(yield* same(undefined, offer(w.fence))).toBe("unauthenticated")
+      expect(yield* same(`svc_wk_${"A".repeat(36)}`, offer(w.fence))).toBe("unauthenticated")
+      expect(yield* same(w.credential, offer(w.fence + 1))).toBe("fenced")
+      yield* owner.revoke(w.workerId, "operator")
+      expect(yield* same(w.credential, offer(w.fence))).toBe("revoked")
     }).pipe(Effect.provide(TestOwner))
   )
 })

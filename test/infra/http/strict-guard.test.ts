@@ -3,7 +3,7 @@ import * as fc from "effect/FastCheck"
 import * as Arbitrary from "effect/Arbitrary"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
-import { WorkerRequest } from "../../../src/app/workers/Protocol.js"
+import { WorkerRequest, WorkerResponse } from "../../../src/app/workers/Protocol.js"
 import { strictGuard } from "../../../src/infra/http/StrictGuard.js"
 
 // The route's decoder, exactly as WorkerRoute uses it.
@@ -11,6 +11,9 @@ const decode = ParseResult.decodeUnknownEither(WorkerRequest, { errors: "all", o
 const guard = strictGuard(WorkerRequest)
 const valid = Arbitrary.make(WorkerRequest)
 const viaJson = (v: unknown): unknown => JSON.parse(JSON.stringify(v))
+/** An undefined value somewhere: JSON drops its key, which the guard (rightly, conservatively) then misses. */
+const holdsUndefined = (v: unknown): boolean =>
+  v === undefined || (typeof v === "object" && v !== null && Object.values(v).some(holdsUndefined))
 
 /** Sound: whatever the guard lets through, the strict decoder accepts and returns unchanged. */
 const sound = (u: unknown) => {
@@ -82,5 +85,38 @@ describe("the worker route's strict guard", () => {
     expect(guard(Object.assign(Object.create({ inherited: true }), advertise))).toBe(false)
     expect(guard(JSON.parse('{"kind":"claim","fence":1,"waitSeconds":3,"__proto__":{}}'))).toBe(false)
     expect(guard({ kind: "claim", fence: 1, waitSeconds: 3 })).toBe(true)
+  })
+})
+
+describe("the strict guard of the route's responses", () => {
+  // What WorkerRoute skips when the guard lets a response through.
+  const encode = ParseResult.encodeUnknownEither(WorkerResponse, { errors: "all", onExcessProperty: "error" })
+  const isResponse = strictGuard(WorkerResponse)
+
+  it("lets every valid response through, and encoding would have left it as it is", () => {
+    fc.assert(
+      fc.property(Arbitrary.make(WorkerResponse), (v) => {
+        if (holdsUndefined(v)) return
+        const u = viaJson(v)
+        if (Either.isLeft(encode(u))) return
+        expect(isResponse(u)).toBe(true)
+        expect(Either.getOrThrow(encode(u))).toStrictEqual(u)
+      }),
+      { numRuns: 1000 }
+    )
+  })
+
+  it("never lets through a response with one thing changed that encoding refuses or rewrites", () => {
+    const replacement = fc.oneof(fc.constant(undefined), fc.jsonValue({ maxDepth: 2 }), fc.integer({ min: -2, max: 200 }))
+    fc.assert(
+      fc.property(Arbitrary.make(WorkerResponse), fc.array(fc.nat(20), { maxLength: 4 }), replacement, (v, path, r) => {
+        const u = mutate(viaJson(v), path, r)
+        if (!isResponse(u)) return
+        const encoded = encode(u)
+        expect(Either.isRight(encoded)).toBe(true)
+        expect(Either.getOrThrow(encoded)).toStrictEqual(u)
+      }),
+      { numRuns: 2000 }
+    )
   })
 })
