@@ -125,6 +125,25 @@ describe("advertisements", () => {
     expect(events(advertise(given(...linked, advertised("w", 4, ["arch=x64", "os=linux"])), 8, ["os=linux", "arch=x64"]))).toHaveLength(1)
   })
 
+  it("labels and capabilities are sets and artifacts go in address order, whatever order and repeats they come in", () => {
+    const offer = (labels: ReadonlyArray<string>, capabilities: ReadonlyArray<string>, artifacts: ReadonlyArray<{ address: string; digest: string }>) =>
+      D.decideAdvertise({ workerId: "w", capacity: 4, labels, capabilities, artifacts, now: 5 }, given(...linked))
+    const a = { address: "a:x@1", digest: "sha256:1" }
+    const b = { address: "b:y@1", digest: "sha256:2" }
+    const normal = events(offer(["arch=x64", "os=linux"], ["node", "process"], [a, b]))[0]
+    expect(normal).toMatchObject({ labels: ["arch=x64", "os=linux"], capabilities: ["node", "process"], artifacts: [a, b] })
+    for (const [labels, capabilities, artifacts] of [
+      [["os=linux", "arch=x64"], ["process", "node"], [b, a]],
+      [["arch=x64", "os=linux", "arch=x64"], ["node", "node", "process"], [a, b]],
+      [["os=linux", "arch=x64", "os=linux"], ["node", "process"], [b, a]]
+    ] as const) {
+      expect(events(offer(labels, capabilities, artifacts))[0]).toMatchObject({ labels: normal!.labels, capabilities: normal!.capabilities, artifacts: normal!.artifacts })
+    }
+    // The same offer, in another order and with repeats, changes nothing.
+    const known = given(...linked, advertised("w", 4, ["arch=x64", "os=linux"]))
+    expect(events(D.decideAdvertise({ workerId: "w", capacity: 4, labels: ["os=linux", "arch=x64", "os=linux"], capabilities: ["node"], artifacts: [], now: 6 }, known))).toEqual([])
+  })
+
   it("capacity is 1 to 100 (spec: maximum 100)", () => {
     expect(rejection(advertise(given(...linked), 100, []))).toBe("decided")
     expect(rejection(advertise(given(...linked), 101, []))).toBe("invalid-advertisement")
