@@ -3,7 +3,7 @@
  * events or this rejection. Time bounds (24 h, 5 min) are tested at both sides.
  */
 import { describe, expect, it } from "vitest"
-import type { Envelope, Event } from "../../../src/domain/journal/Events.js"
+import type { Envelope, Event, WorkerAdvertised } from "../../../src/domain/journal/Events.js"
 import { CURRENT_VERSION } from "../../../src/domain/journal/Events.js"
 import { evolve, initialState } from "../../../src/domain/journal/OwnerState.js"
 import * as D from "../../../src/domain/workers/Decide.js"
@@ -130,7 +130,7 @@ describe("advertisements", () => {
       D.decideAdvertise({ workerId: "w", capacity: 4, labels, capabilities, artifacts, now: 5 }, given(...linked))
     const a = { address: "a:x@1", digest: "sha256:1" }
     const b = { address: "b:y@1", digest: "sha256:2" }
-    const normal = events(offer(["arch=x64", "os=linux"], ["node", "process"], [a, b]))[0]
+    const normal = events(offer(["arch=x64", "os=linux"], ["node", "process"], [a, b]))[0] as WorkerAdvertised
     expect(normal).toMatchObject({ labels: ["arch=x64", "os=linux"], capabilities: ["node", "process"], artifacts: [a, b] })
     for (const [labels, capabilities, artifacts] of [
       [["os=linux", "arch=x64"], ["process", "node"], [b, a]],
