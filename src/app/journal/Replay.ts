@@ -10,7 +10,7 @@ import { Checkpoints, type Checkpoint } from "./Checkpoints.js"
 import { Hashing } from "./Hashing.js"
 import { Journal } from "./Journal.js"
 
-export const PAGE = 10_000
+export const PAGE = 1000
 
 export interface Divergence {
   readonly against: "checkpoint" | "owner"

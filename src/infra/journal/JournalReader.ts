@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Checkpoints } from "../../app/journal/Checkpoints.js"
 import { Journal, JournalError } from "../../app/journal/Journal.js"
-import { ioError, PAGE_SQL, readPage, type StoredRow } from "./SqliteJournal.js"
+import { ioError, preparePage, readPage } from "./SqliteJournal.js"
 
 const readOnly = () => Effect.fail(new JournalError({ reason: "Closed", message: "this journal is open read-only" }))
 
@@ -27,7 +27,7 @@ const fromFile = (filename: string) =>
       )
       const tables = new Set(db.prepare<[], string>("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all())
       if (!tables.has("events")) return yield* Layer.build(empty)
-      const page = db.prepare<[number, number], StoredRow>(PAGE_SQL)
+      const page = preparePage(db)
       const head = db.prepare<[], number>("SELECT COALESCE(MAX(sequence), 0) FROM events").pluck()
       const latest = tables.has("checkpoints")
         ? db.prepare<[], { sequence: number; digest: string; written_at: number }>("SELECT sequence, digest, written_at FROM checkpoints ORDER BY sequence DESC LIMIT 1")
