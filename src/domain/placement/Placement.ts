@@ -105,33 +105,53 @@ const NONE: ReadonlyArray<Exclusion> = []
  * applies to. That keeps a decision over 10,000 candidates from building 10,000 copies.
  */
 export const eligibilityOf = (a: Activity): ((c: Candidate) => ReadonlyArray<Exclusion>) => {
-  const made = new Map<string, Exclusion>()
-  const x = (code: EligibilityCode, key: string, text: () => string): Exclusion => {
-    const k = `${code}\u0000${key}`
-    let e = made.get(k)
-    if (e === undefined) {
-      e = { layer: "eligibility", code, text: text() }
-      made.set(k, e)
-    }
-    return e
-  }
+  const x = (code: EligibilityCode, text: string): Exclusion => ({ layer: "eligibility", code, text })
+  // Made at first use, then shared (plain fields, no closures or keys built per candidate).
+  let revoked: Exclusion | undefined
+  let expired: Exclusion | undefined
+  let notRemote: Exclusion | undefined
+  let outOfScope: Exclusion | undefined
+  let notHeld: Exclusion | undefined
+  let otherDigest: Exclusion | undefined
+  let noExecutor: Exclusion | undefined
+  let unenforceable: Exclusion | undefined
+  let declined: Exclusion | undefined
+  const labels = new Map<string, Exclusion>()
+  const bins = new Map<string, Exclusion>()
   return (c) => {
     let out: Array<Exclusion> | undefined
-    const no = (e: Exclusion) => (out ??= []).push(e)
     if (!c.isOwner) {
-      if (c.revoked) no(x("revoked", "", () => "revoked"))
-      else if (!c.advertisementAlive) no(x("advertisement-expired", "", () => "its advertisement expired (no refresh for 15 s)"))
-      if (!a.remoteEligible) no(x("not-remote-eligible", "", () => `${a.address} is not remote-eligible: it stays on the owner`))
-      if (c.scope.length > 0 && !has(c.scope, a.address)) no(x("out-of-scope", "", () => `${a.address} is outside its scope`))
-      const held = c.artifacts.find((h) => h.address === a.address)
-      if (held === undefined) no(x("job-not-held", "", () => `it does not hold ${a.address}`))
-      else if (held.digest !== a.digest) no(x("digest-mismatch", "", () => `it holds ${a.address} with another digest`))
+      if (c.revoked) (out ??= []).push((revoked ??= x("revoked", "revoked")))
+      else if (!c.advertisementAlive) (out ??= []).push((expired ??= x("advertisement-expired", "its advertisement expired (no refresh for 15 s)")))
+      if (!a.remoteEligible) (out ??= []).push((notRemote ??= x("not-remote-eligible", `${a.address} is not remote-eligible: it stays on the owner`)))
+      if (c.scope.length > 0 && !has(c.scope, a.address)) (out ??= []).push((outOfScope ??= x("out-of-scope", `${a.address} is outside its scope`)))
+      let held: Candidate["artifacts"][number] | undefined
+      for (const h of c.artifacts) {
+        if (h.address === a.address) {
+          held = h
+          break
+        }
+      }
+      if (held === undefined) (out ??= []).push((notHeld ??= x("job-not-held", `it does not hold ${a.address}`)))
+      else if (held.digest !== a.digest) (out ??= []).push((otherDigest ??= x("digest-mismatch", `it holds ${a.address} with another digest`)))
     }
-    if (!has(c.capabilities, a.executor)) no(x("missing-capability", "", () => `lacks the ${a.executor} executor`))
-    for (const label of a.requiredLabels) if (!has(c.labels, label)) no(x("missing-label", label, () => `lacks label ${label}`))
-    for (const bin of a.requiredBins) if (!has(c.bins, bin)) no(x("missing-bin", bin, () => `lacks program ${bin}`))
-    if (a.bounds.length > 0 && !has(c.capabilities, BOUNDS_CAPABILITY)) no(x("bounds-unenforceable", "", () => `cannot enforce the job's bounds (${a.bounds.join(", ")})`))
-    if (a.declinedBy.length > 0 && has(a.declinedBy, c.id)) no(x("declined", "", () => "it declined an earlier attempt of this activity"))
+    if (!has(c.capabilities, a.executor)) (out ??= []).push((noExecutor ??= x("missing-capability", `lacks the ${a.executor} executor`)))
+    for (const label of a.requiredLabels) {
+      if (has(c.labels, label)) continue
+      let e = labels.get(label)
+      if (e === undefined) labels.set(label, (e = x("missing-label", `lacks label ${label}`)))
+      ;(out ??= []).push(e)
+    }
+    for (const bin of a.requiredBins) {
+      if (has(c.bins, bin)) continue
+      let e = bins.get(bin)
+      if (e === undefined) bins.set(bin, (e = x("missing-bin", `lacks program ${bin}`)))
+      ;(out ??= []).push(e)
+    }
+    if (a.bounds.length > 0 && !has(c.capabilities, BOUNDS_CAPABILITY)) {
+      ;(out ??= []).push((unenforceable ??= x("bounds-unenforceable", `cannot enforce the job's bounds (${a.bounds.join(", ")})`)))
+    }
+    if (a.declinedBy.length > 0 && has(a.declinedBy, c.id)) (out ??= []).push((declined ??= x("declined", "it declined an earlier attempt of this activity")))
     return out ?? NONE
   }
 }
@@ -176,10 +196,11 @@ export const capacityOf = (q: Quotas): ((c: Candidate) => ReadonlyArray<Exclusio
 export const capacity = (c: Candidate, q: Quotas): ReadonlyArray<Exclusion> => capacityOf(q)(c)
 
 /** Layer 3: locality first (the owner keeps what it can run), then stated preferences. */
-export const preference = (c: Candidate, a: Activity) => ({
-  locality: c.isOwner ? 1 : 0,
-  preference: a.preferredLabels.length === 0 ? 0 : a.preferredLabels.filter((l) => has(c.labels, l)).length
-})
+export const preference = (c: Candidate, a: Activity) => {
+  let matched = 0
+  for (const l of a.preferredLabels) if (has(c.labels, l)) matched++
+  return { locality: c.isOwner ? 1 : 0, preference: matched }
+}
 
 const FNV_OFFSET = 0x811c9dc5
 const fnv = (h: number, s: string): number => {
