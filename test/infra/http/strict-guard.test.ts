@@ -4,7 +4,7 @@ import * as Arbitrary from "effect/Arbitrary"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import { WorkerRequest, WorkerResponse } from "../../../src/app/workers/Protocol.js"
-import { strictGuard } from "../../../src/infra/http/StrictGuard.js"
+import { strictGuard } from "../../../src/infra/schema/Guard.js"
 
 // The route's decoder, exactly as WorkerRoute uses it.
 const decode = ParseResult.decodeUnknownEither(WorkerRequest, { errors: "all", onExcessProperty: "error" })
