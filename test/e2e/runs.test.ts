@@ -22,7 +22,8 @@
  *
  * The tests share the processes and run in order: 50 jobs placed by the rules; the CLI's
  * refusals, --wait and stop; the slot of an attempt stopped on an idle worker freed; worker a frozen by SIGSTOP (its attempt superseded and run on b, its late
- * report refused); worker b killed by SIGKILL (its attempt run again on a); and last the
+ * report refused); worker b killed by SIGKILL (its attempt run again on a); worker a revoked mid-job and joined
+ * again (the new identity's hello frees the old one's slot); and last the
  * placement audit over the owner's journal. afterAll prints the timings.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -616,6 +617,48 @@ describe("runs between an owner and two real worker processes", () => {
       ["b", "reported", false]
     ])
     timings["SIGKILL test"] = Date.now() - t0
+  }, 60_000)
+
+  it("a revoked worker stops its job; its slot stays reserved until it joins again, when the new identity's hello frees it", async () => {
+    const t0 = Date.now()
+    const slow = await submit(SLOW, { sleepMs: [40_000, 300], pidDir }, "--prefer", "host=a")
+    const first = await runningOn(slow.id, "a")
+    const oldId = (await workerRow("a")).id
+    const revoked = await run(ownerHome, "workers", "revoke", "a")
+    expect(revoked.code, revoked.stderr).toBe(0)
+    const revokedAt = Date.now()
+
+    // a's next call is refused with stopAll: its link ends and its job process is stopped...
+    await waitFor(`a's job process of ${first.attempt.id} stopped`, async () => alive(first.pid), (x) => !x, { timeoutMs: 10_000, everyMs: 100 })
+    timings["revoke: job stopped after"] = Date.now() - revokedAt
+    // ...but the owner cannot see that: a revoked worker no longer calls. The slot stays reserved.
+    expect(await workerRow("a")).toMatchObject({ id: oldId, used: 1 })
+
+    // The same installation joins again (new token, new identity); its running serve picks the
+    // new link up and says hello, which is the cessation the old identity's slot waited for.
+    const token = await invite("a2", [ALPHA, SLOW])
+    const oldCredential = readLink(aHome).credential
+    const joined = await run(aHome, "workers", "join", token, "--json")
+    expect(joined.code, joined.stderr).toBe(0)
+    const newId = (JSON.parse(joined.stdout) as { workerId: string; replaces: string | null }).workerId
+    expect(JSON.parse(joined.stdout)).toMatchObject({ name: "a2", replaces: oldId })
+    const joinedAt = Date.now()
+    const freed = await waitFor("the old identity's slot freed", () => workerRow("a"), (w) => w.used === 0, { timeoutMs: 15_000, everyMs: 250 })
+    timings["re-join: old slot freed after"] = freed.at - joinedAt
+
+    // The run was placed again, and runs under the new identity on the same machine.
+    const done = await waitFor("the run completed on a2", () => showRun(slow.id), (r) => r.state === "succeeded" || r.state === "failed", { timeoutMs: 20_000, everyMs: 250 })
+    expect(done.value).toMatchObject({ state: "succeeded", host: "a2", result: { attempt: 2, sleptMs: 300 } })
+    expect(done.value.attemptRecords.map((a) => [a.hostName, a.state, a.holdsSlot])).toEqual([
+      ["a", "ceased", false],
+      ["a2", "reported", false]
+    ])
+    const joinedEvent = (await journalEvents()).find((e) => e.type === "WorkerJoined" && e.event["workerId"] === newId)
+    expect(joinedEvent?.event).toMatchObject({ replaces: oldId })
+    // The credential that proved it is nowhere in the journal.
+    expect(oldCredential).toMatch(/^svc_wk_/)
+    expect(JSON.stringify(await journalEvents())).not.toContain(oldCredential.slice(7))
+    timings["re-join test"] = Date.now() - t0
   }, 60_000)
 
   it("reproduces every recorded placement decision with svc journal replay --audit while the owner runs", async () => {

@@ -224,7 +224,7 @@ describe("svc workers between two real svc serve processes", () => {
     expect(joined.code, joined.stderr).toBe(0)
     const doc = JSON.parse(joined.stdout) as { owner: string; workerId: string; name: string; scope: Array<string> }
     // The invite named it; the owner's name wins.
-    expect(doc).toEqual({ owner: proxy.url, workerId: expect.stringMatching(/^w[0-9A-Za-z]{10}$/), name: "lab-1", scope: [JOB] })
+    expect(doc).toEqual({ owner: proxy.url, workerId: expect.stringMatching(/^w[0-9A-Za-z]{10}$/), name: "lab-1", scope: [JOB], replaces: null })
     const link = readLink(w1Home)
     expect(link).toMatchObject({ url: proxy.url, workerId: doc.workerId, name: "lab-1" })
     expect(link.credential).toMatch(/^svc_wk_[0-9A-Za-z]{36}$/)

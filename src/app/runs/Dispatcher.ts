@@ -482,21 +482,28 @@ export const make = Effect.gen(function* () {
       }
     })
 
-  const release: DispatcherService["release"] = (workerId, _actor) =>
+  /**
+   * Frees the slots a host holds for attempts known to have stopped there (an active one is
+   * superseded first, so its run is placed again): those not in `keep`. Answers how many.
+   */
+  const releaseHeld = (workerId: string, reason: string, keep: ReadonlySet<string>) =>
     Effect.gen(function* () {
       const s = yield* state
       const now = yield* Clock.currentTimeMillis
       let freed = 0
-      for (const { runId, a } of heldBy(s, workerId)) {
+      for (const { id, runId, a } of heldBy(s, workerId)) {
+        if (keep.has(id)) continue
         const superseded = ACTIVE.has(a.state)
-          ? yield* execute((st) => RunDecide.decideSupersede({ runId, attempt: a.n, reason: "the operator confirmed its worker stopped", now }, st.runs)).pipe(Effect.orElseSucceed(() => []))
+          ? yield* execute((st) => RunDecide.decideSupersede({ runId, attempt: a.n, reason, now }, st.runs)).pipe(Effect.orElseSucceed(() => []))
           : []
-        const done = yield* execute((st) => RunDecide.decideCease({ runId, attempt: a.n, reason: "the operator confirmed its worker stopped", now }, st.runs)).pipe(Effect.orElseSucceed(() => []))
+        const done = yield* execute((st) => RunDecide.decideCease({ runId, attempt: a.n, reason, now }, st.runs)).pipe(Effect.orElseSucceed(() => []))
         // An attempt never claimed is ceased by its supersession itself, then the cease finds nothing to do.
         freed += [...superseded, ...done].some((e) => e.event._tag === "AttemptCeased") ? 1 : 0
       }
       return freed
     })
+
+  const release: DispatcherService["release"] = (workerId, _actor) => releaseHeld(workerId, "the operator confirmed its worker stopped", new Set())
 
   // ---- The worker route --------------------------------------------------------------------
 
@@ -545,7 +552,16 @@ export const make = Effect.gen(function* () {
       return stop
     })
 
-  const hello: DispatcherService["hello"] = (worker, running) => Effect.tap(reconcile(worker, running, true), () => kick)
+  /**
+   * A hello is also the cessation the identity this worker replaced at its join was waiting
+   * for (docs/runs.md, "Revocation"): the same installation, starting a session under its new
+   * identity, no longer runs what the old one held unless it lists it.
+   */
+  const hello: DispatcherService["hello"] = (worker, running) =>
+    reconcile(worker, running, true).pipe(
+      Effect.tap(() => (worker.replaces === null ? Effect.void : releaseHeld(worker.replaces, `its installation joined again as ${worker.id} without it`, new Set(running)))),
+      Effect.tap(() => kick)
+    )
 
   const appendOutput = (worker: WorkerRecord, delta: OutputDelta) =>
     Effect.gen(function* () {

@@ -151,7 +151,7 @@ export const make = Effect.gen(function* () {
       return { token: formatJoinToken({ url: address.url, fingerprint: address.fingerprint, inviteId, secret }), inviteId, scope: event.scope, expiresAt: event.expiresAt }
     })
 
-  const join = (bearer: string | undefined, name: string) =>
+  const join = (bearer: string | undefined, name: string, previousCredential: string | undefined) =>
     Effect.gen(function* () {
       if (bearer === undefined) return yield* refuse("unauthenticated", "a join call carries the join token as its bearer")
       const token = parseJoinToken(bearer)
@@ -160,10 +160,22 @@ export const make = Effect.gen(function* () {
       const workerId = `w${base62FromBytes(entropy.bytes(10), 10)}`
       const credential = makeCredential(entropy.bytes(30))
       const envelopes = yield* execute((r) =>
-        Decide.decideRedeem({ inviteId: token.inviteId, tokenHash: sha(token.secret), workerId, name, credentialHash: sha(credential), now }, r)
+        Decide.decideRedeem(
+          {
+            inviteId: token.inviteId,
+            tokenHash: sha(token.secret),
+            workerId,
+            name,
+            credentialHash: sha(credential),
+            // Only its hash is compared (and never kept): a credential that proves nothing is ignored.
+            previousCredentialHash: previousCredential === undefined ? null : sha(previousCredential),
+            now
+          },
+          r
+        )
       ).pipe(Effect.mapError(commandRefusal("join-refused")))
-      const joined = envelopes[0]!.event as { name: string; scope: ReadonlyArray<string> }
-      return { kind: "joined" as const, workerId, name: joined.name, credential, scope: joined.scope }
+      const joined = envelopes[0]!.event as { name: string; scope: ReadonlyArray<string>; replaces: string | null }
+      return { kind: "joined" as const, workerId, name: joined.name, credential, scope: joined.scope, replaces: joined.replaces }
     })
 
   /**
@@ -299,7 +311,7 @@ export const make = Effect.gen(function* () {
   }
 
   const handle: OwnerService["handle"] = (bearer, request) => {
-    if (request.kind === "join") return join(bearer, request.name)
+    if (request.kind === "join") return join(bearer, request.name, request.previousCredential)
     return Effect.flatMap(projections.state, (s) =>
       Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<WorkerResponse, Refusal> => {
         const { authenticated, answer } = quick(s, bearer, request, now)

@@ -16,7 +16,14 @@ const Label = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._/-]*=[^
 
 /** Redeem a join token (the bearer) for a worker identity and credential. */
 export const Join = Schema.Struct({
-  kind: Schema.Literal("join"), name: Name })
+  kind: Schema.Literal("join"),
+  name: Name,
+  /**
+   * A credential this installation held from an earlier join to this owner (revoked or not):
+   * proof that it was that worker, whose held slots the new identity's hello then releases.
+   */
+  previousCredential: Schema.optional(Schema.String.pipe(Schema.maxLength(200)))
+})
 
 /** Start a session: answers the fence every later call carries. */
 export const Hello = Schema.Struct({
@@ -103,7 +110,9 @@ export const Joined = Schema.Struct({
   name: Schema.String,
   /** Printed once, here; the owner keeps only its SHA-256. */
   credential: Schema.String,
-  scope: Schema.Array(Schema.String)
+  scope: Schema.Array(Schema.String),
+  /** The earlier identity this join replaces (see Join.previousCredential), or null. */
+  replaces: Schema.NullOr(Schema.String)
 })
 export type Joined = typeof Joined.Type
 

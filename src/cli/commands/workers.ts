@@ -11,7 +11,7 @@ import type { WorkerStatus } from "../../app/workers/Owner.js"
 import { JOB_ADDRESS } from "../../domain/manifest/JobAddress.js"
 import { parseJoinToken } from "../../domain/workers/Secrets.js"
 import { SvcHome } from "../../infra/SvcHome.js"
-import { readLinks, writeLink } from "../../infra/workers/LinkStore.js"
+import { linkKey, readLinks, writeLink } from "../../infra/workers/LinkStore.js"
 import { callOwner, fetchPinnedCertificate, makeAgent } from "../../infra/workers/OwnerClient.js"
 import { admin } from "../admin.js"
 import { exitQuietly, refused, usage } from "../CliFailure.js"
@@ -52,7 +52,15 @@ const join = Command.make(
       const certificate = yield* Effect.tryPromise({ try: () => fetchPinnedCertificate(content.url, content.fingerprint), catch: (e) => usage(`cannot reach the owner: ${e instanceof Error ? e.message : String(e)}`) })
       const pinned = { url: content.url, fingerprint: content.fingerprint, certificate }
       const agent = makeAgent(pinned)
-      const answer = yield* callOwner(pinned, agent, token, { kind: "join", name: Option.getOrElse(name, () => os.hostname()) }).pipe(
+      // Joining the same owner again: the earlier identity's credential proves this is the same
+      // installation, so the owner can release the slots that identity still holds (docs/runs.md).
+      const earlier = (yield* Effect.promise(() => readLinks(home))).find((l) => l.key === linkKey(content.url, content.fingerprint))
+      const request = {
+        kind: "join" as const,
+        name: Option.getOrElse(name, () => os.hostname()),
+        ...(earlier === undefined ? {} : { previousCredential: earlier.link.credential })
+      }
+      const answer = yield* callOwner(pinned, agent, token, request).pipe(
         Effect.mapError((e) => (e._tag === "Unreachable" ? usage(`cannot reach the owner: ${e.message}`) : refused(`the owner refused: ${e.message}`))),
         Effect.ensuring(Effect.sync(() => agent.destroy()))
       )
@@ -60,8 +68,9 @@ const join = Command.make(
       yield* Effect.promise(() =>
         writeLink(home, { url: content.url, fingerprint: content.fingerprint, certificate, workerId: answer.workerId, name: answer.name, credential: answer.credential, joinedAt: new Date().toISOString() })
       )
-      if (json) return yield* printJson({ owner: content.url, workerId: answer.workerId, name: answer.name, scope: answer.scope })
+      if (json) return yield* printJson({ owner: content.url, workerId: answer.workerId, name: answer.name, scope: answer.scope, replaces: answer.replaces })
       yield* Console.log(`joined ${content.url} as ${answer.name} (${answer.workerId}); scope: ${answer.scope.length === 0 ? "every job" : answer.scope.join(", ")}`)
+      if (answer.replaces !== null) yield* Console.log(`this replaces the earlier identity ${answer.replaces}: the slots it still holds on the owner are freed when this machine next says hello`)
       yield* Console.log("svc serve on this machine links to it (a running one picks the link up within seconds)")
     })
 ).pipe(Command.withDescription("Redeem a join token: link this machine to the owner as a worker"))

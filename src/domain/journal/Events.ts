@@ -34,6 +34,11 @@ export class WorkerJoined extends Schema.TaggedClass<WorkerJoined>()("WorkerJoin
   name: Schema.String,
   credentialHash: Sha256Hex,
   scope: Schema.Array(Schema.String),
+  /**
+   * The earlier identity of the same installation (v2): the join proved it held one of that
+   * worker's credentials. The new identity's hello releases the slots the old one still holds.
+   */
+  replaces: Schema.NullOr(Schema.String),
   at: Millis
 }) {}
 
@@ -258,7 +263,7 @@ export type EventType = Event["_tag"]
 /** The schema version each event type is written with now. */
 export const CURRENT_VERSION: { readonly [K in EventType]: number } = {
   WorkerInvited: 1,
-  WorkerJoined: 1,
+  WorkerJoined: 2,
   CredentialRotationRequested: 1,
   CredentialRotated: 1,
   WorkerRevoked: 1,

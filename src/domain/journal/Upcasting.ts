@@ -10,6 +10,10 @@ type Upcaster = (payload: Payload) => Payload
 
 /** `UPCASTERS[type][v]` turns version v into version v + 1. */
 const UPCASTERS: { readonly [K in EventType]?: Readonly<Record<number, Upcaster>> } = {
+  WorkerJoined: {
+    // v1 had no link to an earlier identity: every v1 join was a first join.
+    1: (p) => ({ ...p, replaces: null })
+  },
   WorkerAdvertised: {
     // v1 stored labels as a map {os: linux}; v2 as sorted KEY=VALUE strings, as advertised.
     1: (p) => {

@@ -42,7 +42,7 @@ export const auditRowOf = (envelope: Envelope): AuditRow | undefined => {
         `invite ${e.inviteId}${e.name === null ? "" : ` for ${e.name}`}; scope ${e.scope.length === 0 ? "all jobs" : e.scope.join(", ")}; ${e.expiresAt === null ? "no expiry" : `expires ${new Date(e.expiresAt).toISOString()}`}`
       )
     case "WorkerJoined":
-      return row("join", e.workerId, e.inviteId, `worker ${e.workerId}`, `${e.name} joined with invite ${e.inviteId}`)
+      return row("join", e.workerId, e.inviteId, `worker ${e.workerId}`, `${e.name} joined with invite ${e.inviteId}${e.replaces === null ? "" : `, replacing worker ${e.replaces}`}`)
     case "CredentialRotationRequested":
       return row("rotation", e.workerId, null, e.actor, "rotation requested; the new credential is issued on the worker's next call")
     case "CredentialRotated":

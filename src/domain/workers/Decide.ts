@@ -98,7 +98,21 @@ export interface RedeemInvite {
   readonly workerId: string
   readonly name: string
   readonly credentialHash: string
+  /** SHA-256 of a credential from an earlier join that the joiner presented, if any. */
+  readonly previousCredentialHash: string | null
   readonly now: number
+}
+
+/**
+ * The worker one of whose credentials (its current one, or the one its last rotation replaced,
+ * whether in grace or not; revoked or not) hashes to `hash`: the identity a re-joining
+ * installation proves it was. Every candidate is compared in constant time; a join is rare,
+ * so a scan is fine.
+ */
+export const previousIdentity = (state: Registry, hash: string): string | null => {
+  let found: string | null = null
+  for (const [id, w] of state.workers) for (const c of w.credentials) if (sameDigest(c.hash, hash) && found === null) found = id
+  return found
 }
 
 export const decideRedeem = (c: RedeemInvite, state: Registry): Decision | Rejection => {
@@ -115,6 +129,7 @@ export const decideRedeem = (c: RedeemInvite, state: Registry): Decision | Rejec
       name: invite.name ?? c.name,
       credentialHash: c.credentialHash,
       scope: invite.scope,
+      replaces: c.previousCredentialHash === null ? null : previousIdentity(state, c.previousCredentialHash),
       at: c.now
     })
   ])

@@ -28,6 +28,8 @@ export interface WorkerRecord {
   readonly inviteId: string
   readonly scope: ReadonlyArray<string>
   readonly joinedAt: number
+  /** The earlier identity of the same installation this worker replaced at its join, or null. */
+  readonly replaces: string | null
   /** The current credential first. */
   readonly credentials: ReadonlyArray<CredentialRecord>
   readonly rotationPending: boolean
@@ -103,6 +105,7 @@ export const applyRegistry = (maps: RegistryMaps, envelope: Envelope): void => {
         inviteId: e.inviteId,
         scope: e.scope,
         joinedAt: e.at,
+        replaces: e.replaces,
         credentials: [{ hash: e.credentialHash, validUntil: null }],
         rotationPending: false,
         revokedAt: null,

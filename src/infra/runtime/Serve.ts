@@ -139,10 +139,14 @@ export const serve = (options: ServeOptions) =>
 
       // Worker side: one link per owner this machine works for; new links are picked up.
       const statuses = yield* Ref.make<ReadonlyMap<string, LinkStatus>>(new Map())
-      const running = new Map<string, Fiber.RuntimeFiber<unknown, unknown>>()
+      const running = new Map<string, { readonly workerId: string; readonly fiber: Fiber.RuntimeFiber<unknown, unknown> }>()
       const startLinks = Effect.gen(function* () {
         for (const { key, link } of yield* wrap("reading links", () => readLinks(options.home))) {
-          if (running.has(key)) continue
+          const current = running.get(key)
+          if (current !== undefined && current.workerId === link.workerId) continue
+          // `svc workers join` again (after a revocation, say) wrote a new identity: the old link,
+          // ended or not, gives way to it (its work stops), and the new one says hello.
+          if (current !== undefined) yield* Fiber.interrupt(current.fiber)
           let credential = link.credential
           const pinned = { url: link.url, fingerprint: link.fingerprint, certificate: link.certificate }
           const agent = makeAgent(pinned)
@@ -167,7 +171,7 @@ export const serve = (options: ServeOptions) =>
             Effect.ignore,
             Effect.forkScoped
           )
-          running.set(key, fiber)
+          running.set(key, { workerId: link.workerId, fiber })
         }
       })
       yield* startLinks.pipe(Effect.catchAll((e) => Console.error(`svc: ${e.message}`)), Effect.repeat(Schedule.spaced("2 seconds")), Effect.forkScoped)

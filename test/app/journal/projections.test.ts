@@ -59,7 +59,7 @@ const run = (o: Op, i: number) =>
           const invites = [...registry.invites].map(([id]) => id).sort()
           const id = invites[o.invite % Math.max(1, invites.length)] ?? "none"
           return Decide.decideRedeem(
-            { inviteId: id, tokenHash: o.wrongToken ? hash("wrong") : hash(`t${id.slice(1)}`), workerId: `w${i}`, name: `box-${i}`, credentialHash: hash(`c${i}`), now },
+            { inviteId: id, tokenHash: o.wrongToken ? hash("wrong") : hash(`t${id.slice(1)}`), workerId: `w${i}`, name: `box-${i}`, credentialHash: hash(`c${i}`), previousCredentialHash: i % 3 === 2 ? hash(`c${i - 1}`) : null, now },
             registry
           )
         }
@@ -132,7 +132,7 @@ describe("live projections equal replayed projections", () => {
       const projections = yield* Projections
       const journal = yield* Journal
       yield* projections.execute((r) => Decide.decideInvite({ inviteId: "a", tokenHash: hash("t"), name: null, scope: [], expiresAt: null, actor: "op", now: 1 }, r))
-      yield* projections.execute((r) => Decide.decideRedeem({ inviteId: "a", tokenHash: hash("t"), workerId: "w", name: "box", credentialHash: hash("c"), now: 2 }, r))
+      yield* projections.execute((r) => Decide.decideRedeem({ inviteId: "a", tokenHash: hash("t"), workerId: "w", name: "box", credentialHash: hash("c"), previousCredentialHash: null, now: 2 }, r))
       const ad = (now: number, labels: ReadonlyArray<string>) =>
         projections.execute((r) => Decide.decideAdvertise({ workerId: "w", capacity: 4, labels, capabilities: ["node"], artifacts: [], now }, r))
       yield* ad(3, ["os=linux", "arch=x64"])
@@ -153,7 +153,7 @@ describe("checkpoints", () => {
       Effect.gen(function* () {
         const projections = yield* Projections
         yield* projections.execute((r) => Decide.decideInvite({ inviteId: "a", tokenHash: hash("t"), name: "lab", scope: [], expiresAt: null, actor: "op", now: 1 }, r))
-        yield* projections.execute((r) => Decide.decideRedeem({ inviteId: "a", tokenHash: hash("t"), workerId: "w", name: "box", credentialHash: hash("c"), now: 2 }, r))
+        yield* projections.execute((r) => Decide.decideRedeem({ inviteId: "a", tokenHash: hash("t"), workerId: "w", name: "box", credentialHash: hash("c"), previousCredentialHash: null, now: 2 }, r))
         yield* projections.checkpoint
       }).pipe(Effect.provide(ownerLayer(file)), Effect.scoped)
     )

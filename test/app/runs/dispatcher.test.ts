@@ -556,6 +556,46 @@ describe("revocation", () => {
     }).pipe(Effect.provide(TestOwner))
   )
 
+  it.effect("a revoked worker that joins again with its old credential: the new identity's hello frees the old one's slots", () =>
+    Effect.gen(function* () {
+      const owner = yield* Owner
+      const dispatcher = yield* Dispatcher
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const { runId } = yield* runningOn(w)
+      yield* owner.revoke("lab-1", "operator")
+      yield* dispatcher.kick
+      yield* until("superseded", show(runId), (d) => attempt(d, 1)?.state === "superseded")
+      expect(yield* reserved(w.workerId)).toBe(1)
+
+      const { token } = yield* owner.invite({ scope: [], expiresInMs: null, name: "lab-1b", actor: "operator" })
+      const joined = ok(yield* call(token, { kind: "join", name: "lab-1b", previousCredential: w.credential }), "joined")
+      expect(joined.replaces).toBe(w.workerId)
+      // The join alone proves nothing has stopped: the slot is still held until the new identity says hello.
+      expect(yield* reserved(w.workerId)).toBe(1)
+      ok(yield* call(joined.credential, { kind: "hello", protocol: 1, running: [] }), "welcome")
+      expect(yield* reserved(w.workerId)).toBe(0)
+      expect(attempt(yield* show(runId), 1)).toMatchObject({ state: "ceased", holdsSlot: false })
+      const audit = [...(yield* Effect.flatMap(Projections, (p) => p.state)).audit]
+      expect(audit.find((r) => r.kind === "join" && r.workerId === joined.workerId)?.detail).toMatch(new RegExp(`replacing worker ${w.workerId}$`))
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("a join presenting a credential the owner never issued links nothing and frees nothing", () =>
+    Effect.gen(function* () {
+      const owner = yield* Owner
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      yield* runningOn(w)
+      yield* owner.revoke("lab-1", "operator")
+      const { token } = yield* owner.invite({ scope: [], expiresInMs: null, name: "other", actor: "operator" })
+      const joined = ok(yield* call(token, { kind: "join", name: "other", previousCredential: `svc_wk_${"x".repeat(40)}` }), "joined")
+      expect(joined.replaces).toBeNull()
+      ok(yield* call(joined.credential, { kind: "hello", protocol: 1, running: [] }), "welcome")
+      expect(yield* reserved(w.workerId)).toBe(1)
+    }).pipe(Effect.provide(TestOwner))
+  )
+
   it.effect("release before any round counts every slot it frees, an unclaimed attempt's too", () =>
     Effect.gen(function* () {
       const owner = yield* Owner

@@ -8,7 +8,7 @@ import { CURRENT_VERSION } from "../../../src/domain/journal/Events.js"
 import { evolve, initialState } from "../../../src/domain/journal/OwnerState.js"
 import * as D from "../../../src/domain/workers/Decide.js"
 import type { Registry } from "../../../src/domain/workers/Registry.js"
-import { advertised, hash, invited, joined, revoked, rotationRequested, session } from "../../support/events.js"
+import { advertised, hash, invited, joined, revoked, rotated, rotationRequested, session } from "../../support/events.js"
 
 /** Folds events as the journal would number them (one stream per event's subject). */
 const given = (...events: ReadonlyArray<Event>): Registry => {
@@ -56,7 +56,7 @@ describe("invite", () => {
 
 describe("redeem", () => {
   const redeem = (registry: Registry, now: number, token = "token-i") =>
-    D.decideRedeem({ inviteId: "i", tokenHash: hash(token), workerId: "w", name: "box", credentialHash: hash("c"), now }, registry)
+    D.decideRedeem({ inviteId: "i", tokenHash: hash(token), workerId: "w", name: "box", credentialHash: hash("c"), previousCredentialHash: null, now }, registry)
   const scoped = invited("i", 0, ["hasher:checksum@1.0.0"])
 
   it("redeems an unused invite once, carrying its scope, against the invite's stream version", () => {
@@ -77,9 +77,32 @@ describe("redeem", () => {
 
   it("refuses a wrong token and an unknown invite with the same words", () => {
     const wrong = redeem(given(scoped), 1, "other")
-    const unknown = D.decideRedeem({ inviteId: "nope", tokenHash: hash("token-i"), workerId: "w", name: "box", credentialHash: hash("c"), now: 1 }, given())
+    const unknown = D.decideRedeem({ inviteId: "nope", tokenHash: hash("token-i"), workerId: "w", name: "box", credentialHash: hash("c"), previousCredentialHash: null, now: 1 }, given())
     expect([rejection(wrong), rejection(unknown)]).toEqual(["wrong-token", "unknown-invite"])
     expect(wrong._tag === "Rejected" && unknown._tag === "Rejected" && wrong.message === unknown.message).toBe(true)
+  })
+})
+
+describe("re-join", () => {
+  const rejoin = (registry: Registry, previous: string | null) =>
+    D.decideRedeem({ inviteId: "i2", tokenHash: hash("token-i2"), workerId: "w2", name: "box", credentialHash: hash("c2"), previousCredentialHash: previous === null ? null : hash(previous), now: 9_000 }, registry)
+  const before = [invited("i"), joined("w", "i"), invited("i2")] as const
+
+  it("links the new identity to the worker whose credential the joiner presented, revoked or not", () => {
+    expect(events(rejoin(given(...before, revoked("w")), "cred-w"))[0]).toMatchObject({ _tag: "WorkerJoined", workerId: "w2", replaces: "w" })
+    expect(events(rejoin(given(...before), "cred-w"))[0]).toMatchObject({ replaces: "w" })
+  })
+
+  it("accepts the identity's current credential and the one its last rotation replaced, not older ones", () => {
+    const rotatedTwice = given(...before, rotationRequested("w"), rotated("w", 1), rotationRequested("w", 4_500), rotated("w", 2, 5_000), revoked("w", 6_000))
+    expect(events(rejoin(rotatedTwice, "cred-w-2"))[0]).toMatchObject({ replaces: "w" })
+    expect(events(rejoin(rotatedTwice, "cred-w-1"))[0]).toMatchObject({ replaces: "w" })
+    expect(events(rejoin(rotatedTwice, "cred-w"))[0]).toMatchObject({ replaces: null })
+  })
+
+  it("a credential that proves nothing links nothing, and the join itself still succeeds", () => {
+    expect(events(rejoin(given(...before), "someone-else"))[0]).toMatchObject({ workerId: "w2", replaces: null })
+    expect(events(rejoin(given(...before), null))[0]).toMatchObject({ workerId: "w2", replaces: null })
   })
 })
 

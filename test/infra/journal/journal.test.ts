@@ -117,7 +117,7 @@ describe("SQLite journal", () => {
     expect(after).toMatchObject({ stale: true, next: { sequence: 2, streamVersion: 2 }, head: 2 })
   })
 
-  it("reads a stored version-1 WorkerAdvertised (labels as a map) as version 2", async () => {
+  it("reads stored version-1 events as today's: WorkerAdvertised's labels as a map, WorkerJoined without replaces", async () => {
     const file = tempFile()
     const fixture = readFileSync(new URL("../../fixtures/journal-v1.sql", import.meta.url), "utf8")
     const events = await Effect.runPromise(
@@ -133,6 +133,9 @@ describe("SQLite journal", () => {
     const ad = events.find((e) => e.type === "WorkerAdvertised")!
     expect(ad.schemaVersion).toBe(2)
     expect(ad.event).toMatchObject({ _tag: "WorkerAdvertised", workerId: "w1", labels: ["arch=x64", "gpu=true", "os=linux"], capacity: 4 })
+    const joined = events.find((e) => e.type === "WorkerJoined")!
+    expect(joined.schemaVersion).toBe(2)
+    expect(joined.event).toMatchObject({ _tag: "WorkerJoined", workerId: "w1", name: "lab-1", replaces: null })
   })
 
   it.effect("reports an event it cannot read as Corrupt, naming where", () =>
