@@ -5,9 +5,11 @@
  * judged for capacity, and only those with room are ranked by preference.
  *
  * Pure: the inputs (the activity, each candidate's view, the ledgers) are values recorded with
- * the decision, so replaying a recorded decision through this code reproduces it. Not wired
- * into runs yet: the runs work (issue 6) records decisions and calls `place`.
+ * the decision, so replaying a recorded decision through this code reproduces it (the audit
+ * calls `place` without a feasibility cache; the live dispatcher with one).
  */
+
+import { entriesFor, sameConfiguration, type FeasibilityCache } from "./Feasibility.js"
 
 /** Why a candidate was excluded; a closed set of codes, each with readable text. */
 export type EligibilityCode =
@@ -99,32 +101,42 @@ export type Outcome =
 const has = (list: ReadonlyArray<string>, x: string) => list.includes(x)
 const NONE: ReadonlyArray<Exclusion> = []
 
+const x = (code: EligibilityCode, text: string): Exclusion => ({ layer: "eligibility", code, text })
+
 /**
- * Layer 1 for one activity: the exclusion records depend only on the activity (and the label
- * or program named), so each is made once per decision and shared by every candidate it
- * applies to. That keeps a decision over 10,000 candidates from building 10,000 copies.
+ * Layer 1 for one activity, in two parts. The static part depends only on the activity's
+ * requirements and the candidate's configuration (scope, advertisement, revocation), so a
+ * feasibility cache may keep it between decisions; the moment's part (advertisement alive,
+ * declined this activity) is judged every time. `eligibilityOf` joins them, in one order.
+ *
+ * The exclusion records depend only on the activity (and the label or program named), so each
+ * is made once per decision and shared by every candidate it applies to. That keeps a decision
+ * over 10,000 candidates from building 10,000 copies.
  */
-export const eligibilityOf = (a: Activity): ((c: Candidate) => ReadonlyArray<Exclusion>) => {
-  const x = (code: EligibilityCode, text: string): Exclusion => ({ layer: "eligibility", code, text })
-  // Made at first use, then shared (plain fields, no closures or keys built per candidate).
-  let revoked: Exclusion | undefined
-  let expired: Exclusion | undefined
-  let notRemote: Exclusion | undefined
-  let outOfScope: Exclusion | undefined
-  let notHeld: Exclusion | undefined
-  let otherDigest: Exclusion | undefined
-  let noExecutor: Exclusion | undefined
-  let unenforceable: Exclusion | undefined
-  let declined: Exclusion | undefined
-  const labels = new Map<string, Exclusion>()
-  const bins = new Map<string, Exclusion>()
-  return (c) => {
+class Layer1 {
+  // Records made at first use, then shared (plain fields, no closures or keys built per candidate).
+  // A class, not closures made per decision: one call target for V8 across decisions.
+  private revoked: Exclusion | undefined = undefined
+  private expired: Exclusion | undefined = undefined
+  private notRemote: Exclusion | undefined = undefined
+  private outOfScope: Exclusion | undefined = undefined
+  private notHeld: Exclusion | undefined = undefined
+  private otherDigest: Exclusion | undefined = undefined
+  private noExecutor: Exclusion | undefined = undefined
+  private unenforceable: Exclusion | undefined = undefined
+  private declined: Exclusion | undefined = undefined
+  private readonly labels = new Map<string, Exclusion>()
+  private readonly bins = new Map<string, Exclusion>()
+  constructor(private readonly a: Activity) {}
+
+  /** Everything but the moment's part (revoked comes first; `expired` goes right after it). */
+  staticPart(c: Candidate): ReadonlyArray<Exclusion> {
+    const a = this.a
     let out: Array<Exclusion> | undefined
     if (!c.isOwner) {
-      if (c.revoked) (out ??= []).push((revoked ??= x("revoked", "revoked")))
-      else if (!c.advertisementAlive) (out ??= []).push((expired ??= x("advertisement-expired", "its advertisement expired (no refresh for 15 s)")))
-      if (!a.remoteEligible) (out ??= []).push((notRemote ??= x("not-remote-eligible", `${a.address} is not remote-eligible: it stays on the owner`)))
-      if (c.scope.length > 0 && !has(c.scope, a.address)) (out ??= []).push((outOfScope ??= x("out-of-scope", `${a.address} is outside its scope`)))
+      if (c.revoked) (out ??= []).push((this.revoked ??= x("revoked", "revoked")))
+      if (!a.remoteEligible) (out ??= []).push((this.notRemote ??= x("not-remote-eligible", `${a.address} is not remote-eligible: it stays on the owner`)))
+      if (c.scope.length > 0 && !has(c.scope, a.address)) (out ??= []).push((this.outOfScope ??= x("out-of-scope", `${a.address} is outside its scope`)))
       let held: Candidate["artifacts"][number] | undefined
       for (const h of c.artifacts) {
         if (h.address === a.address) {
@@ -132,28 +144,57 @@ export const eligibilityOf = (a: Activity): ((c: Candidate) => ReadonlyArray<Exc
           break
         }
       }
-      if (held === undefined) (out ??= []).push((notHeld ??= x("job-not-held", `it does not hold ${a.address}`)))
-      else if (held.digest !== a.digest) (out ??= []).push((otherDigest ??= x("digest-mismatch", `it holds ${a.address} with another digest`)))
+      if (held === undefined) (out ??= []).push((this.notHeld ??= x("job-not-held", `it does not hold ${a.address}`)))
+      else if (held.digest !== a.digest) (out ??= []).push((this.otherDigest ??= x("digest-mismatch", `it holds ${a.address} with another digest`)))
     }
-    if (!has(c.capabilities, a.executor)) (out ??= []).push((noExecutor ??= x("missing-capability", `lacks the ${a.executor} executor`)))
+    if (!has(c.capabilities, a.executor)) (out ??= []).push((this.noExecutor ??= x("missing-capability", `lacks the ${a.executor} executor`)))
     for (const label of a.requiredLabels) {
       if (has(c.labels, label)) continue
-      let e = labels.get(label)
-      if (e === undefined) labels.set(label, (e = x("missing-label", `lacks label ${label}`)))
+      let e = this.labels.get(label)
+      if (e === undefined) this.labels.set(label, (e = x("missing-label", `lacks label ${label}`)))
       ;(out ??= []).push(e)
     }
     for (const bin of a.requiredBins) {
       if (has(c.bins, bin)) continue
-      let e = bins.get(bin)
-      if (e === undefined) bins.set(bin, (e = x("missing-bin", `lacks program ${bin}`)))
+      let e = this.bins.get(bin)
+      if (e === undefined) this.bins.set(bin, (e = x("missing-bin", `lacks program ${bin}`)))
       ;(out ??= []).push(e)
     }
     if (a.bounds.length > 0 && !has(c.capabilities, BOUNDS_CAPABILITY)) {
-      ;(out ??= []).push((unenforceable ??= x("bounds-unenforceable", `cannot enforce the job's bounds (${a.bounds.join(", ")})`)))
+      ;(out ??= []).push((this.unenforceable ??= x("bounds-unenforceable", `cannot enforce the job's bounds (${a.bounds.join(", ")})`)))
     }
-    if (a.declinedBy.length > 0 && has(a.declinedBy, c.id)) (out ??= []).push((declined ??= x("declined", "it declined an earlier attempt of this activity")))
     return out ?? NONE
   }
+
+  private isExpired(c: Candidate): boolean {
+    return !c.isOwner && !c.revoked && !c.advertisementAlive
+  }
+  private isDeclined(c: Candidate): boolean {
+    return this.a.declinedBy.length > 0 && has(this.a.declinedBy, c.id)
+  }
+
+  /** Whether the moment adds anything to a candidate's static exclusions. */
+  momentApplies(c: Candidate): boolean {
+    return this.isExpired(c) || this.isDeclined(c)
+  }
+
+  /** The static exclusions with the moment's: `expired` in the place after `revoked`, `declined` last. */
+  withMoment(c: Candidate, fixed: ReadonlyArray<Exclusion>): ReadonlyArray<Exclusion> {
+    const expired = this.isExpired(c)
+    const declined = this.isDeclined(c)
+    if (!expired && !declined) return fixed
+    const out: Array<Exclusion> = []
+    if (expired) out.push((this.expired ??= x("advertisement-expired", "its advertisement expired (no refresh for 15 s)")))
+    for (const e of fixed) out.push(e)
+    if (declined) out.push((this.declined ??= x("declined", "it declined an earlier attempt of this activity")))
+    return out
+  }
+}
+
+/** Layer 1 for one activity: every reason each candidate can never run it as configured. */
+export const eligibilityOf = (a: Activity): ((c: Candidate) => ReadonlyArray<Exclusion>) => {
+  const layer1 = new Layer1(a)
+  return (c) => layer1.withMoment(c, layer1.staticPart(c))
 }
 
 /** Layer 1: every reason this candidate can never run this activity as configured. */
@@ -216,8 +257,9 @@ const tieBreakPrefix = (activityId: string) => fnv(fnv(FNV_OFFSET, activityId), 
 /** A deterministic tie-break: FNV-1a of activity and candidate, so a replay picks the same host. */
 export const tieBreak = (activityId: string, candidateId: string): number => fnv(tieBreakPrefix(activityId), candidateId)
 
-export const place = (a: Activity, candidates: ReadonlyArray<Candidate>, q: Quotas): Outcome => {
-  const eligible = eligibilityOf(a)
+export const place = (a: Activity, candidates: ReadonlyArray<Candidate>, q: Quotas, cache?: FeasibilityCache): Outcome => {
+  const layer1Parts = new Layer1(a)
+  const entries = cache === undefined ? undefined : entriesFor(cache, a)
   const room = capacityOf(q)
   const prefix = tieBreakPrefix(a.id)
   const verdicts: Array<CandidateVerdict> = []
@@ -225,7 +267,31 @@ export const place = (a: Activity, candidates: ReadonlyArray<Candidate>, q: Quot
   // The best so far, in one pass: locality, then preference, then the tie-break (hashed only on a tie), then id.
   let best: { readonly c: Candidate; readonly score: { locality: number; preference: number }; tie: number | undefined } | undefined
   for (const c of candidates) {
-    const layer1 = eligible(c)
+    let layer1: ReadonlyArray<Exclusion>
+    if (entries === undefined) layer1 = layer1Parts.withMoment(c, layer1Parts.staticPart(c))
+    else {
+      let entry = entries.get(c.id)
+      if (entry === undefined || !sameConfiguration(entry, c)) {
+        entry = {
+          scope: c.scope,
+          labels: c.labels,
+          capabilities: c.capabilities,
+          bins: c.bins,
+          artifacts: c.artifacts,
+          revoked: c.revoked,
+          isOwner: c.isOwner,
+          name: c.name,
+          fixed: layer1Parts.staticPart(c),
+          verdict: undefined
+        }
+        entries.set(c.id, entry)
+      }
+      if (entry.fixed.length > 0 && !layer1Parts.momentApplies(c)) {
+        verdicts.push((entry.verdict ??= { candidate: c.id, name: c.name, exclusions: entry.fixed, score: null }))
+        continue
+      }
+      layer1 = layer1Parts.withMoment(c, entry.fixed)
+    }
     if (layer1.length > 0) {
       verdicts.push({ candidate: c.id, name: c.name, exclusions: layer1, score: null })
       continue

@@ -19,6 +19,7 @@ import {
   type PlacementRecord,
   type RunJob
 } from "../journal/Events.js"
+import type { FeasibilityCache } from "../placement/Feasibility.js"
 import { place, type Activity, type Candidate, type Outcome, type Quotas } from "../placement/Placement.js"
 import { ACTIVE, attemptId, lastAttempt, placementKey, TERMINAL, type AttemptRecord, type RunRecord, type RunsState } from "./Runs.js"
 
@@ -91,6 +92,8 @@ export interface PlacementInputs {
   readonly quotas: Quotas
   readonly notes: ReadonlyArray<string>
   readonly now: number
+  /** The dispatcher's feasibility cache: the same outcome, sooner (placement/Placement.ts). */
+  readonly cache?: FeasibilityCache
 }
 
 /**
@@ -104,7 +107,7 @@ export const decidePlacement = (c: PlacementInputs, runs: RunsState): RunDecisio
   const run = found.run
   if (run.state !== "pending") return decided(run, [])
   const activity = activityOf(run)
-  const outcome = place(activity, c.candidates, c.quotas)
+  const outcome = place(activity, c.candidates, c.quotas, c.cache)
   const host = outcome.outcome === "placed" ? outcome.host : null
   const key = placementKey({ ...outcome, host })
   if (host === null && run.placement !== null && run.placement.key === key) return decided(run, [])

@@ -1,7 +1,8 @@
 /** The three placement layers: every exclusion code, the layers' order, blocked vs waiting. */
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { capacity, eligibility, explain, place, type Activity, type Candidate, type Quotas } from "../../../src/domain/placement/Placement.js"
+import { makeFeasibilityCache } from "../../../src/domain/placement/Feasibility.js"
+import { BOUNDS_CAPABILITY, capacity, eligibility, explain, place, type Activity, type Candidate, type Quotas } from "../../../src/domain/placement/Placement.js"
 
 const job = "hasher:checksum@1.0.0"
 const activity: Activity = { id: "a1", address: job, digest: "sha256:d1", executor: "node", remoteEligible: true, requiredLabels: [], requiredBins: [], preferredLabels: [], bounds: [], declinedBy: [] }
@@ -135,5 +136,122 @@ describe("properties", () => {
       }),
       { numRuns: 500 }
     )
+  })
+})
+
+// ---- The feasibility cache ----------------------------------------------------------------------
+
+/** A worker's configuration as the registry would hold it: fresh lists each time it advertises. */
+const configArb = fc.record({
+  labels: fc.subarray(["gpu=true", "os=linux", "zone=eu"]),
+  // Mostly able to run `node` jobs, so that many candidates pass layer 1 and a stale entry would show.
+  capabilities: fc.oneof({ weight: 3, arbitrary: fc.constant(["node"]) }, { weight: 2, arbitrary: fc.subarray(["node", "process", BOUNDS_CAPABILITY]) }),
+  bins: fc.subarray(["ffmpeg", "git"]),
+  held: fc.constantFrom("yes", "no", "other-digest"),
+  scoped: fc.boolean()
+})
+const stepArb = fc.oneof(
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant("decide" as const),
+      // Mostly a few recurring jobs (so entries are reused across the other steps), some drawn at random.
+      requirements: fc.oneof(
+        {
+          weight: 3,
+          arbitrary: fc.constantFrom(
+            { requiredLabels: ["gpu=true"], requiredBins: [], executor: "node", address: job, remoteEligible: true, bounds: [] },
+            { requiredLabels: ["os=linux"], requiredBins: ["ffmpeg"], executor: "node", address: job, remoteEligible: true, bounds: ["memory"] },
+            { requiredLabels: [], requiredBins: [], executor: "node", address: job, remoteEligible: true, bounds: [] }
+          )
+        },
+        {
+          weight: 1,
+          arbitrary: fc.record({
+            requiredLabels: fc.subarray(["gpu=true", "os=linux"]),
+            requiredBins: fc.subarray(["ffmpeg"]),
+            executor: fc.constantFrom("node", "process"),
+            address: fc.constantFrom(job, "other:job@1"),
+            remoteEligible: fc.boolean(),
+            bounds: fc.subarray(["memory"])
+          })
+        }
+      ),
+      preferredLabels: fc.subarray(["zone=eu", "gpu=true"]),
+      declinedBy: fc.subarray(["w1", "w2", "w3"]),
+      alive: fc.array(fc.boolean(), { minLength: 4, maxLength: 4 }),
+      used: fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 4, maxLength: 4 }),
+      logicalFull: fc.boolean()
+    })
+  },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("advertise" as const), worker: fc.constantFrom("w1", "w2", "w3"), config: configArb }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("readvertise-same" as const), worker: fc.constantFrom("w1", "w2", "w3") }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant("change-one" as const),
+      worker: fc.constantFrom("w1", "w2", "w3"),
+      field: fc.constantFrom("labels" as const, "capabilities" as const, "bins" as const, "artifacts" as const, "scope" as const),
+      config: configArb
+    })
+  },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("revoke" as const), worker: fc.constantFrom("w1", "w2", "w3") }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("rename" as const), worker: fc.constantFrom("w1", "w2", "w3"), name: fc.constantFrom("a", "b") }) }
+)
+
+describe("the feasibility cache", () => {
+  it("changes nothing: over decisions, advertisements, revocations and renames, place answers the same with and without it", () => {
+    const configured = (id: string, c: typeof configArb extends fc.Arbitrary<infer A> ? A : never): Candidate =>
+      worker(id, {
+        labels: [...c.labels],
+        capabilities: [...c.capabilities],
+        bins: [...c.bins],
+        scope: c.scoped ? ["other:job@1"] : [],
+        artifacts: c.held === "no" ? [] : [{ address: job, digest: c.held === "yes" ? "sha256:d1" : "sha256:x" }],
+        slots: { capacity: 2, used: 0 }
+      })
+    fc.assert(
+      fc.property(fc.array(configArb, { minLength: 3, maxLength: 3 }), fc.array(stepArb, { maxLength: 40 }), (initial, steps) => {
+        const fleet = new Map<string, Candidate>([["owner", { ...owner, slots: { capacity: 2, used: 0 } }]])
+        initial.forEach((c, i) => fleet.set(`w${i + 1}`, configured(`w${i + 1}`, c)))
+        const cache = makeFeasibilityCache()
+        steps.forEach((step, n) => {
+          const w = step.kind === "decide" ? undefined : fleet.get(step.worker)!
+          switch (step.kind) {
+            case "advertise":
+              return void fleet.set(step.worker, { ...configured(step.worker, step.config), revoked: w!.revoked, name: w!.name })
+            case "readvertise-same":
+              // The same content in new lists: the cache recomputes (identity), the answer is the same.
+              return void fleet.set(step.worker, { ...w!, labels: [...w!.labels], capabilities: [...w!.capabilities], artifacts: [...w!.artifacts] })
+            case "change-one":
+              // One list of the configuration changes, the others stay the very same values.
+              return void fleet.set(step.worker, { ...w!, [step.field]: configured(step.worker, step.config)[step.field] })
+            case "revoke":
+              return void fleet.set(step.worker, { ...w!, revoked: true })
+            case "rename":
+              return void fleet.set(step.worker, { ...w!, name: step.name })
+            case "decide": {
+              const a: Activity = { ...activity, id: `a${n}`, ...step.requirements, preferredLabels: step.preferredLabels, declinedBy: step.declinedBy }
+              // The moment: each host's liveness and slots drawn anew, its configuration kept (same lists).
+              const cs = [...fleet.values()].map((c, i) => ({ ...c, advertisementAlive: c.isOwner || step.alive[i]!, slots: { capacity: 2, used: step.used[i]! } }))
+              const q: Quotas = { logical: step.logicalFull ? { capacity: 1, used: 1 } : null, endpoint: null }
+              expect(place(a, cs, q, cache)).toEqual(place(a, cs, q))
+            }
+          }
+        })
+      }),
+      { numRuns: 1000 }
+    )
+  })
+
+  it("reuses a statically excluded candidate's verdict between decisions, and not after the worker advertises again", () => {
+    const cache = makeFeasibilityCache()
+    const lacking = worker("w1", { labels: ["os=linux"] })
+    const a: Activity = { ...activity, requiredLabels: ["gpu=true"] }
+    const first = place({ ...a, id: "x1" }, [lacking], free, cache)
+    const second = place({ ...a, id: "x2" }, [{ ...lacking, slots: { capacity: 4, used: 1 } }], free, cache)
+    expect(second.verdicts[0]).toBe(first.verdicts[0])
+    const readvertised = place({ ...a, id: "x3" }, [{ ...lacking, labels: ["gpu=true"] }], free, cache)
+    expect(readvertised).toMatchObject({ outcome: "placed", host: "w1" })
   })
 })
