@@ -44,8 +44,13 @@ export const makeWork = (side: WorkSide, call: Call) =>
   Effect.gen(function* () {
     const running = new Map<string, Running>()
     let fence = 0
-    /** How many attempts the last heartbeat listed. */
-    let listed = 0
+    /**
+     * Changes to the set of running attempts (a start, an end), and how many of them the last
+     * heartbeat told the owner of. The owner counts an attempt from its claim, so an attempt
+     * that started and was stopped between two heartbeats still owes one heartbeat without it.
+     */
+    let changes = 0
+    let told = 0
 
     const delta = (attempt: string, r: Running) =>
       Effect.gen(function* () {
@@ -121,11 +126,20 @@ export const makeWork = (side: WorkSide, call: Call) =>
         const entry: { r?: Running } = {}
         // Interruptible even when started from the claim's protected region: a stop must reach it.
         const fiber = yield* Effect.interruptible(execute(work, entry)).pipe(
-          Effect.ensuring(Effect.andThen(side.slots.release(1), Effect.sync(() => running.delete(work.attempt)))),
+          Effect.ensuring(
+            Effect.andThen(
+              side.slots.release(1),
+              Effect.sync(() => {
+                running.delete(work.attempt)
+                changes++
+              })
+            )
+          ),
           Effect.forkDaemon
         )
         entry.r = { fiber, stopped: false, offsets: { stdout: 0, stderr: 0 } }
         running.set(work.attempt, entry.r)
+        changes++
       })
 
     /**
@@ -147,9 +161,10 @@ export const makeWork = (side: WorkSide, call: Call) =>
     const heartbeating = Effect.forever(
       Effect.gen(function* () {
         yield* Effect.sleep(side.heartbeatEvery)
-        // While anything runs, and once more after the last attempt ended: that heartbeat, listing
+        // While anything runs, and once more after the set last changed: that heartbeat, listing
         // nothing, tells the owner a stopped or superseded attempt has ceased (its slot is freed).
-        if (running.size === 0 && listed === 0) return
+        if (running.size === 0 && told === changes) return
+        const telling = changes
         const output: Array<OutputDelta> = []
         const next = new Map<string, Running["offsets"]>()
         for (const [id, r] of running) {
@@ -158,7 +173,7 @@ export const makeWork = (side: WorkSide, call: Call) =>
           if (d.delta.stdout !== "" || d.delta.stderr !== "") output.push(d.delta)
         }
         const answer = yield* call({ kind: "heartbeat", fence, running: [...running.keys()], output })
-        listed = next.size
+        told = telling
         // Sent: the next heartbeat starts after what this one carried.
         for (const [id, offsets] of next) {
           const r = running.get(id)

@@ -167,6 +167,27 @@ describe("the worker side of runs", () => {
     })
   )
 
+  it.live("an attempt stopped before any heartbeat listed it is still followed by one heartbeat without it (its slot on the owner is freed)", () =>
+    Effect.gen(function* () {
+      const slots = yield* Effect.makeSemaphore(1)
+      const o = owner("Q", 1, 30_000)
+      const w = yield* makeWork({ ...sideWith(slots, ChildExecutor.make()), heartbeatEvery: Duration.millis(400) }, o.call)
+      const f = yield* Effect.fork(w.session(1))
+      yield* until("it runs", () => w.running().length === 1)
+      // Told to stop in an advertisement's answer, before the first heartbeat.
+      yield* w.stop(["rQ.1"])
+      yield* until("it stopped", () => w.running().length === 0)
+      const beats = () => o.calls.filter((r): r is Extract<WorkerRequest, { kind: "heartbeat" }> => r.kind === "heartbeat")
+      yield* until("a heartbeat listing nothing", () => beats().some((h) => h.running.length === 0), 5_000)
+      expect(o.reports).toEqual([])
+      // And then no more: nothing runs, nothing changed.
+      const sent = beats().length
+      yield* Effect.sleep(Duration.millis(1_000))
+      expect(beats().length).toBe(sent)
+      yield* Fiber.interrupt(f)
+    })
+  )
+
   it.live("reports after the owner comes back, and drops a report the owner refuses", () =>
     Effect.gen(function* () {
       const slots = yield* Effect.makeSemaphore(2)
