@@ -19,6 +19,7 @@ import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
+import type { Envelope } from "../../domain/journal/Events.js"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import { LABEL } from "../../domain/manifest/Formats.js"
 import { makeFeasibilityCache } from "../../domain/placement/Feasibility.js"
@@ -224,10 +225,17 @@ export const make = Effect.gen(function* () {
       const problem = resolved.inputProblem(i.input)
       if (problem !== undefined) return yield* new RunRefused({ code: "invalid-input", message: problem })
       const runId = `r${base62FromBytes(entropy.bytes(10), 10)}`
+      const job = resolved.job
+      const ownerBins = yield* host.bins(job.requiredBins)
       const now = yield* Clock.currentTimeMillis
-      yield* execute((s) => RunDecide.decideSubmit({ runId, job: resolved.job, input: i.input, preferredLabels: [...new Set(i.prefer)].sort(), actor: i.actor, now }, s.runs)).pipe(
-        Effect.mapError(toRunRefused)
-      )
+      const envelopes = yield* execute((s) => {
+        const submission = { runId, job, input: i.input, preferredLabels: [...new Set(i.prefer)].sort(), actor: i.actor, now }
+        // Placed in the same commit unless an earlier run still waits for room (the scheduler places in order then).
+        return earlierRunWaiting(s)
+          ? RunDecide.decideSubmit(submission, s.runs)
+          : RunDecide.decideSubmitAndPlace({ ...submission, candidates: candidatesFor(s, job, now, ownerBins), quotas, notes: NOTES, cache: feasibility }, s.runs)
+      }).pipe(Effect.mapError(toRunRefused))
+      yield* afterPlacement(runId, envelopes)
       const s = yield* state
       return view(s, runOf(s, runId)!)
     })
@@ -270,7 +278,29 @@ export const make = Effect.gen(function* () {
     return sorted.list
   }
 
-  const candidatesFor = (s: OwnerState, run: RunRecord, now: number, ownerBins: ReadonlyArray<string>): Array<Candidate> => {
+  /** A pending run that may still be placed somewhere (not blocked): a new run placed at once would jump ahead of it. */
+  const earlierRunWaiting = (s: OwnerState): boolean => {
+    for (const [id] of s.runs.open) {
+      const run = runOf(s, id)
+      if (run !== undefined && run.state === "pending" && run.placement?.outcome !== "blocked") return true
+    }
+    return false
+  }
+
+  /** A placement that chose a host: the owner starts it; a worker's waiting claim is woken. */
+  const afterPlacement = (runId: string, envelopes: ReadonlyArray<Envelope>) =>
+    Effect.forEach(
+      envelopes,
+      ({ event }) =>
+        event._tag !== "PlacementDecided" || event.host === null || event.attempt === null
+          ? Effect.void
+          : event.host === "owner"
+            ? startLocal(runId, event.attempt)
+            : signalWorker(event.host),
+      { discard: true }
+    )
+
+  const candidatesFor = (s: OwnerState, job: RunRecord["job"], now: number, ownerBins: ReadonlyArray<string>): Array<Candidate> => {
     const reserved = (id: string) => Option.match(HashMap.get(s.ledger.physical, id), { onNone: () => 0, onSome: (p) => p.reserved })
     const owner: Candidate = {
       id: "owner",
@@ -287,7 +317,7 @@ export const make = Effect.gen(function* () {
     }
     const workers = sortedWorkers(s.registry.workers).map((w): Candidate => {
       const ad = w.advertisement
-      const view = ad === null ? undefined : viewOf(ad, run.job)
+      const view = ad === null ? undefined : viewOf(ad, job)
       return {
         id: w.id,
         name: w.name,
@@ -363,15 +393,10 @@ export const make = Effect.gen(function* () {
           ownerBins = yield* host.bins(run.job.requiredBins)
           binsCache.set(key, ownerBins)
         }
-        const envelopes = yield* execute((st) => RunDecide.decidePlacement({ runId, candidates: candidatesFor(st, runOf(st, runId)!, now, ownerBins), quotas, notes: NOTES, now, cache: feasibility }, st.runs)).pipe(
+        const envelopes = yield* execute((st) => RunDecide.decidePlacement({ runId, candidates: candidatesFor(st, runOf(st, runId)!.job, now, ownerBins), quotas, notes: NOTES, now, cache: feasibility }, st.runs)).pipe(
           Effect.catchAll((e) => Effect.as(Effect.logWarning(`placing ${runId}: ${e.message}`), []))
         )
-        for (const { event } of envelopes) {
-          if (event._tag === "PlacementDecided" && event.host !== null && event.attempt !== null) {
-            if (event.host === "owner") yield* startLocal(runId, event.attempt)
-            else yield* signalWorker(event.host)
-          }
-        }
+        yield* afterPlacement(runId, envelopes)
       }
     })
 

@@ -11,6 +11,7 @@ import {
   AttemptReported,
   AttemptStarted,
   AttemptSuperseded,
+  CURRENT_VERSION,
   PlacementDecided,
   RunStopRequested,
   RunSubmitted,
@@ -21,7 +22,7 @@ import {
 } from "../journal/Events.js"
 import type { FeasibilityCache } from "../placement/Feasibility.js"
 import { place, type Activity, type Candidate, type Outcome, type Quotas } from "../placement/Placement.js"
-import { ACTIVE, attemptId, lastAttempt, placementKey, TERMINAL, type AttemptRecord, type RunRecord, type RunsState } from "./Runs.js"
+import { ACTIVE, attemptId, evolveRuns, lastAttempt, placementKey, TERMINAL, type AttemptRecord, type RunRecord, type RunsState } from "./Runs.js"
 
 export type RunRejectionCode = "unknown-run" | "run-exists" | "run-finished" | "unknown-activity" | "superseded" | "out-of-scope" | "already-reported"
 
@@ -59,6 +60,28 @@ export const decideSubmit = (
   HashMap.has(runs.runs, c.runId)
     ? reject("run-exists", `run ${c.runId} exists already`)
     : { _tag: "Decided", stream: runStream(c.runId), expectedVersion: 0, events: [new RunSubmitted({ runId: c.runId, job: c.job, input: c.input, preferredLabels: c.preferredLabels, actor: c.actor, at: c.now })] }
+
+/**
+ * Submits a run and places it in the same command: one commit instead of two before a waiting
+ * worker hears of it. The placement is the one the scheduler would make next, decided on the
+ * state with the run submitted (the candidates do not depend on the run, only on its job).
+ * The caller places inline only when no earlier run is still waiting for room (it would jump
+ * the queue); otherwise it submits alone and the scheduler places in order.
+ */
+export const decideSubmitAndPlace = (
+  c: Parameters<typeof decideSubmit>[0] & Omit<PlacementInputs, "runId" | "now">,
+  runs: RunsState
+): RunDecision | RunRejection => {
+  const submitted = decideSubmit(c, runs)
+  if (submitted._tag === "Rejected") return submitted
+  const event = submitted.events[0]!
+  // The run as the fold will hold it once the submission commits (a throwaway state: its
+  // sequence is not known yet, and placement does not read it).
+  const after = evolveRuns(runs, { sequence: 0, stream: submitted.stream, streamVersion: 1, type: event._tag, schemaVersion: CURRENT_VERSION[event._tag], recordedAt: c.now, event })
+  const placed = decidePlacement({ runId: c.runId, candidates: c.candidates, quotas: c.quotas, notes: c.notes, now: c.now, ...(c.cache === undefined ? {} : { cache: c.cache }) }, after)
+  if (placed._tag === "Rejected") return submitted
+  return { ...submitted, events: [...submitted.events, ...placed.events] }
+}
 
 /** What placement sees of a run. The activity id is the run id, so its tie-break is stable across attempts. */
 export const activityOf = (run: RunRecord): Activity => ({

@@ -217,7 +217,8 @@ describe("on the owner", () => {
       const w = yield* linked("lab-1")
       yield* advertise(w)
       const submitted = yield* submit(ECHO, { text: "hello" })
-      expect(submitted).toMatchObject({ address: ECHO, state: "pending", attempts: 0 })
+      // Placed in the submission's own commit: already running on the owner when submit answers.
+      expect(submitted).toMatchObject({ address: ECHO, state: "running", attempts: 1, host: "owner" })
       // The report wakes `wait`; its own deadline (TestClock) never comes.
       const done = yield* dispatcher.wait(submitted.id, 60_000)
       expect(done).toMatchObject({ state: "succeeded", host: "owner", attempts: 1, result: { text: "hello", length: 5 }, error: null })
@@ -258,6 +259,41 @@ describe("on a worker", () => {
       ok(yield* report(w, work.attempt, { text: "hi", length: 2 }), "ack")
       expect(yield* show(run.id)).toMatchObject({ state: "succeeded", result: { text: "hi", length: 2 }, error: null })
       expect(yield* reserved(w.workerId)).toBe(0)
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("a submission and its placement are one commit: the run's stream holds both when submit answers", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const before = yield* head
+      const run = yield* submit(GPU)
+      expect(run).toMatchObject({ attempts: 1, host: "lab-1", explanation: "placed on worker 'lab-1'; excluded: owner (eligibility: lacks label gpu=true)" })
+      const events = (yield* Effect.flatMap(Journal, (j) => j.read(before, 100))).filter((e) => e.stream === `run-${run.id}`)
+      expect(events.map((e) => [e.type, e.streamVersion])).toEqual([
+        ["RunSubmitted", 1],
+        ["PlacementDecided", 2]
+      ])
+      expect(events[1]!.sequence).toBe(events[0]!.sequence + 1)
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("a run submitted while an earlier one waits for room is not placed ahead of it", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w) // capacity 2
+      const first = yield* runningOn(w)
+      yield* runningOn(w)
+      const third = yield* submit(GPU, { text: "third" })
+      expect((yield* show(third.id)).placement).toMatchObject({ outcome: "waiting" })
+      // The third waits for room: the fourth is only submitted; the scheduler places in order.
+      const fourth = yield* submit(GPU, { text: "fourth" })
+      expect((yield* show(fourth.id)).placement).toBeNull()
+      ok(yield* report(w, first.id), "ack")
+      const placed = yield* until("the third placed", show(third.id), (d) => d.placement?.outcome === "placed")
+      expect(attempt(placed, 1)).toMatchObject({ host: w.workerId })
+      const waiting = yield* until("the fourth decided", show(fourth.id), (d) => d.placement !== null)
+      expect(waiting.placement).toMatchObject({ outcome: "waiting" })
     }).pipe(Effect.provide(TestOwner))
   )
 
