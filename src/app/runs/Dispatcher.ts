@@ -148,6 +148,18 @@ export const make = Effect.gen(function* () {
 
   const wake = yield* Queue.sliding<void>(1)
   /**
+   * A deadline learned without a round (an attempt placed in its submission's commit): the
+   * scheduler's sleep is shortened to it, no round is run now. Earlier than the true deadline
+   * is harmless (that round finds nothing due and computes the next one).
+   */
+  let hinted: number | null = null
+  const rewake = yield* Queue.sliding<void>(1)
+  const hint = (at: number) =>
+    Effect.suspend(() => {
+      hinted = hinted === null ? at : Math.min(hinted, at)
+      return Effect.asVoid(Queue.offer(rewake, undefined))
+    })
+  /**
    * Asks the scheduler for a round. A round only looks at open runs, so with none there is
    * nothing for it to do: a worker coming back from silence (its first refresh after 15 s)
    * then costs no round, which matters when thousands of them come back at once.
@@ -175,6 +187,13 @@ export const make = Effect.gen(function* () {
   /** Decide, append, apply; then wake whoever may care. */
   const execute = (decide: (s: OwnerState) => AnyDecision | AnyRejection) =>
     Effect.tap(projections.executeOn(decide), (envelopes) => (envelopes.length > 0 ? Effect.andThen(announce, kick) : Effect.void))
+  /**
+   * The same without a scheduler round, for a change that leaves it nothing to do: a claim (an
+   * assigned attempt starts; nothing is freed or submitted) and a submission placed in its own
+   * commit. A round would only look at every open run and find nothing, on the claim's path.
+   */
+  const executeWithoutRound = (decide: (s: OwnerState) => AnyDecision | AnyRejection) =>
+    Effect.tap(projections.executeOn(decide), (envelopes) => (envelopes.length > 0 ? announce : Effect.void))
 
   const toRefusal = (e: { readonly _tag: string; readonly message: string; readonly rejection?: { readonly code: string } }): Refusal => {
     const code = e.rejection?.code
@@ -228,13 +247,25 @@ export const make = Effect.gen(function* () {
       const job = resolved.job
       const ownerBins = yield* host.bins(job.requiredBins)
       const now = yield* Clock.currentTimeMillis
-      const envelopes = yield* execute((s) => {
+      let inline = false
+      const envelopes = yield* executeWithoutRound((s) => {
         const submission = { runId, job, input: i.input, preferredLabels: [...new Set(i.prefer)].sort(), actor: i.actor, now }
         // Placed in the same commit unless an earlier run still waits for room (the scheduler places in order then).
-        return earlierRunWaiting(s)
-          ? RunDecide.decideSubmit(submission, s.runs)
-          : RunDecide.decideSubmitAndPlace({ ...submission, candidates: candidatesFor(s, job, now, ownerBins), quotas, notes: NOTES, cache: feasibility }, s.runs)
+        inline = !earlierRunWaiting(s)
+        return inline
+          ? RunDecide.decideSubmitAndPlace({ ...submission, candidates: candidatesFor(s, job, now, ownerBins), quotas, notes: NOTES, cache: feasibility }, s.runs)
+          : RunDecide.decideSubmit(submission, s.runs)
       }).pipe(Effect.mapError(toRunRefused))
+      // Submitted alone: the scheduler places it, after the runs before it. Placed on a worker:
+      // the scheduler learns when the attempt could lapse or go unclaimed, without a round now.
+      if (!inline) yield* kick
+      else {
+        const placed = envelopes.find((e) => e.event._tag === "PlacementDecided")?.event
+        if (placed?._tag === "PlacementDecided" && placed.host !== null && placed.host !== "owner") {
+          const lastAdvertisedAt = freshness.get(placed.host)?.lastAdvertisedAt ?? now
+          yield* hint(Math.min(lastAdvertisedAt + ADVERTISEMENT_LIFETIME_MS, now + CLAIM_DEADLINE_MS))
+        }
+      }
       yield* afterPlacement(runId, envelopes)
       const s = yield* state
       return view(s, runOf(s, runId)!)
@@ -658,7 +689,7 @@ export const make = Effect.gen(function* () {
         const next = nextAssigned(s, worker.id)
         if (next !== undefined) {
           const now = yield* Clock.currentTimeMillis
-          const claimed = yield* Effect.either(execute((st) => RunDecide.decideClaim({ workerId: worker.id, scope: worker.scope, fence, runId: next.runId, attempt: next.n, now }, st.runs)))
+          const claimed = yield* Effect.either(executeWithoutRound((st) => RunDecide.decideClaim({ workerId: worker.id, scope: worker.scope, fence, runId: next.runId, attempt: next.n, now }, st.runs)))
           if (claimed._tag === "Right") {
             const run = runOf(yield* state, next.runId)!
             return { kind: "work" as const, attempt: attemptId(run.id, next.n), runId: run.id, address: run.job.address, digest: run.job.digest, input: run.input, timeoutMs: run.job.timeoutMs }
@@ -702,8 +733,17 @@ export const make = Effect.gen(function* () {
       while: () => true,
       body: (next) =>
         Effect.gen(function* () {
-          const now = yield* Clock.currentTimeMillis
-          yield* Effect.raceFirst(Queue.take(wake), next === null ? Effect.never : Effect.sleep(Duration.millis(Math.max(0, next - now))))
+          let deadline = next
+          for (;;) {
+            if (hinted !== null) {
+              deadline = deadline === null ? hinted : Math.min(deadline, hinted)
+              hinted = null
+            }
+            const now = yield* Clock.currentTimeMillis
+            const timer = deadline === null ? Effect.never : Effect.as(Effect.sleep(Duration.millis(Math.max(0, deadline - now))), "round" as const)
+            const woke = yield* Effect.raceFirst(Effect.as(Queue.take(wake), "round" as const), Effect.raceFirst(Effect.as(Queue.take(rewake), "hint" as const), timer))
+            if (woke === "round") break
+          }
           return yield* tick.pipe(Effect.catchAllCause((cause) => Effect.zipRight(Effect.logError("the run scheduler failed a round", cause), Effect.map(Clock.currentTimeMillis, (t) => t + 1000))))
         })
     })
