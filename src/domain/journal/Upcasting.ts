@@ -4,6 +4,7 @@
  * older payload into the next version's, step by step, before decoding.
  */
 import { CURRENT_VERSION, type EventType } from "./Events.js"
+import { packPlacement, unpackPlacement } from "./PlacementPacking.js"
 
 type Payload = Record<string, unknown>
 type Upcaster = (payload: Payload) => Payload
@@ -31,6 +32,22 @@ const UPCASTERS: { readonly [K in EventType]?: Readonly<Record<number, Upcaster>
   }
 }
 
+/**
+ * Events whose current stored layout is packed (a version that changes how the fields are
+ * stored, not what they are): written packed, read back as the same fields. The versions
+ * before it are already the event's fields.
+ */
+const PACKED: { readonly [K in EventType]?: { readonly version: number; readonly pack: Upcaster; readonly unpack: Upcaster } } = {
+  // v2: each distinct list and exclusion record once (PlacementPacking.ts).
+  PlacementDecided: { version: 2, pack: packPlacement, unpack: unpackPlacement }
+}
+
+/** The payload to store for an event of `type` (its fields, without the tag), at CURRENT_VERSION. */
+export const storedPayload = (type: EventType, fields: Payload): Payload => {
+  const packed = PACKED[type]
+  return packed === undefined ? fields : packed.pack(fields)
+}
+
 export class UnknownEventVersion extends Error {
   constructor(
     readonly type: string,
@@ -44,8 +61,12 @@ export class UnknownEventVersion extends Error {
 export const upcast = (type: EventType, version: number, payload: Payload): Payload => {
   const current = CURRENT_VERSION[type]
   if (version > current || version < 1) throw new UnknownEventVersion(type, version)
+  const packed = PACKED[type]
+  if (packed !== undefined && version === packed.version) return packed.unpack(payload)
   let out = payload
   for (let v = version; v < current; v++) {
+    // The step to a packed layout is one of storage only: the version before it is the fields.
+    if (packed !== undefined && v + 1 === packed.version) break
     const step = UPCASTERS[type]?.[v]
     if (step === undefined) throw new UnknownEventVersion(type, v)
     out = step(out)

@@ -21,7 +21,7 @@ import * as Layer from "effect/Layer"
 import * as RuntimeFlags from "effect/RuntimeFlags"
 import * as Schema from "effect/Schema"
 import { CURRENT_VERSION, Event, type Envelope, type EventType } from "../../domain/journal/Events.js"
-import { upcast } from "../../domain/journal/Upcasting.js"
+import { storedPayload, upcast } from "../../domain/journal/Upcasting.js"
 import { fastGuardOf } from "../schema/Guard.js"
 import { Checkpoints } from "../../app/journal/Checkpoints.js"
 import { Journal, JournalError, StreamConflict, type AppendCommand } from "../../app/journal/Journal.js"
@@ -88,7 +88,7 @@ export const payloadOf = (event: Event): string => {
   const names = payloadFields.get(event._tag)
   if (names === undefined) {
     const { _tag, ...rest } = event as Event & Record<string, unknown>
-    return JSON.stringify(rest)
+    return JSON.stringify(storedPayload(event._tag, rest))
   }
   // The declared fields in their declared order (the order the constructor sets them in, so the
   // text is the same as the rest of the instance's own fields) on a plain object, which
@@ -96,7 +96,7 @@ export const payloadOf = (event: Event): string => {
   const source = event as unknown as Record<string, unknown>
   const plain: Record<string, unknown> = {}
   for (const name of names) plain[name] = source[name]
-  return JSON.stringify(plain)
+  return JSON.stringify(storedPayload(event._tag, plain))
 }
 
 /**

@@ -12,6 +12,8 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import { Journal, layerMemory } from "../../../src/app/journal/Journal.js"
+import { PlacementDecided } from "../../../src/domain/journal/Events.js"
+import { place } from "../../../src/domain/placement/Placement.js"
 import { layer as sqliteLayer, layerStore } from "../../../src/infra/journal/SqliteJournal.js"
 import { advertised, invited, joined, revoked, session } from "../../support/events.js"
 
@@ -137,6 +139,48 @@ describe("SQLite journal", () => {
     expect(joined.schemaVersion).toBe(2)
     expect(joined.event).toMatchObject({ _tag: "WorkerJoined", workerId: "w1", name: "lab-1", replaces: null })
   })
+
+  it.effect("stores a PlacementDecided packed (version 2) and reads it back as the event it was", () =>
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const journal = yield* Journal
+      const candidates = Array.from({ length: 20 }, (_, i) => ({
+        id: `w${i}`,
+        name: `lab-${i}`,
+        isOwner: false,
+        revoked: i === 3,
+        advertisementAlive: i !== 4,
+        scope: [],
+        labels: ["os=linux", "pool=a"],
+        capabilities: ["node"],
+        bins: [],
+        artifacts: [{ address: "a:b@1.0.0", digest: "sha256:d" }],
+        slots: { capacity: 2, used: i % 3 }
+      }))
+      const activity = { id: "r1", address: "a:b@1.0.0", digest: "sha256:d", executor: "node", remoteEligible: true, requiredLabels: ["pool=a"], requiredBins: [], preferredLabels: [], bounds: [], declinedBy: [] }
+      const quotas = { logical: null, endpoint: null }
+      const o = place(activity, candidates, quotas)
+      const event = new PlacementDecided({
+        runId: "r1",
+        attempt: 1,
+        activity,
+        candidates,
+        quotas,
+        notes: [],
+        outcome: o.outcome,
+        host: o.outcome === "placed" ? o.host : null,
+        verdicts: o.verdicts,
+        record: { executionHost: null, inferenceEndpoint: null, requestedModel: null, resolvedModel: null, selectionProvenance: "x", limits: { timeoutMs: null, bounds: [] } },
+        at: 5
+      })
+      yield* journal.append({ stream: "run-r1", expectedVersion: 0, events: [event] })
+      const [row] = yield* sql<{ schema_version: number; payload: string }>`SELECT schema_version, payload FROM events`
+      expect(row!.schema_version).toBe(2)
+      expect(JSON.parse(row!.payload)).toHaveProperty("exclusions")
+      const [read] = yield* journal.read(0, 10)
+      expect(read!.event).toEqual(event)
+    }).pipe(Effect.provide(sqliteLayer(tempFile())))
+  )
 
   it.effect("reports an event it cannot read as Corrupt, naming where", () =>
     Effect.gen(function* () {

@@ -1,0 +1,151 @@
+/**
+ * The stored layout of `PlacementDecided` version 2 ("packed"): a decision over N candidates
+ * repeats the same few lists (labels, capabilities, artifacts...) and the same few exclusion
+ * records N times, so the stored payload keeps each distinct one once and refers to it by
+ * index. Read back, it is the event's fields again, exactly (docs/journal.md, "Packed
+ * events"); in memory, in `svc journal export` and to the audit, nothing changes.
+ *
+ * Layout (the event's other fields are stored as they are):
+ *
+ *   lists:       string lists, each distinct one once (scope, labels, capabilities, bins)
+ *   artifacts:   artifact lists, each distinct one once
+ *   exclusions:  exclusion records, each distinct one once
+ *   candidates:  one row per candidate:
+ *                [id, name, flags, scope, labels, capabilities, bins, artifacts, slots capacity, slots used]
+ *                flags: 1 owner, 2 revoked, 4 advertisement alive; list fields: indices
+ *   verdicts:    one row per verdict, in the candidates' order:
+ *                [exclusion indices, score ([locality, preference] or null)], and, only when a
+ *                verdict is not about the candidate in the same place, [..., candidate, name]
+ *
+ * Pure functions over plain JSON values.
+ */
+
+type Json = Record<string, unknown>
+type Exclusion = Json
+interface Candidate {
+  readonly id: string
+  readonly name: string
+  readonly isOwner: boolean
+  readonly revoked: boolean
+  readonly advertisementAlive: boolean
+  readonly scope: ReadonlyArray<string>
+  readonly labels: ReadonlyArray<string>
+  readonly capabilities: ReadonlyArray<string>
+  readonly bins: ReadonlyArray<string>
+  readonly artifacts: ReadonlyArray<{ readonly address: string; readonly digest: string }>
+  readonly slots: { readonly capacity: number; readonly used: number }
+}
+interface Verdict {
+  readonly candidate: string
+  readonly name: string
+  readonly exclusions: ReadonlyArray<Exclusion>
+  readonly score: { readonly locality: number; readonly preference: number } | null
+}
+
+/**
+ * The content of a list or record as text, remembered per object: candidates keep the very
+ * same lists from one decision to the next (until their worker advertises something else), so
+ * each is written out once, not once per decision. Values are immutable; a memo, no state.
+ */
+const texts = new WeakMap<object, string>()
+const textOf = (value: object): string => {
+  let text = texts.get(value)
+  if (text === undefined) {
+    text = JSON.stringify(value)
+    texts.set(value, text)
+  }
+  return text
+}
+
+/** Each distinct value once: by identity first (decisions share their lists and records), then by content. */
+const interner = <A extends object>() => {
+  const byRef = new Map<A, number>()
+  const byText = new Map<string, number>()
+  const values: Array<A> = []
+  return {
+    values,
+    index: (value: A): number => {
+      let i = byRef.get(value)
+      if (i !== undefined) return i
+      const text = textOf(value)
+      i = byText.get(text)
+      if (i === undefined) {
+        i = values.length
+        values.push(value)
+        byText.set(text, i)
+      }
+      byRef.set(value, i)
+      return i
+    }
+  }
+}
+
+/** The packed payload of a `PlacementDecided` payload (its fields, without the tag). */
+export const packPlacement = (payload: Json): Json => {
+  const { candidates, verdicts, ...rest } = payload as Json & { candidates: ReadonlyArray<Candidate>; verdicts: ReadonlyArray<Verdict> }
+  const lists = interner<ReadonlyArray<string>>()
+  const artifacts = interner<Candidate["artifacts"]>()
+  const exclusions = interner<Exclusion>()
+  const rows = candidates.map((c) => [
+    c.id,
+    c.name,
+    (c.isOwner ? 1 : 0) | (c.revoked ? 2 : 0) | (c.advertisementAlive ? 4 : 0),
+    lists.index(c.scope),
+    lists.index(c.labels),
+    lists.index(c.capabilities),
+    lists.index(c.bins),
+    artifacts.index(c.artifacts),
+    c.slots.capacity,
+    c.slots.used
+  ])
+  const judged = verdicts.map((v, i) => {
+    const row: Array<unknown> = [v.exclusions.map(exclusions.index), v.score === null ? null : [v.score.locality, v.score.preference]]
+    const c = candidates[i]
+    if (c === undefined || c.id !== v.candidate || c.name !== v.name) row.push(v.candidate, v.name)
+    return row
+  })
+  return { ...rest, lists: lists.values, artifacts: artifacts.values, exclusions: exclusions.values, candidates: rows, verdicts: judged }
+}
+
+const fail = (what: string): never => {
+  throw new Error(`a packed PlacementDecided is malformed: ${what}`)
+}
+const at = <A>(table: ReadonlyArray<A>, i: unknown, what: string): A =>
+  typeof i === "number" && Number.isInteger(i) && i >= 0 && i < table.length ? table[i]! : fail(`${what} index ${JSON.stringify(i)} is out of range`)
+
+/** The event's fields again from a packed payload. */
+export const unpackPlacement = (payload: Json): Json => {
+  const { lists, artifacts, exclusions, candidates, verdicts, ...rest } = payload
+  if (!Array.isArray(lists) || !Array.isArray(artifacts) || !Array.isArray(exclusions) || !Array.isArray(candidates) || !Array.isArray(verdicts)) {
+    return fail("lists, artifacts, exclusions, candidates and verdicts must be arrays")
+  }
+  const hosts: Array<Candidate> = candidates.map((row: unknown, i) => {
+    if (!Array.isArray(row) || row.length !== 10) return fail(`candidate ${i} is not a row of 10`)
+    const [id, name, flags, scope, labels, capabilities, bins, held, capacity, used] = row as Array<unknown>
+    return {
+      id: id as string,
+      name: name as string,
+      isOwner: ((flags as number) & 1) !== 0,
+      revoked: ((flags as number) & 2) !== 0,
+      advertisementAlive: ((flags as number) & 4) !== 0,
+      scope: at(lists, scope, "scope"),
+      labels: at(lists, labels, "labels"),
+      capabilities: at(lists, capabilities, "capabilities"),
+      bins: at(lists, bins, "bins"),
+      artifacts: at(artifacts, held, "artifacts"),
+      slots: { capacity: capacity as number, used: used as number }
+    }
+  })
+  const judged: Array<Verdict> = verdicts.map((row: unknown, i) => {
+    if (!Array.isArray(row) || (row.length !== 2 && row.length !== 4) || !Array.isArray(row[0])) return fail(`verdict ${i} is not a row of 2 or 4`)
+    const score = row[1] as [number, number] | null
+    const c = hosts[i]
+    return {
+      candidate: row.length === 4 ? (row[2] as string) : (c ?? fail(`verdict ${i} has no candidate`)).id,
+      name: row.length === 4 ? (row[3] as string) : c!.name,
+      exclusions: (row[0] as Array<unknown>).map((x) => at(exclusions, x, "exclusion")),
+      score: score === null ? null : { locality: score[0], preference: score[1] }
+    }
+  })
+  return { ...rest, candidates: hosts, verdicts: judged }
+}
