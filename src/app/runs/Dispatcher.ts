@@ -23,16 +23,17 @@ import type { Envelope } from "../../domain/journal/Events.js"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import { LABEL } from "../../domain/manifest/Formats.js"
 import { makeFeasibilityCache } from "../../domain/placement/Feasibility.js"
-import type { Candidate, Quotas } from "../../domain/placement/Placement.js"
+import type { Quotas } from "../../domain/placement/Placement.js"
 import * as RunDecide from "../../domain/runs/Decide.js"
 import { ACTIVE, attemptId, lastAttempt, parseAttemptId, TERMINAL, type RunRecord } from "../../domain/runs/Runs.js"
 import { ADVERTISEMENT_LIFETIME_MS, advertisementAlive } from "../../domain/workers/DisplayState.js"
-import type { AdvertisementRecord, WorkerRecord } from "../../domain/workers/Registry.js"
+import type { WorkerRecord } from "../../domain/workers/Registry.js"
 import { base62FromBytes } from "../../domain/workers/Secrets.js"
 import { Projections, type AnyDecision, type AnyRejection } from "../journal/Projections.js"
 import { Entropy } from "../workers/Entropy.js"
 import { Freshness } from "../workers/Freshness.js"
 import { Refusal, type OutputDelta, type Work } from "../workers/Protocol.js"
+import { makeCandidates } from "./Candidates.js"
 import { Executor } from "./Executor.js"
 import { JobNotRunnable, type ResolvedJob } from "./JobCatalog.js"
 import { RunFiles } from "./RunFiles.js"
@@ -275,39 +276,8 @@ export const make = Effect.gen(function* () {
 
   const workerAlive = (w: WorkerRecord, now: number) => w.advertisement !== null && advertisementAlive(freshness.get(w.id), now)
 
-  /**
-   * Each advertisement's lists as candidates carry them (executors apart from programs; the
-   * programs and artifacts a job asks about), made once per advertisement record and job, so
-   * that consecutive decisions see the very same values and the feasibility cache can keep a
-   * worker's layer-1 verdict until it advertises something else.
-   */
-  const EMPTY: ReadonlyArray<never> = []
-  const views = new WeakMap<AdvertisementRecord, { capabilities: ReadonlyArray<string>; bins: ReadonlyArray<string>; byJob: Map<string, { bins: ReadonlyArray<string>; artifacts: Candidate["artifacts"] }> }>()
-  const viewOf = (ad: AdvertisementRecord, job: RunRecord["job"]) => {
-    let v = views.get(ad)
-    if (v === undefined) {
-      v = {
-        capabilities: ad.capabilities.filter((c) => !c.startsWith("bin:")),
-        bins: ad.capabilities.filter((c) => c.startsWith("bin:")).map((c) => c.slice(4)),
-        byJob: new Map()
-      }
-      views.set(ad, v)
-    }
-    const key = `${job.address}\u0000${job.requiredBins.join("\u0000")}`
-    let j = v.byJob.get(key)
-    if (j === undefined) {
-      j = { bins: v.bins.filter((b) => job.requiredBins.includes(b)), artifacts: ad.artifacts.filter((a) => a.address === job.address) }
-      v.byJob.set(key, j)
-    }
-    return { capabilities: v.capabilities, ...j }
-  }
+  const { candidatesFor } = makeCandidates(host, workerAlive)
   const feasibility = makeFeasibilityCache()
-  /** The registry's workers by id, sorted once per version of the registry's map (it is persistent). */
-  let sorted: { readonly of: OwnerState["registry"]["workers"]; readonly list: ReadonlyArray<WorkerRecord> } | undefined
-  const sortedWorkers = (workers: OwnerState["registry"]["workers"]) => {
-    if (sorted === undefined || sorted.of !== workers) sorted = { of: workers, list: [...HashMap.values(workers)].sort((a, b) => (a.id < b.id ? -1 : 1)) }
-    return sorted.list
-  }
 
   /** A pending run that may still be placed somewhere (not blocked): a new run placed at once would jump ahead of it. */
   const earlierRunWaiting = (s: OwnerState): boolean => {
@@ -331,40 +301,6 @@ export const make = Effect.gen(function* () {
       { discard: true }
     )
 
-  const candidatesFor = (s: OwnerState, job: RunRecord["job"], now: number, ownerBins: ReadonlyArray<string>): Array<Candidate> => {
-    const reserved = (id: string) => Option.match(HashMap.get(s.ledger.physical, id), { onNone: () => 0, onSome: (p) => p.reserved })
-    const owner: Candidate = {
-      id: "owner",
-      name: "owner",
-      isOwner: true,
-      revoked: false,
-      advertisementAlive: true,
-      scope: [],
-      labels: host.labels,
-      capabilities: host.capabilities,
-      bins: ownerBins,
-      artifacts: [],
-      slots: { capacity: host.capacity, used: reserved("owner") }
-    }
-    const workers = sortedWorkers(s.registry.workers).map((w): Candidate => {
-      const ad = w.advertisement
-      const view = ad === null ? undefined : viewOf(ad, job)
-      return {
-        id: w.id,
-        name: w.name,
-        isOwner: false,
-        revoked: w.revokedAt !== null,
-        advertisementAlive: workerAlive(w, now),
-        scope: w.scope,
-        labels: ad?.labels ?? EMPTY,
-        capabilities: view?.capabilities ?? EMPTY,
-        bins: view?.bins ?? EMPTY,
-        artifacts: view?.artifacts ?? EMPTY,
-        slots: { capacity: ad?.capacity ?? 0, used: reserved(w.id) }
-      }
-    })
-    return [owner, ...workers]
-  }
   const quotas: Quotas = { logical: null, endpoint: null }
   const NOTES = [
     "logical quota: none applies (the limits count detached agents; a job run is not one)",
