@@ -5,8 +5,9 @@
  * runtime is not running (exit 2) and refuse a bad scope (exit 1).
  */
 import { spawn } from "node:child_process"
-import { mkdirSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { startServe, stopAllServes, svcIn, Transcript, waitFor } from "../support/serve.js"
 import { SVC_BIN, svc, tempDir } from "../support/svc.js"
@@ -89,5 +90,37 @@ describe("one runtime per $SVC_HOME", () => {
     expect(second.stderr).toContain(`svc serve is already running for ${home}`)
     // The first still answers.
     expect((await svc(["workers", "status", "--json"], { cwd: home, home })).code).toBe(0)
+  }, 60_000)
+  it("npm start (README's main command) stops cleanly on SIGTERM: the runtime gets it too, and closes", async () => {
+    const home = tempDir("svc-start-")
+    const repo = fileURLToPath(new URL("../..", import.meta.url))
+    // As a process manager stops it: SIGTERM to npm's own pid. npm passes it on; the runtime
+    // must receive it (not a shell between them) and stop, removing its admin socket.
+    const npm = spawn("npm", ["start", "--silent", "--", "--listen", "127.0.0.1:0"], {
+      cwd: repo,
+      env: { ...process.env, SVC_HOME: home, HOME: home },
+      stdio: ["ignore", "pipe", "pipe"],
+      // Its own process group, so that the finally below can clean up whatever it started.
+      detached: true
+    })
+    let out = ""
+    npm.stdout.setEncoding("utf8").on("data", (d: string) => (out += d))
+    npm.stderr.setEncoding("utf8").on("data", (d: string) => (out += d))
+    const socket = join(home, "admin.sock")
+    try {
+      await waitFor("the runtime's admin socket", async () => existsSync(socket), (x) => x, { timeoutMs: 30_000, everyMs: 100 })
+      const exited = new Promise<number | null>((resolve) => npm.on("exit", (code) => resolve(code)))
+      npm.kill("SIGTERM")
+      await exited
+      const closed = await waitFor("the runtime stopped (its admin socket removed)", async () => !existsSync(socket), (x) => x, { timeoutMs: 10_000, everyMs: 100 })
+      expect(closed.value).toBe(true)
+      expect(out).toContain("svc serve: SIGTERM: stopping")
+    } finally {
+      try {
+        process.kill(-npm.pid!, "SIGKILL")
+      } catch {
+        // Already gone, all of it.
+      }
+    }
   }, 60_000)
 })
