@@ -321,7 +321,10 @@ describe("svc workers between two real svc serve processes", () => {
       ["decline for no activity", { bearer: credential, body: JSON.stringify({ kind: "decline", fence, attempt: "a-none", reason: "busy" }) }, 404, "unknown-activity"],
       ["join without a token", { body: JSON.stringify({ kind: "join", name: "x" }) }, 401, "unauthenticated"],
       ["join with a credential", { bearer: credential, body: JSON.stringify({ kind: "join", name: "x" }) }, 401, "unauthenticated"],
-      ["join with a used token", { bearer: lab1Token, body: JSON.stringify({ kind: "join", name: "x" }) }, 403, "join-refused", /already redeemed/]
+      ["join with a used token", { bearer: lab1Token, body: JSON.stringify({ kind: "join", name: "x" }) }, 403, "join-refused", /already redeemed/],
+      // The previous credential is a secret: what is wrong with it is said without repeating it.
+      ["join with an overlong previous credential", { bearer: lab1Token, body: JSON.stringify({ kind: "join", name: "x", previousCredential: `${credential}${"z".repeat(200)}` }) }, 400, "bad-request", /^the body is not a worker message: previousCredential: previousCredential must be a worker credential \(at most 200 characters\)$/],
+      ["join with a previous credential not a string", { bearer: lab1Token, body: JSON.stringify({ kind: "join", name: "x", previousCredential: 42424242 }) }, 400, "bad-request", /^the body is not a worker message: previousCredential: previousCredential must be a string$/]
     ]
     for (const [what, call, status, code, message] of cases) {
       const answer = await direct(what, call)

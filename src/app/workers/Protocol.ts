@@ -22,7 +22,13 @@ export const Join = Schema.Struct({
    * A credential this installation held from an earlier join to this owner (revoked or not):
    * proof that it was that worker, whose held slots the new identity's hello then releases.
    */
-  previousCredential: Schema.optional(Schema.String.pipe(Schema.maxLength(200)))
+  previousCredential: Schema.optionalWith(
+    // A secret: what is wrong with it is said without repeating it (the default messages quote the value).
+    Schema.String.annotations({ message: () => "previousCredential must be a string" }).pipe(
+      Schema.maxLength(200, { message: () => "previousCredential must be a worker credential (at most 200 characters)" })
+    ),
+    { exact: true }
+  )
 })
 
 /** Start a session: answers the fence every later call carries. */
