@@ -20,27 +20,9 @@
  * Pure functions over plain JSON values.
  */
 
+import type { Candidate, CandidateVerdict as Verdict, Exclusion } from "../placement/Placement.js"
+
 type Json = Record<string, unknown>
-type Exclusion = Json
-interface Candidate {
-  readonly id: string
-  readonly name: string
-  readonly isOwner: boolean
-  readonly revoked: boolean
-  readonly advertisementAlive: boolean
-  readonly scope: ReadonlyArray<string>
-  readonly labels: ReadonlyArray<string>
-  readonly capabilities: ReadonlyArray<string>
-  readonly bins: ReadonlyArray<string>
-  readonly artifacts: ReadonlyArray<{ readonly address: string; readonly digest: string }>
-  readonly slots: { readonly capacity: number; readonly used: number }
-}
-interface Verdict {
-  readonly candidate: string
-  readonly name: string
-  readonly exclusions: ReadonlyArray<Exclusion>
-  readonly score: { readonly locality: number; readonly preference: number } | null
-}
 
 /**
  * The content of a list or record as text, remembered per object: candidates keep the very
