@@ -43,7 +43,7 @@ export const makeFeasibilityCache = (): FeasibilityCache => ({ byRequirements: n
 /** Everything layer 1's static part reads of the activity (so its records' texts too). */
 const requirementsKey = (a: Activity) => JSON.stringify([a.address, a.digest, a.executor, a.remoteEligible, a.requiredLabels, a.requiredBins, a.bounds])
 
-export const sameConfiguration = (x: FeasibilityEntry, y: Candidate) =>
+const sameConfiguration = (x: FeasibilityEntry, y: Candidate) =>
   x.labels === y.labels &&
   x.artifacts === y.artifacts &&
   x.capabilities === y.capabilities &&
@@ -62,4 +62,25 @@ export const entriesFor = (cache: FeasibilityCache, a: Activity): Map<string, Fe
     cache.byRequirements.set(key, entries)
   }
   return entries
+}
+
+/** The candidate's entry, recomputed with `staticPart` when it has none or its configuration changed. */
+export const entryFor = (entries: Map<string, FeasibilityEntry>, c: Candidate, staticPart: (c: Candidate) => ReadonlyArray<Exclusion>): FeasibilityEntry => {
+  let entry = entries.get(c.id)
+  if (entry === undefined || !sameConfiguration(entry, c)) {
+    entry = {
+      scope: c.scope,
+      labels: c.labels,
+      capabilities: c.capabilities,
+      bins: c.bins,
+      artifacts: c.artifacts,
+      revoked: c.revoked,
+      isOwner: c.isOwner,
+      name: c.name,
+      fixed: staticPart(c),
+      verdict: undefined
+    }
+    entries.set(c.id, entry)
+  }
+  return entry
 }

@@ -9,7 +9,7 @@
  * calls `place` without a feasibility cache; the live dispatcher with one).
  */
 
-import { entriesFor, sameConfiguration, type FeasibilityCache } from "./Feasibility.js"
+import { entriesFor, entryFor, type FeasibilityCache } from "./Feasibility.js"
 
 /** Why a candidate was excluded; a closed set of codes, each with readable text. */
 export type EligibilityCode =
@@ -260,6 +260,7 @@ export const tieBreak = (activityId: string, candidateId: string): number => fnv
 export const place = (a: Activity, candidates: ReadonlyArray<Candidate>, q: Quotas, cache?: FeasibilityCache): Outcome => {
   const layer1Parts = new Layer1(a)
   const entries = cache === undefined ? undefined : entriesFor(cache, a)
+  const staticPart = (c: Candidate) => layer1Parts.staticPart(c)
   const room = capacityOf(q)
   const prefix = tieBreakPrefix(a.id)
   const verdicts: Array<CandidateVerdict> = []
@@ -270,22 +271,7 @@ export const place = (a: Activity, candidates: ReadonlyArray<Candidate>, q: Quot
     let layer1: ReadonlyArray<Exclusion>
     if (entries === undefined) layer1 = layer1Parts.withMoment(c, layer1Parts.staticPart(c))
     else {
-      let entry = entries.get(c.id)
-      if (entry === undefined || !sameConfiguration(entry, c)) {
-        entry = {
-          scope: c.scope,
-          labels: c.labels,
-          capabilities: c.capabilities,
-          bins: c.bins,
-          artifacts: c.artifacts,
-          revoked: c.revoked,
-          isOwner: c.isOwner,
-          name: c.name,
-          fixed: layer1Parts.staticPart(c),
-          verdict: undefined
-        }
-        entries.set(c.id, entry)
-      }
+      const entry = entryFor(entries, c, staticPart)
       if (entry.fixed.length > 0 && !layer1Parts.momentApplies(c)) {
         verdicts.push((entry.verdict ??= { candidate: c.id, name: c.name, exclusions: entry.fixed, score: null }))
         continue
