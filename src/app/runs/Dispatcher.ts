@@ -185,16 +185,17 @@ export const make = Effect.gen(function* () {
     })
   })
 
-  /** Decide, append, apply; then wake whoever may care. */
-  const execute = (decide: (s: OwnerState) => AnyDecision | AnyRejection) =>
-    Effect.tap(projections.executeOn(decide), (envelopes) => (envelopes.length > 0 ? Effect.andThen(announce, kick) : Effect.void))
   /**
-   * The same without a scheduler round, for a change that leaves it nothing to do: a claim (an
-   * assigned attempt starts; nothing is freed or submitted) and a submission placed in its own
-   * commit. A round would only look at every open run and find nothing, on the claim's path.
+   * Decide, append, apply; then wake whoever waits on runs, but not the scheduler: for a change
+   * that leaves it nothing to do, a claim (an assigned attempt starts; nothing is freed or
+   * submitted) and a submission placed in its own commit. A round would only look at every open
+   * run and find nothing, on the claim's path.
    */
   const executeWithoutRound = (decide: (s: OwnerState) => AnyDecision | AnyRejection) =>
     Effect.tap(projections.executeOn(decide), (envelopes) => (envelopes.length > 0 ? announce : Effect.void))
+  /** The same, then a scheduler round for whatever the change made possible. */
+  const execute = (decide: (s: OwnerState) => AnyDecision | AnyRejection) =>
+    Effect.tap(executeWithoutRound(decide), (envelopes) => (envelopes.length > 0 ? kick : Effect.void))
 
   const toRefusal = (e: { readonly _tag: string; readonly message: string; readonly rejection?: { readonly code: string } }): Refusal => {
     const code = e.rejection?.code
@@ -263,8 +264,7 @@ export const make = Effect.gen(function* () {
       else {
         const placed = envelopes.find((e) => e.event._tag === "PlacementDecided")?.event
         if (placed?._tag === "PlacementDecided" && placed.host !== null && placed.host !== "owner") {
-          const lastAdvertisedAt = freshness.get(placed.host)?.lastAdvertisedAt ?? now
-          yield* hint(Math.min(lastAdvertisedAt + ADVERTISEMENT_LIFETIME_MS, now + CLAIM_DEADLINE_MS))
+          yield* hint(Math.min(lapsesAt(placed.host, now), now + CLAIM_DEADLINE_MS))
         }
       }
       yield* afterPlacement(runId, envelopes)
@@ -307,6 +307,12 @@ export const make = Effect.gen(function* () {
     "inference endpoint: none (a job run uses no model), so no endpoint capacity and no model were selected"
   ]
 
+  /** When a worker's attempts lapse if it stays silent: 15 s after its last advertisement, not before the owner's restart grace ends. */
+  const lapsesAt = (workerId: string, now: number) => {
+    const lastAdvertisedAt = freshness.get(workerId)?.lastAdvertisedAt ?? null
+    return Math.max(lastAdvertisedAt === null ? now : lastAdvertisedAt + ADVERTISEMENT_LIFETIME_MS, startedAt + RESTART_GRACE_MS)
+  }
+
   /**
    * Attempts that no longer count: on a revoked or lapsed worker, or assigned and never claimed.
    * Answers when the next such deadline falls (null: none), so the scheduler sleeps until then.
@@ -323,7 +329,6 @@ export const make = Effect.gen(function* () {
         const last = run === undefined ? undefined : lastAttempt(run)
         if (last === undefined || !ACTIVE.has(last.state) || last.host === "owner") continue
         const w = Option.getOrUndefined(HashMap.get(s.registry.workers, last.host))
-        const lastAdvertisedAt = w === undefined ? null : (freshness.get(w.id)?.lastAdvertisedAt ?? null)
         const lapsed = w !== undefined && !workerAlive(w, now) && now - startedAt >= RESTART_GRACE_MS
         const unclaimed = last.state === "assigned" && now - last.assignedAt >= CLAIM_DEADLINE_MS
         const reason =
@@ -337,7 +342,7 @@ export const make = Effect.gen(function* () {
                   ? `its worker did not claim it within ${CLAIM_DEADLINE_MS / 1000} s`
                   : undefined
         if (reason === undefined) {
-          due(Math.max(lastAdvertisedAt === null ? now : lastAdvertisedAt + ADVERTISEMENT_LIFETIME_MS, startedAt + RESTART_GRACE_MS))
+          due(lapsesAt(last.host, now))
           if (last.state === "assigned") due(last.assignedAt + CLAIM_DEADLINE_MS)
           continue
         }
