@@ -240,9 +240,19 @@ export const make = Effect.gen(function* () {
       return { kind: "welcome" as const, workerId: worker.id, name: worker.name, fence, scope: worker.scope, advertiseEverySeconds: 5, stop, newCredential } satisfies WorkerResponse
     })
 
+  /** What an advertisement offers, as the decider takes it. */
+  const offerOf = (worker: WorkerRecord, request: Advertise, now: number) => ({
+    workerId: worker.id,
+    capacity: request.capacity,
+    labels: request.labels,
+    capabilities: request.capabilities,
+    artifacts: request.artifacts,
+    now
+  })
+
   const advertise = (worker: WorkerRecord, now: number, request: Advertise, newCredential: Ack["newCredential"]) => {
     const wasAlive = advertisementAlive(freshness.get(worker.id), now)
-    const offer = { workerId: worker.id, capacity: request.capacity, labels: request.labels, capabilities: request.capabilities, artifacts: request.artifacts, now }
+    const offer = offerOf(worker, request, now)
     return execute((r) => Decide.decideAdvertise(offer, r)).pipe(
       Effect.mapError(commandRefusal("bad-request")),
       Effect.flatMap((changed) => {
@@ -286,10 +296,7 @@ export const make = Effect.gen(function* () {
    */
   const unchangedRefresh = (s: OwnerState, { worker, presentedHash, now }: Authenticated, request: Advertise): Ack | undefined => {
     if (handOverDue(worker, presentedHash, now) || !advertisementAlive(freshness.get(worker.id), now)) return undefined
-    const decision = Decide.decideAdvertise(
-      { workerId: worker.id, capacity: request.capacity, labels: request.labels, capabilities: request.capabilities, artifacts: request.artifacts, now },
-      s.registry
-    )
+    const decision = Decide.decideAdvertise(offerOf(worker, request, now), s.registry)
     if (decision._tag !== "Decided" || decision.events.length > 0) return undefined
     touch(worker.id, now, true)
     return { kind: "ack", stop: stopsIn(s, worker.id), newCredential: null }
