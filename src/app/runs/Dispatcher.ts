@@ -97,7 +97,8 @@ export interface DispatcherService {
   readonly release: (workerId: string, actor: string) => Effect.Effect<number, RunRefused>
   // The worker route, after authentication and the fence check:
   readonly hello: (worker: WorkerRecord, running: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, Refusal>
-  readonly claim: (worker: WorkerRecord, fence: number, waitMs: number) => Effect.Effect<Omit<Work, "newCredential"> | null, Refusal>
+  /** With `running` (the worker's attempts, no other claim in flight), a started attempt it does not list is placed again first. */
+  readonly claim: (worker: WorkerRecord, fence: number, waitMs: number, running?: ReadonlyArray<string>) => Effect.Effect<Omit<Work, "newCredential"> | null, Refusal>
   readonly heartbeat: (worker: WorkerRecord, running: ReadonlyArray<string>, output: ReadonlyArray<OutputDelta>) => Effect.Effect<ReadonlyArray<string>, Refusal>
   readonly decline: (worker: WorkerRecord, attempt: string, reason: string) => Effect.Effect<void, Refusal>
   readonly report: (
@@ -549,10 +550,11 @@ export const make = Effect.gen(function* () {
   /**
    * What the worker says it runs, against what the owner placed on it: a listed attempt the
    * owner no longer counts is to be stopped; a superseded or stopped one not listed has ceased
-   * (its slot is free); with `restarted`, an attempt it held but no longer lists was lost with
-   * the worker's restart and is placed again.
+   * (its slot is free); with `lost` (a hello after a restart, a claim), a running attempt it
+   * does not list never reached the worker or was lost with its restart: it is placed again,
+   * with `lost` as the reason.
    */
-  const reconcile = (worker: WorkerRecord, running: ReadonlyArray<string>, restarted: boolean) =>
+  const reconcile = (worker: WorkerRecord, running: ReadonlyArray<string>, lost: string | null) =>
     Effect.gen(function* () {
       const listed = new Set(running)
       const s = yield* state
@@ -575,9 +577,9 @@ export const make = Effect.gen(function* () {
         if (listed.has(id)) continue
         if (a.state === "superseded" || a.state === "stopping") {
           yield* execute((st) => RunDecide.decideCease({ runId, attempt: a.n, reason: "its worker no longer runs it", now }, st.runs)).pipe(Effect.ignore)
-        } else if (restarted && a.state === "running") {
-          yield* execute((st) => RunDecide.decideSupersede({ runId, attempt: a.n, reason: "its worker restarted without it", now }, st.runs)).pipe(Effect.ignore)
-          yield* execute((st) => RunDecide.decideCease({ runId, attempt: a.n, reason: "its worker restarted without it", now }, st.runs)).pipe(Effect.ignore)
+        } else if (lost !== null && a.state === "running") {
+          yield* execute((st) => RunDecide.decideSupersede({ runId, attempt: a.n, reason: lost, now }, st.runs)).pipe(Effect.ignore)
+          yield* execute((st) => RunDecide.decideCease({ runId, attempt: a.n, reason: lost, now }, st.runs)).pipe(Effect.ignore)
         }
       }
       return stop
@@ -589,7 +591,7 @@ export const make = Effect.gen(function* () {
    * identity, no longer runs what the old one held unless it lists it.
    */
   const hello: DispatcherService["hello"] = (worker, running) =>
-    reconcile(worker, running, true).pipe(
+    reconcile(worker, running, "its worker restarted without it").pipe(
       Effect.tap(() => (worker.replaces === null ? Effect.void : releaseHeld(worker.replaces, `its installation joined again as ${worker.id} without it`, new Set(running)))),
       Effect.tap(() => kick)
     )
@@ -607,7 +609,7 @@ export const make = Effect.gen(function* () {
 
   const heartbeat: DispatcherService["heartbeat"] = (worker, running, output) =>
     Effect.gen(function* () {
-      const stop = yield* reconcile(worker, running, false)
+      const stop = yield* reconcile(worker, running, null)
       for (const delta of output) yield* appendOutput(worker, delta)
       return [...new Set([...stop, ...(yield* stopsFor(worker.id))])].filter((id) => running.includes(id))
     })
@@ -622,8 +624,16 @@ export const make = Effect.gen(function* () {
     return best
   }
 
-  const claim: DispatcherService["claim"] = (worker, fence, waitMs) =>
+  /**
+   * A claim from a worker that lists what it runs (and so has no other claim in flight): every
+   * answer to its earlier claims has arrived or is lost, so an attempt started for it and not
+   * listed was handed out in an answer that never arrived (a dropped connection) and is placed
+   * again, instead of counting as running there until the worker restarts.
+   */
+  const LOST_ANSWER = "its worker's next claim did not list it: the answer that handed it out never arrived"
+  const claim: DispatcherService["claim"] = (worker, fence, waitMs, running) =>
     Effect.gen(function* () {
+      if (running !== undefined) yield* reconcile(worker, running, LOST_ANSWER)
       const deadline = (yield* Clock.currentTimeMillis) + waitMs
       for (;;) {
         const s = yield* state

@@ -278,7 +278,7 @@ export const make = Effect.gen(function* () {
           // Long poll: the call waits until work is placed on this worker, or the wait is over.
           // No work is handed out past the advertisement's life (placement needs it alive).
           return Effect.map(
-            dispatcher.claim(worker, request.fence, Duration.toMillis(Duration.min(Duration.seconds(request.waitSeconds), MAX_CLAIM_WAIT))),
+            dispatcher.claim(worker, request.fence, Duration.toMillis(Duration.min(Duration.seconds(request.waitSeconds), MAX_CLAIM_WAIT)), request.running),
             (work): WorkerResponse => (work === null ? ({ kind: "no-work", retryAfterSeconds: 0, newCredential } satisfies NoWork) : { ...work, newCredential })
           )
         case "decline":

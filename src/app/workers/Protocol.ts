@@ -72,7 +72,13 @@ export const Claim = Schema.Struct({
   kind: Schema.Literal("claim"),
   fence: Fence,
   /** How long the owner may hold the call open waiting for work (long poll). */
-  waitSeconds: Schema.Int.pipe(Schema.between(0, 30))
+  waitSeconds: Schema.Int.pipe(Schema.between(0, 30)),
+  /**
+   * The attempts this worker runs (until their reports are answered). Sent by a worker that
+   * has no other claim in flight: an attempt the owner started for it and it does not list
+   * was handed out in an answer that never arrived, and is placed again (docs/protocol.md).
+   */
+  running: Schema.optionalWith(ShortList(Schema.String, 100), { exact: true })
 })
 export type Claim = typeof Claim.Type
 

@@ -151,7 +151,7 @@ export const makeWork = (side: WorkSide, call: Call) =>
       Effect.uninterruptibleMask((restore) =>
         Effect.gen(function* () {
           yield* restore(side.slots.take(1))
-          const answer = yield* restore(call({ kind: "claim", fence, waitSeconds: side.claimWaitSeconds })).pipe(Effect.onError(() => side.slots.release(1)))
+          const answer = yield* restore(call({ kind: "claim", fence, waitSeconds: side.claimWaitSeconds, running: [...running.keys()] })).pipe(Effect.onError(() => side.slots.release(1)))
           if (answer.kind === "work") yield* start(answer)
           else yield* side.slots.release(1)
         })

@@ -456,6 +456,50 @@ describe("a worker's restart", () => {
   )
 })
 
+describe("a claim's answer that never arrived", () => {
+  // A long poll, as workers claim: the run placed again by the round the claim asks for wakes it.
+  const claimListing = (w: Linked, running: ReadonlyArray<string>, waitSeconds = 5) => call(w.credential, { kind: "claim", fence: w.fence, waitSeconds, running: [...running] })
+
+  it.effect("the worker's next claim, not listing the attempt, has it placed again: that claim is answered with the new attempt", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      // The answer to this claim is lost on its way: the worker never starts the attempt.
+      const { runId, id } = yield* runningOn(w)
+      expect(yield* reserved(w.workerId)).toBe(1)
+      const work = ok(yield* claimListing(w, []), "work")
+      expect(work.attempt).toBe(`${runId}.2`)
+      const detail = yield* show(runId)
+      expect(attempt(detail, 1)).toMatchObject({
+        state: "ceased",
+        holdsSlot: false,
+        reason: "its worker's next claim did not list it: the answer that handed it out never arrived"
+      })
+      expect(attempt(detail, 2)).toMatchObject({ host: w.workerId, state: "running" })
+      expect(yield* reserved(w.workerId)).toBe(1)
+      expect(refusal(yield* report(w, id))).toBe("superseded")
+      ok(yield* report(w, work.attempt), "ack")
+      expect(yield* show(runId)).toMatchObject({ state: "succeeded" })
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("a claim listing the attempt keeps it running; a claim without the list (an older worker) changes nothing", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const { runId, id } = yield* runningOn(w)
+      const before = yield* head
+      expect(ok(yield* claimListing(w, [id], 0), "no-work")).toBeDefined()
+      ok(yield* claimNow(w), "no-work")
+      yield* quiet
+      expect(yield* head).toBe(before)
+      expect(yield* show(runId)).toMatchObject({ state: "running", attempts: 1 })
+      ok(yield* report(w, id), "ack")
+      expect(yield* show(runId)).toMatchObject({ state: "succeeded" })
+    }).pipe(Effect.provide(TestOwner))
+  )
+})
+
 // ---- Stop ---------------------------------------------------------------------------------------
 
 describe("stop", () => {

@@ -144,6 +144,30 @@ describe("the worker side of runs", () => {
     })
   )
 
+  it.live("each claim lists the attempts it runs, an attempt whose report is not answered yet among them", () =>
+    Effect.gen(function* () {
+      const slots = yield* Effect.makeSemaphore(2)
+      let reporting = false
+      const claimsWhileReporting: Array<ReadonlyArray<string> | undefined> = []
+      const o = owner("L", 1, 50, (r) => {
+        if (r.kind === "claim" && reporting) claimsWhileReporting.push(r.running)
+        if (r.kind !== "report") return undefined
+        reporting = true
+        // The owner takes its time to answer the report; the worker's other slot claims meanwhile.
+        return Effect.as(Effect.sleep(Duration.millis(600)), ack()).pipe(Effect.ensuring(Effect.sync(() => void (reporting = false))))
+      })
+      const w = yield* makeWork(sideWith(slots, ChildExecutor.make()), o.call)
+      const f = yield* Effect.fork(w.session(1))
+      yield* until("the report is answered", () => o.calls.some((r) => r.kind === "report") && !reporting && w.running().length === 0)
+      const claims = o.calls.filter((r): r is Extract<WorkerRequest, { kind: "claim" }> => r.kind === "claim")
+      expect(claims.every((c) => c.running !== undefined)).toBe(true)
+      expect(claims[0]!.running).toEqual([])
+      expect(claimsWhileReporting.length).toBeGreaterThan(0)
+      expect(claimsWhileReporting.every((running) => running?.includes("rL.1"))).toBe(true)
+      yield* Fiber.interrupt(f)
+    })
+  )
+
   it.live("stops an attempt the owner says to stop: its child is gone and it is not reported", () =>
     Effect.gen(function* () {
       const slots = yield* Effect.makeSemaphore(1)
