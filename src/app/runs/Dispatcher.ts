@@ -14,6 +14,7 @@ import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
@@ -32,11 +33,12 @@ import { base62FromBytes } from "../../domain/workers/Secrets.js"
 import { Projections, type AnyDecision, type AnyRejection } from "../journal/Projections.js"
 import { Entropy } from "../workers/Entropy.js"
 import { Freshness } from "../workers/Freshness.js"
-import { Refusal, type OutputDelta, type Work } from "../workers/Protocol.js"
+import { fenceRefusal, Refusal, revokedRefusal, type OutputDelta, type Work } from "../workers/Protocol.js"
 import { makeCandidates } from "./Candidates.js"
 import { Executor } from "./Executor.js"
 import { JobNotRunnable, type ResolvedJob } from "./JobCatalog.js"
 import { RunFiles } from "./RunFiles.js"
+import { makeWaitingClaims } from "./WaitingClaims.js"
 
 /** What the owner offers as an execution host of its own work. */
 export interface OwnerHostSettings {
@@ -167,15 +169,8 @@ export const make = Effect.gen(function* () {
    * then costs no round, which matters when thousands of them come back at once.
    */
   const kick = Effect.flatMap(projections.state, (s) => (HashMap.size(s.runs.open) === 0 ? Effect.void : Effect.asVoid(Queue.offer(wake, undefined))))
-  /** Claims waiting for work, per worker: completed when something is placed on it. */
-  const waiting = new Map<string, Deferred.Deferred<void>>()
-  const signalWorker = (workerId: string) =>
-    Effect.suspend(() => {
-      const d = waiting.get(workerId)
-      if (d === undefined) return Effect.void
-      waiting.delete(workerId)
-      return Deferred.succeed(d, undefined)
-    })
+  /** Claims waiting for work, per worker; a placement on a worker hands its attempt to one of them. */
+  const claims = makeWaitingClaims()
   /** Runs that changed, for `wait`: completed on each commit that touches a run. */
   let changed = yield* Deferred.make<void>()
   const announce = Effect.suspend(() => {
@@ -251,14 +246,14 @@ export const make = Effect.gen(function* () {
       const ownerBins = yield* host.bins(job.requiredBins)
       const now = yield* Clock.currentTimeMillis
       let inline = false
-      const envelopes = yield* executeWithoutRound((s) => {
+      const envelopes = yield* handingOff(runId, (s) => {
         const submission = { runId, job, input: i.input, preferredLabels: [...new Set(i.prefer)].sort(), actor: i.actor, now }
         // Placed in the same commit unless an earlier run still waits for room (the scheduler places in order then).
         inline = !earlierRunWaiting(s)
         return inline
           ? RunDecide.decideSubmitAndPlace({ ...submission, candidates: candidatesFor(s, job, now, ownerBins), quotas, notes: NOTES, cache: feasibility }, s.runs)
           : RunDecide.decideSubmit(submission, s.runs)
-      }).pipe(Effect.mapError(toRunRefused))
+      }, now, executeWithoutRound).pipe(Effect.mapError(toRunRefused))
       // Submitted alone: the scheduler places it, after the runs before it. Placed on a worker:
       // the scheduler learns when the attempt could lapse or go unclaimed, without a round now.
       if (!inline) yield* kick
@@ -289,7 +284,32 @@ export const make = Effect.gen(function* () {
     return false
   }
 
-  /** A placement that chose a host: the owner starts it; a worker's waiting claim is woken. */
+  /**
+   * A placement, with the hand-off to a waiting claim (docs/runs.md, "A waiting claim"): deciding
+   * it may take a claim waiting on the chosen worker and start the attempt in the same commit;
+   * whatever becomes of the commit, the claim taken is then answered or sent back to look again.
+   */
+  const handingOff = <E, R>(
+    runId: string,
+    decide: (s: OwnerState) => RunDecide.RunDecision | RunDecide.RunRejection,
+    now: number,
+    run: (decide: (s: OwnerState) => AnyDecision | AnyRejection) => Effect.Effect<ReadonlyArray<Envelope>, E, R>
+  ) =>
+    run((s) => {
+      const decision = decide(s)
+      if (decision._tag === "Rejected") return decision
+      return RunDecide.decideHandOff(
+        decision,
+        s.runs,
+        (hostId) => {
+          const w = Option.getOrUndefined(HashMap.get(s.registry.workers, hostId))
+          return w === undefined ? undefined : claims.take(hostId, w.fence, runId)
+        },
+        now
+      )
+    }).pipe(Effect.onExit((exit) => claims.settle(runId, Exit.isSuccess(exit) ? exit.value : undefined)))
+
+  /** A placement that chose a host: the owner starts it; a worker's waiting claims are woken, unless one was handed the attempt. */
   const afterPlacement = (runId: string, envelopes: ReadonlyArray<Envelope>) =>
     Effect.forEach(
       envelopes,
@@ -298,7 +318,9 @@ export const make = Effect.gen(function* () {
           ? Effect.void
           : event.host === "owner"
             ? startLocal(runId, event.attempt)
-            : signalWorker(event.host),
+            : envelopes.some((e) => e.event._tag === "AttemptStarted" && e.event.attempt === event.attempt)
+              ? Effect.void
+              : claims.wake(event.host),
       { discard: true }
     )
 
@@ -366,9 +388,12 @@ export const make = Effect.gen(function* () {
           ownerBins = yield* host.bins(run.job.requiredBins)
           binsCache.set(key, ownerBins)
         }
-        const envelopes = yield* execute((st) => RunDecide.decidePlacement({ runId, candidates: candidatesFor(st, runOf(st, runId)!.job, now, ownerBins), quotas, notes: NOTES, now, cache: feasibility }, st.runs)).pipe(
-          Effect.catchAll((e) => Effect.as(Effect.logWarning(`placing ${runId}: ${e.message}`), []))
-        )
+        const envelopes = yield* handingOff(
+          runId,
+          (st) => RunDecide.decidePlacement({ runId, candidates: candidatesFor(st, runOf(st, runId)!.job, now, ownerBins), quotas, notes: NOTES, now, cache: feasibility }, st.runs),
+          now,
+          execute
+        ).pipe(Effect.catchAll((e) => Effect.as(Effect.logWarning(`placing ${runId}: ${e.message}`), [])))
         yield* afterPlacement(runId, envelopes)
       }
     })
@@ -637,6 +662,13 @@ export const make = Effect.gen(function* () {
       const deadline = (yield* Clock.currentTimeMillis) + waitMs
       for (;;) {
         const s = yield* state
+        // A claim that waited across a takeover or a revocation is answered as its next call would be.
+        const current = Option.getOrUndefined(HashMap.get(s.registry.workers, worker.id))
+        if (current !== undefined) {
+          if (current.revokedAt !== null) return yield* revokedRefusal()
+          const fenced = fenceRefusal(current, fence)
+          if (fenced !== undefined) return yield* fenced
+        }
         const next = nextAssigned(s, worker.id)
         if (next !== undefined) {
           const now = yield* Clock.currentTimeMillis
@@ -652,12 +684,19 @@ export const make = Effect.gen(function* () {
         }
         const now = yield* Clock.currentTimeMillis
         if (now >= deadline) return null
-        let signal = waiting.get(worker.id)
-        if (signal === undefined) {
-          signal = yield* Deferred.make<void>()
-          waiting.set(worker.id, signal)
+        // Wait for a placement on this worker: it hands the attempt over (started in its own
+        // commit), or wakes this claim to look again.
+        const parked = yield* claims.park({ workerId: worker.id, scope: worker.scope, fence })
+        const woke = yield* Effect.raceFirst(Deferred.await(parked.answer), Effect.as(Effect.sleep(Duration.millis(deadline - now)), "over" as const)).pipe(
+          Effect.onInterrupt(() => Effect.sync(() => claims.leave(parked)))
+        )
+        // The wait is over, but a placement took this claim meanwhile: its answer comes with its commit.
+        const handed = woke !== "over" ? woke : claims.leave(parked) ? yield* Deferred.await(parked.answer) : null
+        if (handed !== null) {
+          const run = runOf(yield* state, handed.runId)!
+          return { kind: "work" as const, attempt: attemptId(run.id, handed.attempt), runId: run.id, address: run.job.address, digest: run.job.digest, input: run.input, timeoutMs: run.job.timeoutMs }
         }
-        yield* Effect.raceFirst(Deferred.await(signal), Effect.sleep(Duration.millis(deadline - now)))
+        if (woke === "over") return null
       }
     })
 

@@ -24,7 +24,7 @@ import type { JournalError, StreamConflict } from "../journal/Journal.js"
 import { Dispatcher, layer as DispatcherLayer, stopsIn } from "../runs/Dispatcher.js"
 import { Entropy } from "./Entropy.js"
 import { Freshness, layer as FreshnessLayer } from "./Freshness.js"
-import { Refusal, type Ack, type Advertise, type CredentialHandOver, type Hello, type Join, type NoWork, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
+import { fenceRefusal, Refusal, revokedRefusal, type Ack, type Advertise, type CredentialHandOver, type Hello, type Join, type NoWork, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
 
 interface Authenticated {
   readonly worker: WorkerRecord
@@ -192,7 +192,7 @@ export const make = Effect.gen(function* () {
     const found = id === undefined ? Option.none() : HashMap.get(r.workers, id)
     if (Option.isNone(found)) return refuse("unauthenticated", "this credential is not known to the owner")
     const worker = found.value
-    if (worker.revokedAt !== null) return refuse("revoked", "this worker was revoked by the owner's operator: stop all its work", true)
+    if (worker.revokedAt !== null) return revokedRefusal()
     const standing = Decide.credentialStanding(worker, presentedHash, now)
     if (standing === "expired" || standing === "unknown") {
       return refuse("unauthenticated", "this credential was replaced and its 5 minutes of grace have passed: join again with a new token")
@@ -217,13 +217,6 @@ export const make = Effect.gen(function* () {
   const noHandOver = Effect.succeed(null)
   /** Most calls hand nothing over: answered without building the minting effect. */
   const handOver = (worker: WorkerRecord, presentedHash: string, now: number) => (handOverDue(worker, presentedHash, now) ? mintHandOver(worker, presentedHash, now) : noHandOver)
-
-  const fenceRefusal = (worker: WorkerRecord, fence: number): Refusal | undefined =>
-    fence === worker.fence
-      ? undefined
-      : fence < worker.fence
-        ? refuse("fenced", `another process took this worker's session over (fence ${worker.fence}); this process (fence ${fence}) must stop`)
-        : refuse("fenced", `fence ${fence} was never issued to this worker; say hello first`)
 
   const hello = ({ worker, presentedHash, now }: Authenticated, request: Hello) =>
     Effect.gen(function* () {

@@ -197,6 +197,17 @@ export class Refusal extends Schema.TaggedError<Refusal>()("Refusal", {
   stopAll: Schema.optionalWith(Schema.Boolean, { exact: true })
 }) {}
 
+/** The refusal of a revoked worker's call: it must stop all its work. */
+export const revokedRefusal = () => new Refusal({ code: "revoked", message: "this worker was revoked by the owner's operator: stop all its work", stopAll: true })
+
+/** The refusal of a call under a fence that is not the worker's current session's, if it is not. */
+export const fenceRefusal = (worker: { readonly fence: number }, fence: number): Refusal | undefined =>
+  fence === worker.fence
+    ? undefined
+    : fence < worker.fence
+      ? new Refusal({ code: "fenced", message: `another process took this worker's session over (fence ${worker.fence}); this process (fence ${fence}) must stop` })
+      : new Refusal({ code: "fenced", message: `fence ${fence} was never issued to this worker; say hello first` })
+
 export const STATUS: Readonly<Record<RefusalCode, number>> = {
   "bad-request": 400,
   unauthenticated: 401,

@@ -11,12 +11,13 @@ import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Fiber from "effect/Fiber"
 import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
-import { Journal, layerMemory } from "../../../src/app/journal/Journal.js"
+import { Journal, layerMemory, makeMemory } from "../../../src/app/journal/Journal.js"
 import { layer as projectionsLayer, Projections } from "../../../src/app/journal/Projections.js"
 import { Dispatcher, type OwnerHostSettings, type RunDetail } from "../../../src/app/runs/Dispatcher.js"
 import { JobNotRunnable, type ResolvedJob } from "../../../src/app/runs/JobCatalog.js"
@@ -91,17 +92,30 @@ const host: OwnerHostSettings = {
   withSlot: (effect) => effect
 }
 
-const TestOwner = layerWithRuns.pipe(
+const ownerOn = (journal: Layer.Layer<Journal>) => layerWithRuns.pipe(
   Layer.provideMerge(projectionsLayer),
   Layer.provideMerge(
     Layer.mergeAll(
-      layerMemory,
+      journal,
       Layer.succeed(Checkpoints, { write: () => Effect.void, latest: Effect.succeed(undefined) }),
       NodeHashing.layer,
       NodeEntropy.layer,
       runsDeps(host),
       Layer.succeed(OwnerAddress, { url: "https://owner.test:7443", fingerprint: "ab".repeat(32) })
     )
+  )
+)
+const TestOwner = ownerOn(layerMemory)
+
+/** The commands appended, in order (each one commit), by an owner on `CountingOwner`. */
+let appended: Array<{ readonly stream: string; readonly types: ReadonlyArray<string> }> = []
+const CountingOwner = ownerOn(
+  Layer.effect(
+    Journal,
+    Effect.map(makeMemory, (j) => {
+      appended = []
+      return Journal.of({ ...j, append: (c) => Effect.tap(j.append(c), () => void appended.push({ stream: c.stream, types: c.events.map((e) => e._tag) })) })
+    })
   )
 )
 
@@ -276,6 +290,77 @@ describe("on a worker", () => {
       ])
       expect(events[1]!.sequence).toBe(events[0]!.sequence + 1)
     }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("a placement on a worker whose claim waits starts the attempt in the placement's commit, and answers the claim with it", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const claim = yield* Effect.fork(call(w.credential, { kind: "claim", fence: w.fence, waitSeconds: 30 }))
+      yield* quiet
+      const run = yield* submit(GPU)
+      const work = ok(yield* claim.await.pipe(Effect.flatten), "work")
+      expect(work).toMatchObject({ attempt: `${run.id}.1`, runId: run.id, address: GPU, digest: DIGEST, input: { text: "hi" } })
+      expect(appended.filter((c) => c.stream === `run-${run.id}`)).toEqual([{ stream: `run-${run.id}`, types: ["RunSubmitted", "PlacementDecided", "AttemptStarted"] }])
+      const detail = yield* show(run.id)
+      expect(attempt(detail, 1)).toMatchObject({ host: w.workerId, state: "running", fence: w.fence, holdsSlot: true })
+      expect(yield* reserved(w.workerId)).toBe(1)
+      ok(yield* report(w, work.attempt), "ack")
+      expect(yield* show(run.id)).toMatchObject({ state: "succeeded" })
+    }).pipe(Effect.provide(CountingOwner))
+  )
+
+  it.effect("the scheduler's placement hands over too: a run placed when room frees up starts in that commit for the waiting claim", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w) // capacity 2
+      const first = yield* runningOn(w)
+      yield* runningOn(w)
+      const third = yield* submit(GPU, { text: "third" })
+      expect((yield* show(third.id)).placement).toMatchObject({ outcome: "waiting" })
+      const claim = yield* Effect.fork(call(w.credential, { kind: "claim", fence: w.fence, waitSeconds: 30 }))
+      yield* quiet
+      ok(yield* report(w, first.id), "ack")
+      const work = ok(yield* claim.await.pipe(Effect.flatten), "work")
+      expect(work.attempt).toBe(`${third.id}.1`)
+      expect(appended.filter((c) => c.stream === `run-${third.id}`).map((c) => c.types)).toEqual([["RunSubmitted", "PlacementDecided"], ["PlacementDecided", "AttemptStarted"]])
+    }).pipe(Effect.provide(CountingOwner))
+  )
+
+  it.effect("a claim whose wait is over, or whose caller left, is not handed anything: the attempt is assigned and claimed later", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const over = yield* Effect.fork(call(w.credential, { kind: "claim", fence: w.fence, waitSeconds: 1 }))
+      yield* quiet
+      yield* TestClock.adjust("1 second")
+      ok(yield* over.await.pipe(Effect.flatten), "no-work")
+      const left = yield* Effect.fork(call(w.credential, { kind: "claim", fence: w.fence, waitSeconds: 30 }))
+      yield* quiet
+      yield* Fiber.interrupt(left)
+      const run = yield* submit(GPU)
+      expect(attempt(yield* show(run.id), 1)).toMatchObject({ host: w.workerId, state: "assigned" })
+      expect(appended.filter((c) => c.stream === `run-${run.id}`).map((c) => c.types)).toEqual([["RunSubmitted", "PlacementDecided"]])
+      const work = ok(yield* claimNow(w), "work")
+      expect(work.attempt).toBe(`${run.id}.1`)
+    }).pipe(Effect.provide(CountingOwner))
+  )
+
+  it.effect("a claim of a session taken over since is not handed anything: woken, it is refused as fenced; the new session claims the attempt", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const stale = yield* Effect.fork(call(w.credential, { kind: "claim", fence: w.fence, waitSeconds: 30 }))
+      yield* quiet
+      // A second process with the same credential says hello: a new session, a new fence.
+      const welcome = ok(yield* call(w.credential, { kind: "hello", protocol: 1, running: [] }), "welcome")
+      expect(welcome.fence).toBeGreaterThan(w.fence)
+      const run = yield* submit(GPU)
+      expect(refusal(yield* stale.await.pipe(Effect.flatten))).toBe("fenced")
+      expect(attempt(yield* show(run.id), 1)).toMatchObject({ state: "assigned" })
+      const work = ok(yield* claimNow({ ...w, fence: welcome.fence }), "work")
+      expect(work.attempt).toBe(`${run.id}.1`)
+    }).pipe(Effect.provide(CountingOwner))
   )
 
   it.effect("a run submitted while an earlier one waits for room is not placed ahead of it", () =>

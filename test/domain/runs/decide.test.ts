@@ -336,6 +336,46 @@ describe("decideClaim", () => {
   })
 })
 
+describe("decideHandOff", () => {
+  const waitingOn = (workerId: string, fence = 7, scope: ReadonlyArray<string> = []) => (host: string) => (host === workerId ? { workerId, scope, fence } : undefined)
+  const handOff =
+    (decide: Step, claimOn: (host: string) => D.WaitingClaim | undefined, now = 2_000): Step =>
+    (s) => {
+      const d = decide(s)
+      return d._tag === "Rejected" ? d : D.decideHandOff(d, s.runs, claimOn, now)
+    }
+  const submitAndPlace = (runId: string, j: RunJob, candidates: ReadonlyArray<Candidate>): Step => (s) =>
+    D.decideSubmitAndPlace({ runId, job: j, input: { text: "hi" }, preferredLabels: [], actor: "operator", now: 1_000, candidates, quotas: NO_QUOTAS, notes: [] }, s.runs)
+
+  it("a placement on a worker whose claim waits starts the attempt in the same decision, under the claim's fence", () => {
+    const d = handOff(submitAndPlace("r1", GPU, [ownerHost(), worker("w1")]), waitingOn("w1", 9))(initialState)
+    expect(tags(d)).toEqual(["RunSubmitted", "PlacementDecided", "AttemptStarted"])
+    expect(events(d)[2]).toMatchObject({ runId: "r1", attempt: 1, host: "w1", fence: 9, at: 2_000 })
+    // The same state as placing, then claiming.
+    const handed = after(initialState, handOff(submitAndPlace("r1", GPU, [ownerHost(), worker("w1")]), waitingOn("w1", 9)))
+    const claimedLater = given(submitAndPlace("r1", GPU, [ownerHost(), worker("w1")]), claim("r1", 1, "w1", 9, [], 2_000))
+    expect(canonicalState(handed)).toEqual(canonicalState(claimedLater))
+  })
+
+  it("the scheduler's placement of a pending run hands over the same way", () => {
+    const s = given(submit("r1", GPU))
+    expect(tags(handOff(place("r1", [ownerHost(), worker("w1")]), waitingOn("w1"))(s))).toEqual(["PlacementDecided", "AttemptStarted"])
+  })
+
+  it.each([
+    ["placed on the owner", submitAndPlace("r1", ECHO, [ownerHost(), worker("w1")]), waitingOn("w1"), ["RunSubmitted", "PlacementDecided", "AttemptStarted"], "owner"],
+    ["no claim waits on the chosen worker", submitAndPlace("r1", GPU, [ownerHost(), worker("w1")]), waitingOn("w2"), ["RunSubmitted", "PlacementDecided"], "w1"],
+    ["waiting for room", submitAndPlace("r1", GPU, [ownerHost(), worker("w1", { slots: { capacity: 1, used: 1 } })]), waitingOn("w1"), ["RunSubmitted", "PlacementDecided"], null],
+    ["submitted alone", submit("r1", GPU), waitingOn("w1"), ["RunSubmitted"], null],
+    ["a claim the attempt cannot start for (outside its scope)", submitAndPlace("r1", GPU, [ownerHost(), worker("w1")]), waitingOn("w1", 7, [ECHO.address]), ["RunSubmitted", "PlacementDecided"], "w1"]
+  ] as const)("nothing is handed over when %s", (_what, decide, claimOn, expected, host) => {
+    const d = handOff(decide, claimOn)(initialState)
+    expect(tags(d)).toEqual(expected)
+    const placed = events(d).find((e): e is PlacementDecided => e._tag === "PlacementDecided")
+    expect(placed?.host ?? null).toBe(host)
+  })
+})
+
 describe("decideDecline", () => {
   it.each([
     ["assigned", onWorker],
