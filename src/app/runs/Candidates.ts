@@ -49,8 +49,9 @@ export const makeCandidates = (
     return sorted.list
   }
 
-  const candidatesFor = (s: OwnerState, job: RunRecord["job"], now: number, ownerBins: ReadonlyArray<string>): Array<Candidate> => {
-    const reserved = (id: string) => Option.match(HashMap.get(s.ledger.physical, id), { onNone: () => 0, onSome: (p) => p.reserved })
+  /** `promised`: slots promised by placements decided but not in `s` yet, per host (counted as used). */
+  const candidatesFor = (s: OwnerState, job: RunRecord["job"], now: number, ownerBins: ReadonlyArray<string>, promised?: ReadonlyMap<string, number>): Array<Candidate> => {
+    const reserved = (id: string) => Option.match(HashMap.get(s.ledger.physical, id), { onNone: () => 0, onSome: (p) => p.reserved }) + (promised?.get(id) ?? 0)
     const owner: Candidate = {
       id: "owner",
       name: "owner",

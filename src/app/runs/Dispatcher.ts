@@ -251,7 +251,7 @@ export const make = Effect.gen(function* () {
         // Placed in the same commit unless an earlier run still waits for room (the scheduler places in order then).
         inline = !earlierRunWaiting(s)
         return inline
-          ? RunDecide.decideSubmitAndPlace({ ...submission, candidates: candidatesFor(s, job, now, ownerBins), quotas, notes: NOTES, cache: feasibility }, s.runs)
+          ? RunDecide.decideSubmitAndPlace({ ...submission, candidates: candidatesFor(s, job, now, ownerBins, promisedIn(s)), quotas, notes: NOTES, cache: feasibility }, s.runs)
           : RunDecide.decideSubmit(submission, s.runs)
       }, now, executeWithoutRound).pipe(Effect.mapError(toRunRefused))
       // Submitted alone: the scheduler places it, after the runs before it. Placed on a worker:
@@ -298,6 +298,7 @@ export const make = Effect.gen(function* () {
     run((s) => {
       const decision = decide(s)
       if (decision._tag === "Rejected") return decision
+      for (const e of decision.events) if (e._tag === "PlacementDecided" && e.host !== null && e.attempt !== null) promises.set(runId, { host: e.host, attempt: e.attempt })
       return RunDecide.decideHandOff(
         decision,
         s.runs,
@@ -307,7 +308,30 @@ export const make = Effect.gen(function* () {
         },
         now
       )
-    }).pipe(Effect.onExit((exit) => claims.settle(runId, Exit.isSuccess(exit) ? exit.value : undefined)))
+    }).pipe(
+      Effect.onExit((exit) => {
+        promises.delete(runId)
+        return claims.settle(runId, Exit.isSuccess(exit) ? exit.value : undefined)
+      })
+    )
+
+  /**
+   * Slots promised by placements decided and not applied yet. A placement decides against the
+   * applied state, and appends made in one turn share a commit, so placements decided in the
+   * same turn (submissions at once) would all see the same free slot. A promise counts as used
+   * on its host until the state holds its attempt (then the ledger counts it), so it is never
+   * counted twice.
+   */
+  const promises = new Map<string, { readonly host: string; readonly attempt: number }>()
+  const promisedIn = (s: OwnerState): ReadonlyMap<string, number> | undefined => {
+    if (promises.size === 0) return undefined
+    const counts = new Map<string, number>()
+    for (const [runId, p] of promises) {
+      if (runOf(s, runId)?.attempts.some((a) => a.n === p.attempt) === true) continue
+      counts.set(p.host, (counts.get(p.host) ?? 0) + 1)
+    }
+    return counts
+  }
 
   /** A placement that chose a host: the owner starts it; a worker's waiting claims are woken, unless one was handed the attempt. */
   const afterPlacement = (runId: string, envelopes: ReadonlyArray<Envelope>) =>
@@ -390,7 +414,7 @@ export const make = Effect.gen(function* () {
         }
         const envelopes = yield* handingOff(
           runId,
-          (st) => RunDecide.decidePlacement({ runId, candidates: candidatesFor(st, runOf(st, runId)!.job, now, ownerBins), quotas, notes: NOTES, now, cache: feasibility }, st.runs),
+          (st) => RunDecide.decidePlacement({ runId, candidates: candidatesFor(st, runOf(st, runId)!.job, now, ownerBins, promisedIn(st)), quotas, notes: NOTES, now, cache: feasibility }, st.runs),
           now,
           execute
         ).pipe(Effect.catchAll((e) => Effect.as(Effect.logWarning(`placing ${runId}: ${e.message}`), [])))

@@ -26,6 +26,7 @@ import type { WorkerRequest, WorkerResponse } from "../../../src/app/workers/Pro
 import type { Candidate } from "../../../src/domain/placement/Placement.js"
 import * as RunDecide from "../../../src/domain/runs/Decide.js"
 import * as NodeHashing from "../../../src/infra/journal/NodeHashing.js"
+import * as SqliteJournal from "../../../src/infra/journal/SqliteJournal.js"
 import { formatValidators } from "../../../src/infra/manifest/FormatValidators.js"
 import * as NodeEntropy from "../../../src/infra/workers/NodeEntropy.js"
 import { runsDeps } from "../../support/runs.js"
@@ -92,7 +93,7 @@ const host: OwnerHostSettings = {
   withSlot: (effect) => effect
 }
 
-const ownerOn = (journal: Layer.Layer<Journal>) => layerWithRuns.pipe(
+const ownerOn = <E>(journal: Layer.Layer<Journal, E>) => layerWithRuns.pipe(
   Layer.provideMerge(projectionsLayer),
   Layer.provideMerge(
     Layer.mergeAll(
@@ -106,6 +107,11 @@ const ownerOn = (journal: Layer.Layer<Journal>) => layerWithRuns.pipe(
   )
 )
 const TestOwner = ownerOn(layerMemory)
+/** The same owner on a real SQLite journal (group commit: appends made in one turn share a commit). */
+const SqliteOwner = Layer.suspend(() => {
+  const file = join(mkdtempSync(join(tmpdir(), "svc-dispatcher-journal-")), "journal.sqlite")
+  return ownerOn(Layer.scoped(Journal, SqliteJournal.make(file)).pipe(Layer.provide(SqliteJournal.layerStore(file))))
+})
 
 /** The commands appended, in order (each one commit), by an owner on `CountingOwner`. */
 let appended: Array<{ readonly stream: string; readonly types: ReadonlyArray<string> }> = []
@@ -361,6 +367,21 @@ describe("on a worker", () => {
       const work = ok(yield* claimNow({ ...w, fence: welcome.fence }), "work")
       expect(work.attempt).toBe(`${run.id}.1`)
     }).pipe(Effect.provide(CountingOwner))
+  )
+
+  it.effect("submissions at once, on the SQLite journal's group commit, never promise a worker more slots than it has", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w) // capacity 2
+      // All decided within one event-loop turn, before any of their commits.
+      const runs = yield* Effect.all(Array.from({ length: 5 }, (_, i) => submit(GPU, { text: `r${i}` })), { concurrency: "unbounded" })
+      const details = yield* Effect.forEach(runs, (r) => show(r.id))
+      expect(details.filter((d) => d.placement?.outcome === "placed")).toHaveLength(2)
+      expect(yield* reserved(w.workerId)).toBe(2)
+      const placed = details.filter((d) => d.placement?.outcome === "placed").map((d) => d.id)
+      // The first two submitted are the ones placed; the others wait, in order.
+      expect(placed).toEqual(runs.slice(0, 2).map((r) => r.id))
+    }).pipe(Effect.provide(SqliteOwner))
   )
 
   it.effect("a run submitted while an earlier one waits for room is not placed ahead of it", () =>
