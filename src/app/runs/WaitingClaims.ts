@@ -21,8 +21,8 @@ export interface Handed {
 }
 
 export interface Parked extends WaitingClaim {
-  /** Completed with the attempt handed to it, or null: look again. */
-  readonly answer: Deferred.Deferred<Handed | null>
+  /** Completed with the attempt handed to it, null (look again), or "over" (its wait ended). */
+  readonly answer: Deferred.Deferred<Handed | null | "over">
   /** The run whose placement took this claim, until that placement settles. */
   takenBy: string | undefined
 }
@@ -41,7 +41,7 @@ export const makeWaitingClaims = () => {
 
   /** A claim starts waiting. */
   const park = (claim: WaitingClaim) =>
-    Effect.map(Deferred.make<Handed | null>(), (answer) => {
+    Effect.map(Deferred.make<Handed | null | "over">(), (answer) => {
       const p: Parked = { ...claim, answer, takenBy: undefined }
       const list = byWorker.get(claim.workerId)
       if (list === undefined) byWorker.set(claim.workerId, [p])
@@ -51,8 +51,8 @@ export const makeWaitingClaims = () => {
 
   /**
    * The claim stops waiting (its wait is over, or its caller left). Answers true when a
-   * placement has taken it meanwhile: the caller must then wait for `answer`, which that
-   * placement's `settle` completes.
+   * placement has taken it meanwhile: `answer` is then that placement's to complete, with its
+   * commit.
    */
   const leave = (p: Parked): boolean => {
     if (p.takenBy !== undefined) return true
@@ -77,12 +77,13 @@ export const makeWaitingClaims = () => {
 
   /**
    * After the placement of `runId` committed (`envelopes`) or failed (undefined): the claim it
-   * took gets the attempt started for it, or is sent back to look again.
+   * took gets the attempt started for it, or is sent back to look again. Answers whether a claim
+   * was handed an attempt.
    */
-  const settle = (runId: string, envelopes: ReadonlyArray<Envelope> | undefined) =>
+  const settle = (runId: string, envelopes: ReadonlyArray<Envelope> | undefined): Effect.Effect<boolean> =>
     Effect.suspend(() => {
       const p = taken.get(runId)
-      if (p === undefined) return Effect.void
+      if (p === undefined) return Effect.succeed(false)
       taken.delete(runId)
       p.takenBy = undefined
       remove(p)
@@ -90,7 +91,7 @@ export const makeWaitingClaims = () => {
       for (const { event } of envelopes ?? []) {
         if (event._tag === "AttemptStarted" && event.runId === runId && event.host === p.workerId) handed = { runId, attempt: event.attempt }
       }
-      return Deferred.succeed(p.answer, handed)
+      return Effect.as(Deferred.succeed(p.answer, handed), handed !== null)
     })
 
   /** Something was placed on the worker for its claims to take: each waiting one looks again. */
