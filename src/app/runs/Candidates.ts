@@ -23,8 +23,9 @@ export const makeCandidates = (
    * worker's layer-1 verdict until it advertises something else.
    */
   const EMPTY: ReadonlyArray<never> = []
-  const views = new WeakMap<AdvertisementRecord, { capabilities: ReadonlyArray<string>; bins: ReadonlyArray<string>; byJob: Map<string, { bins: ReadonlyArray<string>; artifacts: Candidate["artifacts"] }> }>()
-  const viewOf = (ad: AdvertisementRecord, job: RunRecord["job"]) => {
+  type View = { readonly capabilities: ReadonlyArray<string>; readonly bins: ReadonlyArray<string>; readonly artifacts: Candidate["artifacts"] }
+  const views = new WeakMap<AdvertisementRecord, { capabilities: ReadonlyArray<string>; bins: ReadonlyArray<string>; byJob: Map<string, View> }>()
+  const viewOf = (ad: AdvertisementRecord, job: RunRecord["job"], jobKey: string): View => {
     let v = views.get(ad)
     if (v === undefined) {
       v = {
@@ -34,14 +35,14 @@ export const makeCandidates = (
       }
       views.set(ad, v)
     }
-    const key = `${job.address}\u0000${job.requiredBins.join("\u0000")}`
-    let j = v.byJob.get(key)
+    let j = v.byJob.get(jobKey)
     if (j === undefined) {
-      j = { bins: v.bins.filter((b) => job.requiredBins.includes(b)), artifacts: ad.artifacts.filter((a) => a.address === job.address) }
-      v.byJob.set(key, j)
+      j = { capabilities: v.capabilities, bins: v.bins.filter((b) => job.requiredBins.includes(b)), artifacts: ad.artifacts.filter((a) => a.address === job.address) }
+      v.byJob.set(jobKey, j)
     }
-    return { capabilities: v.capabilities, ...j }
+    return j
   }
+  const NO_VIEW: View = { capabilities: EMPTY, bins: EMPTY, artifacts: EMPTY }
   /** The registry's workers by id, sorted once per version of the registry's map (it is persistent). */
   let sorted: { readonly of: OwnerState["registry"]["workers"]; readonly list: ReadonlyArray<WorkerRecord> } | undefined
   const sortedWorkers = (workers: OwnerState["registry"]["workers"]) => {
@@ -49,40 +50,82 @@ export const makeCandidates = (
     return sorted.list
   }
 
+  /**
+   * The last candidate made for each host and job: a host whose view did not change since (the
+   * same lists, or lists of the same strings and artifact records, the same slots, freshness and
+   * revocation) is the very same object in the next decision, so a
+   * decision over a quiet fleet makes almost nothing (and the journal's packing finds every list
+   * it saw already).
+   */
+  const MAX_JOBS = 256
+  const lastByJob = new Map<string, Map<string, Candidate>>()
+  const sameList = <A>(a: ReadonlyArray<A>, b: ReadonlyArray<A>) => a === b || (a.length === b.length && a.every((x, i) => x === b[i]))
+  const reuse = (last: Map<string, Candidate>, c: Candidate): Candidate => {
+    const before = last.get(c.id)
+    if (
+      before !== undefined &&
+      before.name === c.name &&
+      before.revoked === c.revoked &&
+      before.advertisementAlive === c.advertisementAlive &&
+      sameList(before.scope, c.scope) &&
+      sameList(before.labels, c.labels) &&
+      sameList(before.capabilities, c.capabilities) &&
+      sameList(before.bins, c.bins) &&
+      sameList(before.artifacts, c.artifacts) &&
+      before.slots.capacity === c.slots.capacity &&
+      before.slots.used === c.slots.used
+    ) {
+      return before
+    }
+    last.set(c.id, c)
+    return c
+  }
+
   /** `promised`: slots promised by placements decided but not in `s` yet, per host (counted as used). */
   const candidatesFor = (s: OwnerState, job: RunRecord["job"], now: number, ownerBins: ReadonlyArray<string>, promised?: ReadonlyMap<string, number>): Array<Candidate> => {
     const reserved = (id: string) => Option.match(HashMap.get(s.ledger.physical, id), { onNone: () => 0, onSome: (p) => p.reserved }) + (promised?.get(id) ?? 0)
-    const owner: Candidate = {
-      id: "owner",
-      name: "owner",
-      isOwner: true,
-      revoked: false,
-      advertisementAlive: true,
-      scope: [],
-      labels: host.labels,
-      capabilities: host.capabilities,
-      bins: ownerBins,
-      artifacts: [],
-      slots: { capacity: host.capacity, used: reserved("owner") }
+    const jobKey = `${job.address}\u0000${job.requiredBins.join("\u0000")}`
+    let last = lastByJob.get(jobKey)
+    if (last === undefined) {
+      if (lastByJob.size >= MAX_JOBS) lastByJob.clear()
+      last = new Map()
+      lastByJob.set(jobKey, last)
     }
-    const workers = sortedWorkers(s.registry.workers).map((w): Candidate => {
+    const out: Array<Candidate> = [
+      reuse(last, {
+        id: "owner",
+        name: "owner",
+        isOwner: true,
+        revoked: false,
+        advertisementAlive: true,
+        scope: EMPTY,
+        labels: host.labels,
+        capabilities: host.capabilities,
+        bins: ownerBins,
+        artifacts: EMPTY,
+        slots: { capacity: host.capacity, used: reserved("owner") }
+      })
+    ]
+    for (const w of sortedWorkers(s.registry.workers)) {
       const ad = w.advertisement
-      const view = ad === null ? undefined : viewOf(ad, job)
-      return {
-        id: w.id,
-        name: w.name,
-        isOwner: false,
-        revoked: w.revokedAt !== null,
-        advertisementAlive: workerAlive(w, now),
-        scope: w.scope,
-        labels: ad?.labels ?? EMPTY,
-        capabilities: view?.capabilities ?? EMPTY,
-        bins: view?.bins ?? EMPTY,
-        artifacts: view?.artifacts ?? EMPTY,
-        slots: { capacity: ad?.capacity ?? 0, used: reserved(w.id) }
-      }
-    })
-    return [owner, ...workers]
+      const view = ad === null ? NO_VIEW : viewOf(ad, job, jobKey)
+      out.push(
+        reuse(last, {
+          id: w.id,
+          name: w.name,
+          isOwner: false,
+          revoked: w.revokedAt !== null,
+          advertisementAlive: workerAlive(w, now),
+          scope: w.scope,
+          labels: ad?.labels ?? EMPTY,
+          capabilities: view.capabilities,
+          bins: view.bins,
+          artifacts: view.artifacts,
+          slots: { capacity: ad?.capacity ?? 0, used: reserved(w.id) }
+        })
+      )
+    }
+    return out
   }
 
   return { candidatesFor }

@@ -61,6 +61,18 @@ describe("candidates", () => {
     expect(candidatesFor(linked, job("b:j@1.0.0"), 40, [])[1]!.artifacts).toEqual([{ address: "b:j@1.0.0", digest: "sha256:e" }])
   })
 
+  it("a host whose view did not change is the very same candidate in the next decision; one slot promised more makes a new one", () => {
+    const [owner, w1] = candidatesFor(linked, job("a:j@1.0.0"), 10, [])
+    const [ownerAgain, w1Again] = candidatesFor(linked, job("a:j@1.0.0"), 20, [])
+    expect(ownerAgain).toBe(owner)
+    expect(w1Again).toBe(w1)
+    const busier = candidatesFor(linked, job("a:j@1.0.0"), 30, [], new Map([["w1", 1]]))[1]!
+    expect(busier).not.toBe(w1)
+    expect(busier).toMatchObject({ id: "w1", slots: { capacity: 2, used: 1 } })
+    // Another job: its own candidates, with the artifacts it asks about.
+    expect(candidatesFor(linked, job("b:j@1.0.0"), 40, [])[1]).not.toBe(w1)
+  })
+
   it("a revoked worker is a candidate marked revoked (placement excludes it, and says so)", () => {
     expect(candidatesFor(fold([revoked("w1")], linked), job("a:j@1.0.0"), 10, [])[1]).toMatchObject({ id: "w1", revoked: true })
   })
