@@ -277,7 +277,7 @@ export const make = Effect.gen(function* () {
 
   /** A pending run that may still be placed somewhere (not blocked): a new run placed at once would jump ahead of it. */
   const earlierRunWaiting = (s: OwnerState): boolean => {
-    for (const [id] of s.runs.open) {
+    for (const [id] of s.runs.pending) {
       const run = runOf(s, id)
       if (run !== undefined && run.state === "pending" && run.placement?.outcome !== "blocked") return true
     }
@@ -401,7 +401,7 @@ export const make = Effect.gen(function* () {
 
   const placePending = (now: number) =>
     Effect.gen(function* () {
-      const pending = [...(yield* state).runs.open].sort(([, a], [, b]) => a - b).map(([id]) => id)
+      const pending = [...(yield* state).runs.pending].sort(([, a], [, b]) => a - b).map(([id]) => id)
       const binsCache = new Map<string, ReadonlyArray<string>>()
       for (const runId of pending) {
         const s = yield* state

@@ -105,7 +105,12 @@ export const folder = (from: OwnerState): Folder => {
   }
   let audit = from.audit
   let rows: Array<AuditRow> = []
-  const openRuns = (r: RunsState): RunsState => ({ runs: HashMap.beginMutation(r.runs), open: HashMap.beginMutation(r.open), held: HashMap.beginMutation(r.held) })
+  const openRuns = (r: RunsState): RunsState => ({
+    runs: HashMap.beginMutation(r.runs),
+    open: HashMap.beginMutation(r.open),
+    held: HashMap.beginMutation(r.held),
+    pending: HashMap.beginMutation(r.pending)
+  })
   let runs = openRuns(from.runs)
   let current = from
   return {
@@ -126,7 +131,12 @@ export const folder = (from: OwnerState): Folder => {
         audit = Chunk.appendAll(audit, Chunk.unsafeFromArray(rows))
         rows = []
       }
-      const closed: RunsState = { runs: HashMap.endMutation(runs.runs), open: HashMap.endMutation(runs.open), held: HashMap.endMutation(runs.held) }
+      const closed: RunsState = {
+        runs: HashMap.endMutation(runs.runs),
+        open: HashMap.endMutation(runs.open),
+        held: HashMap.endMutation(runs.held),
+        pending: HashMap.endMutation(runs.pending)
+      }
       runs = openRuns(closed)
       current = {
         sequence,

@@ -69,13 +69,19 @@ export interface RunRecord {
 
 export interface RunsState {
   readonly runs: HashMap.HashMap<string, RunRecord>
-  /** Runs not finished yet, by submission sequence (the scheduler's work list). */
+  /** Runs not finished yet, by submission sequence (what a round checks for lapsed and unclaimed attempts). */
   readonly open: HashMap.HashMap<string, number>
   /** Per host, the attempts holding one of its slots (an index: what a worker's calls reconcile). */
   readonly held: HashMap.HashMap<string, ReadonlyArray<string>>
+  /**
+   * Runs in state `pending` (no attempt counts: to place, or waiting, or blocked), by submission
+   * sequence: the scheduler's work list, so that a round or a submission looks at these and not
+   * at every run in flight. An index, like `open` and `held`: not part of the canonical state.
+   */
+  readonly pending: HashMap.HashMap<string, number>
 }
 
-export const initialRuns: RunsState = { runs: HashMap.empty(), open: HashMap.empty(), held: HashMap.empty() }
+export const initialRuns: RunsState = { runs: HashMap.empty(), open: HashMap.empty(), held: HashMap.empty(), pending: HashMap.empty() }
 
 const hold = (held: RunsState["held"], host: string, attempt: string): RunsState["held"] =>
   HashMap.set(held, host, [...Option.getOrElse(HashMap.get(held, host), () => [] as ReadonlyArray<string>), attempt])
@@ -104,7 +110,15 @@ const withAttempt = (run: RunRecord, n: number, f: (a: AttemptRecord) => Attempt
 const finish = (state: RunsState, id: string, run: RunRecord, held: RunsState["held"] = state.held): RunsState => ({
   runs: HashMap.set(state.runs, id, run),
   open: TERMINAL.has(run.state) ? HashMap.remove(state.open, id) : state.open,
-  held
+  held,
+  pending:
+    run.state === "pending"
+      ? HashMap.has(state.pending, id)
+        ? state.pending
+        : HashMap.set(state.pending, id, run.submittedSequence)
+      : HashMap.has(state.pending, id)
+        ? HashMap.remove(state.pending, id)
+        : state.pending
 })
 
 export const evolveRuns = (state: RunsState, envelope: Envelope): RunsState => {
@@ -129,7 +143,12 @@ export const evolveRuns = (state: RunsState, envelope: Envelope): RunsState => {
       stoppedBy: null,
       streamVersion: envelope.streamVersion
     }
-    return { runs: HashMap.set(state.runs, e.runId, run), open: HashMap.set(state.open, e.runId, envelope.sequence), held: state.held }
+    return {
+      runs: HashMap.set(state.runs, e.runId, run),
+      open: HashMap.set(state.open, e.runId, envelope.sequence),
+      held: state.held,
+      pending: HashMap.set(state.pending, e.runId, envelope.sequence)
+    }
   }
   if (!("runId" in e)) return state
   const found = HashMap.get(state.runs, e.runId)

@@ -674,7 +674,10 @@ const checkInvariants = (s: OwnerState) => {
     if (r.state === "pending" || TERMINAL.has(r.state)) expect(counting, `${r.id} is ${r.state}`).toEqual([])
     else expect(lastAttempt(r)!.state, `${r.id} is ${r.state}`).toBe(r.state)
     expect(HashMap.has(s.runs.open, r.id)).toBe(!TERMINAL.has(r.state))
+    // The scheduler's work list: exactly the pending runs, by submission sequence.
+    expect(Option.getOrUndefined(HashMap.get(s.runs.pending, r.id))).toBe(r.state === "pending" ? r.submittedSequence : undefined)
   }
+  expect(HashMap.size(s.runs.pending)).toBe([...HashMap.values(s.runs.runs)].filter((r) => r.state === "pending").length)
 }
 
 describe("the fold of run events", () => {
@@ -703,7 +706,7 @@ describe("the fold of run events", () => {
         })
         const folded = fold(initialState, all)
         expect(text(folded)).toBe(text(s))
-        expect([entries(folded.runs.open), entries(folded.runs.held)]).toEqual([entries(s.runs.open), entries(s.runs.held)])
+        expect([entries(folded.runs.open), entries(folded.runs.held), entries(folded.runs.pending)]).toEqual([entries(s.runs.open), entries(s.runs.held), entries(s.runs.pending)])
         const cut = cutAt % (all.length + 1)
         const first = fold(initialState, all.slice(0, cut))
         const before = text(first)
