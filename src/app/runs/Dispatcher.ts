@@ -169,6 +169,8 @@ export const make = Effect.gen(function* () {
    * then costs no round, which matters when thousands of them come back at once.
    */
   const kick = Effect.flatMap(projections.state, (s) => (HashMap.size(s.runs.open) === 0 ? Effect.void : Effect.asVoid(Queue.offer(wake, undefined))))
+  /** A round only when a run waits to be placed. */
+  const kickToPlace = Effect.flatMap(projections.state, (s) => (HashMap.size(s.runs.pending) === 0 ? Effect.void : Effect.asVoid(Queue.offer(wake, undefined))))
   /** Claims waiting for work, per worker; a placement on a worker hands its attempt to one of them. */
   const claims = makeWaitingClaims()
   /** Runs that changed, for `wait`: completed on each commit that touches a run. */
@@ -189,9 +191,15 @@ export const make = Effect.gen(function* () {
    */
   const executeWithoutRound = (decide: (s: OwnerState) => AnyDecision | AnyRejection) =>
     Effect.tap(projections.executeOn(decide), (envelopes) => (envelopes.length > 0 ? announce : Effect.void))
-  /** The same, then a scheduler round for whatever the change made possible. */
+  /**
+   * The same, then a scheduler round for the runs the change may let it place (a report or a
+   * cessation frees a slot, a decline or a supersession makes a run pending). With no run
+   * pending the round would find nothing to place: the lapses and unclaimed attempts it also
+   * looks for have deadlines of their own (the scheduler's timer), and the changes that make one
+   * due at once (a revocation, an advertisement, a hello) ask for a round with `kick`.
+   */
   const execute = (decide: (s: OwnerState) => AnyDecision | AnyRejection) =>
-    Effect.tap(executeWithoutRound(decide), (envelopes) => (envelopes.length > 0 ? kick : Effect.void))
+    Effect.tap(executeWithoutRound(decide), (envelopes) => (envelopes.length > 0 ? kickToPlace : Effect.void))
 
   const toRefusal = (e: { readonly _tag: string; readonly message: string; readonly rejection?: { readonly code: string } }): Refusal => {
     const code = e.rejection?.code
@@ -254,15 +262,8 @@ export const make = Effect.gen(function* () {
           ? RunDecide.decideSubmitAndPlace({ ...submission, candidates: candidatesFor(s, job, now, ownerBins, promisedIn(s)), quotas, notes: NOTES, cache: feasibility }, s.runs)
           : RunDecide.decideSubmit(submission, s.runs)
       }, now, executeWithoutRound).pipe(Effect.mapError(toRunRefused))
-      // Submitted alone: the scheduler places it, after the runs before it. Placed on a worker:
-      // the scheduler learns when the attempt could lapse or go unclaimed, without a round now.
+      // Submitted alone: the scheduler places it, after the runs before it.
       if (!inline) yield* kick
-      else {
-        const placed = envelopes.find((e) => e.event._tag === "PlacementDecided")?.event
-        if (placed?._tag === "PlacementDecided" && placed.host !== null && placed.host !== "owner") {
-          yield* hint(Math.min(lapsesAt(placed.host, now), now + CLAIM_DEADLINE_MS))
-        }
-      }
       yield* afterPlacement(runId, envelopes)
       const s = yield* state
       return view(s, runOf(s, runId)!)
@@ -334,18 +335,20 @@ export const make = Effect.gen(function* () {
     return counts
   }
 
-  /** A placement that chose a host: the owner starts it; a worker's waiting claims are woken, unless one was handed the attempt. */
+  /**
+   * A placement that chose a host: the owner starts it; on a worker, the scheduler learns when
+   * the attempt could lapse or go unclaimed (without a round now), and the worker's waiting
+   * claims are woken, unless one was handed the attempt.
+   */
   const afterPlacement = (runId: string, envelopes: ReadonlyArray<Envelope>) =>
     Effect.forEach(
       envelopes,
-      ({ event }) =>
-        event._tag !== "PlacementDecided" || event.host === null || event.attempt === null
-          ? Effect.void
-          : event.host === "owner"
-            ? startLocal(runId, event.attempt)
-            : envelopes.some((e) => e.event._tag === "AttemptStarted" && e.event.attempt === event.attempt)
-              ? Effect.void
-              : claims.wake(event.host),
+      ({ event }) => {
+        if (event._tag !== "PlacementDecided" || event.host === null || event.attempt === null) return Effect.void
+        if (event.host === "owner") return startLocal(runId, event.attempt)
+        const deadline = hint(Math.min(lapsesAt(event.host, event.at), event.at + CLAIM_DEADLINE_MS))
+        return envelopes.some((e) => e.event._tag === "AttemptStarted" && e.event.attempt === event.attempt) ? deadline : Effect.zipRight(deadline, claims.wake(event.host))
+      },
       { discard: true }
     )
 

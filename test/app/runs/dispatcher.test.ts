@@ -529,6 +529,32 @@ describe("the claim deadline", () => {
       expect(yield* reserved(w.workerId)).toBe(1)
     }).pipe(Effect.provide(TestOwner))
   )
+
+  it.effect("so is one the scheduler placed (no round runs after it: the deadline it hints alone wakes it)", () =>
+    Effect.gen(function* () {
+      const w1 = yield* linked("lab-1", ["gpu=true", "os=linux", "zone=a"])
+      const w2 = yield* linked("lab-2")
+      yield* advertise(w1)
+      yield* advertise(w2)
+      const { runId, id } = yield* runningOn(w1, ["zone=a"])
+      // Declined: the run is pending again and the scheduler's round places it on lab-2, which never claims.
+      ok(yield* call(w1.credential, { kind: "decline", fence: w1.fence, attempt: id, reason: "not today" }), "ack")
+      yield* until("placed on lab-2 by the scheduler", show(runId), (d) => attempt(d, 2)?.state === "assigned")
+      for (let t = 0; t < 25_000; t += 5_000) {
+        yield* TestClock.adjust(5_000)
+        yield* advertise(w1)
+        yield* advertise(w2)
+      }
+      yield* TestClock.adjust(4_999)
+      yield* advertise(w1)
+      yield* advertise(w2)
+      yield* quiet
+      expect(attempt(yield* show(runId), 2)).toMatchObject({ host: w2.workerId, state: "assigned" })
+      yield* TestClock.adjust(1)
+      yield* until("superseded at 30 s", show(runId), (d) => attempt(d, 2)?.state === "ceased")
+      expect(attempt(yield* show(runId), 2)).toMatchObject({ state: "ceased", reason: "its worker did not claim it within 30 s" })
+    }).pipe(Effect.provide(TestOwner))
+  )
 })
 
 describe("a worker's restart", () => {
