@@ -583,7 +583,7 @@ class Fleet {
     readonly agent: https.Agent,
     readonly workers: ReadonlyArray<{ readonly credential: string; readonly fence: number }>
   ) {
-    this.claimBytes = body({ kind: "claim", fence: workers[0]!.fence, waitSeconds: CLAIM_WAIT_SECONDS }).length
+    this.claimBytes = body({ kind: "claim", fence: workers[0]!.fence, waitSeconds: CLAIM_WAIT_SECONDS, running: [] }).length
     this.reportBytes = body({ kind: "report", fence: workers[0]!.fence, attempt: "rXXXXXXXXXXXXXXX.1", outcome: { ok: true, result: {} } }).length
   }
 
@@ -594,7 +594,8 @@ class Fleet {
 
   async work(w: number): Promise<void> {
     const { credential, fence } = this.workers[w]!
-    const claim = body({ kind: "claim", fence, waitSeconds: CLAIM_WAIT_SECONDS })
+    // As an svc worker claims: listing what it runs (nothing: it reports before it claims again).
+    const claim = body({ kind: "claim", fence, waitSeconds: CLAIM_WAIT_SECONDS, running: [] })
     while (this.running) {
       const a = await post(this.port, this.agent, credential, claim)
       if (a.status !== 200) {
@@ -880,7 +881,7 @@ const main = async (): Promise<void> => {
   const bearer = workers[0]!.credential
   const fence = workers[0]!.fence
   const bareBodies = [
-    JSON.stringify({ kind: "claim", fence, waitSeconds: CLAIM_WAIT_SECONDS }),
+    JSON.stringify({ kind: "claim", fence, waitSeconds: CLAIM_WAIT_SECONDS, running: [] }),
     JSON.stringify({ kind: "report", fence, attempt: "rXXXXXXXXXXXXXXX.1", outcome: { ok: true, result: {} } })
   ]
   console.log(`  sizes       claim ${fleet.claimBytes} B, report ~${fleet.reportBytes} B, work answer ${workBytes} B (bare answers ${bareAnswer(workBytes).length} B)`)
