@@ -1,0 +1,227 @@
+/**
+ * The worker side of runs (docs/runs.md, "On a worker"): what the dispatcher answers to a
+ * worker's hello, claim, heartbeat, decline and report on the worker route, after the route
+ * has authenticated the credential and checked the fence. Each call reconciles what the worker
+ * says it runs with what the owner placed on it, or journals what it decided through the
+ * dispatcher's commands.
+ */
+import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as HashMap from "effect/HashMap"
+import * as Option from "effect/Option"
+import type { Envelope } from "../../domain/journal/Events.js"
+import type { OwnerState } from "../../domain/journal/OwnerState.js"
+import * as RunDecide from "../../domain/runs/Decide.js"
+import { attemptId, parseAttemptId } from "../../domain/runs/Runs.js"
+import type { WorkerRecord } from "../../domain/workers/Registry.js"
+import type { JournalError, StreamConflict } from "../journal/Journal.js"
+import type { AnyDecision, AnyRejection, CommandRejected } from "../journal/Projections.js"
+import { fenceRefusal, Refusal, revokedRefusal, type OutputDelta } from "../workers/Protocol.js"
+import type { DispatcherService } from "./Dispatcher.js"
+import type { RunFilesService } from "./RunFiles.js"
+import type { makeWaitingClaims } from "./WaitingClaims.js"
+
+export const refusal = (code: Refusal["code"], message: string) => new Refusal({ code, message })
+
+/** The attempts holding one of a host's slots, with their runs. */
+export const heldBy = (s: OwnerState, hostId: string) => {
+  const held = HashMap.get(s.runs.held, hostId)
+  if (Option.isNone(held)) return []
+  return held.value.flatMap((id) => {
+    const parsed = parseAttemptId(id)
+    const run = parsed === undefined ? undefined : Option.getOrUndefined(HashMap.get(s.runs.runs, parsed.runId))
+    const a = run?.attempts.find((x) => x.n === parsed!.attempt)
+    return run === undefined || a === undefined ? [] : [{ id, runId: run.id, a }]
+  })
+}
+
+/** Attempts of this worker that it may still be running but must stop, in this state. */
+export const stopsIn = (s: OwnerState, workerId: string): ReadonlyArray<string> =>
+  heldBy(s, workerId)
+    .filter(({ a }) => a.state === "stopping" || a.state === "superseded")
+    .map(({ id }) => id)
+
+type Execute = (decide: (s: OwnerState) => AnyDecision | AnyRejection) => Effect.Effect<ReadonlyArray<Envelope>, CommandRejected | StreamConflict | JournalError>
+
+/** What the worker side uses of the dispatcher. */
+export interface WorkerCallsContext {
+  readonly state: Effect.Effect<OwnerState>
+  /** A command, then a round when a run waits to be placed. */
+  readonly execute: Execute
+  readonly executeWithoutRound: Execute
+  readonly toRefusal: (e: { readonly _tag: string; readonly message: string; readonly rejection?: { readonly code: string } }) => Refusal
+  readonly claims: ReturnType<typeof makeWaitingClaims>
+  readonly files: RunFilesService
+  /** A full scheduler round. */
+  readonly kick: Effect.Effect<void>
+  readonly releaseHeld: (workerId: string, reason: string, keep: ReadonlySet<string>) => Effect.Effect<number>
+  readonly recordReport: (
+    hostId: string,
+    scope: ReadonlyArray<string>,
+    runId: string,
+    n: number,
+    outcome: { ok: boolean; result: unknown; error: string | null; exitCode: number | null }
+  ) => Effect.Effect<ReadonlyArray<Envelope>, CommandRejected | StreamConflict | JournalError>
+}
+
+export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal, claims, files, kick, releaseHeld, recordReport }: WorkerCallsContext) => {
+  const runOf = (s: OwnerState, id: string) => Option.getOrUndefined(HashMap.get(s.runs.runs, id))
+
+  const parse = (attempt: string) => {
+    const parsed = parseAttemptId(attempt)
+    return parsed === undefined ? Effect.fail(refusal("unknown-activity", `${JSON.stringify(attempt)} is not an activity attempt id`)) : Effect.succeed(parsed)
+  }
+
+  /** The attempts holding a slot of this host (from the ledger's index, not a scan of all runs). */
+  const stopsFor: DispatcherService["stopsFor"] = (workerId) => Effect.map(state, (s) => stopsIn(s, workerId))
+
+  /**
+   * What the worker says it runs, against what the owner placed on it: a listed attempt the
+   * owner no longer counts is to be stopped; a superseded or stopped one not listed has ceased
+   * (its slot is free); with `lost` (a hello after a restart, a claim), a running attempt it
+   * does not list never reached the worker or was lost with its restart: it is placed again,
+   * with `lost` as the reason.
+   */
+  const reconcile = (worker: WorkerRecord, running: ReadonlyArray<string>, lost: string | null) =>
+    Effect.gen(function* () {
+      const listed = new Set(running)
+      const s = yield* state
+      const now = yield* Clock.currentTimeMillis
+      const stop: Array<string> = []
+      for (const id of listed) {
+        const parsed = parseAttemptId(id)
+        const run = parsed === undefined ? undefined : runOf(s, parsed.runId)
+        const a = run?.attempts.find((x) => x.n === parsed!.attempt)
+        if (run === undefined || a === undefined || a.host !== worker.id) {
+          stop.push(id)
+          continue
+        }
+        if (worker.scope.length > 0 && !worker.scope.includes(run.job.address)) {
+          return yield* refusal("out-of-scope", `${run.job.address} (attempt ${id}) is outside this worker's scope`)
+        }
+        if (a.state !== "running") stop.push(id)
+      }
+      for (const { id, runId, a } of heldBy(s, worker.id)) {
+        if (listed.has(id)) continue
+        if (a.state === "superseded" || a.state === "stopping") {
+          yield* execute((st) => RunDecide.decideCease({ runId, attempt: a.n, reason: "its worker no longer runs it", now }, st.runs)).pipe(Effect.ignore)
+        } else if (lost !== null && a.state === "running") {
+          yield* execute((st) => RunDecide.decideSupersede({ runId, attempt: a.n, reason: lost, now }, st.runs)).pipe(Effect.ignore)
+          yield* execute((st) => RunDecide.decideCease({ runId, attempt: a.n, reason: lost, now }, st.runs)).pipe(Effect.ignore)
+        }
+      }
+      return stop
+    })
+
+  /**
+   * A hello is also the cessation the identity this worker replaced at its join was waiting
+   * for (docs/runs.md, "Revocation"): the same installation, starting a session under its new
+   * identity, no longer runs what the old one held unless it lists it.
+   */
+  const hello: DispatcherService["hello"] = (worker, running) =>
+    reconcile(worker, running, "its worker restarted without it").pipe(
+      Effect.tap(() => (worker.replaces === null ? Effect.void : releaseHeld(worker.replaces, `its installation joined again as ${worker.id} without it`, new Set(running)))),
+      Effect.tap(() => kick)
+    )
+
+  const appendOutput = (worker: WorkerRecord, delta: OutputDelta) =>
+    Effect.gen(function* () {
+      const parsed = parseAttemptId(delta.attempt)
+      const run = parsed === undefined ? undefined : runOf(yield* state, parsed.runId)
+      const a = run?.attempts.find((x) => x.n === parsed!.attempt)
+      // Output is kept only for an attempt placed on this worker that still counts.
+      if (a === undefined || a.host !== worker.id || a.state !== "running") return
+      if (delta.stdout !== "") yield* files.append(delta.attempt, "stdout", delta.stdout)
+      if (delta.stderr !== "") yield* files.append(delta.attempt, "stderr", delta.stderr)
+    })
+
+  const heartbeat: DispatcherService["heartbeat"] = (worker, running, output) =>
+    Effect.gen(function* () {
+      const stop = yield* reconcile(worker, running, null)
+      for (const delta of output) yield* appendOutput(worker, delta)
+      return [...new Set([...stop, ...(yield* stopsFor(worker.id))])].filter((id) => running.includes(id))
+    })
+
+  /** The earliest-submitted attempt placed on this worker and not claimed yet. */
+  const nextAssigned = (s: OwnerState, workerId: string) => {
+    let best: { runId: string; n: number; seq: number } | undefined
+    for (const { runId, a } of heldBy(s, workerId)) {
+      const seq = runOf(s, runId)!.submittedSequence
+      if (a.state === "assigned" && (best === undefined || seq < best.seq)) best = { runId, n: a.n, seq }
+    }
+    return best
+  }
+
+  /**
+   * A claim from a worker that lists what it runs (and so has no other claim in flight): every
+   * answer to its earlier claims has arrived or is lost, so an attempt started for it and not
+   * listed was handed out in an answer that never arrived (a dropped connection) and is placed
+   * again, instead of counting as running there until the worker restarts.
+   */
+  const LOST_ANSWER = "its worker's next claim did not list it: the answer that handed it out never arrived"
+  const claim: DispatcherService["claim"] = (worker, fence, waitMs, running) =>
+    Effect.gen(function* () {
+      if (running !== undefined) yield* reconcile(worker, running, LOST_ANSWER)
+      const deadline = (yield* Clock.currentTimeMillis) + waitMs
+      for (;;) {
+        const s = yield* state
+        // A claim that waited across a takeover or a revocation is answered as its next call would be.
+        const current = Option.getOrUndefined(HashMap.get(s.registry.workers, worker.id))
+        if (current !== undefined) {
+          if (current.revokedAt !== null) return yield* revokedRefusal()
+          const fenced = fenceRefusal(current, fence)
+          if (fenced !== undefined) return yield* fenced
+        }
+        const next = nextAssigned(s, worker.id)
+        if (next !== undefined) {
+          const now = yield* Clock.currentTimeMillis
+          const claimed = yield* Effect.either(executeWithoutRound((st) => RunDecide.decideClaim({ workerId: worker.id, scope: worker.scope, fence, runId: next.runId, attempt: next.n, now }, st.runs)))
+          if (claimed._tag === "Right") {
+            const run = runOf(yield* state, next.runId)!
+            return { kind: "work" as const, attempt: attemptId(run.id, next.n), runId: run.id, address: run.job.address, digest: run.job.digest, input: run.input, timeoutMs: run.job.timeoutMs }
+          }
+          const e = claimed.left
+          // Taken by a concurrent claim, or superseded meanwhile: look again. Anything else is an answer.
+          if (e._tag === "CommandRejected" && (e.rejection.code === "superseded" || e.rejection.code === "unknown-activity")) continue
+          return yield* toRefusal(e)
+        }
+        const now = yield* Clock.currentTimeMillis
+        if (now >= deadline) return null
+        // Wait for a placement on this worker: it hands the attempt over (started in its own
+        // commit), or wakes this claim to look again.
+        const parked = yield* claims.park({ workerId: worker.id, scope: worker.scope, fence })
+        // The wait's end answers "over", unless a placement took the claim meanwhile: that
+        // placement's settle answers it, with its commit. A timer of its own, not a race: the
+        // answer of a hand-off then resumes this fiber directly (bench/dispatch: a race's extra
+        // fibers let the placing fiber's remaining work run first, 0.26 ms at p50).
+        yield* Effect.fork(Effect.delay(Effect.suspend(() => (claims.leave(parked) ? Effect.void : Deferred.succeed(parked.answer, "over"))), Duration.millis(deadline - now)))
+        const woke = yield* Deferred.await(parked.answer).pipe(Effect.onInterrupt(() => Effect.sync(() => claims.leave(parked))))
+        const handed = woke === "over" ? null : woke
+        if (handed !== null) {
+          const run = runOf(yield* state, handed.runId)!
+          return { kind: "work" as const, attempt: attemptId(run.id, handed.attempt), runId: run.id, address: run.job.address, digest: run.job.digest, input: run.input, timeoutMs: run.job.timeoutMs }
+        }
+        if (woke === "over") return null
+      }
+    })
+
+  const decline: DispatcherService["decline"] = (worker, attempt, reason) =>
+    Effect.gen(function* () {
+      const { runId, attempt: n } = yield* parse(attempt)
+      const now = yield* Clock.currentTimeMillis
+      yield* execute((s) => RunDecide.decideDecline({ workerId: worker.id, scope: worker.scope, runId, attempt: n, reason, now }, s.runs)).pipe(Effect.mapError(toRefusal))
+    })
+
+  const report: DispatcherService["report"] = (worker, attempt, outcome, output) =>
+    Effect.gen(function* () {
+      const { runId, attempt: n } = yield* parse(attempt)
+      if (output !== undefined && output.attempt === attempt) yield* appendOutput(worker, output)
+      yield* recordReport(worker.id, worker.scope, runId, n, { ok: outcome.ok, result: outcome.result ?? null, error: outcome.error ?? (outcome.ok ? null : "failed"), exitCode: outcome.exitCode ?? null }).pipe(
+        Effect.mapError(toRefusal)
+      )
+    })
+
+  return { hello, claim, heartbeat, decline, report, stopsFor }
+}
