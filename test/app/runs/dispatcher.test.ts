@@ -204,6 +204,17 @@ const runningOn = (w: Linked, prefer: ReadonlyArray<string> = []) =>
     return { runId: run.id, id: work.attempt }
   })
 
+/** A worker of capacity 2 running two runs, and a third run waiting for room. */
+const fullWithThirdWaiting = Effect.gen(function* () {
+  const w = yield* linked("lab-1")
+  yield* advertise(w) // capacity 2
+  const first = yield* runningOn(w)
+  yield* runningOn(w)
+  const third = yield* submit(GPU, { text: "third" })
+  expect((yield* show(third.id)).placement).toMatchObject({ outcome: "waiting" })
+  return { w, first, third }
+})
+
 // ---- Admission ----------------------------------------------------------------------------------
 
 describe("admission", () => {
@@ -318,12 +329,7 @@ describe("on a worker", () => {
 
   it.effect("the scheduler's placement hands over too: a run placed when room frees up starts in that commit for the waiting claim", () =>
     Effect.gen(function* () {
-      const w = yield* linked("lab-1")
-      yield* advertise(w) // capacity 2
-      const first = yield* runningOn(w)
-      yield* runningOn(w)
-      const third = yield* submit(GPU, { text: "third" })
-      expect((yield* show(third.id)).placement).toMatchObject({ outcome: "waiting" })
+      const { w, first, third } = yield* fullWithThirdWaiting
       const claim = yield* Effect.fork(call(w.credential, { kind: "claim", fence: w.fence, waitSeconds: 30 }))
       yield* quiet
       ok(yield* report(w, first.id), "ack")
@@ -386,12 +392,7 @@ describe("on a worker", () => {
 
   it.effect("a run submitted while an earlier one waits for room is not placed ahead of it", () =>
     Effect.gen(function* () {
-      const w = yield* linked("lab-1")
-      yield* advertise(w) // capacity 2
-      const first = yield* runningOn(w)
-      yield* runningOn(w)
-      const third = yield* submit(GPU, { text: "third" })
-      expect((yield* show(third.id)).placement).toMatchObject({ outcome: "waiting" })
+      const { w, first, third } = yield* fullWithThirdWaiting
       // The third waits for room: the fourth is only submitted; the scheduler places in order.
       const fourth = yield* submit(GPU, { text: "fourth" })
       expect((yield* show(fourth.id)).placement).toBeNull()
