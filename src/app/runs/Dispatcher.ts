@@ -265,7 +265,7 @@ export const make = Effect.gen(function* () {
   const earlierRunWaiting = (s: OwnerState): boolean => {
     for (const [id] of s.runs.pending) {
       const run = runOf(s, id)
-      if (run !== undefined && run.state === "pending" && run.placement?.outcome !== "blocked") return true
+      if (run !== undefined && run.placement?.outcome !== "blocked") return true
     }
     return false
   }

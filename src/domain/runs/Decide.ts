@@ -62,6 +62,26 @@ export const decideSubmit = (
     : { _tag: "Decided", stream: runStream(c.runId), expectedVersion: 0, events: [new RunSubmitted({ runId: c.runId, job: c.job, input: c.input, preferredLabels: c.preferredLabels, actor: c.actor, at: c.now })] }
 
 /**
+ * The runs as the fold will hold them once `decision` commits, for a decision that continues
+ * it in the same command: a throwaway state, since the sequence is not known yet (placement and
+ * claims do not read it).
+ */
+const afterDecision = (runs: RunsState, decision: RunDecision, now: number): RunsState =>
+  decision.events.reduce(
+    (state, event, i) =>
+      evolveRuns(state, {
+        sequence: 0,
+        stream: decision.stream,
+        streamVersion: decision.expectedVersion + i + 1,
+        type: event._tag,
+        schemaVersion: CURRENT_VERSION[event._tag],
+        recordedAt: now,
+        event
+      }),
+    runs
+  )
+
+/**
  * Submits a run and places it in the same command: one commit instead of two before a waiting
  * worker hears of it. The placement is the one the scheduler would make next, decided on the
  * state with the run submitted (the candidates do not depend on the run, only on its job).
@@ -74,10 +94,7 @@ export const decideSubmitAndPlace = (
 ): RunDecision | RunRejection => {
   const submitted = decideSubmit(c, runs)
   if (submitted._tag === "Rejected") return submitted
-  const event = submitted.events[0]!
-  // The run as the fold will hold it once the submission commits (a throwaway state: its
-  // sequence is not known yet, and placement does not read it).
-  const after = evolveRuns(runs, { sequence: 0, stream: submitted.stream, streamVersion: 1, type: event._tag, schemaVersion: CURRENT_VERSION[event._tag], recordedAt: c.now, event })
+  const after = afterDecision(runs, submitted, c.now)
   const placed = decidePlacement({ runId: c.runId, candidates: c.candidates, quotas: c.quotas, notes: c.notes, now: c.now, ...(c.cache === undefined ? {} : { cache: c.cache }) }, after)
   if (placed._tag === "Rejected") return submitted
   return { ...submitted, events: [...submitted.events, ...placed.events] }
@@ -213,21 +230,7 @@ export const decideHandOff = (decision: RunDecision, runs: RunsState, claimOn: (
   if (placed === undefined || placed.host === null || placed.host === "owner" || placed.attempt === null) return decision
   const claim = claimOn(placed.host)
   if (claim === undefined || claim.workerId !== placed.host) return decision
-  // The run as the fold will hold it once the decision commits (a throwaway state, as in
-  // decideSubmitAndPlace: the sequence is not known yet, and a claim does not read it).
-  let after = runs
-  decision.events.forEach((event, i) => {
-    after = evolveRuns(after, {
-      sequence: 0,
-      stream: decision.stream,
-      streamVersion: decision.expectedVersion + i + 1,
-      type: event._tag,
-      schemaVersion: CURRENT_VERSION[event._tag],
-      recordedAt: now,
-      event
-    })
-  })
-  const started = decideClaim({ workerId: claim.workerId, scope: claim.scope, fence: claim.fence, runId: placed.runId, attempt: placed.attempt, now }, after)
+  const started = decideClaim({ workerId: claim.workerId, scope: claim.scope, fence: claim.fence, runId: placed.runId, attempt: placed.attempt, now }, afterDecision(runs, decision, now))
   return started._tag === "Rejected" ? decision : { ...decision, events: [...decision.events, ...started.events] }
 }
 
