@@ -9,7 +9,10 @@
  * calls `place` without a feasibility cache; the live dispatcher with one).
  */
 
-import { entriesFor, entryFor, type FeasibilityCache } from "./Feasibility.js"
+import { placeWithCache, type FeasibilityCache } from "./Feasibility.js"
+import { capacityOf, Layer1, NONE, outcomeOf, preference, Ranking, tieBreakPrefix } from "./Layers.js"
+
+export { BOUNDS_CAPABILITY, capacity, capacityOf, eligibility, eligibilityOf, preference, tieBreak } from "./Layers.js"
 
 /** Why a candidate was excluded; a closed set of codes, each with readable text. */
 export type EligibilityCode =
@@ -74,8 +77,6 @@ export interface Activity {
   readonly declinedBy: ReadonlyArray<string>
 }
 
-/** The capability a host advertises when it can enforce a job's bounds. No executor has it yet. */
-export const BOUNDS_CAPABILITY = "bounds"
 
 /** The logical quota admission reserved, and a shared endpoint's aggregate cap, when used. */
 export interface Quotas {
@@ -98,214 +99,39 @@ export type Outcome =
   /** An eligible candidate exists, but none has room now. */
   | { readonly outcome: "waiting"; readonly verdicts: ReadonlyArray<CandidateVerdict> }
 
-const has = (list: ReadonlyArray<string>, x: string) => list.includes(x)
-const NONE: ReadonlyArray<Exclusion> = []
-
-const x = (code: EligibilityCode, text: string): Exclusion => ({ layer: "eligibility", code, text })
-
 /**
- * Layer 1 for one activity, in two parts. The static part depends only on the activity's
- * requirements and the candidate's configuration (scope, advertisement, revocation), so a
- * feasibility cache may keep it between decisions; the moment's part (advertisement alive,
- * declined this activity) is judged every time. `eligibilityOf` joins them, in one order.
- *
- * The exclusion records depend only on the activity (and the label or program named), so each
- * is made once per decision and shared by every candidate it applies to. That keeps a decision
- * over 10,000 candidates from building 10,000 copies.
+ * Places one activity: every candidate's verdict, in the candidates' order, and the outcome.
+ * With a feasibility cache (the dispatcher's) the answer is the same, in less time over a
+ * fleet that changes little between decisions; without one (the audit's) everything is judged
+ * from the inputs alone.
  */
-class Layer1 {
-  // Records made at first use, then shared (plain fields, no closures or keys built per candidate).
-  // A class, not closures made per decision: one call target for V8 across decisions.
-  private revoked: Exclusion | undefined = undefined
-  private expired: Exclusion | undefined = undefined
-  private notRemote: Exclusion | undefined = undefined
-  private outOfScope: Exclusion | undefined = undefined
-  private notHeld: Exclusion | undefined = undefined
-  private otherDigest: Exclusion | undefined = undefined
-  private noExecutor: Exclusion | undefined = undefined
-  private unenforceable: Exclusion | undefined = undefined
-  private declined: Exclusion | undefined = undefined
-  private readonly labels = new Map<string, Exclusion>()
-  private readonly bins = new Map<string, Exclusion>()
-  constructor(private readonly a: Activity) {}
+export const place = (a: Activity, candidates: ReadonlyArray<Candidate>, q: Quotas, cache?: FeasibilityCache): Outcome =>
+  cache === undefined ? placeFromScratch(a, candidates, q) : placeWithCache(a, candidates, q, cache)
 
-  /** Everything but the moment's part (revoked comes first; `expired` goes right after it). */
-  staticPart(c: Candidate): ReadonlyArray<Exclusion> {
-    const a = this.a
-    let out: Array<Exclusion> | undefined
-    if (!c.isOwner) {
-      if (c.revoked) (out ??= []).push((this.revoked ??= x("revoked", "revoked")))
-      if (!a.remoteEligible) (out ??= []).push((this.notRemote ??= x("not-remote-eligible", `${a.address} is not remote-eligible: it stays on the owner`)))
-      if (c.scope.length > 0 && !has(c.scope, a.address)) (out ??= []).push((this.outOfScope ??= x("out-of-scope", `${a.address} is outside its scope`)))
-      let held: Candidate["artifacts"][number] | undefined
-      for (const h of c.artifacts) {
-        if (h.address === a.address) {
-          held = h
-          break
-        }
-      }
-      if (held === undefined) (out ??= []).push((this.notHeld ??= x("job-not-held", `it does not hold ${a.address}`)))
-      else if (held.digest !== a.digest) (out ??= []).push((this.otherDigest ??= x("digest-mismatch", `it holds ${a.address} with another digest`)))
-    }
-    if (!has(c.capabilities, a.executor)) (out ??= []).push((this.noExecutor ??= x("missing-capability", `lacks the ${a.executor} executor`)))
-    for (const label of a.requiredLabels) {
-      if (has(c.labels, label)) continue
-      let e = this.labels.get(label)
-      if (e === undefined) this.labels.set(label, (e = x("missing-label", `lacks label ${label}`)))
-      ;(out ??= []).push(e)
-    }
-    for (const bin of a.requiredBins) {
-      if (has(c.bins, bin)) continue
-      let e = this.bins.get(bin)
-      if (e === undefined) this.bins.set(bin, (e = x("missing-bin", `lacks program ${bin}`)))
-      ;(out ??= []).push(e)
-    }
-    if (a.bounds.length > 0 && !has(c.capabilities, BOUNDS_CAPABILITY)) {
-      ;(out ??= []).push((this.unenforceable ??= x("bounds-unenforceable", `cannot enforce the job's bounds (${a.bounds.join(", ")})`)))
-    }
-    return out ?? NONE
-  }
-
-  private isExpired(c: Candidate): boolean {
-    return !c.isOwner && !c.revoked && !c.advertisementAlive
-  }
-  private isDeclined(c: Candidate): boolean {
-    return this.a.declinedBy.length > 0 && has(this.a.declinedBy, c.id)
-  }
-
-  /** Whether the moment adds anything to a candidate's static exclusions. */
-  momentApplies(c: Candidate): boolean {
-    return this.isExpired(c) || this.isDeclined(c)
-  }
-
-  /** The static exclusions with the moment's: `expired` in the place after `revoked`, `declined` last. */
-  withMoment(c: Candidate, fixed: ReadonlyArray<Exclusion>): ReadonlyArray<Exclusion> {
-    const expired = this.isExpired(c)
-    const declined = this.isDeclined(c)
-    if (!expired && !declined) return fixed
-    const out: Array<Exclusion> = []
-    if (expired) out.push((this.expired ??= x("advertisement-expired", "its advertisement expired (no refresh for 15 s)")))
-    for (const e of fixed) out.push(e)
-    if (declined) out.push((this.declined ??= x("declined", "it declined an earlier attempt of this activity")))
-    return out
-  }
-}
-
-/** Layer 1 for one activity: every reason each candidate can never run it as configured. */
-export const eligibilityOf = (a: Activity): ((c: Candidate) => ReadonlyArray<Exclusion>) => {
+const placeFromScratch = (a: Activity, candidates: ReadonlyArray<Candidate>, q: Quotas): Outcome => {
   const layer1 = new Layer1(a)
-  return (c) => layer1.withMoment(c, layer1.staticPart(c))
-}
-
-/** Layer 1: every reason this candidate can never run this activity as configured. */
-export const eligibility = (c: Candidate, a: Activity): ReadonlyArray<Exclusion> => eligibilityOf(a)(c)
-
-const full = (code: CapacityCode, what: string, used: number, cap: number): Exclusion => ({
-  layer: "capacity",
-  code,
-  text: `${what}: ${used} of ${cap} in use`,
-  requested: 1,
-  used,
-  capacity: cap
-})
-
-/** Layer 2 for one decision: the shared ledgers are judged once; a host's slots per distinct count. */
-export const capacityOf = (q: Quotas): ((c: Candidate) => ReadonlyArray<Exclusion>) => {
-  const logical = q.logical !== null && q.logical.used + 1 > q.logical.capacity ? full("no-logical-quota", "logical quota", q.logical.used, q.logical.capacity) : undefined
-  const endpoint = q.endpoint !== null && q.endpoint.used + 1 > q.endpoint.capacity ? full("no-endpoint-capacity", "inference endpoint", q.endpoint.used, q.endpoint.capacity) : undefined
-  const slots = new Map<string, Exclusion>()
-  return (c) => {
-    const noSlot = c.slots.used + 1 > c.slots.capacity
-    if (logical === undefined && endpoint === undefined && !noSlot) return NONE
-    const out: Array<Exclusion> = []
-    if (logical !== undefined) out.push(logical)
-    if (noSlot) {
-      const k = `${c.slots.used}/${c.slots.capacity}`
-      let e = slots.get(k)
-      if (e === undefined) {
-        e = full("no-physical-slot", "slots", c.slots.used, c.slots.capacity)
-        slots.set(k, e)
-      }
-      out.push(e)
-    }
-    if (endpoint !== undefined) out.push(endpoint)
-    return out
-  }
-}
-
-/** Layer 2: every ledger without room, with requested, used and capacity. */
-export const capacity = (c: Candidate, q: Quotas): ReadonlyArray<Exclusion> => capacityOf(q)(c)
-
-/** Layer 3: locality first (the owner keeps what it can run), then stated preferences. */
-export const preference = (c: Candidate, a: Activity) => {
-  let matched = 0
-  for (const l of a.preferredLabels) if (has(c.labels, l)) matched++
-  return { locality: c.isOwner ? 1 : 0, preference: matched }
-}
-
-const FNV_OFFSET = 0x811c9dc5
-const fnv = (h: number, s: string): number => {
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i)
-    h = Math.imul(h, 0x01000193) >>> 0
-  }
-  return h
-}
-/** The hash of `activityId` and the separator: the common prefix of every candidate's tie-break. */
-const tieBreakPrefix = (activityId: string) => fnv(fnv(FNV_OFFSET, activityId), "\u0000")
-
-/** A deterministic tie-break: FNV-1a of activity and candidate, so a replay picks the same host. */
-export const tieBreak = (activityId: string, candidateId: string): number => fnv(tieBreakPrefix(activityId), candidateId)
-
-export const place = (a: Activity, candidates: ReadonlyArray<Candidate>, q: Quotas, cache?: FeasibilityCache): Outcome => {
-  const layer1Parts = new Layer1(a)
-  const entries = cache === undefined ? undefined : entriesFor(cache, a)
-  const staticPart = (c: Candidate) => layer1Parts.staticPart(c)
   const room = capacityOf(q)
-  const prefix = tieBreakPrefix(a.id)
+  const ranking = new Ranking(tieBreakPrefix(a.id))
   const verdicts: Array<CandidateVerdict> = []
   let eligibleSomewhere = false
-  // The best so far, in one pass: locality, then preference, then the tie-break (hashed only on a tie), then id.
-  let best: { readonly c: Candidate; readonly score: { locality: number; preference: number }; tie: number | undefined } | undefined
-  for (const c of candidates) {
-    let layer1: ReadonlyArray<Exclusion>
-    if (entries === undefined) layer1 = layer1Parts.withMoment(c, layer1Parts.staticPart(c))
-    else {
-      const entry = entryFor(entries, c, staticPart)
-      if (entry.fixed.length > 0 && !layer1Parts.momentApplies(c)) {
-        verdicts.push((entry.verdict ??= { candidate: c.id, name: c.name, exclusions: entry.fixed, score: null }))
-        continue
-      }
-      layer1 = layer1Parts.withMoment(c, entry.fixed)
-    }
-    if (layer1.length > 0) {
-      verdicts.push({ candidate: c.id, name: c.name, exclusions: layer1, score: null })
+  for (let i = 0; i < candidates.length; i++) {
+    const c = candidates[i]!
+    const excluded = layer1.withMoment(c, layer1.staticPart(c))
+    if (excluded.length > 0) {
+      verdicts.push({ candidate: c.id, name: c.name, exclusions: excluded, score: null })
       continue
     }
     eligibleSomewhere = true
-    const layer2 = room(c)
-    if (layer2.length > 0) {
-      verdicts.push({ candidate: c.id, name: c.name, exclusions: layer2, score: null })
+    const full = room(c)
+    if (full.length > 0) {
+      verdicts.push({ candidate: c.id, name: c.name, exclusions: full, score: null })
       continue
     }
     const score = preference(c, a)
     verdicts.push({ candidate: c.id, name: c.name, exclusions: NONE, score })
-    if (best === undefined) {
-      best = { c, score, tie: undefined }
-      continue
-    }
-    const byRank = score.locality - best.score.locality || score.preference - best.score.preference
-    if (byRank < 0) continue
-    if (byRank > 0) {
-      best = { c, score, tie: undefined }
-      continue
-    }
-    best.tie ??= fnv(prefix, best.c.id)
-    const tie = fnv(prefix, c.id)
-    if (tie < best.tie || (tie === best.tie && c.id < best.c.id)) best = { c, score, tie }
+    ranking.consider(c.id, score.locality, score.preference)
   }
-  if (best === undefined) return { outcome: eligibleSomewhere ? "waiting" : "blocked", verdicts }
-  return { outcome: "placed", host: best.c.id, verdicts }
+  return outcomeOf(ranking.best, eligibleSomewhere, verdicts)
 }
 
 /** A decision as recorded in the journal: the same data as an `Outcome`, with `host` null unless placed. */

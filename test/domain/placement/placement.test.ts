@@ -181,7 +181,11 @@ const stepArb = fc.oneof(
       declinedBy: fc.subarray(["w1", "w2", "w3"]),
       alive: fc.array(fc.boolean(), { minLength: 4, maxLength: 4 }),
       used: fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 4, maxLength: 4 }),
-      logicalFull: fc.boolean()
+      logicalFull: fc.boolean(),
+      // As a dispatcher does: a host whose view did not change is the very same object again.
+      reuse: fc.array(fc.boolean(), { minLength: 4, maxLength: 4 }),
+      // The list in another order now and then (hosts joined or left): entries move.
+      reversed: fc.boolean()
     })
   },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("advertise" as const), worker: fc.constantFrom("w1", "w2", "w3"), config: configArb }) },
@@ -215,6 +219,8 @@ describe("the feasibility cache", () => {
         const fleet = new Map<string, Candidate>([["owner", { ...owner, slots: { capacity: 2, used: 0 } }]])
         initial.forEach((c, i) => fleet.set(`w${i + 1}`, configured(`w${i + 1}`, c)))
         const cache = makeFeasibilityCache()
+        // The object handed over for each host in the last decision, and the configuration it was made from.
+        const handed = new Map<string, { readonly from: Candidate; readonly as: Candidate }>()
         steps.forEach((step, n) => {
           const w = step.kind === "decide" ? undefined : fleet.get(step.worker)!
           switch (step.kind) {
@@ -233,7 +239,14 @@ describe("the feasibility cache", () => {
             case "decide": {
               const a: Activity = { ...activity, id: `a${n}`, ...step.requirements, preferredLabels: step.preferredLabels, declinedBy: step.declinedBy }
               // The moment: each host's liveness and slots drawn anew, its configuration kept (same lists).
-              const cs = [...fleet.values()].map((c, i) => ({ ...c, advertisementAlive: c.isOwner || step.alive[i]!, slots: { capacity: 2, used: step.used[i]! } }))
+              const cs = [...fleet.values()].map((c, i) => {
+                const before = handed.get(c.id)
+                if (step.reuse[i] && before !== undefined && before.from === c) return before.as
+                const made = { ...c, advertisementAlive: c.isOwner || step.alive[i]!, slots: { capacity: 2, used: step.used[i]! } }
+                handed.set(c.id, { from: c, as: made })
+                return made
+              })
+              if (step.reversed) cs.reverse()
               const q: Quotas = { logical: step.logicalFull ? { capacity: 1, used: 1 } : null, endpoint: null }
               expect(place(a, cs, q, cache)).toEqual(place(a, cs, q))
             }
@@ -242,6 +255,47 @@ describe("the feasibility cache", () => {
       }),
       { numRuns: 1000 }
     )
+  })
+
+  it("judges the very same candidate objects anew where the decision differs: preferences, ledgers, declines, order", () => {
+    const cache = makeFeasibilityCache()
+    const eu = worker("w1", { labels: ["zone=eu"], slots: { capacity: 2, used: 0 } })
+    const us = worker("w2", { labels: ["zone=us"], slots: { capacity: 2, used: 0 } })
+    const busy = worker("w3", { labels: ["zone=eu"], slots: { capacity: 1, used: 1 } })
+    const fleet = [eu, us, busy]
+    const decide = (over: Partial<Activity>, q: Quotas = free, cs: ReadonlyArray<Candidate> = fleet) => {
+      const withCache = place({ ...activity, ...over }, cs, q, cache)
+      expect(withCache).toEqual(place({ ...activity, ...over }, cs, q))
+      return withCache
+    }
+    expect(decide({ id: "x1", preferredLabels: ["zone=eu"] })).toMatchObject({ outcome: "placed", host: "w1" })
+    expect(decide({ id: "x2", preferredLabels: ["zone=us"] })).toMatchObject({ outcome: "placed", host: "w2" })
+    expect(decide({ id: "x3", preferredLabels: ["zone=us"] }, { logical: { capacity: 1, used: 1 }, endpoint: null })).toMatchObject({ outcome: "waiting" })
+    expect(decide({ id: "x4", preferredLabels: ["zone=us"] }, { logical: { capacity: 2, used: 2 }, endpoint: null }).verdicts[2]!.exclusions.map((e) => e.text)).toEqual([
+      "logical quota: 2 of 2 in use",
+      "slots: 1 of 1 in use"
+    ])
+    expect(decide({ id: "x5", preferredLabels: ["zone=us"], declinedBy: ["w2"] })).toMatchObject({ outcome: "placed", host: "w1" })
+    expect(decide({ id: "x6", preferredLabels: ["zone=eu"], declinedBy: ["w1"] }, free, [busy, us, eu])).toMatchObject({ outcome: "placed", host: "w2" })
+    expect(decide({ id: "x7", preferredLabels: ["zone=eu"] }, free, [us, eu])).toMatchObject({ outcome: "placed", host: "w1" })
+    // A label listed twice counts twice; past 30 distinct preferred labels they are counted one by one.
+    expect(decide({ id: "x8", preferredLabels: ["zone=us", "zone=us", "zone=eu"] }, free, [us, eu]).verdicts[0]!.score).toEqual({ locality: 0, preference: 2 })
+    const many = Array.from({ length: 40 }, (_, k) => `k${k}=v`)
+    const tagged = worker("w4", { labels: [many[35]!, many[36]!, many[3]!], slots: { capacity: 2, used: 0 } })
+    expect(decide({ id: "x9", preferredLabels: many }, free, [us, tagged]).verdicts[1]!.score).toEqual({ locality: 0, preference: 3 })
+    expect(decide({ id: "x10", preferredLabels: [many[35]!, "zone=eu"] }, free, [us, tagged]).verdicts[1]!.score).toEqual({ locality: 0, preference: 1 })
+  })
+
+  it("counts preferences right past the labels it can give a bit to", () => {
+    const cache = makeFeasibilityCache()
+    const labels = Array.from({ length: 40 }, (_, k) => `k${k}=v`)
+    const fleet = [worker("w1", { labels: [labels[0]!] }), worker("w2", { labels: [labels[33]!] }), worker("w3", { labels })]
+    for (const [id, preferredLabels] of [["x1", labels.slice(0, 32)], ["x2", [labels[32]!]], ["x3", [labels[33]!, labels[0]!]], ["x4", labels]] as const) {
+      const a = { ...activity, id, preferredLabels }
+      expect(place(a, fleet, free, cache)).toEqual(place(a, fleet, free))
+    }
+    // 40 preferences held: the most preferred host, scored past the cached counts.
+    expect(place({ ...activity, id: "x5", preferredLabels: labels }, fleet, free, cache)).toMatchObject({ outcome: "placed", host: "w3" })
   })
 
   it("reuses a statically excluded candidate's verdict between decisions, and not after the worker advertises again", () => {
