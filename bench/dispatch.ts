@@ -60,7 +60,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process"
 import { X509Certificate } from "node:crypto"
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import type * as http from "node:http"
 import * as https from "node:https"
 import * as inspector from "node:inspector"
@@ -697,6 +697,7 @@ const PROFILE_DIR = profileAt >= 0 ? resolve(process.argv[profileAt + 1] ?? ".")
 /** With --profile DIR: `during` runs while the owner process profiles itself into DIR/owner-NAME.cpuprofile. */
 const profiled = async <A>(owner: Child, name: string, during: () => Promise<A>): Promise<A> => {
   if (PROFILE_DIR === undefined) return during()
+  mkdirSync(PROFILE_DIR, { recursive: true })
   owner.send({ type: "profile-start" })
   const result = await during()
   const file = join(PROFILE_DIR, `owner-${name}.cpuprofile`)
