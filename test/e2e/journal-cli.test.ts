@@ -64,12 +64,23 @@ describe("svc journal and svc audit", () => {
   it("replay exits 1 and names the divergence when the checkpoint disagrees", async () => {
     await writeHistory(storePath(home), true)
     await Effect.runPromise(
-      Effect.flatMap(SqlClient.SqlClient, (sql) => sql`UPDATE checkpoints SET digest = ${"f".repeat(64)}`).pipe(Effect.provide(sqliteLayer(storePath(home))), Effect.scoped)
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql`UPDATE checkpoints SET digest = ${`p2:${"f".repeat(64)}`}`).pipe(Effect.provide(sqliteLayer(storePath(home))), Effect.scoped)
     )
     const out = await run("journal", "replay")
     expect(out.code).toBe(1)
     expect(out.stdout).toContain("checkpoint at sequence 8: DIVERGES")
-    expect(out.stdout).toMatch(/divergence \(checkpoint, sequence 8\): the projections rebuilt to sequence 8 have digest [0-9a-f]{12}, the checkpoint says ffffffffffff/)
+    expect(out.stdout).toMatch(/divergence \(checkpoint, sequence 8\): the projections rebuilt to sequence 8 have digest p2:[0-9a-f]{9}, the checkpoint says p2:fffffffff/)
+  })
+
+  it("replay says a checkpoint written by an earlier svc (another form of the projections) is not compared, and exits 0", async () => {
+    await writeHistory(storePath(home), true)
+    await Effect.runPromise(
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql`UPDATE checkpoints SET digest = ${"f".repeat(64)}`).pipe(Effect.provide(sqliteLayer(storePath(home))), Effect.scoped)
+    )
+    const out = await run("journal", "replay")
+    expect(out.code).toBe(0)
+    expect(out.stdout).toContain("checkpoint at sequence 8: not compared (written by an earlier svc, whose projections had another form; a running owner writes a current one within 5 minutes)")
+    expect(JSON.parse((await run("journal", "replay", "--json")).stdout)).toMatchObject({ checkpoint: { sequence: 8, matches: null, form: "earlier" }, divergences: [] })
   })
 
   it("audit lists invites, joins, rotations, takeovers and revocations with time, worker and actor", async () => {

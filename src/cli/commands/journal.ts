@@ -63,7 +63,9 @@ const replayCommand = Command.make("replay", { json, audit }, ({ audit, json }) 
           `replayed ${report.events} events (to sequence ${report.head}) in ${report.seconds.toFixed(2)} s, ${report.eventsPerSecond} events/s`,
           report.checkpoint === null
             ? "checkpoint: none written yet"
-            : `checkpoint at sequence ${report.checkpoint.sequence}: ${report.checkpoint.matches ? "matches" : "DIVERGES"}`,
+            : report.checkpoint.matches === null
+              ? `checkpoint at sequence ${report.checkpoint.sequence}: not compared (written by an earlier svc, whose projections had another form; a running owner writes a current one within 5 minutes)`
+              : `checkpoint at sequence ${report.checkpoint.sequence}: ${report.checkpoint.matches ? "matches" : "DIVERGES"}`,
           report.owner.compared ? `running owner: ${report.owner.matches ? "matches" : "DIVERGES"}` : `running owner: not compared (${report.owner.reason})`,
           ...report.divergences.map((d) => `divergence (${d.against}, sequence ${d.sequence}): ${d.message}`)
         ])

@@ -141,13 +141,17 @@ export interface RecordedOutcome {
   readonly verdicts: ReadonlyArray<{ readonly candidate: string; readonly name: string; readonly exclusions: ReadonlyArray<{ readonly layer: string; readonly text: string }> }>
 }
 
-/** "placed on owner; excluded: worker 'lab-2' (eligibility: lacks label gpu=true), ..." */
-export const explain = (o: RecordedOutcome): string => {
+/**
+ * "placed on owner; excluded: worker 'lab-2' (eligibility: lacks label gpu=true), ...": every
+ * excluded host, or the first `limit` of them and how many more.
+ */
+export const explain = (o: RecordedOutcome, limit = Infinity): string => {
   const who = (id: string, name: string) => (id === "owner" ? "owner" : `worker '${name}'`)
-  const excluded = o.verdicts
-    .filter((v) => v.exclusions.length > 0)
-    .map((v) => `${who(v.candidate, v.name)} (${v.exclusions[0]!.layer}: ${v.exclusions.map((e) => e.text).join("; ")})`)
+  const excluded = o.verdicts.filter((v) => v.exclusions.length > 0)
+  const named = excluded.slice(0, limit).map((v) => `${who(v.candidate, v.name)} (${v.exclusions[0]!.layer}: ${v.exclusions.map((e) => e.text).join("; ")})`)
+  const more = excluded.length - named.length
   const host = o.outcome === "placed" ? (o.host ?? null) : null
   const head = host === null ? o.outcome : `placed on ${who(host, o.verdicts.find((v) => v.candidate === host)?.name ?? host)}`
-  return excluded.length === 0 ? head : `${head}; excluded: ${excluded.join(", ")}`
+  if (excluded.length === 0) return head
+  return `${head}; excluded: ${named.join(", ")}${more === 0 ? "" : `, and ${more} more host${more === 1 ? "" : "s"} (every verdict: svc journal export)`}`
 }

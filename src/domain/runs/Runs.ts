@@ -34,6 +34,13 @@ export interface AttemptRecord {
   readonly reason: string | null
 }
 
+/**
+ * Excluded hosts named in a run's kept explanation at most: it is kept with every run, so its
+ * size must not grow with the fleet. The journaled decision has every verdict (`svc journal
+ * export`).
+ */
+export const EXPLAINED_HOSTS = 20
+
 export interface PlacementSummary {
   readonly outcome: "placed" | "blocked" | "waiting"
   readonly host: string | null
@@ -157,7 +164,7 @@ export const evolveRuns = (state: RunsState, envelope: Envelope): RunsState => {
   const terminal = TERMINAL.has(before.state)
   switch (e._tag) {
     case "PlacementDecided": {
-      const placement: PlacementSummary = { outcome: e.outcome, host: e.host, explanation: explain(e), key: placementKey(e), record: e.record, notes: e.notes, at: e.at, sequence: envelope.sequence }
+      const placement: PlacementSummary = { outcome: e.outcome, host: e.host, explanation: explain(e, EXPLAINED_HOSTS), key: placementKey(e), record: e.record, notes: e.notes, at: e.at, sequence: envelope.sequence }
       const placed = e.outcome === "placed" && e.host !== null && e.attempt !== null
       const run: RunRecord = {
         ...before,
@@ -209,9 +216,30 @@ export const evolveRuns = (state: RunsState, envelope: Envelope): RunsState => {
   }
 }
 
-/** The identity of a decision for "has anything changed since the last one recorded". */
+/**
+ * The identity of a decision for "has anything changed since the last one recorded": outcome,
+ * host and every candidate's exclusion codes, hashed to 104 bits (kept with every run, so its
+ * size must not grow with the fleet: the text itself is about 25 bytes per candidate). Two
+ * different decisions of one run hashing alike (odds about 2^-104) would leave the newer one
+ * unjournaled until the decision changes again.
+ */
 export const placementKey = (o: {
   readonly outcome: string
   readonly host: string | null
   readonly verdicts: ReadonlyArray<{ readonly candidate: string; readonly exclusions: ReadonlyArray<{ readonly code: string }> }>
-}): string => `${o.outcome}|${o.host ?? ""}|${o.verdicts.map((v) => `${v.candidate}:${v.exclusions.map((x) => x.code).join(",")}`).join(";")}`
+}): string => hash104(`${o.outcome}|${o.host ?? ""}|${o.verdicts.map((v) => `${v.candidate}:${v.exclusions.map((x) => x.code).join(",")}`).join(";")}`)
+
+/** cyrb53 (a public-domain 53-bit string hash), seeded. */
+const cyrb53 = (text: string, seed: number): number => {
+  let h1 = 0xdeadbeef ^ seed
+  let h2 = 0x41c6ce57 ^ seed
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i)
+    h1 = Math.imul(h1 ^ ch, 2654435761)
+    h2 = Math.imul(h2 ^ ch, 1597334677)
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909)
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909)
+  return 4294967296 * (2097151 & h2) + (h1 >>> 0)
+}
+const hash104 = (text: string): string => `${cyrb53(text, 1).toString(16).padStart(14, "0")}${cyrb53(text, 2).toString(16).padStart(14, "0")}`

@@ -21,7 +21,7 @@ import * as CheckpointSchedule from "../../../src/app/journal/CheckpointSchedule
 import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
 import { Journal, layerMemory } from "../../../src/app/journal/Journal.js"
 import { layer as projectionsLayer, Projections } from "../../../src/app/journal/Projections.js"
-import { differingParts, foldJournal, replay } from "../../../src/app/journal/Replay.js"
+import { differingParts, foldJournal, PROJECTION_FORM, replay } from "../../../src/app/journal/Replay.js"
 import { canonicalState } from "../../../src/domain/journal/OwnerState.js"
 import * as Decide from "../../../src/domain/workers/Decide.js"
 import * as NodeHashing from "../../../src/infra/journal/NodeHashing.js"
@@ -164,13 +164,13 @@ describe("checkpoints", () => {
     await Effect.runPromise(
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
-        yield* sql`UPDATE checkpoints SET digest = ${"0".repeat(64)}`
+        yield* sql`UPDATE checkpoints SET digest = ${`${PROJECTION_FORM}:${"0".repeat(64)}`}`
       }).pipe(Effect.provide(sqliteLayer(file)), Effect.scoped)
     )
     const bad = await Effect.runPromise(replay().pipe(Effect.provide(Layer.merge(sqliteLayer(file), NodeHashing.layer)), Effect.scoped))
     expect(bad.checkpoint).toMatchObject({ sequence: 2, matches: false })
     expect(bad.divergences).toEqual([
-      { against: "checkpoint", sequence: 2, message: expect.stringMatching(/rebuilt to sequence 2 have digest [0-9a-f]{12}, the checkpoint says 000000000000/) }
+      { against: "checkpoint", sequence: 2, message: expect.stringMatching(/rebuilt to sequence 2 have digest p2:[0-9a-f]{9}, the checkpoint says p2:000000000/) }
     ])
   })
 
@@ -179,11 +179,26 @@ describe("checkpoints", () => {
     await Effect.runPromise(
       Effect.gen(function* () {
         const checkpoints = yield* Checkpoints
-        yield* checkpoints.write({ sequence: 7, digest: "a".repeat(64), writtenAt: 0 })
+        yield* checkpoints.write({ sequence: 7, digest: `${PROJECTION_FORM}:${"a".repeat(64)}`, writtenAt: 0 })
       }).pipe(Effect.provide(sqliteLayer(file)), Effect.scoped)
     )
     const report = await Effect.runPromise(replay().pipe(Effect.provide(Layer.merge(sqliteLayer(file), NodeHashing.layer)), Effect.scoped))
     expect(report.divergences.map((d) => d.message)).toEqual(["the checkpoint is at sequence 7, past the journal's last event 0: events it saw are missing"])
+  })
+
+  it("a checkpoint of an earlier form of the projections is not compared, and is no divergence", async () => {
+    const file = tempFile()
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        const projections = yield* Projections
+        yield* projections.execute((r) => Decide.decideInvite({ inviteId: "a", tokenHash: hash("t"), name: "lab", scope: [], expiresAt: null, actor: "op", now: 1 }, r))
+        // What an owner before PROJECTION_FORM wrote: a bare SHA-256 of other projections.
+        yield* (yield* Checkpoints).write({ sequence: 1, digest: "b".repeat(64), writtenAt: 0 })
+      }).pipe(Effect.provide(ownerLayer(file)), Effect.scoped)
+    )
+    const report = await Effect.runPromise(replay().pipe(Effect.provide(Layer.merge(sqliteLayer(file), NodeHashing.layer)), Effect.scoped))
+    expect(report.checkpoint).toMatchObject({ sequence: 1, matches: null, form: "earlier" })
+    expect(report.divergences).toEqual([])
   })
 
   it("compares with a running owner's state when it is at the same sequence", async () => {

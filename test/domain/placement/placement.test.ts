@@ -92,6 +92,15 @@ describe("the outcome", () => {
     )
   })
 
+  it("explains the first hosts and counts the rest when asked for a bounded explanation", () => {
+    const o = place({ ...activity, requiredLabels: ["gpu=true"] }, [owner, worker("w1"), worker("w2"), worker("w3")], free)
+    expect(explain(o, 2)).toBe(
+      "blocked; excluded: owner (eligibility: lacks label gpu=true), worker 'lab-w1' (eligibility: lacks label gpu=true), and 2 more hosts (every verdict: svc journal export)"
+    )
+    expect(explain(o, 3)).toMatch(/worker 'lab-w2' \(eligibility: lacks label gpu=true\), and 1 more host \(every verdict/)
+    expect(explain(o, 4)).toBe(explain(o))
+  })
+
   it("never judges capacity for an ineligible candidate (a later layer never overrides an earlier one)", () => {
     const o = place({ ...activity, requiredLabels: ["gpu=true"] }, [worker("w", { slots: { capacity: 1, used: 1 } })], free)
     expect(o.verdicts[0]!.exclusions.map((e) => e.layer)).toEqual(["eligibility"])

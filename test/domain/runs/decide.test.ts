@@ -273,6 +273,19 @@ describe("decidePlacement", () => {
     expect(tags(place("r1", [ownerHost(), worker("w1", { advertisementAlive: false }), worker("w2", { scope: ["other:job@1"] })], 60_000)(s))).toEqual(["PlacementDecided"])
   })
 
+  it("keeps with the run a placement summary whose size does not grow with the fleet", () => {
+    const fleet = [ownerHost(), ...Array.from({ length: 500 }, (_, i) => worker(`w${i}`, { advertisementAlive: false }))]
+    const s = given(submit("r1", GPU), place("r1", fleet, 2_000))
+    const summary = runOf(s, "r1").placement!
+    expect(summary.outcome).toBe("blocked")
+    expect(summary.key).toMatch(/^[0-9a-f]{28}$/)
+    expect(summary.explanation).toMatch(/^blocked; excluded: owner \(eligibility: lacks label gpu=true\), worker 'box-w0' /)
+    expect(summary.explanation).toMatch(/, and 481 more hosts \(every verdict: svc journal export\)$/)
+    expect(summary.explanation.length).toBeLessThan(3_000)
+    // The same decision over the same 501 hosts is still recognized as unchanged.
+    expect(events(place("r1", fleet, 60_000)(s))).toEqual([])
+  })
+
   it("waiting is recorded once, with requested, used and capacity; room to place ends it", () => {
     const full = (used: number) => place("r1", [ownerHost(), worker("w1", { slots: { capacity: 2, used } })], 2_000)
     const s = given(submit("r1", GPU), full(2))
