@@ -60,6 +60,8 @@
  */
 import { spawn, type ChildProcess } from "node:child_process"
 import { X509Certificate } from "node:crypto"
+import v8 from "node:v8"
+import vm from "node:vm"
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import type * as http from "node:http"
 import * as https from "node:https"
@@ -152,7 +154,7 @@ type ToParent =
   | { readonly type: "failed"; readonly message: string }
   | { readonly type: "stopped" }
 type ToChild =
-  | { readonly type: "usage"; readonly id: number }
+  | { readonly type: "usage"; readonly id: number; readonly collect?: boolean }
   | { readonly type: "ping"; readonly id: number }
   | { readonly type: "load-start"; readonly window: number }
   | { readonly type: "load-stop"; readonly id: number }
@@ -340,6 +342,11 @@ const ownerChild = async (): Promise<void> => {
       const m = raw as ToChild
       switch (m.type) {
         case "usage":
+          // collect: a full GC first, so that heapUsed is what the owner keeps (the final reading).
+          if (m.collect === true) {
+            v8.setFlagsFromString("--expose-gc")
+            ;(vm.runInNewContext("gc") as () => void)()
+          }
           return toParent({ type: "usage", id: m.id, usage: usage() })
         case "ping":
           return toParent({ type: "pong", id: m.id, clock: clock() })
@@ -485,7 +492,7 @@ class Child {
     })
   }
 
-  usage = async (): Promise<Usage> => (await this.ask<{ type: "usage"; id: number; usage: Usage }>((id) => ({ type: "usage", id }))).usage
+  usage = async (collect = false): Promise<Usage> => (await this.ask<{ type: "usage"; id: number; usage: Usage }>((id) => ({ type: "usage", id, collect }))).usage
 
   send(message: ToChild): void {
     this.proc.send(message)
@@ -865,7 +872,7 @@ const main = async (): Promise<void> => {
   await Promise.all(workers.map((w, i) => post(owner.port, ownerAgent, w.credential, fleet.advertise(i)).then((a) => (a.status === 200 ? undefined : fleet.error("advertise", a)))))
   const stopAdvertising = fleet.advertising()
   const loops = workers.map((_, w) => fleet.work(w))
-  const setup = await ownerProc.usage()
+  const setup = await ownerProc.usage(true)
   console.log(`  setup       ${WORKERS} workers joined, hello, advertised over the route in ${((performance.now() - setupStart) / 1000).toFixed(1)} s (journal ${fmt(setup.sequence)} events)`)
 
   // A first job through, to learn the size of a real `work` answer (the bare server answers as much).
@@ -995,7 +1002,7 @@ const main = async (): Promise<void> => {
   const ratioPass = ratio >= TARGET_RATIO
   const latencyPass = p50 <= TARGET_P50_MS && p99 <= TARGET_P99_MS
   const errors = [...fleet.errors.values()].reduce((a, b) => a + b, 0) + results.bare.reduce((a, m) => a + m.errors, 0) + ownerProc.failures.length
-  const end = await ownerProc.usage()
+  const end = await ownerProc.usage(true)
 
   console.log("\n  results")
   console.log(`    jobs/s    owner ${fmt(ownerRate)} jobs/s, bare ${fmt(bareRate)} requests/s (medians of ${ROUNDS}), owner / bare ${ratio.toFixed(3)} (per round ${ratios.map((x) => x.toFixed(3)).join(", ")})`)
@@ -1016,7 +1023,7 @@ const main = async (): Promise<void> => {
   console.log(`    placement one PlacementDecided per job: ${fmt(parts.bytes)} B of JSON with ${WORKERS + 1} candidates; per placement (in-process, this process, fastest of 7 rounds):`)
   console.log(`              place ${parts.place.toFixed(0)} us; decidePlacement ${parts.decide.toFixed(0)} us, of which the Schema-checked event constructor ${parts.construct.toFixed(0)} us`)
   console.log(`              (unchecked ${parts.constructUnchecked.toFixed(0)} us); payloadOf (JSON.stringify) ${parts.payload.toFixed(0)} us; evolveRuns (apply) ${parts.apply.toFixed(0)} us`)
-  console.log(`    journal   ${fmt(end.sequence)} events, store ${(end.storeBytes / 1024 / 1024).toFixed(1)} MiB; owner heap ${(end.heapUsed / 1024 / 1024).toFixed(1)} MiB, rss ${(end.rss / 1024 / 1024).toFixed(1)} MiB`)
+  console.log(`    journal   ${fmt(end.sequence)} events, store ${(end.storeBytes / 1024 / 1024).toFixed(1)} MiB; owner heap after a full GC ${(end.heapUsed / 1024 / 1024).toFixed(1)} MiB (${fmt((end.heapUsed - setup.heapUsed) / Math.max(1, (end.sequence - setup.sequence) / 4))} B per job beyond the setup's, at 4 events a job), rss ${(end.rss / 1024 / 1024).toFixed(1)} MiB`)
 
   await bareProc.stop()
   await ownerProc.stop()
