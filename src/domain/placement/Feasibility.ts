@@ -16,12 +16,12 @@
  * the same order decision after decision and hands over the very same candidate object for a
  * host whose view did not change (src/app/runs/Candidates.ts); when the object at a position
  * is the one seen there last, everything judged from it then still holds: its configuration,
- * its liveness, whether its slots are full, and the verdicts made for it (the statically
- * excluded one per set of requirements; the one with room per set of stated preferences; the
- * one without room per state of the shared ledgers). Such a candidate is judged from the
- * columns without reading it. Anything else (another object, a moment that applies, such as an
- * expired advertisement or a decline) is judged from the candidate as `place` does without a
- * cache.
+ * its liveness, whether its slots are full, its labels as bits of the preferred labels met so
+ * far, and the verdicts made for it (the excluded one per set of requirements, with its
+ * advertisement expired or not; the one without room per state of the shared ledgers; the one
+ * with room per preference count). Such a candidate is judged from the columns without reading
+ * it. Anything else (another object at the position, a decline, a configuration not judged for
+ * these requirements yet) is judged from the candidate as `place` does without a cache.
  */
 import type { Activity, Candidate, CandidateVerdict, Exclusion, Outcome, Quotas } from "./Placement.js"
 import { has, isExpired, Layer1, layer2Of, ledgerExclusions, NONE, noSlot, outcomeOf, preference, Ranking, slotsFull, tieBreakPrefix } from "./Layers.js"
