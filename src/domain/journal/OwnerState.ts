@@ -105,12 +105,14 @@ export const folder = (from: OwnerState): Folder => {
   }
   let audit = from.audit
   let rows: Array<AuditRow> = []
-  const openRuns = (r: RunsState): RunsState => ({
-    runs: HashMap.beginMutation(r.runs),
-    open: HashMap.beginMutation(r.open),
-    held: HashMap.beginMutation(r.held),
-    pending: HashMap.beginMutation(r.pending)
+  // Every map of the runs' state, opened for mutation while a batch folds and closed after it.
+  const eachMap = (r: RunsState, f: <K, V>(m: HashMap.HashMap<K, V>) => HashMap.HashMap<K, V>): RunsState => ({
+    runs: f(r.runs),
+    open: f(r.open),
+    held: f(r.held),
+    pending: f(r.pending)
   })
+  const openRuns = (r: RunsState): RunsState => eachMap(r, HashMap.beginMutation)
   let runs = openRuns(from.runs)
   let current = from
   return {
@@ -131,12 +133,7 @@ export const folder = (from: OwnerState): Folder => {
         audit = Chunk.appendAll(audit, Chunk.unsafeFromArray(rows))
         rows = []
       }
-      const closed: RunsState = {
-        runs: HashMap.endMutation(runs.runs),
-        open: HashMap.endMutation(runs.open),
-        held: HashMap.endMutation(runs.held),
-        pending: HashMap.endMutation(runs.pending)
-      }
+      const closed = eachMap(runs, HashMap.endMutation)
       runs = openRuns(closed)
       current = {
         sequence,
