@@ -21,7 +21,7 @@ import * as CheckpointSchedule from "../../../src/app/journal/CheckpointSchedule
 import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
 import { Journal, layerMemory } from "../../../src/app/journal/Journal.js"
 import { layer as projectionsLayer, Projections } from "../../../src/app/journal/Projections.js"
-import { differingParts, foldJournal, PROJECTION_FORM, replay } from "../../../src/app/journal/Replay.js"
+import { differingParts, foldJournal, PROJECTION_FORM, replay, type LiveOwnerState } from "../../../src/app/journal/Replay.js"
 import { canonicalState } from "../../../src/domain/journal/OwnerState.js"
 import * as Decide from "../../../src/domain/workers/Decide.js"
 import * as NodeHashing from "../../../src/infra/journal/NodeHashing.js"
@@ -146,6 +146,10 @@ describe("live projections equal replayed projections", () => {
   )
 })
 
+/** `svc journal replay` on the store `file`, with a running owner's state when given. */
+const replayStore = (file: string, live?: LiveOwnerState) =>
+  Effect.runPromise(replay(live === undefined ? undefined : { state: Effect.succeed(live) }).pipe(Effect.provide(Layer.merge(sqliteLayer(file), NodeHashing.layer)), Effect.scoped))
+
 describe("checkpoints", () => {
   it("a checkpoint written by the owner matches the replay; a tampered one is reported as a divergence", async () => {
     const file = tempFile()
@@ -157,7 +161,7 @@ describe("checkpoints", () => {
         yield* projections.checkpoint
       }).pipe(Effect.provide(ownerLayer(file)), Effect.scoped)
     )
-    const good = await Effect.runPromise(replay().pipe(Effect.provide(Layer.merge(sqliteLayer(file), NodeHashing.layer)), Effect.scoped))
+    const good = await replayStore(file)
     expect(good.checkpoint).toMatchObject({ sequence: 2, matches: true })
     expect(good.divergences).toEqual([])
 
@@ -167,7 +171,7 @@ describe("checkpoints", () => {
         yield* sql`UPDATE checkpoints SET digest = ${`${PROJECTION_FORM}:${"0".repeat(64)}`}`
       }).pipe(Effect.provide(sqliteLayer(file)), Effect.scoped)
     )
-    const bad = await Effect.runPromise(replay().pipe(Effect.provide(Layer.merge(sqliteLayer(file), NodeHashing.layer)), Effect.scoped))
+    const bad = await replayStore(file)
     expect(bad.checkpoint).toMatchObject({ sequence: 2, matches: false })
     expect(bad.divergences).toEqual([
       { against: "checkpoint", sequence: 2, message: expect.stringMatching(/rebuilt to sequence 2 have digest p2:[0-9a-f]{9}, the checkpoint says p2:000000000/) }
@@ -182,7 +186,7 @@ describe("checkpoints", () => {
         yield* checkpoints.write({ sequence: 7, digest: `${PROJECTION_FORM}:${"a".repeat(64)}`, writtenAt: 0 })
       }).pipe(Effect.provide(sqliteLayer(file)), Effect.scoped)
     )
-    const report = await Effect.runPromise(replay().pipe(Effect.provide(Layer.merge(sqliteLayer(file), NodeHashing.layer)), Effect.scoped))
+    const report = await replayStore(file)
     expect(report.divergences.map((d) => d.message)).toEqual(["the checkpoint is at sequence 7, past the journal's last event 0: events it saw are missing"])
   })
 
@@ -196,7 +200,7 @@ describe("checkpoints", () => {
         yield* (yield* Checkpoints).write({ sequence: 1, digest: "b".repeat(64), writtenAt: 0 })
       }).pipe(Effect.provide(ownerLayer(file)), Effect.scoped)
     )
-    const report = await Effect.runPromise(replay().pipe(Effect.provide(Layer.merge(sqliteLayer(file), NodeHashing.layer)), Effect.scoped))
+    const report = await replayStore(file)
     expect(report.checkpoint).toMatchObject({ sequence: 1, matches: null, form: "earlier" })
     expect(report.divergences).toEqual([])
   })
@@ -211,10 +215,10 @@ describe("checkpoints", () => {
       }).pipe(Effect.provide(ownerLayer(file)), Effect.scoped)
     )
     const asLive = (s: typeof live) => ({ sequence: s.sequence, state: JSON.parse(JSON.stringify(canonicalState(s))) as unknown })
-    const same = await Effect.runPromise(replay({ state: Effect.succeed(asLive(live)) }).pipe(Effect.provide(Layer.merge(sqliteLayer(file), NodeHashing.layer)), Effect.scoped))
+    const same = await replayStore(file, asLive(live))
     expect(same.owner).toEqual({ compared: true, matches: true })
     const drifted = { ...live, registry: { ...live.registry, invites: HashMap.empty() } }
-    const different = await Effect.runPromise(replay({ state: Effect.succeed(asLive(drifted)) }).pipe(Effect.provide(Layer.merge(sqliteLayer(file), NodeHashing.layer)), Effect.scoped))
+    const different = await replayStore(file, asLive(drifted))
     expect(different.owner).toEqual({ compared: true, matches: false })
     expect(different.divergences).toEqual([{ against: "owner", sequence: 1, message: "the running owner's invites differ from the replayed ones" }])
   })
