@@ -191,6 +191,11 @@ const until = <A, E, R>(what: string, get: Effect.Effect<A, E, R>, holds: (a: A)
 /** Lets a scheduler round that may have been started finish, before checking that nothing changed. */
 const quiet = realSleep(30)
 
+/** A claim of `w` waiting for work (forked), once it is parked on the owner. */
+const waitingClaim = (w: Linked, waitSeconds = 30) => Effect.tap(Effect.fork(call(w.credential, { kind: "claim", fence: w.fence, waitSeconds })), () => quiet)
+/** The commits (each one append) of a run's stream on `CountingOwner`, by the event types each held. */
+const commitsOf = (runId: string) => appended.filter((c) => c.stream === `run-${runId}`).map((c) => c.types)
+
 const attempt = (detail: RunDetail, n: number) => detail.attemptRecords.find((a) => a.n === n)
 const placedOn = (runId: string, n: number) => until(`attempt ${runId}.${n} placed`, show(runId), (d) => attempt(d, n) !== undefined)
 
@@ -277,8 +282,7 @@ describe("on a worker", () => {
     Effect.gen(function* () {
       const w = yield* linked("lab-1")
       yield* advertise(w)
-      const claim = yield* Effect.fork(call(w.credential, { kind: "claim", fence: w.fence, waitSeconds: 30 }))
-      yield* quiet
+      const claim = yield* waitingClaim(w)
       expect(claim.unsafePoll()).toBeNull()
       const run = yield* submit(GPU)
       const work = ok(yield* claim.await.pipe(Effect.flatten), "work")
@@ -313,8 +317,7 @@ describe("on a worker", () => {
     Effect.gen(function* () {
       const w = yield* linked("lab-1")
       yield* advertise(w)
-      const claim = yield* Effect.fork(call(w.credential, { kind: "claim", fence: w.fence, waitSeconds: 30 }))
-      yield* quiet
+      const claim = yield* waitingClaim(w)
       const run = yield* submit(GPU)
       const work = ok(yield* claim.await.pipe(Effect.flatten), "work")
       expect(work).toMatchObject({ attempt: `${run.id}.1`, runId: run.id, address: GPU, digest: DIGEST, input: { text: "hi" } })
@@ -330,12 +333,11 @@ describe("on a worker", () => {
   it.effect("the scheduler's placement hands over too: a run placed when room frees up starts in that commit for the waiting claim", () =>
     Effect.gen(function* () {
       const { w, first, third } = yield* fullWithThirdWaiting
-      const claim = yield* Effect.fork(call(w.credential, { kind: "claim", fence: w.fence, waitSeconds: 30 }))
-      yield* quiet
+      const claim = yield* waitingClaim(w)
       ok(yield* report(w, first.id), "ack")
       const work = ok(yield* claim.await.pipe(Effect.flatten), "work")
       expect(work.attempt).toBe(`${third.id}.1`)
-      expect(appended.filter((c) => c.stream === `run-${third.id}`).map((c) => c.types)).toEqual([["RunSubmitted", "PlacementDecided"], ["PlacementDecided", "AttemptStarted"]])
+      expect(commitsOf(third.id)).toEqual([["RunSubmitted", "PlacementDecided"], ["PlacementDecided", "AttemptStarted"]])
     }).pipe(Effect.provide(CountingOwner))
   )
 
@@ -343,16 +345,14 @@ describe("on a worker", () => {
     Effect.gen(function* () {
       const w = yield* linked("lab-1")
       yield* advertise(w)
-      const over = yield* Effect.fork(call(w.credential, { kind: "claim", fence: w.fence, waitSeconds: 1 }))
-      yield* quiet
+      const over = yield* waitingClaim(w, 1)
       yield* TestClock.adjust("1 second")
       ok(yield* over.await.pipe(Effect.flatten), "no-work")
-      const left = yield* Effect.fork(call(w.credential, { kind: "claim", fence: w.fence, waitSeconds: 30 }))
-      yield* quiet
+      const left = yield* waitingClaim(w)
       yield* Fiber.interrupt(left)
       const run = yield* submit(GPU)
       expect(attempt(yield* show(run.id), 1)).toMatchObject({ host: w.workerId, state: "assigned" })
-      expect(appended.filter((c) => c.stream === `run-${run.id}`).map((c) => c.types)).toEqual([["RunSubmitted", "PlacementDecided"]])
+      expect(commitsOf(run.id)).toEqual([["RunSubmitted", "PlacementDecided"]])
       const work = ok(yield* claimNow(w), "work")
       expect(work.attempt).toBe(`${run.id}.1`)
     }).pipe(Effect.provide(CountingOwner))
@@ -362,8 +362,7 @@ describe("on a worker", () => {
     Effect.gen(function* () {
       const w = yield* linked("lab-1")
       yield* advertise(w)
-      const stale = yield* Effect.fork(call(w.credential, { kind: "claim", fence: w.fence, waitSeconds: 30 }))
-      yield* quiet
+      const stale = yield* waitingClaim(w)
       // A second process with the same credential says hello: a new session, a new fence.
       const welcome = ok(yield* call(w.credential, { kind: "hello", protocol: 1, running: [] }), "welcome")
       expect(welcome.fence).toBeGreaterThan(w.fence)
