@@ -131,6 +131,9 @@ interface Usage {
   readonly sequence: number
   readonly storeBytes: number
   readonly open: number
+  /** Runs the owner keeps in memory, and settled runs it has forgotten (docs/runs.md, "Runs kept in memory"). */
+  readonly kept: number
+  readonly forgotten: number
 }
 interface OwnerReady {
   readonly type: "ready"
@@ -297,7 +300,7 @@ const ownerChild = async (): Promise<void> => {
     const usage = (): Usage => {
       const m = process.memoryUsage()
       const s = runSync(projections.state)
-      return { cpuMicros: cpuNow(), rss: m.rss, heapUsed: m.heapUsed, sequence: s.sequence, storeBytes: statSync(storePath(home)).size, open: HashMap.size(s.runs.open) }
+      return { cpuMicros: cpuNow(), rss: m.rss, heapUsed: m.heapUsed, sequence: s.sequence, storeBytes: statSync(storePath(home)).size, open: HashMap.size(s.runs.open), kept: HashMap.size(s.runs.runs), forgotten: s.runs.forgotten }
     }
 
     let n = 0
@@ -446,7 +449,7 @@ const bareChild = async (): Promise<void> => {
     const m = raw as ToChild
     if (m.type === "usage") {
       const mem = process.memoryUsage()
-      toParent({ type: "usage", id: m.id, usage: { cpuMicros: cpuNow(), rss: mem.rss, heapUsed: mem.heapUsed, sequence: 0, storeBytes: 0, open: 0 } })
+      toParent({ type: "usage", id: m.id, usage: { cpuMicros: cpuNow(), rss: mem.rss, heapUsed: mem.heapUsed, sequence: 0, storeBytes: 0, open: 0, kept: 0, forgotten: 0 } })
     } else if (m.type === "stop") void close(server).then(() => toParent({ type: "stopped" }))
   })
   toParent({ type: "ready", port })
@@ -1023,7 +1026,7 @@ const main = async (): Promise<void> => {
   console.log(`    placement one PlacementDecided per job: ${fmt(parts.bytes)} B of JSON with ${WORKERS + 1} candidates; per placement (in-process, this process, fastest of 7 rounds):`)
   console.log(`              place ${parts.place.toFixed(0)} us; decidePlacement ${parts.decide.toFixed(0)} us, of which the Schema-checked event constructor ${parts.construct.toFixed(0)} us`)
   console.log(`              (unchecked ${parts.constructUnchecked.toFixed(0)} us); payloadOf (JSON.stringify) ${parts.payload.toFixed(0)} us; evolveRuns (apply) ${parts.apply.toFixed(0)} us`)
-  console.log(`    journal   ${fmt(end.sequence)} events, store ${(end.storeBytes / 1024 / 1024).toFixed(1)} MiB; owner heap after a full GC ${(end.heapUsed / 1024 / 1024).toFixed(1)} MiB (${fmt((end.heapUsed - setup.heapUsed) / Math.max(1, (end.sequence - setup.sequence) / 4))} B per job beyond the setup's, at 4 events a job), rss ${(end.rss / 1024 / 1024).toFixed(1)} MiB`)
+  console.log(`    journal   ${fmt(end.sequence)} events, store ${(end.storeBytes / 1024 / 1024).toFixed(1)} MiB; owner heap after a full GC ${(end.heapUsed / 1024 / 1024).toFixed(1)} MiB (${fmt((end.heapUsed - setup.heapUsed) / Math.max(1, end.kept - setup.kept))} B per run kept beyond the setup's: ${fmt(end.kept)} runs kept, ${fmt(end.forgotten)} forgotten), rss ${(end.rss / 1024 / 1024).toFixed(1)} MiB`)
 
   await bareProc.stop()
   await ownerProc.stop()

@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { beforeEach, describe, expect, it } from "vitest"
 import { layer as projectionsLayer, Projections } from "../../src/app/journal/Projections.js"
+import { PROJECTION_FORM } from "../../src/app/journal/Replay.js"
 import * as Decide from "../../src/domain/workers/Decide.js"
 import * as NodeHashing from "../../src/infra/journal/NodeHashing.js"
 import { layer as sqliteLayer } from "../../src/infra/journal/SqliteJournal.js"
@@ -64,12 +65,14 @@ describe("svc journal and svc audit", () => {
   it("replay exits 1 and names the divergence when the checkpoint disagrees", async () => {
     await writeHistory(storePath(home), true)
     await Effect.runPromise(
-      Effect.flatMap(SqlClient.SqlClient, (sql) => sql`UPDATE checkpoints SET digest = ${`p2:${"f".repeat(64)}`}`).pipe(Effect.provide(sqliteLayer(storePath(home))), Effect.scoped)
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql`UPDATE checkpoints SET digest = ${`${PROJECTION_FORM}:${"f".repeat(64)}`}`).pipe(Effect.provide(sqliteLayer(storePath(home))), Effect.scoped)
     )
     const out = await run("journal", "replay")
     expect(out.code).toBe(1)
     expect(out.stdout).toContain("checkpoint at sequence 8: DIVERGES")
-    expect(out.stdout).toMatch(/divergence \(checkpoint, sequence 8\): the projections rebuilt to sequence 8 have digest p2:[0-9a-f]{9}, the checkpoint says p2:fffffffff/)
+    expect(out.stdout).toMatch(
+      new RegExp(`divergence \\(checkpoint, sequence 8\\): the projections rebuilt to sequence 8 have digest ${PROJECTION_FORM}:[0-9a-f]{9}, the checkpoint says ${PROJECTION_FORM}:fffffffff`)
+    )
   })
 
   it("replay says a checkpoint written by an earlier svc (another form of the projections) is not compared, and exits 0", async () => {

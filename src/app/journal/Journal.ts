@@ -42,6 +42,8 @@ export interface JournalService {
   readonly append: (command: AppendCommand) => Effect.Effect<ReadonlyArray<Envelope>, StreamConflict | JournalError>
   /** Up to `limit` envelopes with sequence greater than `after`, in order. */
   readonly read: (after: number, limit: number) => Effect.Effect<ReadonlyArray<Envelope>, JournalError>
+  /** Every envelope of one stream, in stream order (a forgotten run read back: docs/runs.md). */
+  readonly readStream: (stream: string) => Effect.Effect<ReadonlyArray<Envelope>, JournalError>
   /** The last sequence written; 0 when empty. */
   readonly head: Effect.Effect<number, JournalError>
 }
@@ -85,6 +87,7 @@ export const makeMemory = Effect.gen(function* () {
         }).pipe(Effect.flatten)
       ),
     read: (after, limit) => Effect.map(Ref.get(state), (s) => s.events.slice(Math.max(0, after), Math.max(0, after) + limit)),
+    readStream: (stream) => Effect.map(Ref.get(state), (s) => s.events.filter((e) => e.stream === stream)),
     head: Effect.map(Ref.get(state), (s) => s.events.length)
   })
 })

@@ -7,10 +7,13 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
+import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
-import type { Envelope } from "../../domain/journal/Events.js"
-import { fold, type OwnerState } from "../../domain/journal/OwnerState.js"
+import * as Option from "effect/Option"
+import { runStream, type Envelope } from "../../domain/journal/Events.js"
+import { fold, initialState, type OwnerState } from "../../domain/journal/OwnerState.js"
 import type { RunDecision, RunRejection } from "../../domain/runs/Decide.js"
+import { emptyRuns, evolveRuns, type RunRecord } from "../../domain/runs/Runs.js"
 import type { Decision, Rejection } from "../../domain/workers/Decide.js"
 import type { Registry } from "../../domain/workers/Registry.js"
 import { Checkpoints, type Checkpoint } from "./Checkpoints.js"
@@ -36,16 +39,22 @@ export interface ProjectionsService {
   /** The same, deciding against the whole state (runs decide on runs and workers). */
   readonly executeOn: (decide: (state: OwnerState) => AnyDecision | AnyRejection) => Effect.Effect<ReadonlyArray<Envelope>, CommandRejected | StreamConflict | JournalError>
   readonly checkpoint: Effect.Effect<Checkpoint, JournalError, Hashing>
+  /**
+   * A run as its own stream in the journal folds it: for a settled run the projections have
+   * forgotten (docs/runs.md, "Runs kept in memory"); undefined when the journal has no such run.
+   */
+  readonly readRun: (runId: string) => Effect.Effect<RunRecord | undefined, JournalError>
 }
 
 export class Projections extends Context.Tag("svc/Projections")<Projections, ProjectionsService>() {}
 
 const CONFLICT_RETRIES = 5
 
-export const make = Effect.gen(function* () {
+/** The projections folded from `from` (the empty state; tests start from one keeping fewer settled runs). */
+export const makeFrom = (from: OwnerState) => Effect.gen(function* () {
   const journal = yield* Journal
   const checkpoints = yield* Checkpoints
-  const { state: rebuilt } = yield* foldJournal()
+  const { state: rebuilt } = yield* foldJournal(new Map(), from)
   // Commits may finish in any order; envelopes wait here until they are next in sequence.
   // Each apply replaces it at once (a synchronous step: no other fiber sees half of it).
   let held: { readonly state: OwnerState; readonly waiting: ReadonlyMap<number, Envelope> } = { state: rebuilt, waiting: new Map() }
@@ -92,7 +101,19 @@ export const make = Effect.gen(function* () {
     return c
   })
 
-  return Projections.of({ state, current, execute, executeOn, checkpoint })
+  const readRun = (runId: string) =>
+    Effect.map(journal.readStream(runStream(runId)), (envelopes) => {
+      // A run's record depends on its own stream's events only: folded alone, it is the record
+      // the whole fold made before forgetting it.
+      const runs = envelopes.reduce(evolveRuns, emptyRuns())
+      return Option.getOrUndefined(HashMap.get(runs.runs, runId))
+    })
+
+  return Projections.of({ state, current, execute, executeOn, checkpoint, readRun })
 })
 
+export const make = makeFrom(initialState)
+
 export const layer = Layer.effect(Projections, make)
+
+export const layerFrom = (from: OwnerState) => Layer.effect(Projections, makeFrom(from))

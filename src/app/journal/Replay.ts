@@ -58,10 +58,11 @@ export const auditPlacements = Effect.gen(function* () {
 /**
  * The form of the projections a checkpoint digests, written before the digest: a checkpoint of
  * another form (an earlier svc kept other fields) cannot be compared, and is reported so, not
- * as a divergence. Bumped whenever `canonicalState` changes shape. 2: a run's placement keeps a
- * hashed key and a bounded explanation (sixth session); 1 (no prefix): the first form.
+ * as a divergence. Bumped whenever `canonicalState` changes shape. 3: settled runs are kept in
+ * two generations and then forgotten (docs/runs.md, "Runs kept in memory"); 2: a run's placement
+ * keeps a hashed key and a bounded explanation (sixth session); 1 (no prefix): the first form.
  */
-export const PROJECTION_FORM = "p2"
+export const PROJECTION_FORM = "p3"
 
 const digestOf = (hashing: Hashing["Type"], state: OwnerState) => `${PROJECTION_FORM}:${hashing.sha256Hex(JSON.stringify(canonicalState(state)))}`
 
@@ -72,13 +73,13 @@ export const stateDigest = (state: OwnerState) => Effect.map(Hashing, (h) => dig
  * `folder` takes every page, so the fold works on plain maps throughout and builds the
  * persistent state once at the end (and at each hook).
  */
-export const foldJournal = (at: ReadonlyMap<number, (state: OwnerState) => Effect.Effect<void>> = new Map()) =>
+export const foldJournal = (at: ReadonlyMap<number, (state: OwnerState) => Effect.Effect<void>> = new Map(), from: OwnerState = initialState) =>
   Effect.gen(function* () {
     const journal = yield* Journal
-    const folding = folder(initialState)
+    const folding = folder(from)
     let events = 0
     const first = at.get(0)
-    if (first !== undefined) yield* first(initialState)
+    if (first !== undefined) yield* first(from)
     for (;;) {
       const page = yield* journal.read(folding.sequence, PAGE)
       if (page.length === 0) break

@@ -92,9 +92,16 @@ export interface RunDetail extends RunView {
   readonly output: { readonly attempt: string | null; readonly stdout: string; readonly stderr: string }
 }
 
+export interface RunList {
+  /** The runs kept in memory, in submission order: every run in flight and the recently settled. */
+  readonly runs: ReadonlyArray<RunView>
+  /** Settled runs no longer kept in memory (`show` still reads each from the journal). */
+  readonly forgotten: number
+}
+
 export interface DispatcherService {
   readonly submit: (i: { readonly address: string; readonly input: unknown; readonly prefer: ReadonlyArray<string>; readonly actor: string }) => Effect.Effect<RunView, RunRefused>
-  readonly list: Effect.Effect<ReadonlyArray<RunView>>
+  readonly list: Effect.Effect<RunList>
   readonly show: (runId: string) => Effect.Effect<RunDetail, RunRefused>
   readonly stop: (runId: string, actor: string) => Effect.Effect<RunView, RunRefused>
   /** Answers when the run has finished, or after `ms` with its state then. */
@@ -497,13 +504,26 @@ export const make = Effect.gen(function* () {
 
   // ---- Inspect and stop -------------------------------------------------------------------
 
+  /**
+   * The run as the projections keep it, or, for a settled run they have forgotten, as its
+   * stream in the journal folds it (docs/runs.md, "Runs kept in memory"); `kept` says which.
+   */
   const find = (runId: string) =>
-    Effect.flatMap(state, (s) => {
+    Effect.gen(function* () {
+      const s = yield* state
       const run = runOf(s, runId)
-      return run === undefined ? Effect.fail(new RunRefused({ code: "unknown-run", message: `no run ${runId} on this owner (svc runs list shows them)` })) : Effect.succeed([s, run] as const)
+      if (run !== undefined) return [s, run, true] as const
+      const read = /^r[A-Za-z0-9]+$/.test(runId)
+        ? yield* projections.readRun(runId).pipe(Effect.mapError((e) => new RunRefused({ code: "journal", message: `run ${runId} is not kept in memory and the journal could not be read: ${e.message}` })))
+        : undefined
+      if (read === undefined) return yield* new RunRefused({ code: "unknown-run", message: `no run ${runId} on this owner (svc runs list shows them)` })
+      return [s, read, false] as const
     })
 
-  const list = Effect.map(state, (s) => [...HashMap.values(s.runs.runs)].sort((a, b) => a.submittedSequence - b.submittedSequence).map((r) => view(s, r)))
+  const list = Effect.map(state, (s) => ({
+    runs: [...HashMap.values(s.runs.runs)].sort((a, b) => a.submittedSequence - b.submittedSequence).map((r) => view(s, r)),
+    forgotten: s.runs.forgotten
+  }))
 
   const show: DispatcherService["show"] = (runId) =>
     Effect.gen(function* () {
@@ -527,8 +547,13 @@ export const make = Effect.gen(function* () {
 
   const stop: DispatcherService["stop"] = (runId, actor) =>
     Effect.gen(function* () {
-      yield* find(runId)
+      const [, found, kept] = yield* find(runId)
       const now = yield* Clock.currentTimeMillis
+      // Only a settled run is forgotten: it has finished, and stopping it is refused as for any finished run.
+      if (!kept) {
+        const finished = RunDecide.alreadyFinished(found)
+        return yield* toRunRefused({ message: finished.message, rejection: finished })
+      }
       yield* execute((s) => RunDecide.decideStop({ runId, actor, now }, s.runs)).pipe(Effect.mapError(toRunRefused))
       const [s, run] = yield* find(runId)
       const last = lastAttempt(run)

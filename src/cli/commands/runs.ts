@@ -6,7 +6,7 @@ import * as Options from "@effect/cli/Options"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import type { RunDetail, RunView } from "../../app/runs/Dispatcher.js"
+import type { RunDetail, RunList, RunView } from "../../app/runs/Dispatcher.js"
 import { admin } from "../admin.js"
 import { refused, usage } from "../CliFailure.js"
 import { printJson, printLines, table } from "../output.js"
@@ -61,10 +61,12 @@ const runArg = Args.text({ name: "RUN" }).pipe(Args.withDescription("the run id"
 
 const list = Command.make("list", { json }, ({ json }) =>
   Effect.gen(function* () {
-    const runs = (yield* admin("GET", "/runs"))["runs"] as ReadonlyArray<RunView>
-    if (json) return yield* printJson({ runs })
-    if (runs.length === 0) return yield* Console.log("no runs yet; submit one with: svc run BAG:JOB@VERSION")
-    yield* printLines(table(["RUN", "JOB", "STATE", "HOST", "ATTEMPTS", "SUBMITTED", "WHY"], runs.map((r) => [r.id, r.address, r.state, r.host ?? "-", String(r.attempts), r.submittedAt, r.error ?? r.explanation ?? ""])))
+    const { runs, forgotten } = (yield* admin("GET", "/runs")) as unknown as RunList
+    if (json) return yield* printJson({ runs, forgotten })
+    if (runs.length === 0 && forgotten === 0) return yield* Console.log("no runs yet; submit one with: svc run BAG:JOB@VERSION")
+    if (runs.length > 0) yield* printLines(table(["RUN", "JOB", "STATE", "HOST", "ATTEMPTS", "SUBMITTED", "WHY"], runs.map((r) => [r.id, r.address, r.state, r.host ?? "-", String(r.attempts), r.submittedAt, r.error ?? r.explanation ?? ""])))
+    // Older finished runs are in the journal only (docs/runs.md, "Runs kept in memory").
+    if (forgotten > 0) yield* Console.log(`${forgotten} older finished run${forgotten === 1 ? " is" : "s are"} not listed; svc runs show RUN reads any of them from the journal`)
   })
 ).pipe(Command.withDescription("List the runs on this owner with their state and where they are"))
 

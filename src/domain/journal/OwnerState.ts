@@ -5,9 +5,10 @@
  */
 import * as Chunk from "effect/Chunk"
 import * as HashMap from "effect/HashMap"
+import * as HashSet from "effect/HashSet"
 import { applyLedger, evolveLedger, initialLedger, type CapacityLedger, type LedgerMaps } from "../placement/CapacityLedger.js"
 import { auditRowOf, evolveAudit, initialAudit, type AuditLog, type AuditRow } from "../workers/Audit.js"
-import { evolveRuns, initialRuns, type RunsState } from "../runs/Runs.js"
+import { emptyRuns, evolveRuns, initialRuns, type RunsState } from "../runs/Runs.js"
 import { applyRegistry, evolveRegistry, initialRegistry, type Registry, type RegistryMaps } from "../workers/Registry.js"
 import type { Envelope } from "./Events.js"
 
@@ -21,6 +22,9 @@ export interface OwnerState {
 }
 
 export const initialState: OwnerState = { sequence: 0, registry: initialRegistry, audit: initialAudit, ledger: initialLedger, runs: initialRuns }
+
+/** The empty state keeping `retain` settled runs per generation (Runs.ts; tests use small ones). */
+export const initialStateRetaining = (retain: number): OwnerState => ({ ...initialState, runs: emptyRuns(retain) })
 
 export const evolve = (state: OwnerState, envelope: Envelope): OwnerState => ({
   sequence: envelope.sequence,
@@ -105,14 +109,21 @@ export const folder = (from: OwnerState): Folder => {
   }
   let audit = from.audit
   let rows: Array<AuditRow> = []
-  // Every map of the runs' state, opened for mutation while a batch folds and closed after it.
-  const eachMap = (r: RunsState, f: <K, V>(m: HashMap.HashMap<K, V>) => HashMap.HashMap<K, V>): RunsState => ({
+  // Every map and set of the runs' state, opened for mutation while a batch folds and closed after it.
+  const eachMap = (
+    r: RunsState,
+    f: <K, V>(m: HashMap.HashMap<K, V>) => HashMap.HashMap<K, V>,
+    g: <A>(m: HashSet.HashSet<A>) => HashSet.HashSet<A>
+  ): RunsState => ({
+    ...r,
     runs: f(r.runs),
     open: f(r.open),
     held: f(r.held),
-    pending: f(r.pending)
+    pending: f(r.pending),
+    settled: g(r.settled),
+    settledBefore: g(r.settledBefore)
   })
-  const openRuns = (r: RunsState): RunsState => eachMap(r, HashMap.beginMutation)
+  const openRuns = (r: RunsState): RunsState => eachMap(r, HashMap.beginMutation, HashSet.beginMutation)
   let runs = openRuns(from.runs)
   let current = from
   return {
@@ -133,7 +144,7 @@ export const folder = (from: OwnerState): Folder => {
         audit = Chunk.appendAll(audit, Chunk.unsafeFromArray(rows))
         rows = []
       }
-      const closed = eachMap(runs, HashMap.endMutation)
+      const closed = eachMap(runs, HashMap.endMutation, HashSet.endMutation)
       runs = openRuns(closed)
       current = {
         sequence,
@@ -157,8 +168,8 @@ export const fold = (state: OwnerState, envelopes: Iterable<Envelope>): OwnerSta
   return f.state()
 }
 
-const sortedEntries = <V>(map: HashMap.HashMap<string, V>): Array<[string, V]> =>
-  Array.from(HashMap.entries(map)).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+const byKey = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+const sortedEntries = <V>(map: HashMap.HashMap<string, V>): Array<[string, V]> => Array.from(HashMap.entries(map)).sort(([a], [b]) => byKey(a, b))
 
 /**
  * The state as plain, canonically ordered JSON data: what a checkpoint digests and what
@@ -178,7 +189,14 @@ export const canonicalState = (state: OwnerState): unknown => ({
     },
     endpoints: sortedEntries(state.ledger.endpoints)
   },
-  runs: sortedEntries(state.runs.runs)
+  runs: {
+    kept: sortedEntries(state.runs.runs),
+    // Which settled runs are forgotten next, and how many were: decided by the fold, so compared too.
+    settled: Array.from(state.runs.settled).sort(byKey),
+    settledBefore: Array.from(state.runs.settledBefore).sort(byKey),
+    forgotten: state.runs.forgotten,
+    retain: state.runs.retain
+  }
 })
 
 /** The parts of the canonical state, by which a divergence is named. */

@@ -309,11 +309,14 @@ export const decideCease = (c: { readonly runId: string; readonly attempt: numbe
 }
 
 /** Stops a run wherever it is: no more placement; an attempt never claimed frees its slot now. */
+/** Stopping a finished run is refused (a forgotten run too: only settled runs are forgotten). */
+export const alreadyFinished = (run: RunRecord): RunRejection => reject("run-finished", `run ${run.id} has already ${run.state === "stopped" ? "been stopped" : run.state}`)
+
 export const decideStop = (c: { readonly runId: string; readonly actor: string; readonly now: number }, runs: RunsState): RunDecision | RunRejection => {
   const found = findRun(runs, c.runId)
   if (found._tag === "Rejected") return found
   const run = found.run
-  if (TERMINAL.has(run.state)) return reject("run-finished", `run ${run.id} has already ${run.state === "stopped" ? "been stopped" : run.state}`)
+  if (TERMINAL.has(run.state)) return alreadyFinished(run)
   const events: Array<Event> = [new RunStopRequested({ runId: run.id, actor: c.actor, at: c.now })]
   const last = lastAttempt(run)
   if (last !== undefined && last.state === "assigned" && last.host !== "owner") {

@@ -7,6 +7,7 @@
  * Pure: time comes from the events.
  */
 import * as HashMap from "effect/HashMap"
+import * as HashSet from "effect/HashSet"
 import * as Option from "effect/Option"
 import type { Envelope, PlacementRecord, RunJob } from "../journal/Events.js"
 import { explain } from "../placement/Placement.js"
@@ -86,9 +87,55 @@ export interface RunsState {
    * at every run in flight. An index, like `open` and `held`: not part of the canonical state.
    */
   readonly pending: HashMap.HashMap<string, number>
+  /**
+   * Retention (docs/runs.md, "Runs kept in memory"): settled runs (finished, no slot held) in
+   * two generations of at most `retain` each. When the newer one fills up, the runs of the older
+   * one are forgotten (dropped from `runs`; their streams stay in the journal, where `svc runs
+   * show` reads them) and the newer one becomes the older. So memory holds every run in flight
+   * and the `retain` to `2 x retain` most recently settled ones, whatever the journal's length.
+   * Decided by the fold from events alone: live and replayed states forget the same runs.
+   */
+  readonly settled: HashSet.HashSet<string>
+  readonly settledBefore: HashSet.HashSet<string>
+  /** How many settled runs were forgotten so far. */
+  readonly forgotten: number
+  /** The size of a generation of settled runs (RETAINED_SETTLED_RUNS; smaller in tests). */
+  readonly retain: number
 }
 
-export const initialRuns: RunsState = { runs: HashMap.empty(), open: HashMap.empty(), held: HashMap.empty(), pending: HashMap.empty() }
+/** Settled runs per generation kept in memory (between this many and twice as many are kept). */
+export const RETAINED_SETTLED_RUNS = 5_000
+
+/** The empty runs state, keeping `retain` settled runs per generation. */
+export const emptyRuns = (retain: number = RETAINED_SETTLED_RUNS): RunsState => {
+  if (!Number.isInteger(retain) || retain < 1) throw new RangeError(`retain must be a positive integer, not ${retain}`)
+  return { runs: HashMap.empty(), open: HashMap.empty(), held: HashMap.empty(), pending: HashMap.empty(), settled: HashSet.empty(), settledBefore: HashSet.empty(), forgotten: 0, retain }
+}
+
+export const initialRuns: RunsState = emptyRuns()
+
+/** Finished, and no host holds a slot for it: nothing it can still change (a late report is refused). */
+export const isSettled = (run: RunRecord): boolean => TERMINAL.has(run.state) && run.attempts.every((a) => !a.holdsSlot)
+
+/**
+ * A run that just settled joins the newer generation; a full generation retires the older
+ * one, whose runs are forgotten. The maps may be open for mutation (a fold): every update is
+ * by assignment, as for the other maps.
+ */
+const settle = (state: RunsState, id: string): RunsState => {
+  const settled = HashSet.add(state.settled, id)
+  if (HashSet.size(settled) < state.retain) return { ...state, settled }
+  let runs = state.runs
+  let forgotten = state.forgotten
+  for (const old of state.settledBefore) {
+    // Settled is final for the deciders; a run an event changed since (none should) is kept.
+    const run = HashMap.get(runs, old)
+    if (run._tag === "None" || !isSettled(run.value)) continue
+    runs = HashMap.remove(runs, old)
+    forgotten++
+  }
+  return { ...state, runs, settled: HashSet.empty(), settledBefore: settled, forgotten }
+}
 
 const hold = (held: RunsState["held"], host: string, attempt: string): RunsState["held"] =>
   HashMap.set(held, host, [...Option.getOrElse(HashMap.get(held, host), () => [] as ReadonlyArray<string>), attempt])
@@ -114,19 +161,24 @@ const withAttempt = (run: RunRecord, n: number, f: (a: AttemptRecord) => Attempt
   attempts: run.attempts.map((a) => (a.n === n ? f(a) : a))
 })
 
-const finish = (state: RunsState, id: string, run: RunRecord, held: RunsState["held"] = state.held): RunsState => ({
-  runs: HashMap.set(state.runs, id, run),
-  open: TERMINAL.has(run.state) ? HashMap.remove(state.open, id) : state.open,
-  held,
-  pending:
-    run.state === "pending"
-      ? HashMap.has(state.pending, id)
-        ? state.pending
-        : HashMap.set(state.pending, id, run.submittedSequence)
-      : HashMap.has(state.pending, id)
-        ? HashMap.remove(state.pending, id)
-        : state.pending
-})
+/** The run's new record; `wasSettled`: whether its record before this event was settled. */
+const finish = (state: RunsState, id: string, run: RunRecord, wasSettled: boolean, held: RunsState["held"] = state.held): RunsState => {
+  const next: RunsState = {
+    ...state,
+    runs: HashMap.set(state.runs, id, run),
+    open: TERMINAL.has(run.state) ? HashMap.remove(state.open, id) : state.open,
+    held,
+    pending:
+      run.state === "pending"
+        ? HashMap.has(state.pending, id)
+          ? state.pending
+          : HashMap.set(state.pending, id, run.submittedSequence)
+        : HashMap.has(state.pending, id)
+          ? HashMap.remove(state.pending, id)
+          : state.pending
+  }
+  return !wasSettled && isSettled(run) ? settle(next, id) : next
+}
 
 export const evolveRuns = (state: RunsState, envelope: Envelope): RunsState => {
   const e = envelope.event
@@ -151,9 +203,9 @@ export const evolveRuns = (state: RunsState, envelope: Envelope): RunsState => {
       streamVersion: envelope.streamVersion
     }
     return {
+      ...state,
       runs: HashMap.set(state.runs, e.runId, run),
       open: HashMap.set(state.open, e.runId, envelope.sequence),
-      held: state.held,
       pending: HashMap.set(state.pending, e.runId, envelope.sequence)
     }
   }
@@ -162,6 +214,7 @@ export const evolveRuns = (state: RunsState, envelope: Envelope): RunsState => {
   if (found._tag === "None") return state
   const before = { ...found.value, streamVersion: envelope.streamVersion }
   const terminal = TERMINAL.has(before.state)
+  const was = isSettled(before)
   switch (e._tag) {
     case "PlacementDecided": {
       const placement: PlacementSummary = { outcome: e.outcome, host: e.host, explanation: explain(e, EXPLAINED_HOSTS), key: placementKey(e), record: e.record, notes: e.notes, at: e.at, sequence: envelope.sequence }
@@ -175,11 +228,11 @@ export const evolveRuns = (state: RunsState, envelope: Envelope): RunsState => {
           ? [...before.attempts, { n: e.attempt!, host: e.host!, state: "assigned", holdsSlot: true, assignedAt: e.at, startedAt: null, fence: null, endedAt: null, reason: null }]
           : before.attempts
       }
-      return finish(state, e.runId, run, placed ? hold(state.held, e.host!, attemptId(e.runId, e.attempt!)) : state.held)
+      return finish(state, e.runId, run, was, placed ? hold(state.held, e.host!, attemptId(e.runId, e.attempt!)) : state.held)
     }
     case "AttemptStarted": {
       const run = withAttempt(before, e.attempt, (a) => ({ ...a, state: "running", startedAt: e.at, fence: e.fence }))
-      return finish(state, e.runId, terminal ? run : { ...run, state: "running" })
+      return finish(state, e.runId, terminal ? run : { ...run, state: "running" }, was)
     }
     case "AttemptDeclined": {
       const run = withAttempt(before, e.attempt, (a) => ({ ...a, state: "declined", holdsSlot: false, endedAt: e.at, reason: e.reason }))
@@ -187,29 +240,31 @@ export const evolveRuns = (state: RunsState, envelope: Envelope): RunsState => {
         state,
         e.runId,
         { ...run, declinedBy: run.declinedBy.includes(e.host) ? run.declinedBy : [...run.declinedBy, e.host], state: terminal ? run.state : "pending" },
+        was,
         unhold(state.held, e.host, attemptId(e.runId, e.attempt))
       )
     }
     case "AttemptReported": {
       const run = withAttempt(before, e.attempt, (a) => ({ ...a, state: "reported", holdsSlot: false, endedAt: e.at, reason: e.error }))
       const held = unhold(state.held, e.host, attemptId(e.runId, e.attempt))
-      if (terminal) return finish(state, e.runId, run, held)
-      return finish(state, e.runId, { ...run, state: e.ok ? "succeeded" : "failed", result: e.ok ? e.result : null, error: e.error, finishedAt: e.at }, held)
+      if (terminal) return finish(state, e.runId, run, was, held)
+      return finish(state, e.runId, { ...run, state: e.ok ? "succeeded" : "failed", result: e.ok ? e.result : null, error: e.error, finishedAt: e.at }, was, held)
     }
     case "AttemptSuperseded": {
       const run = withAttempt(before, e.attempt, (a) => ({ ...a, state: "superseded", endedAt: e.at, reason: e.reason }))
-      return finish(state, e.runId, terminal ? run : { ...run, state: "pending" })
+      return finish(state, e.runId, terminal ? run : { ...run, state: "pending" }, was)
     }
     case "AttemptCeased":
       return finish(
         state,
         e.runId,
         withAttempt(before, e.attempt, (a) => ({ ...a, state: a.state === "reported" || a.state === "declined" ? a.state : "ceased", holdsSlot: false, endedAt: a.endedAt ?? e.at, reason: a.reason ?? e.reason })),
+        was,
         unhold(state.held, e.host, attemptId(e.runId, e.attempt))
       )
     case "RunStopRequested": {
       const run = { ...before, state: "stopped" as const, finishedAt: e.at, stoppedBy: e.actor, error: "stopped by the operator" }
-      return finish(state, e.runId, { ...run, attempts: run.attempts.map((a) => (ACTIVE.has(a.state) ? { ...a, state: "stopping" as const } : a)) })
+      return finish(state, e.runId, { ...run, attempts: run.attempts.map((a) => (ACTIVE.has(a.state) ? { ...a, state: "stopping" as const } : a)) }, was)
     }
     default:
       return state

@@ -9,12 +9,12 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Checkpoints } from "../../app/journal/Checkpoints.js"
 import { Journal, JournalError } from "../../app/journal/Journal.js"
-import { ioError, preparePage, readPage } from "./SqliteJournal.js"
+import { ioError, preparePage, prepareStream, readPage, readStreamOf } from "./SqliteJournal.js"
 
 const readOnly = () => Effect.fail(new JournalError({ reason: "Closed", message: "this journal is open read-only" }))
 
 const empty = Layer.mergeAll(
-  Layer.succeed(Journal, Journal.of({ append: readOnly, read: () => Effect.succeed([]), head: Effect.succeed(0) })),
+  Layer.succeed(Journal, Journal.of({ append: readOnly, read: () => Effect.succeed([]), readStream: () => Effect.succeed([]), head: Effect.succeed(0) })),
   Layer.succeed(Checkpoints, Checkpoints.of({ write: readOnly, latest: Effect.succeed(undefined) }))
 )
 
@@ -28,6 +28,7 @@ const fromFile = (filename: string) =>
       const tables = new Set(db.prepare<[], string>("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all())
       if (!tables.has("events")) return yield* Layer.build(empty)
       const page = preparePage(db)
+      const stream = prepareStream(db)
       const head = db.prepare<[], number>("SELECT COALESCE(MAX(sequence), 0) FROM events").pluck()
       const latest = tables.has("checkpoints")
         ? db.prepare<[], { sequence: number; digest: string; written_at: number }>("SELECT sequence, digest, written_at FROM checkpoints ORDER BY sequence DESC LIMIT 1")
@@ -35,6 +36,7 @@ const fromFile = (filename: string) =>
       const journal = Journal.of({
         append: readOnly,
         read: (after, limit) => readPage(page, after, limit),
+        readStream: (name) => readStreamOf(stream, name),
         head: Effect.try({ try: () => head.get() ?? 0, catch: ioError("reading the journal head") })
       })
       const checkpoints = Checkpoints.of({

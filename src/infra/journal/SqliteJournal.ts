@@ -161,6 +161,24 @@ export const ioError = (what: string) => (cause: unknown) =>
 export const PAGE_SQL =
   "SELECT sequence, stream, stream_version, type, schema_version, payload, recorded_at FROM events WHERE sequence > ? ORDER BY sequence LIMIT ?"
 
+/** One stream in stream order (the index of UNIQUE (stream, stream_version) serves it). */
+export const STREAM_SQL =
+  "SELECT sequence, stream, stream_version, type, schema_version, payload, recorded_at FROM events WHERE stream = ? ORDER BY stream_version"
+
+/** The stream query on `db`, answering rows as arrays. */
+export const prepareStream = (db: Database.Database): Database.Statement<[string], RawRow> => db.prepare<[string], RawRow>(STREAM_SQL).raw(true)
+
+/** Reads one stream: a failing query is Io, an event that cannot be read is Corrupt, naming the stream. */
+export const readStreamOf = (query: Database.Statement<[string], RawRow>, stream: string) =>
+  Effect.try({ try: () => query.all(stream), catch: ioError(`reading stream ${stream}`) }).pipe(
+    Effect.flatMap((rows) =>
+      Effect.try({
+        try: () => rows.map(envelopeOfRaw),
+        catch: (cause) => new JournalError({ reason: "Corrupt", message: `an event of stream ${stream} cannot be read: ${cause instanceof Error ? cause.message : String(cause)}` })
+      })
+    )
+  )
+
 /** The page query on `db`, answering rows as arrays. */
 export const preparePage = (db: Database.Database): Database.Statement<[number, number], RawRow> =>
   db.prepare<[number, number], RawRow>(PAGE_SQL).raw(true)
@@ -222,6 +240,7 @@ export const make = (filename: string) =>
     })
     const streamHead = db.prepare<[string], number>("SELECT COALESCE(MAX(stream_version), 0) FROM events WHERE stream = ?").pluck()
     const page = preparePage(db)
+    const streamQuery = prepareStream(db)
 
     let head = db.prepare<[], number>("SELECT COALESCE(MAX(sequence), 0) FROM events").pluck().get() ?? 0
     const versions = new Map<string, number>()
@@ -337,7 +356,7 @@ export const make = (filename: string) =>
 
     const read = (after: number, limit: number) => readPage(page, after, limit)
 
-    return Journal.of({ append, read, head: Effect.sync(() => head) })
+    return Journal.of({ append, read, readStream: (stream) => readStreamOf(streamQuery, stream), head: Effect.sync(() => head) })
   })
 
 export const makeCheckpoints = Effect.gen(function* () {

@@ -91,7 +91,7 @@ export const adminRoutes = (
         )
       }
     },
-    { method: "GET", path: "/runs", handle: () => answer(Effect.map(Effect.flatMap(Dispatcher, (d) => d.list), (runs) => ({ runs }))) },
+    { method: "GET", path: "/runs", handle: () => answer(Effect.flatMap(Dispatcher, (d) => d.list)) },
     { method: "POST", path: "/runs/show", handle: (body) => answer(Effect.flatMap(Dispatcher, (d) => d.show(run(body)))) },
     { method: "POST", path: "/runs/stop", handle: (body) => answer(Effect.flatMap(Dispatcher, (d) => d.stop(run(body), options.actor))) },
     {

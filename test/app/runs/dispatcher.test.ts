@@ -18,11 +18,13 @@ import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
 import { Journal, layerMemory, makeMemory } from "../../../src/app/journal/Journal.js"
-import { layer as projectionsLayer, Projections } from "../../../src/app/journal/Projections.js"
+import { layer as projectionsLayer, layerFrom as projectionsFrom, Projections } from "../../../src/app/journal/Projections.js"
+import { foldJournal } from "../../../src/app/journal/Replay.js"
 import { Dispatcher, type OwnerHostSettings, type RunDetail } from "../../../src/app/runs/Dispatcher.js"
 import { JobNotRunnable, type ResolvedJob } from "../../../src/app/runs/JobCatalog.js"
 import { layerWithRuns, Owner, OwnerAddress } from "../../../src/app/workers/Owner.js"
 import type { WorkerRequest, WorkerResponse } from "../../../src/app/workers/Protocol.js"
+import { canonicalState, initialStateRetaining } from "../../../src/domain/journal/OwnerState.js"
 import type { Candidate } from "../../../src/domain/placement/Placement.js"
 import * as RunDecide from "../../../src/domain/runs/Decide.js"
 import * as NodeHashing from "../../../src/infra/journal/NodeHashing.js"
@@ -93,8 +95,8 @@ const host: OwnerHostSettings = {
   withSlot: (effect) => effect
 }
 
-const ownerOn = <E>(journal: Layer.Layer<Journal, E>) => layerWithRuns.pipe(
-  Layer.provideMerge(projectionsLayer),
+const ownerOn = <E>(journal: Layer.Layer<Journal, E>, projections: typeof projectionsLayer = projectionsLayer) => layerWithRuns.pipe(
+  Layer.provideMerge(projections),
   Layer.provideMerge(
     Layer.mergeAll(
       journal,
@@ -111,6 +113,13 @@ const TestOwner = ownerOn(layerMemory)
 const SqliteOwner = Layer.suspend(() => {
   const file = join(mkdtempSync(join(tmpdir(), "svc-dispatcher-journal-")), "journal.sqlite")
   return ownerOn(Layer.scoped(Journal, SqliteJournal.make(file)).pipe(Layer.provide(SqliteJournal.layerStore(file))))
+})
+
+/** On SQLite, keeping settled runs in generations of 2 (Runs.ts): the third settled run on forgets the oldest. */
+const RETAIN = 2
+const ForgetfulOwner = Layer.suspend(() => {
+  const file = join(mkdtempSync(join(tmpdir(), "svc-dispatcher-journal-")), "journal.sqlite")
+  return ownerOn(Layer.scoped(Journal, SqliteJournal.make(file)).pipe(Layer.provide(SqliteJournal.layerStore(file))), projectionsFrom(initialStateRetaining(RETAIN)))
 })
 
 /** The commands appended, in order (each one commit), by an owner on `CountingOwner`. */
@@ -239,7 +248,7 @@ describe("admission", () => {
       expect(yield* refused({ address: ECHO, input: { text: "hi" }, prefer: ["fast"] })).toMatchObject({ code: "bad-preference", message: '--prefer takes KEY=VALUE labels; "fast" is not one' })
       expect(yield* refused({ address: ECHO, input: { text: "x".repeat(1024 * 1024) } })).toMatchObject({ code: "input-too-large" })
       expect([yield* head, yield* sequence]).toEqual(before)
-      expect(yield* dispatcher.list).toEqual([])
+      expect(yield* dispatcher.list).toEqual({ runs: [], forgotten: 0 })
     }).pipe(Effect.provide(TestOwner))
   )
 })
@@ -272,6 +281,61 @@ describe("on the owner", () => {
       const done = yield* (yield* Dispatcher).wait(submitted.id, 60_000)
       expect(done).toMatchObject({ state: "failed", host: "owner", result: null, error: "output does not match the job's output_schema: output must have required property 'text', output must have required property 'length'" })
     }).pipe(Effect.provide(TestOwner))
+  )
+})
+
+// ---- Runs kept in memory ---------------------------------------------------------------------------
+
+describe("runs kept in memory", () => {
+  it.effect("settled runs beyond two generations are forgotten from memory, and still shown, waited on and refused a stop from the journal", () =>
+    Effect.gen(function* () {
+      const dispatcher = yield* Dispatcher
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const done: Array<{ runId: string; id: string }> = []
+      for (let i = 0; i < 5; i++) {
+        const r = yield* runningOn(w)
+        ok(yield* report(w, r.id), "ack")
+        done.push(r)
+      }
+      // Generations of 2: the 4th settled run retired the first two, the 5th starts a generation.
+      const list = yield* dispatcher.list
+      expect(list.forgotten).toBe(2)
+      expect(list.runs.map((r) => r.id)).toEqual(done.slice(2).map((r) => r.runId))
+      const [first] = done
+      // Shown from its stream in the journal, as it was when kept.
+      const shown = yield* show(first!.runId)
+      expect(shown).toMatchObject({ id: first!.runId, state: "succeeded", host: "lab-1", result: { text: "hi", length: 2 }, explanation: "placed on worker 'lab-1'; excluded: owner (eligibility: lacks label gpu=true)" })
+      expect(shown.attemptRecords).toEqual([expect.objectContaining({ id: first!.id, host: w.workerId, hostName: "lab-1", state: "reported", holdsSlot: false })])
+      expect(yield* dispatcher.wait(first!.runId, 60_000)).toMatchObject({ id: first!.runId, state: "succeeded" })
+      const before = [yield* head, yield* sequence]
+      expect(yield* Effect.flip(dispatcher.stop(first!.runId, "operator"))).toMatchObject({ code: "run-finished", message: `run ${first!.runId} has already succeeded` })
+      // A late repeat of its report is refused, and nothing is written.
+      expect(refusal(yield* report(w, first!.id))).toBe("unknown-activity")
+      expect([yield* head, yield* sequence]).toEqual(before)
+      expect(yield* Effect.flip(show("rNoSuchRun1"))).toMatchObject({ code: "unknown-run" })
+      // The journal, folded again from the same empty state, forgets the same runs.
+      const live = yield* Effect.flatMap(Projections, (p) => p.state)
+      const replayed = yield* foldJournal(new Map(), initialStateRetaining(RETAIN))
+      expect(JSON.stringify(canonicalState(replayed.state))).toBe(JSON.stringify(canonicalState(live)))
+      expect(live.runs.forgotten).toBe(2)
+    }).pipe(Effect.provide(ForgetfulOwner))
+  )
+
+  it.effect("a run in flight is kept however many runs settle after it", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w) // capacity 2
+      const held = yield* runningOn(w)
+      for (let i = 0; i < 6; i++) {
+        const r = yield* runningOn(w)
+        ok(yield* report(w, r.id), "ack")
+      }
+      expect((yield* (yield* Dispatcher).list).forgotten).toBe(RETAIN * 2)
+      expect(yield* show(held.runId)).toMatchObject({ state: "running", host: "lab-1" })
+      ok(yield* report(w, held.id), "ack")
+      expect(yield* show(held.runId)).toMatchObject({ state: "succeeded" })
+    }).pipe(Effect.provide(ForgetfulOwner))
   )
 })
 

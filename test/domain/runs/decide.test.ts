@@ -11,11 +11,11 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { describe, expect, it } from "vitest"
 import { CURRENT_VERSION, Event, type Envelope, type PlacementDecided, type RunJob } from "../../../src/domain/journal/Events.js"
-import { canonicalState, evolve, fold, initialState, type OwnerState } from "../../../src/domain/journal/OwnerState.js"
+import { canonicalState, evolve, fold, initialState, initialStateRetaining, type OwnerState } from "../../../src/domain/journal/OwnerState.js"
 import type { Candidate } from "../../../src/domain/placement/Placement.js"
 import { auditPlacement } from "../../../src/domain/runs/AuditPlacement.js"
 import * as D from "../../../src/domain/runs/Decide.js"
-import { ACTIVE, attemptId, lastAttempt, TERMINAL, type RunRecord } from "../../../src/domain/runs/Runs.js"
+import { ACTIVE, attemptId, isSettled, lastAttempt, TERMINAL, type RunRecord } from "../../../src/domain/runs/Runs.js"
 
 // ---- Given ---------------------------------------------------------------------------------
 
@@ -635,9 +635,10 @@ const command: fc.Arbitrary<Command> = fc.oneof(
 const decisionFor = (c: Command, s: OwnerState, runIds: ReadonlyArray<string>, now: number): Decision | undefined => {
   if (c.t === "submit") return D.decideSubmit({ runId: `r${runIds.length + 1}`, job: JOBS[c.job]!, input: { i: runIds.length }, preferredLabels: c.prefer ? ["zone=w2"] : [], actor: "op", now }, s.runs)
   // A command names a run in play: a pending one to place, one with attempts for the rest
-  // (any run, when there is none such: those commands are refused or change nothing).
-  const inPlay = runIds.filter((id) => (c.t === "place" ? runOf(s, id).state === "pending" : runOf(s, id).attempts.length > 0))
-  const among = inPlay.length > 0 ? inPlay : runIds
+  // (any run kept, when there is none such: those commands are refused or change nothing).
+  const kept = runIds.filter((id) => HashMap.has(s.runs.runs, id))
+  const inPlay = kept.filter((id) => (c.t === "place" ? runOf(s, id).state === "pending" : runOf(s, id).attempts.length > 0))
+  const among = inPlay.length > 0 ? inPlay : kept
   if (among.length === 0) return undefined
   const runId = among[among.length - 1 - (c.run % among.length)]!
   const run = runOf(s, runId)
@@ -693,14 +694,38 @@ const checkInvariants = (s: OwnerState) => {
   expect(HashMap.size(s.runs.pending)).toBe([...HashMap.values(s.runs.runs)].filter((r) => r.state === "pending").length)
 }
 
-describe("the fold of run events", () => {
+/**
+ * Retention (Runs.ts): every run not settled is kept; a run is forgotten only once settled; at
+ * most 2 x retain - 1 settled runs are kept; kept and forgotten add up to every run submitted.
+ */
+const checkRetention = (s: OwnerState, runIds: ReadonlyArray<string>, lastSeen: Map<string, RunRecord>) => {
+  let settledKept = 0
+  for (const id of runIds) {
+    const run = Option.getOrUndefined(HashMap.get(s.runs.runs, id))
+    if (run === undefined) {
+      expect(isSettled(lastSeen.get(id)!), `${id} was forgotten before it settled`).toBe(true)
+      continue
+    }
+    lastSeen.set(id, run)
+    if (isSettled(run)) settledKept++
+  }
+  expect(settledKept).toBeLessThanOrEqual(2 * s.runs.retain - 1)
+  expect(HashMap.size(s.runs.runs) + s.runs.forgotten).toBe(runIds.length)
+}
+
+describe.each([
+  ["keeping every run (the default generation of settled runs is larger than these sequences)", initialState],
+  ["forgetting settled runs (generations of 2)", initialStateRetaining(2)]
+] as const)("the fold of run events, %s", (_what, start) => {
   it("keeps each host's reserved slots equal to its attempts holding one, and fold equals evolve step by step", () => {
     const seen = new Map<string, number>()
+    let forgotten = 0
     fc.assert(
       fc.property(fc.array(submitCommand, { minLength: 1, maxLength: 3 }), fc.array(command, { maxLength: 60, size: "max" }), fc.nat(200), (submits, rest, cutAt) => {
         const commands = [...submits, ...rest]
-        let s = initialState
+        let s = start
         const runIds: Array<string> = []
+        const lastSeen = new Map<string, RunRecord>()
         const all: Array<Envelope> = []
         commands.forEach((c, i) => {
           const d = decisionFor(c, s, runIds, 10_000 + i * 1_000)
@@ -716,12 +741,14 @@ describe("the fold of run events", () => {
           all.push(...envelopes)
           s = state
           checkInvariants(s)
+          checkRetention(s, runIds, lastSeen)
         })
-        const folded = fold(initialState, all)
+        forgotten += s.runs.forgotten
+        const folded = fold(start, all)
         expect(text(folded)).toBe(text(s))
         expect([entries(folded.runs.open), entries(folded.runs.held), entries(folded.runs.pending)]).toEqual([entries(s.runs.open), entries(s.runs.held), entries(s.runs.pending)])
         const cut = cutAt % (all.length + 1)
-        const first = fold(initialState, all.slice(0, cut))
+        const first = fold(start, all.slice(0, cut))
         const before = text(first)
         const whole = fold(first, all.slice(cut))
         expect(text(whole)).toBe(text(s))
@@ -734,6 +761,8 @@ describe("the fold of run events", () => {
     for (const tag of ["RunSubmitted", "PlacementDecided", "AttemptStarted", "AttemptDeclined", "AttemptReported", "AttemptSuperseded", "AttemptCeased", "RunStopRequested"]) {
       expect(seen.get(tag) ?? 0, tag).toBeGreaterThan(30)
     }
+    // And, with small generations, they forget runs (the retention checks are not vacuous either).
+    expect(forgotten > 0).toBe(start.runs.retain < 100)
   })
 })
 
