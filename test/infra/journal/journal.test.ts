@@ -14,6 +14,7 @@ import * as Layer from "effect/Layer"
 import { Journal, layerMemory } from "../../../src/app/journal/Journal.js"
 import { PlacementDecided } from "../../../src/domain/journal/Events.js"
 import { place } from "../../../src/domain/placement/Placement.js"
+import { layer as readerLayer } from "../../../src/infra/journal/JournalReader.js"
 import { layer as sqliteLayer, layerStore } from "../../../src/infra/journal/SqliteJournal.js"
 import { advertised, invited, joined, revoked, session } from "../../support/events.js"
 
@@ -35,6 +36,22 @@ const contract = (name: string, makeLayer: () => Layer.Layer<Journal, unknown>) 
         expect(all[1]!.event).toEqual(joined("w1", "a"))
         expect((yield* journal.read(2, 1)).map((e) => e.sequence)).toEqual([3])
         expect(yield* journal.head).toBe(4)
+      }).pipe(Effect.provide(makeLayer()))
+    )
+
+    it.effect("reads one stream in stream order, and nothing for a stream it does not hold", () =>
+      Effect.gen(function* () {
+        const journal = yield* Journal
+        yield* journal.append({ stream: "invite-a", expectedVersion: 0, events: [invited("a")] })
+        yield* journal.append({ stream: "worker-w1", expectedVersion: 0, events: [session("w1", 1)] })
+        yield* journal.append({ stream: "invite-a", expectedVersion: 1, events: [joined("w1", "a")] })
+        const stream = yield* journal.readStream("invite-a")
+        expect(stream.map((e) => [e.sequence, e.streamVersion, e.type])).toEqual([
+          [1, 1, "WorkerInvited"],
+          [3, 2, "WorkerJoined"]
+        ])
+        expect(stream[1]!.event).toEqual(joined("w1", "a"))
+        expect(yield* journal.readStream("invite-b")).toEqual([])
       }).pipe(Effect.provide(makeLayer()))
     )
 
@@ -72,6 +89,24 @@ contract("memory", () => layerMemory)
 contract("SQLite", () => sqliteLayer(tempFile()))
 
 describe("SQLite journal", () => {
+  it("the read-only reader reads one stream as the writer does; a missing file reads as empty", async () => {
+    const file = tempFile()
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        const journal = yield* Journal
+        yield* journal.append({ stream: "invite-a", expectedVersion: 0, events: [invited("a")] })
+        yield* journal.append({ stream: "worker-w1", expectedVersion: 0, events: [session("w1", 1)] })
+        yield* journal.append({ stream: "invite-a", expectedVersion: 1, events: [joined("w1", "a")] })
+      }).pipe(Effect.provide(sqliteLayer(file)), Effect.scoped)
+    )
+    const readStream = (f: string, stream: string) => Effect.runPromise(Effect.flatMap(Journal, (j) => j.readStream(stream)).pipe(Effect.provide(readerLayer(f)), Effect.scoped))
+    expect((await readStream(file, "invite-a")).map((e) => [e.sequence, e.type])).toEqual([
+      [1, "WorkerInvited"],
+      [3, "WorkerJoined"]
+    ])
+    expect(await readStream(join(tmpdir(), "svc-no-such-journal.sqlite"), "invite-a")).toEqual([])
+  })
+
   it.effect("runs with journal_mode=wal and synchronous=FULL", () =>
     Effect.gen(function* () {
       yield* Journal
