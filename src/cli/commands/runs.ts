@@ -61,7 +61,10 @@ const runArg = Args.text({ name: "RUN" }).pipe(Args.withDescription("the run id"
 
 const list = Command.make("list", { json }, ({ json }) =>
   Effect.gen(function* () {
-    const { runs, forgotten } = (yield* admin("GET", "/runs")) as unknown as RunList
+    const listed = (yield* admin("GET", "/runs")) as unknown as Partial<RunList>
+    const runs = listed.runs ?? []
+    // An owner from before retention does not say; it forgot nothing.
+    const forgotten = listed.forgotten ?? 0
     if (json) return yield* printJson({ runs, forgotten })
     if (runs.length === 0 && forgotten === 0) return yield* Console.log("no runs yet; submit one with: svc run BAG:JOB@VERSION")
     if (runs.length > 0) yield* printLines(table(["RUN", "JOB", "STATE", "HOST", "ATTEMPTS", "SUBMITTED", "WHY"], runs.map((r) => [r.id, r.address, r.state, r.host ?? "-", String(r.attempts), r.submittedAt, r.error ?? r.explanation ?? ""])))
