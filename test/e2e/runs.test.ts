@@ -119,7 +119,7 @@ const json = async <A>(home: string, ...args: Array<string>): Promise<A> => {
   expect(r.code, `svc ${args.join(" ")}: ${r.stderr}`).toBe(0)
   return JSON.parse(r.stdout) as A
 }
-const listRuns = async () => (await json<{ runs: ReadonlyArray<RunView> }>(ownerHome, "runs", "list")).runs
+const listRuns = async () => (await json<{ runs: ReadonlyArray<RunView> }>(ownerHome, "runs", "list", "--limit", "0")).runs
 const showRun = (id: string) => json<RunDetail>(ownerHome, "runs", "show", id)
 const workerRow = async (name: string): Promise<WorkerRow> => {
   const row = (await json<{ workers: ReadonlyArray<WorkerRow> }>(ownerHome, "workers", "status")).workers.find((w) => w.name === name)
@@ -411,6 +411,12 @@ describe("runs between an owner and two real worker processes", () => {
     expect(why).toContain(`worker 'a' (eligibility: ${scopeOut(NOWHERE)}; lacks label pool-c=yes)`)
     expect(why).toContain(`worker 'b' (eligibility: ${scopeOut(NOWHERE)}; lacks label pool-c=yes)`)
     expect(byId.get(blocked.id)).toMatchObject({ state: "pending", host: null, attempts: 0, explanation: why })
+    // Listing by state, the most recent first to go: the one pending run; three of the 51 with a note.
+    expect(await json(ownerHome, "runs", "list", "--state", "pending")).toMatchObject({ runs: [{ id: blocked.id }], total: 1, forgotten: 0 })
+    const recent = await run(ownerHome, "runs", "list", "--limit", "3")
+    expect(recent.code, recent.stderr).toBe(0)
+    expect(recent.stdout).toContain(blocked.id)
+    expect(recent.stdout.trim().split("\n").at(-1)).toBe("the 3 most recently submitted of 51 runs; --limit 0 lists them all")
 
     // Stopping a run that never had an attempt.
     const stopped = await json<RunView>(ownerHome, "runs", "stop", blocked.id)

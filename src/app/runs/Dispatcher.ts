@@ -93,15 +93,26 @@ export interface RunDetail extends RunView {
 }
 
 export interface RunList {
-  /** The runs kept in memory, in submission order: every run in flight and the recently settled. */
+  /** The most recently submitted runs kept in memory that match, oldest first (at most the limit asked for). */
   readonly runs: ReadonlyArray<RunView>
+  /** How many runs kept in memory match (every run in flight and the recently settled). */
+  readonly total: number
   /** Settled runs no longer kept in memory (`show` still reads each from the journal). */
   readonly forgotten: number
 }
 
+export const RUN_STATES: ReadonlyArray<RunRecord["state"]> = ["pending", "assigned", "running", "succeeded", "failed", "stopped"]
+
+export interface RunFilter {
+  /** Only runs in one of these states; empty or absent: every state. */
+  readonly states?: ReadonlyArray<string>
+  /** At most this many, the most recently submitted; 0 or absent: all. */
+  readonly limit?: number
+}
+
 export interface DispatcherService {
   readonly submit: (i: { readonly address: string; readonly input: unknown; readonly prefer: ReadonlyArray<string>; readonly actor: string }) => Effect.Effect<RunView, RunRefused>
-  readonly list: Effect.Effect<RunList>
+  readonly list: (filter?: RunFilter) => Effect.Effect<RunList, RunRefused>
   readonly show: (runId: string) => Effect.Effect<RunDetail, RunRefused>
   readonly stop: (runId: string, actor: string) => Effect.Effect<RunView, RunRefused>
   /** Answers when the run has finished, or after `ms` with its state then. */
@@ -520,10 +531,19 @@ export const make = Effect.gen(function* () {
       return [s, read, false] as const
     })
 
-  const list = Effect.map(state, (s) => ({
-    runs: [...HashMap.values(s.runs.runs)].sort((a, b) => a.submittedSequence - b.submittedSequence).map((r) => view(s, r)),
-    forgotten: s.runs.forgotten
-  }))
+  const list: DispatcherService["list"] = (filter = {}) =>
+    Effect.gen(function* () {
+      const states = filter.states ?? []
+      const unknown = states.filter((x) => !(RUN_STATES as ReadonlyArray<string>).includes(x))
+      if (unknown.length > 0) return yield* new RunRefused({ code: "bad-filter", message: `${unknown.map((x) => JSON.stringify(x)).join(", ")} is not a run state; the states are ${RUN_STATES.join(", ")}` })
+      const limit = filter.limit ?? 0
+      if (!Number.isInteger(limit) || limit < 0) return yield* new RunRefused({ code: "bad-filter", message: `the limit must be a whole number >= 0 (0: all), not ${limit}` })
+      const s = yield* state
+      const wanted = new Set(states)
+      const matching = [...HashMap.values(s.runs.runs)].filter((r) => wanted.size === 0 || wanted.has(r.state)).sort((a, b) => a.submittedSequence - b.submittedSequence)
+      const shown = limit === 0 ? matching : matching.slice(-limit)
+      return { runs: shown.map((r) => view(s, r)), total: matching.length, forgotten: s.runs.forgotten }
+    })
 
   const show: DispatcherService["show"] = (runId) =>
     Effect.gen(function* () {

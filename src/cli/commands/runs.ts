@@ -6,7 +6,7 @@ import * as Options from "@effect/cli/Options"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import type { RunDetail, RunList, RunView } from "../../app/runs/Dispatcher.js"
+import { RUN_STATES, type RunDetail, type RunList, type RunView } from "../../app/runs/Dispatcher.js"
 import { admin } from "../admin.js"
 import { refused, usage } from "../CliFailure.js"
 import { printJson, printLines, table } from "../output.js"
@@ -59,19 +59,32 @@ export const runCommand = Command.make(
 
 const runArg = Args.text({ name: "RUN" }).pipe(Args.withDescription("the run id"))
 
-const list = Command.make("list", { json }, ({ json }) =>
-  Effect.gen(function* () {
-    const listed = (yield* admin("GET", "/runs")) as unknown as Partial<RunList>
-    const runs = listed.runs ?? []
-    // An owner from before retention does not say; it forgot nothing.
-    const forgotten = listed.forgotten ?? 0
-    if (json) return yield* printJson({ runs, forgotten })
-    if (runs.length === 0 && forgotten === 0) return yield* Console.log("no runs yet; submit one with: svc run BAG:JOB@VERSION")
-    if (runs.length > 0) yield* printLines(table(["RUN", "JOB", "STATE", "HOST", "ATTEMPTS", "SUBMITTED", "WHY"], runs.map((r) => [r.id, r.address, r.state, r.host ?? "-", String(r.attempts), r.submittedAt, r.error ?? r.explanation ?? ""])))
-    // Older finished runs are in the journal only (docs/runs.md, "Runs kept in memory").
-    if (forgotten > 0) yield* Console.log(`${forgotten} older finished run${forgotten === 1 ? " is" : "s are"} not listed; svc runs show RUN reads any of them from the journal`)
-  })
-).pipe(Command.withDescription("List the runs on this owner with their state and where they are"))
+const DEFAULT_LIMIT = 100
+
+const list = Command.make(
+  "list",
+  {
+    json,
+    state: Options.choice("state", RUN_STATES).pipe(Options.repeated, Options.withDescription("only runs in this state (repeat for several)")),
+    limit: Options.integer("limit").pipe(Options.withDefault(DEFAULT_LIMIT), Options.withDescription(`at most this many, the most recently submitted (default ${DEFAULT_LIMIT}; 0: all)`))
+  },
+  ({ json, limit, state }) =>
+    Effect.gen(function* () {
+      if (limit < 0) return yield* usage(`--limit must be 0 (all) or more, not ${limit}`)
+      const listed = (yield* admin("POST", "/runs/list", { states: state, limit })) as unknown as Partial<RunList>
+      const runs = listed.runs ?? []
+      const total = listed.total ?? runs.length
+      // An owner from before retention does not say; it forgot nothing.
+      const forgotten = listed.forgotten ?? 0
+      if (json) return yield* printJson({ runs, total, forgotten })
+      if (total === 0 && forgotten === 0 && state.length === 0) return yield* Console.log("no runs yet; submit one with: svc run BAG:JOB@VERSION")
+      if (total === 0) yield* Console.log(`no run kept in memory is ${state.join(" or ")}`)
+      if (runs.length > 0) yield* printLines(table(["RUN", "JOB", "STATE", "HOST", "ATTEMPTS", "SUBMITTED", "WHY"], runs.map((r) => [r.id, r.address, r.state, r.host ?? "-", String(r.attempts), r.submittedAt, r.error ?? r.explanation ?? ""])))
+      if (runs.length < total) yield* Console.log(`the ${runs.length} most recently submitted of ${total} runs${state.length === 0 ? "" : ` ${state.join(" or ")}`}; --limit 0 lists them all`)
+      // Older finished runs are in the journal only (docs/runs.md, "Runs kept in memory").
+      if (forgotten > 0) yield* Console.log(`${forgotten} older finished run${forgotten === 1 ? " is" : "s are"} not listed; svc runs show RUN reads any of them from the journal`)
+    })
+).pipe(Command.withDescription("List the runs on this owner with their state and where they are, the most recent last"))
 
 const show = Command.make("show", { run: runArg, json }, ({ json, run }) =>
   Effect.gen(function* () {

@@ -91,7 +91,16 @@ export const adminRoutes = (
         )
       }
     },
-    { method: "GET", path: "/runs", handle: () => answer(Effect.flatMap(Dispatcher, (d) => d.list)) },
+    { method: "GET", path: "/runs", handle: () => answer(Effect.flatMap(Dispatcher, (d) => d.list())) },
+    {
+      method: "POST",
+      path: "/runs/list",
+      handle: (body) => {
+        const states = field(body, "states")
+        const limit = field(body, "limit")
+        return answer(Effect.flatMap(Dispatcher, (d) => d.list({ states: Array.isArray(states) ? states.map(String) : [], limit: limit === undefined ? 0 : Number(limit) })))
+      }
+    },
     { method: "POST", path: "/runs/show", handle: (body) => answer(Effect.flatMap(Dispatcher, (d) => d.show(run(body)))) },
     { method: "POST", path: "/runs/stop", handle: (body) => answer(Effect.flatMap(Dispatcher, (d) => d.stop(run(body), options.actor))) },
     {

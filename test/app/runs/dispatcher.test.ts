@@ -248,7 +248,7 @@ describe("admission", () => {
       expect(yield* refused({ address: ECHO, input: { text: "hi" }, prefer: ["fast"] })).toMatchObject({ code: "bad-preference", message: '--prefer takes KEY=VALUE labels; "fast" is not one' })
       expect(yield* refused({ address: ECHO, input: { text: "x".repeat(1024 * 1024) } })).toMatchObject({ code: "input-too-large" })
       expect([yield* head, yield* sequence]).toEqual(before)
-      expect(yield* dispatcher.list).toEqual({ runs: [], forgotten: 0 })
+      expect(yield* dispatcher.list()).toEqual({ runs: [], total: 0, forgotten: 0 })
     }).pipe(Effect.provide(TestOwner))
   )
 })
@@ -299,7 +299,7 @@ describe("runs kept in memory", () => {
         done.push(r)
       }
       // Generations of 2: the 4th settled run retired the first two, the 5th starts a generation.
-      const list = yield* dispatcher.list
+      const list = yield* dispatcher.list()
       expect(list.forgotten).toBe(2)
       expect(list.runs.map((r) => r.id)).toEqual(done.slice(2).map((r) => r.runId))
       const [first] = done
@@ -322,6 +322,26 @@ describe("runs kept in memory", () => {
     }).pipe(Effect.provide(ForgetfulOwner))
   )
 
+  it.effect("list filters by state and keeps the most recently submitted; a state it does not know is refused", () =>
+    Effect.gen(function* () {
+      const dispatcher = yield* Dispatcher
+      const w = yield* linked("lab-1")
+      yield* advertise(w) // capacity 2
+      const settled = yield* runningOn(w)
+      ok(yield* report(w, settled.id), "ack")
+      const running = yield* runningOn(w)
+      const assigned = yield* submit(GPU)
+      const waiting = yield* submit(GPU)
+      const ids = (l: { readonly runs: ReadonlyArray<{ readonly id: string }> }) => l.runs.map((r) => r.id)
+      expect(ids(yield* dispatcher.list())).toEqual([settled.runId, running.runId, assigned.id, waiting.id])
+      expect(yield* dispatcher.list({ limit: 2 })).toMatchObject({ runs: [{ id: assigned.id }, { id: waiting.id }], total: 4, forgotten: 0 })
+      expect(yield* dispatcher.list({ states: ["running", "succeeded"] })).toMatchObject({ runs: [{ id: settled.runId }, { id: running.runId }], total: 2 })
+      expect(yield* dispatcher.list({ states: ["pending"], limit: 5 })).toMatchObject({ runs: [{ id: waiting.id, state: "pending" }], total: 1 })
+      expect(yield* Effect.flip(dispatcher.list({ states: ["done"] }))).toMatchObject({ code: "bad-filter", message: '"done" is not a run state; the states are pending, assigned, running, succeeded, failed, stopped' })
+      expect(yield* Effect.flip(dispatcher.list({ limit: -1 }))).toMatchObject({ code: "bad-filter" })
+    }).pipe(Effect.provide(TestOwner))
+  )
+
   it.effect("a run in flight is kept however many runs settle after it", () =>
     Effect.gen(function* () {
       const w = yield* linked("lab-1")
@@ -331,7 +351,7 @@ describe("runs kept in memory", () => {
         const r = yield* runningOn(w)
         ok(yield* report(w, r.id), "ack")
       }
-      expect((yield* (yield* Dispatcher).list).forgotten).toBe(RETAIN * 2)
+      expect((yield* (yield* Dispatcher).list()).forgotten).toBe(RETAIN * 2)
       expect(yield* show(held.runId)).toMatchObject({ state: "running", host: "lab-1" })
       ok(yield* report(w, held.id), "ack")
       expect(yield* show(held.runId)).toMatchObject({ state: "succeeded" })
