@@ -27,7 +27,7 @@ import { LABEL } from "../../domain/manifest/Formats.js"
 import { makeFeasibilityCache } from "../../domain/placement/Feasibility.js"
 import type { Quotas } from "../../domain/placement/Placement.js"
 import * as RunDecide from "../../domain/runs/Decide.js"
-import { ACTIVE, attemptId, lastAttempt, TERMINAL, type RunRecord } from "../../domain/runs/Runs.js"
+import { ACTIVE, attemptId, lastAttempt, parseAttemptId, TERMINAL, type RunRecord } from "../../domain/runs/Runs.js"
 import { ADVERTISEMENT_LIFETIME_MS, advertisementAlive } from "../../domain/workers/DisplayState.js"
 import type { WorkerRecord } from "../../domain/workers/Registry.js"
 import { base62FromBytes } from "../../domain/workers/Secrets.js"
@@ -89,7 +89,8 @@ export interface RunDetail extends RunView {
   readonly job: RunRecord["job"]
   readonly placement: RunRecord["placement"]
   readonly attemptRecords: ReadonlyArray<RunRecord["attempts"][number] & { readonly id: string; readonly hostName: string }>
-  readonly output: { readonly attempt: string | null; readonly stdout: string; readonly stderr: string }
+  /** The latest attempt's output so far; `removed`: the run was forgotten from memory, and its output files with it. */
+  readonly output: { readonly attempt: string | null; readonly stdout: string; readonly stderr: string; readonly removed: boolean }
 }
 
 export interface RunList {
@@ -193,7 +194,32 @@ export const make = Effect.gen(function* () {
    * run and find nothing, on the claim's path.
    */
   const executeWithoutRound = (decide: (s: OwnerState) => AnyDecision | AnyRejection) =>
-    Effect.tap(projections.executeOn(decide), (envelopes) => (envelopes.length > 0 ? announce : Effect.void))
+    Effect.tap(projections.executeOn(decide), (envelopes) => (envelopes.length > 0 ? Effect.zipRight(announce, sweepIfForgotten) : Effect.void))
+
+  /**
+   * The output files of runs the projections no longer keep are removed (docs/runs.md,
+   * "Output"): after a commit that made them forget a generation of settled runs, and once at
+   * start (for generations forgotten while the owner was down). One sweep at a time; a file
+   * whose run is kept is never touched, and runs are only ever forgotten once settled.
+   */
+  let sweptAt = -1
+  let sweeping = false
+  const sweep = Effect.gen(function* () {
+    for (const id of yield* files.attempts) {
+      // The state as it is now, not as the sweep began: a run's files appear only after it is in
+      // the state (its placement is committed first), so a run submitted meanwhile is kept.
+      const parsed = parseAttemptId(id)
+      if (parsed !== undefined && HashMap.has(projections.current().runs.runs, parsed.runId)) continue
+      yield* files.remove(id)
+    }
+  })
+  const sweepIfForgotten = Effect.suspend(() => {
+    const forgotten = projections.current().runs.forgotten
+    if (forgotten === sweptAt || sweeping) return Effect.void
+    sweptAt = forgotten
+    sweeping = true
+    return Effect.asVoid(Effect.forkIn(Effect.ensuring(sweep, Effect.sync(() => void (sweeping = false))), scope))
+  })
   /**
    * The same, then a scheduler round for the runs the change may let it place (a report or a
    * cessation frees a slot, a decline or a supersession makes a run pending). With no run
@@ -547,7 +573,7 @@ export const make = Effect.gen(function* () {
 
   const show: DispatcherService["show"] = (runId) =>
     Effect.gen(function* () {
-      const [s, run] = yield* find(runId)
+      const [s, run, kept] = yield* find(runId)
       const last = lastAttempt(run)
       const id = last === undefined ? null : attemptId(run.id, last.n)
       return {
@@ -559,8 +585,9 @@ export const make = Effect.gen(function* () {
         attemptRecords: run.attempts.map((a) => ({ ...a, id: attemptId(run.id, a.n), hostName: nameOf(s, a.host) })),
         output: {
           attempt: id,
-          stdout: id === null ? "" : yield* files.tail(id, "stdout", OUTPUT_TAIL_BYTES),
-          stderr: id === null ? "" : yield* files.tail(id, "stderr", OUTPUT_TAIL_BYTES)
+          stdout: id === null || !kept ? "" : yield* files.tail(id, "stdout", OUTPUT_TAIL_BYTES),
+          stderr: id === null || !kept ? "" : yield* files.tail(id, "stderr", OUTPUT_TAIL_BYTES),
+          removed: !kept
         }
       }
     })
@@ -625,6 +652,7 @@ export const make = Effect.gen(function* () {
   const { hello, claim, heartbeat, decline, report, stopsFor } = makeWorkerCalls({ state, execute, executeWithoutRound, toRefusal, claims, files, kick, releaseHeld, recordReport })
 
   yield* reconcileOwnerAtStart
+  yield* sweepIfForgotten
   // Rounds run when something changed (a kick), or when the next deadline falls (a lapse, an unclaimed assignment).
   yield* Effect.forkScoped(
     Effect.iterate(null as number | null, {

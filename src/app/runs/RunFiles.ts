@@ -1,7 +1,8 @@
 /**
  * Port: the stdout and stderr of each attempt, kept as files (not journaled: output is not an
  * auditor's fact, and it can be large). On the owner they are the run's output; a worker keeps
- * its own copy while it runs an attempt and ships what is new with each heartbeat and report.
+ * its own copy while it runs an attempt and ships what is new with each heartbeat and report,
+ * then removes it. The owner removes the output of the runs it forgets (docs/runs.md, "Output").
  */
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
@@ -16,6 +17,10 @@ export interface RunFilesService {
   readonly tail: (attempt: string, stream: OutputStream, maxBytes: number) => Effect.Effect<string>
   /** At most `max` bytes from `offset`, and the offset after them (whole UTF-8 characters only). */
   readonly readFrom: (attempt: string, stream: OutputStream, offset: number, max: number) => Effect.Effect<{ readonly text: string; readonly next: number }>
+  /** Every attempt that has output files here. */
+  readonly attempts: Effect.Effect<ReadonlyArray<string>>
+  /** Removes an attempt's files (none there: nothing to do). */
+  readonly remove: (attempt: string) => Effect.Effect<void>
 }
 
 export class RunFiles extends Context.Tag("svc/RunFiles")<RunFiles, RunFilesService>() {}

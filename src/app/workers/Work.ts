@@ -133,6 +133,10 @@ export const makeWork = (side: WorkSide, call: Call) =>
                 running.delete(work.attempt)
                 changes++
               })
+            ).pipe(
+              // Its output went to the owner with the heartbeats and the report; a stopped or
+              // superseded attempt's is not wanted. The copy here goes (docs/runs.md, "Output").
+              Effect.andThen(side.files.remove(work.attempt))
             )
           ),
           Effect.forkDaemon

@@ -108,6 +108,7 @@ const show = Command.make("show", { run: runArg, json }, ({ json, run }) =>
     for (const a of r.attemptRecords) lines.push(`attempt ${a.id} on ${a.hostName}: ${a.state}${a.reason === null ? "" : ` (${a.reason})`}${a.holdsSlot ? "; holds a slot" : ""}`)
     if (r.state === "succeeded") lines.push(`result: ${JSON.stringify(r.result)}`)
     if (r.error !== null) lines.push(`error: ${r.error}`)
+    if (r.output.removed === true) lines.push(`output: removed (the run is no longer kept in memory, and its output files went with it)`)
     if (r.output.stdout !== "") lines.push(`stdout (${r.output.attempt}):`, ...r.output.stdout.replace(/\n$/, "").split("\n").map((l) => `  ${l}`))
     if (r.output.stderr !== "") lines.push(`stderr (${r.output.attempt}):`, ...r.output.stderr.replace(/\n$/, "").split("\n").map((l) => `  ${l}`))
     yield* printLines(lines)

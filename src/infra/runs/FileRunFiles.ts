@@ -48,6 +48,18 @@ export const make = (dir: string): RunFilesService => {
         while (start > 0 && i < bytes.length && (bytes[i]! & 0xc0) === 0x80) i++
         return bytes.subarray(i).toString("utf8")
       }),
+    attempts: Effect.promise(async () => {
+      await ready
+      const names = await fs.readdir(dir).catch(() => [] as Array<string>)
+      const ids = new Set<string>()
+      for (const name of names) {
+        const m = /^(.+)\.(stdout|stderr)$/.exec(name)
+        if (m !== null && SAFE.test(m[1]!)) ids.add(m[1]!)
+      }
+      return [...ids]
+    }),
+    remove: (attempt) =>
+      Effect.promise(() => Promise.all([fs.rm(file(attempt, "stdout"), { force: true }), fs.rm(file(attempt, "stderr"), { force: true })]).then(() => undefined)),
     readFrom: (attempt, stream, offset, max) =>
       Effect.promise(async () => {
         const bytes = whole(await readRange(file(attempt, stream), offset, max))

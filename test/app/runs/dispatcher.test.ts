@@ -5,7 +5,7 @@
  * the 30 s claim deadline), at both sides of each bound. Child processes run in real time;
  * a test waits for what they cause (a report wakes `wait`), never for a clock.
  */
-import { mkdtempSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readdirSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
@@ -20,8 +20,9 @@ import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
 import { Journal, layerMemory, makeMemory } from "../../../src/app/journal/Journal.js"
 import { layer as projectionsLayer, layerFrom as projectionsFrom, Projections } from "../../../src/app/journal/Projections.js"
 import { foldJournal } from "../../../src/app/journal/Replay.js"
-import { Dispatcher, type OwnerHostSettings, type RunDetail } from "../../../src/app/runs/Dispatcher.js"
+import { Dispatcher, OwnerHost, type OwnerHostSettings, type RunDetail } from "../../../src/app/runs/Dispatcher.js"
 import { JobNotRunnable, type ResolvedJob } from "../../../src/app/runs/JobCatalog.js"
+import { RunFiles } from "../../../src/app/runs/RunFiles.js"
 import { layerWithRuns, Owner, OwnerAddress } from "../../../src/app/workers/Owner.js"
 import type { WorkerRequest, WorkerResponse } from "../../../src/app/workers/Protocol.js"
 import { canonicalState, initialStateRetaining } from "../../../src/domain/journal/OwnerState.js"
@@ -29,6 +30,8 @@ import type { Candidate } from "../../../src/domain/placement/Placement.js"
 import * as RunDecide from "../../../src/domain/runs/Decide.js"
 import * as NodeHashing from "../../../src/infra/journal/NodeHashing.js"
 import * as SqliteJournal from "../../../src/infra/journal/SqliteJournal.js"
+import * as ChildExecutor from "../../../src/infra/runs/ChildExecutor.js"
+import * as FileRunFiles from "../../../src/infra/runs/FileRunFiles.js"
 import { formatValidators } from "../../../src/infra/manifest/FormatValidators.js"
 import * as NodeEntropy from "../../../src/infra/workers/NodeEntropy.js"
 import { runsDeps } from "../../support/runs.js"
@@ -95,7 +98,7 @@ const host: OwnerHostSettings = {
   withSlot: (effect) => effect
 }
 
-const ownerOn = <E>(journal: Layer.Layer<Journal, E>, projections: typeof projectionsLayer = projectionsLayer) => layerWithRuns.pipe(
+const ownerOn = <E>(journal: Layer.Layer<Journal, E>, projections: typeof projectionsLayer = projectionsLayer, deps = runsDeps(host)) => layerWithRuns.pipe(
   Layer.provideMerge(projections),
   Layer.provideMerge(
     Layer.mergeAll(
@@ -103,7 +106,7 @@ const ownerOn = <E>(journal: Layer.Layer<Journal, E>, projections: typeof projec
       Layer.succeed(Checkpoints, { write: () => Effect.void, latest: Effect.succeed(undefined) }),
       NodeHashing.layer,
       NodeEntropy.layer,
-      runsDeps(host),
+      deps,
       Layer.succeed(OwnerAddress, { url: "https://owner.test:7443", fingerprint: "ab".repeat(32) })
     )
   )
@@ -292,9 +295,12 @@ describe("runs kept in memory", () => {
       const dispatcher = yield* Dispatcher
       const w = yield* linked("lab-1")
       yield* advertise(w)
+      const files = yield* RunFiles
       const done: Array<{ runId: string; id: string }> = []
       for (let i = 0; i < 5; i++) {
         const r = yield* runningOn(w)
+        // Output, as its heartbeats would bring it.
+        yield* files.append(r.id, "stdout", `working on ${i}\n`)
         ok(yield* report(w, r.id), "ack")
         done.push(r)
       }
@@ -307,6 +313,11 @@ describe("runs kept in memory", () => {
       const shown = yield* show(first!.runId)
       expect(shown).toMatchObject({ id: first!.runId, state: "succeeded", host: "lab-1", result: { text: "hi", length: 2 }, explanation: "placed on worker 'lab-1'; excluded: owner (eligibility: lacks label gpu=true)" })
       expect(shown.attemptRecords).toEqual([expect.objectContaining({ id: first!.id, host: w.workerId, hostName: "lab-1", state: "reported", holdsSlot: false })])
+      // The output of forgotten runs is removed with them; that of runs kept stays.
+      expect(shown.output).toEqual({ attempt: first!.id, stdout: "", stderr: "", removed: true })
+      yield* until("the forgotten runs' output removed", files.attempts, (ids) => ids.length === 3)
+      expect([...(yield* files.attempts)].sort()).toEqual(done.slice(2).map((r) => r.id).sort())
+      expect((yield* show(done[4]!.runId)).output).toEqual({ attempt: done[4]!.id, stdout: "working on 4\n", stderr: "", removed: false })
       expect(yield* dispatcher.wait(first!.runId, 60_000)).toMatchObject({ id: first!.runId, state: "succeeded" })
       const before = [yield* head, yield* sequence]
       expect(yield* Effect.flip(dispatcher.stop(first!.runId, "operator"))).toMatchObject({ code: "run-finished", message: `run ${first!.runId} has already succeeded` })
@@ -341,6 +352,18 @@ describe("runs kept in memory", () => {
       expect(yield* Effect.flip(dispatcher.list({ limit: -1 }))).toMatchObject({ code: "bad-filter" })
     }).pipe(Effect.provide(TestOwner))
   )
+
+  it.effect("at start, output files of runs the owner does not keep (forgotten while it was down) are removed", () => {
+    const dir = mkdtempSync(join(tmpdir(), "svc-dispatcher-out-"))
+    writeFileSync(join(dir, "rGone1.1.stdout"), "old output\n")
+    writeFileSync(join(dir, "rGone1.2.stderr"), "old errors\n")
+    const deps = Layer.mergeAll(ChildExecutor.layer, FileRunFiles.layer(dir), Layer.succeed(OwnerHost, host))
+    return Effect.gen(function* () {
+      const files = yield* RunFiles
+      yield* until("the stray output removed", files.attempts, (ids) => ids.length === 0)
+      expect(readdirSync(dir)).toEqual([])
+    }).pipe(Effect.provide(ownerOn(layerMemory, projectionsLayer, deps)))
+  })
 
   it.effect("a run in flight is kept however many runs settle after it", () =>
     Effect.gen(function* () {

@@ -156,9 +156,15 @@ describe("the worker side of runs", () => {
         // The owner takes its time to answer the report; the worker's other slot claims meanwhile.
         return Effect.as(Effect.sleep(Duration.millis(600)), ack()).pipe(Effect.ensuring(Effect.sync(() => void (reporting = false))))
       })
-      const w = yield* makeWork(sideWith(slots, ChildExecutor.make()), o.call)
+      const side = sideWith(slots, ChildExecutor.make())
+      const w = yield* makeWork(side, o.call)
       const f = yield* Effect.fork(w.session(1))
       yield* until("the report is answered", () => o.calls.some((r) => r.kind === "report") && !reporting && w.running().length === 0)
+      // Its output went with the report: the worker's copy is gone.
+      const report = o.calls.find((r): r is Extract<WorkerRequest, { kind: "report" }> => r.kind === "report")!
+      expect(report.output).toMatchObject({ attempt: "rL.1" })
+      yield* until("its files are removed", () => !fs.existsSync(side.files.paths("rL.1").stdout) && !fs.existsSync(side.files.paths("rL.1").stderr))
+      expect(yield* side.files.attempts).toEqual([])
       const claims = o.calls.filter((r): r is Extract<WorkerRequest, { kind: "claim" }> => r.kind === "claim")
       expect(claims.every((c) => c.running !== undefined)).toBe(true)
       expect(claims[0]!.running).toEqual([])
@@ -184,6 +190,8 @@ describe("the worker side of runs", () => {
       yield* until("it stopped", () => w.running().length === 0)
       expect(() => process.kill(pid, 0)).toThrow()
       expect(o.reports).toEqual([])
+      // A stopped attempt's output is not wanted: the copy here is gone too.
+      yield* until("its files are removed", () => !fs.existsSync(stderr))
       // Its slot is free again (once the claims stop taking it).
       yield* Fiber.interrupt(f)
       yield* slots.take(1)
