@@ -43,6 +43,9 @@ const MAX_DELTA = 65_536
 export const makeWork = (side: WorkSide, call: Call) =>
   Effect.gen(function* () {
     const running = new Map<string, Running>()
+    // Nothing runs yet for this owner in this process: output files here are left from a process
+    // that ended while running (its attempts are placed again, their output is not wanted).
+    for (const attempt of yield* side.files.attempts) yield* side.files.remove(attempt)
     let fence = 0
     /**
      * Changes to the set of running attempts (a start, an end), and how many of them the last

@@ -174,6 +174,18 @@ describe("the worker side of runs", () => {
     })
   )
 
+  it.live("removes output files left by a process that ended while running, before it claims", () =>
+    Effect.gen(function* () {
+      const slots = yield* Effect.makeSemaphore(1)
+      const side = sideWith(slots, ChildExecutor.make())
+      yield* side.files.append("rOld.1", "stdout", "half of it\n")
+      yield* side.files.append("rOld.2", "stderr", "crashed\n")
+      expect([...(yield* side.files.attempts)].sort()).toEqual(["rOld.1", "rOld.2"])
+      yield* makeWork(side, owner("N", 0, 0).call)
+      expect(yield* side.files.attempts).toEqual([])
+    })
+  )
+
   it.live("stops an attempt the owner says to stop: its child is gone and it is not reported", () =>
     Effect.gen(function* () {
       const slots = yield* Effect.makeSemaphore(1)
