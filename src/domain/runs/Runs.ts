@@ -92,7 +92,7 @@ export interface RunsState {
    * two generations of at most `retain` each. When the newer one fills up, the runs of the older
    * one are forgotten (dropped from `runs`; their streams stay in the journal, where `svc runs
    * show` reads them) and the newer one becomes the older. So memory holds every run in flight
-   * and the `retain` to `2 x retain` most recently settled ones, whatever the journal's length.
+   * and the `retain` to `2 x retain - 1` most recently settled ones, whatever the journal's length.
    * Decided by the fold from events alone: live and replayed states forget the same runs.
    */
   readonly settled: HashSet.HashSet<string>
