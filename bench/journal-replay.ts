@@ -4,10 +4,16 @@
  * same table, in the same run.
  *
  *   npx vite-node bench/journal-replay.ts [--events 1000000] [--workers 20000] [--rounds 3] [--seed 1]
+ *   npx vite-node bench/journal-replay.ts --corpus runs [--events 1000000] [--fleet 100]
  *
  * Corpus: a journal file made by the real migrations and filled directly with better-sqlite3
  * (rows from `payloadOf`, as the adapter writes them); generated once from a seeded PRNG and
  * kept in bench/.tmp/ (git-ignored), so later runs skip it. Generation is not measured.
+ * `--corpus runs`: instead of the worker protocol's events, runs as an owner journals them, made
+ * by the real pure deciders: for each job RunSubmitted + PlacementDecided over `--fleet` workers
+ * and the owner (packed, as stored), AttemptStarted (the claim), AttemptReported (2% failed):
+ * what startup folds on an owner that has run many jobs, and where retention (docs/runs.md,
+ * "Runs kept in memory") bounds the memory the fold ends with. The phase split is not run there.
  * Baseline ("raw"): `prepare(SELECT ... ORDER BY sequence).iterate()` + `JSON.parse(payload)`
  * per row.
  * Measured ("fold"): `foldJournal` (src/app/journal/Replay.ts) over the SQLite adapter
@@ -43,9 +49,14 @@ import {
   inviteStream,
   workerStream,
   type Envelope,
-  type EventType
+  type EventType,
+  type PlacementDecided,
+  type RunJob
 } from "../src/domain/journal/Events.js"
 import { evolve, initialState } from "../src/domain/journal/OwnerState.js"
+import type { Candidate } from "../src/domain/placement/Placement.js"
+import { decideClaim, decideReport, decideSubmitAndPlace, type RunDecision, type RunRejection } from "../src/domain/runs/Decide.js"
+import { evolveRuns, initialRuns } from "../src/domain/runs/Runs.js"
 import { upcast } from "../src/domain/journal/Upcasting.js"
 import { layer, layerStore, payloadOf, type StoredRow } from "../src/infra/journal/SqliteJournal.js"
 import { prng } from "./prng.js"
@@ -53,13 +64,16 @@ import { Database, arg, fmt, median, printMachine } from "./support.js"
 
 const EVENTS = arg("events", 1_000_000)
 const WORKERS = arg("workers", 20_000)
+const CORPUS = process.argv.includes("--corpus") ? process.argv[process.argv.indexOf("--corpus") + 1] : "workers"
+if (CORPUS !== "workers" && CORPUS !== "runs") throw new Error(`--corpus is workers or runs, not ${CORPUS}`)
+const FLEET = arg("fleet", 100)
 const ROUNDS = arg("rounds", 3)
 const SEED = arg("seed", 1)
 const TARGET = 0.5
 const SAMPLE_EVERY = 10_000
 
 const here = dirname(fileURLToPath(import.meta.url))
-const corpusFile = join(here, ".tmp", `journal-replay-${EVENTS}-${WORKERS}-${SEED}.sqlite`)
+const corpusFile = join(here, ".tmp", CORPUS === "runs" ? `journal-replay-runs-${EVENTS}-${FLEET}-${SEED}.sqlite` : `journal-replay-${EVENTS}-${WORKERS}-${SEED}.sqlite`)
 
 const SELECT_ALL = "SELECT sequence, stream, stream_version, type, schema_version, payload, recorded_at FROM events ORDER BY sequence"
 
@@ -174,6 +188,89 @@ const generate = async (file: string): Promise<{ readonly types: Record<string, 
   return { types, v1 }
 }
 
+/** Writes about EVENTS events of runs (4 per job), each job decided by the real deciders over a fleet of FLEET workers. */
+const generateRuns = async (file: string): Promise<{ readonly types: Record<string, number>; readonly v1: number }> => {
+  await Effect.runPromise(Effect.scoped(Effect.provide(Effect.void, layerStore(file))))
+  const rnd = prng(SEED)
+  const db = new Database(file)
+  db.pragma("journal_mode = WAL")
+  db.pragma("synchronous = OFF")
+  const insert = db.prepare(
+    "INSERT INTO events (sequence, stream, stream_version, type, schema_version, payload, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+  )
+  type Row = readonly [number, string, number, string, number, string, number]
+  let batch: Array<Row> = []
+  const flush = db.transaction((rows: ReadonlyArray<Row>) => {
+    for (const r of rows) insert.run(...r)
+  })
+  const types: Record<string, number> = {}
+  const job: RunJob = {
+    address: "bench:noop@1.0.0",
+    bag: "bench",
+    job: "noop",
+    digest: `sha256:${"b".repeat(64)}`,
+    executor: "node",
+    remoteEligible: true,
+    ownerOnly: [],
+    requiredLabels: ["pool=bench"],
+    requiredBins: [],
+    bounds: [],
+    timeoutMs: null
+  }
+  // The owner lacks pool=bench: every job goes to a worker, as in bench/dispatch.
+  const owner: Candidate = { id: "owner", name: "owner", isOwner: true, revoked: false, advertisementAlive: true, scope: [], labels: ["arch=x64", "os=linux"], capabilities: ["node", "process"], bins: [], artifacts: [], slots: { capacity: 4, used: 0 } }
+  const fleet: Array<Candidate> = Array.from({ length: FLEET }, (_, i) => ({
+    id: `w${i.toString(36).padStart(10, "0")}`,
+    name: `box-${i}`,
+    isOwner: false,
+    revoked: false,
+    advertisementAlive: true,
+    scope: [],
+    labels: ["arch=x64", "os=linux", "pool=bench", `zone=z${i % 4}`],
+    capabilities: ["node"],
+    bins: [],
+    artifacts: [{ address: job.address, digest: job.digest }],
+    slots: { capacity: 4, used: 0 }
+  }))
+  const NOTES = ["logical quota: none applies (the limits count detached agents; a job run is not one)", "inference endpoint: none (a job run uses no model), so no endpoint capacity and no model were selected"]
+  let runs = initialRuns
+  let sequence = 0
+  let now = 1_750_000_000_000
+  /** Appends a decision as the journal would: against its stream's version, numbered in sequence. */
+  const append = (d: RunDecision | RunRejection) => {
+    if (d._tag === "Rejected") throw new Error(`the corpus's decision was refused: ${d.code}: ${d.message}`)
+    d.events.forEach((event, i) => {
+      const envelope: Envelope = { sequence: ++sequence, stream: d.stream, streamVersion: d.expectedVersion + i + 1, type: event._tag, schemaVersion: CURRENT_VERSION[event._tag], recordedAt: now, event }
+      runs = evolveRuns(runs, envelope)
+      types[event._tag] = (types[event._tag] ?? 0) + 1
+      batch.push([envelope.sequence, envelope.stream, envelope.streamVersion, envelope.type, envelope.schemaVersion, payloadOf(event), now])
+    })
+    if (batch.length >= 20_000) {
+      flush(batch)
+      batch = []
+    }
+    return d.events
+  }
+  for (let n = 0; sequence < EVENTS; n++) {
+    now += 1 + Math.floor(rnd() * 20)
+    const runId = `r${n.toString(36).padStart(10, "0")}`
+    // Each host's slots as a busy fleet shows them: some in use.
+    const candidates = [owner, ...fleet.map((c) => ({ ...c, slots: { capacity: 4, used: Math.floor(rnd() * 4) } }))]
+    const placed = append(
+      decideSubmitAndPlace({ runId, job, input: { t: now, n }, preferredLabels: [], actor: "bench", now, candidates, quotas: { logical: null, endpoint: null }, notes: NOTES }, runs)
+    ).find((e): e is PlacementDecided => e._tag === "PlacementDecided")
+    const host = placed?.host
+    if (host === undefined || host === null) throw new Error(`run ${runId} was not placed`)
+    append(decideClaim({ workerId: host, scope: [], fence: 1, runId, attempt: 1, now }, runs))
+    const ok = rnd() >= 0.02
+    append(decideReport({ host, scope: [], runId, attempt: 1, ok, result: ok ? {} : null, error: ok ? null : "exit 1", exitCode: ok ? 0 : 1, now }, runs))
+  }
+  flush(batch)
+  db.pragma("wal_checkpoint(TRUNCATE)")
+  db.close()
+  return { types, v1: 0 }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The two workloads, each run in a child process
 
@@ -185,6 +282,8 @@ interface Measurement {
   readonly baseHeapMb: number
   readonly workers: number
   readonly audit: number
+  readonly runsKept: number
+  readonly runsForgotten: number
 }
 
 const mb = (bytes: number) => bytes / 1024 / 1024
@@ -216,7 +315,7 @@ const runRaw = (): Measurement => {
   memory.sample()
   db.close()
   if (sink !== events) throw new Error("every payload has an at")
-  return { events, ms, ...memory.result(), workers: 0, audit: 0 }
+  return { events, ms, ...memory.result(), workers: 0, audit: 0, runsKept: 0, runsForgotten: 0 }
 }
 
 let sampleHeap = (): void => {}
@@ -230,7 +329,15 @@ const runFold = (): Promise<Measurement> =>
       const { state, events } = yield* foldJournal()
       const ms = performance.now() - started
       memory.sample()
-      return { events, ms, ...memory.result(), workers: HashMap.size(state.registry.workers), audit: state.audit.length }
+      return {
+        events,
+        ms,
+        ...memory.result(),
+        workers: HashMap.size(state.registry.workers),
+        audit: state.audit.length,
+        runsKept: HashMap.size(state.runs.runs),
+        runsForgotten: state.runs.forgotten
+      }
     }).pipe(
       // The heap is sampled after each page read (PAGE = SAMPLE_EVERY events), by a Journal that
       // passes reads through to the adapter. (Hooks at every 10,000th sequence did this before,
@@ -326,7 +433,7 @@ const main = async () => {
     const partial = `${corpusFile}.partial`
     rmSync(partial, { force: true })
     const started = performance.now()
-    const { types, v1 } = await generate(partial)
+    const { types, v1 } = await (CORPUS === "runs" ? generateRuns(partial) : generate(partial))
     renameSync(partial, corpusFile)
     console.log(`  generated   ${fmt(EVENTS)} events in ${((performance.now() - started) / 1000).toFixed(1)} s (not measured)`)
     console.log(`              ${Object.entries(types).map(([t, n]) => `${t} ${fmt(n)}`).join(", ")}; ${fmt(v1)} advertisements stored at version 1`)
@@ -376,7 +483,15 @@ const main = async () => {
       `${`${fmt(median(raws.map((m) => m.peakRssMb)))} / ${fmt(median(raws.map((m) => m.peakHeapMb)))} MB`.padStart(19)}   ` +
       `${`${fmt(median(folds.map((m) => m.peakRssMb)))} / ${fmt(median(folds.map((m) => m.peakHeapMb)))} MB`.padStart(20)}`
   )
-  console.log(`  (heap before the fold: ${fmt(median(folds.map((m) => m.baseHeapMb)))} MB; folded state: ${fmt(folds[0]!.workers)} workers, ${fmt(folds[0]!.audit)} audit rows)`)
+  console.log(
+    `  (heap before the fold: ${fmt(median(folds.map((m) => m.baseHeapMb)))} MB; folded state: ${fmt(folds[0]!.workers)} workers, ${fmt(folds[0]!.audit)} audit rows, ` +
+      `${fmt(folds[0]!.runsKept)} runs kept, ${fmt(folds[0]!.runsForgotten)} forgotten)`
+  )
+  const verdict = () => {
+    console.log(`\n  result: fold ${fmt(foldRate)} events/s = ${ratio.toFixed(2)} x raw iterate + JSON.parse (${fmt(rawRate)}/s); target >= ${TARGET} x: ${ratio >= TARGET ? "PASS" : "FAIL"}`)
+    process.exitCode = ratio >= TARGET ? 0 : 1
+  }
+  if (CORPUS === "runs") return verdict()
 
   const phases = inChild<Record<string, number>>("phases")
   const per = (ms: number) => `${ms.toFixed(0).padStart(7)} ms  ${((ms * 1000) / stats.n).toFixed(2).padStart(6)} us/event`
@@ -388,8 +503,7 @@ const main = async () => {
   console.log(`    fold: Schema decode                    ${per(phases["decode"]!)}`)
   console.log(`    fold: evolve                           ${per(phases["evolve"]!)}`)
 
-  console.log(`\n  result: fold ${fmt(foldRate)} events/s = ${ratio.toFixed(2)} x raw iterate + JSON.parse (${fmt(rawRate)}/s); target >= ${TARGET} x: ${ratio >= TARGET ? "PASS" : "FAIL"}`)
-  process.exitCode = ratio >= TARGET ? 0 : 1
+  verdict()
 }
 
 const childAt = process.argv.indexOf("--child")
