@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest"
 import fc from "fast-check"
 import { CURRENT_VERSION, type Envelope, type Event } from "../../../src/domain/journal/Events.js"
 import { canonicalState, evolve, fold, initialState } from "../../../src/domain/journal/OwnerState.js"
+import { stateFromCanonical, type CanonicalState } from "../../../src/domain/journal/Snapshot.js"
 import { advertised, invited, joined, revoked, rotated, rotationRequested, session } from "../../support/events.js"
 
 const event: fc.Arbitrary<Event> = fc.oneof(
@@ -32,6 +33,10 @@ describe("fold", () => {
         const whole = fold(first, es.slice(cut))
         expect(text(whole)).toBe(text(stepwise))
         expect(text(first)).toBe(before)
+        // From the snapshot of the state at the cut (its canonical JSON, as text), the same.
+        const restored = stateFromCanonical(JSON.parse(before) as CanonicalState)
+        expect(text(restored)).toBe(before)
+        expect(text(fold(restored, es.slice(cut)))).toBe(text(stepwise))
       }),
       { numRuns: 300 }
     )

@@ -12,6 +12,7 @@ import * as Schema from "effect/Schema"
 import { describe, expect, it } from "vitest"
 import { CURRENT_VERSION, Event, type Envelope, type PlacementDecided, type RunJob } from "../../../src/domain/journal/Events.js"
 import { canonicalState, evolve, fold, initialState, initialStateRetaining, type OwnerState } from "../../../src/domain/journal/OwnerState.js"
+import { stateFromCanonical, type CanonicalState } from "../../../src/domain/journal/Snapshot.js"
 import type { Candidate } from "../../../src/domain/placement/Placement.js"
 import { auditPlacement } from "../../../src/domain/runs/AuditPlacement.js"
 import * as D from "../../../src/domain/runs/Decide.js"
@@ -671,6 +672,8 @@ const decisionFor = (c: Command, s: OwnerState, runIds: ReadonlyArray<string>, n
 }
 
 const text = (s: OwnerState) => JSON.stringify(canonicalState(s))
+/** Each host's held attempts as a set (a snapshot makes them again in submission order, the fold in placement order). */
+const heldSets = (s: OwnerState) => [...HashMap.entries(s.runs.held)].map(([host, ids]) => [host, [...ids].sort()] as const).sort(([a], [b]) => (a < b ? -1 : 1))
 const entries = <V>(m: HashMap.HashMap<string, V>) => JSON.stringify([...HashMap.entries(m)].sort(([a], [b]) => (a < b ? -1 : 1)))
 
 /** The physical ledger and the held index against the attempts themselves; one counting attempt per run. */
@@ -754,6 +757,14 @@ describe.each([
         expect(text(whole)).toBe(text(s))
         expect(entries(whole.runs.held)).toBe(entries(s.runs.held))
         expect(text(first)).toBe(before)
+        // Restored from its snapshot (canonical JSON, through text), the state at the cut is the
+        // same, indexes included, and folding the rest from it ends where the whole fold does.
+        const restored = stateFromCanonical(JSON.parse(before) as CanonicalState)
+        expect(text(restored)).toBe(before)
+        expect([entries(restored.runs.open), entries(restored.runs.pending), heldSets(restored)]).toEqual([entries(first.runs.open), entries(first.runs.pending), heldSets(first)])
+        const resumed = fold(restored, all.slice(cut))
+        expect(text(resumed)).toBe(text(s))
+        expect([entries(resumed.runs.open), entries(resumed.runs.pending), heldSets(resumed)]).toEqual([entries(s.runs.open), entries(s.runs.pending), heldSets(s)])
       }),
       { numRuns: 200 }
     )
