@@ -81,6 +81,27 @@ describe("svc serve configuration", () => {
   })
 })
 
+describe("start-up", () => {
+  it("a runtime stopped cleanly starts again from its snapshot, folding only what came after it", async () => {
+    const home = tempDir("svc-cfg-snapshot-")
+    // The line comes just after the owner route's, which is what startServe waits for.
+    const said = (p: Awaited<ReturnType<typeof startServe>>, line: string) =>
+      waitFor(`svc serve ${p.name} to say how it started`, async () => p.output(), (out) => out.includes("svc serve: projections"), { timeoutMs: 5_000, everyMs: 50 }).then((r) =>
+        expect(r.value).toContain(line)
+      )
+    const first = await startServe("first", home, transcript)
+    await said(first, "svc serve: projections rebuilt from the whole journal (0 events)")
+    expect((await svc(["workers", "invite", "--name", "lab-1"], { cwd: home, home })).code).toBe(0)
+    expect((await first.stop()).code).toBe(0)
+    // The clean stop wrote a checkpoint at the invite, with the projections as its snapshot.
+    const second = await startServe("second", home, transcript)
+    await said(second, "svc serve: projections from the snapshot at sequence 1 and the 0 events after it")
+    const invites = await svc(["journal", "replay", "--json"], { cwd: home, home })
+    expect(JSON.parse(invites.stdout)).toMatchObject({ checkpoint: { sequence: 1, matches: true }, owner: { compared: true, matches: true }, divergences: [] })
+    await second.stop()
+  }, 60_000)
+})
+
 describe("one runtime per $SVC_HOME", () => {
   it("refuses to start a second svc serve on a home whose runtime is running", async () => {
     const home = tempDir("svc-cfg-twice-")

@@ -18,7 +18,8 @@ import type { Decision, Rejection } from "../../domain/workers/Decide.js"
 import type { Registry } from "../../domain/workers/Registry.js"
 import { Checkpoints, type Checkpoint } from "./Checkpoints.js"
 import { Journal, type JournalError, StreamConflict } from "./Journal.js"
-import { foldJournal, stateDigest } from "./Replay.js"
+import { foldJournal, snapshotOf } from "./Replay.js"
+import { startState } from "./StartSnapshot.js"
 import type { Hashing } from "./Hashing.js"
 
 export type AnyDecision = Decision | RunDecision
@@ -44,17 +45,28 @@ export interface ProjectionsService {
    * forgotten (docs/runs.md, "Runs kept in memory"); undefined when the journal has no such run.
    */
   readonly readRun: (runId: string) => Effect.Effect<RunRecord | undefined, JournalError>
+  /**
+   * How these projections were built at start: from the snapshot at that sequence (null: from
+   * the empty state), then this many events of the journal; `note` says why a snapshot that
+   * was there was not used.
+   */
+  readonly started: { readonly snapshot: number | null; readonly events: number; readonly note: string | null }
 }
 
 export class Projections extends Context.Tag("svc/Projections")<Projections, ProjectionsService>() {}
 
 const CONFLICT_RETRIES = 5
 
-/** The projections folded from `from` (the empty state; tests start from one keeping fewer settled runs). */
+/**
+ * The projections, from the last snapshot (StartSnapshot.ts) or else from `from` (the empty
+ * state; tests start from one keeping fewer settled runs), with the journal after it folded on.
+ */
 export const makeFrom = (from: OwnerState) => Effect.gen(function* () {
   const journal = yield* Journal
   const checkpoints = yield* Checkpoints
-  const { state: rebuilt } = yield* foldJournal(new Map(), from)
+  const start = yield* startState(from)
+  const { state: rebuilt, events } = yield* foldJournal(new Map(), start.state)
+  const started = { snapshot: start.snapshot, events, note: start.note }
   // Commits may finish in any order; envelopes wait here until they are next in sequence.
   // Each apply replaces it at once (a synchronous step: no other fiber sees half of it).
   let held: { readonly state: OwnerState; readonly waiting: ReadonlyMap<number, Envelope> } = { state: rebuilt, waiting: new Map() }
@@ -96,8 +108,10 @@ export const makeFrom = (from: OwnerState) => Effect.gen(function* () {
 
   const checkpoint = Effect.gen(function* () {
     const s = yield* state
-    const c: Checkpoint = { sequence: s.sequence, digest: yield* stateDigest(s), writtenAt: yield* Clock.currentTimeMillis }
-    yield* checkpoints.write(c)
+    const { text, digest } = yield* snapshotOf(s)
+    const c: Checkpoint = { sequence: s.sequence, digest, writtenAt: yield* Clock.currentTimeMillis }
+    // The canonical JSON digested is also the snapshot the next start begins from.
+    yield* checkpoints.write(c, text)
     return c
   })
 
@@ -109,7 +123,7 @@ export const makeFrom = (from: OwnerState) => Effect.gen(function* () {
       return Option.getOrUndefined(HashMap.get(runs.runs, runId))
     })
 
-  return Projections.of({ state, current, execute, executeOn, checkpoint, readRun })
+  return Projections.of({ state, current, execute, executeOn, checkpoint, readRun, started })
 })
 
 export const make = makeFrom(initialState)

@@ -64,9 +64,19 @@ export const auditPlacements = Effect.gen(function* () {
  */
 export const PROJECTION_FORM = "p3"
 
-const digestOf = (hashing: Hashing["Type"], state: OwnerState) => `${PROJECTION_FORM}:${hashing.sha256Hex(JSON.stringify(canonicalState(state)))}`
+/** The digest of a canonical JSON text, with the form's prefix. */
+export const digestOfText = (hashing: Hashing["Type"], text: string) => `${PROJECTION_FORM}:${hashing.sha256Hex(text)}`
+
+const digestOf = (hashing: Hashing["Type"], state: OwnerState) => digestOfText(hashing, JSON.stringify(canonicalState(state)))
 
 export const stateDigest = (state: OwnerState) => Effect.map(Hashing, (h) => digestOf(h, state))
+
+/** The projections' canonical JSON and its digest: what a checkpoint writes, text and all (a snapshot). */
+export const snapshotOf = (state: OwnerState) =>
+  Effect.map(Hashing, (h) => {
+    const text = JSON.stringify(canonicalState(state))
+    return { text, digest: digestOfText(h, text) }
+  })
 
 /**
  * Folds the whole journal; `at` is called with the state after each sequence it names. One

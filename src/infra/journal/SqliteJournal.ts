@@ -362,11 +362,17 @@ export const make = (filename: string) =>
 export const makeCheckpoints = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   return Checkpoints.of({
-    write: (c) =>
-      sql`INSERT OR REPLACE INTO checkpoints (sequence, digest, written_at) VALUES (${c.sequence}, ${c.digest}, ${c.writtenAt})`.pipe(
-        Effect.asVoid,
-        Effect.mapError(ioError("writing a checkpoint"))
-      ),
+    write: (c, state) =>
+      Effect.gen(function* () {
+        yield* sql`INSERT OR REPLACE INTO checkpoints (sequence, digest, written_at) VALUES (${c.sequence}, ${c.digest}, ${c.writtenAt})`
+        if (state === undefined) return
+        yield* sql`DELETE FROM snapshots`
+        yield* sql`INSERT INTO snapshots (sequence, digest, state) VALUES (${c.sequence}, ${c.digest}, ${state})`
+      }).pipe(sql.withTransaction, Effect.asVoid, Effect.mapError(ioError("writing a checkpoint"))),
+    snapshot: sql<{ sequence: number; digest: string; state: string }>`SELECT sequence, digest, state FROM snapshots ORDER BY sequence DESC LIMIT 1`.pipe(
+      Effect.map((rows) => rows[0]),
+      Effect.mapError(ioError("reading the snapshot"))
+    ),
     latest: sql<{ sequence: number; digest: string; written_at: number }>`
       SELECT sequence, digest, written_at FROM checkpoints ORDER BY sequence DESC LIMIT 1`.pipe(
       Effect.map((rows) => (rows[0] === undefined ? undefined : { sequence: rows[0].sequence, digest: rows[0].digest, writtenAt: rows[0].written_at })),

@@ -27,5 +27,16 @@ export const migrations = {
         digest TEXT NOT NULL,
         written_at INTEGER NOT NULL
       )`
+  }),
+  // The projections at a checkpoint, as the canonical JSON its digest is of: the owner starts
+  // from the last one and folds the journal after it. One row: each write replaces it.
+  "0002_snapshots": Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`
+      CREATE TABLE snapshots (
+        sequence INTEGER PRIMARY KEY,
+        digest TEXT NOT NULL,
+        state TEXT NOT NULL
+      )`
   })
 }

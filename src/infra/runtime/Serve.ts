@@ -10,13 +10,14 @@ import type { AddressInfo } from "node:net"
 import * as Console from "effect/Console"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as CheckpointSchedule from "../../app/journal/CheckpointSchedule.js"
-import { layer as projectionsLayer } from "../../app/journal/Projections.js"
+import { layer as projectionsLayer, Projections } from "../../app/journal/Projections.js"
 import { runLink, type LinkStatus } from "../../app/workers/Link.js"
 import { computeOffer, type Offer } from "../../app/workers/Offer.js"
 import { OwnerHost } from "../../app/runs/Dispatcher.js"
@@ -193,6 +194,12 @@ export const serve = (options: ServeOptions) =>
       )
 
       yield* Console.log(`svc serve: owner route ${url}/api/worker (listening on ${options.host}:${address.port})`)
+      const { started } = Context.get(runtime.context, Projections)
+      yield* Console.log(
+        started.snapshot === null
+          ? `svc serve: projections rebuilt from the whole journal (${started.events} events)${started.note === null ? "" : `: ${started.note}`}`
+          : `svc serve: projections from the snapshot at sequence ${started.snapshot} and the ${started.events} events after it`
+      )
       yield* Console.log(`svc serve: TLS certificate sha256 ${tls.fingerprint}`)
       yield* Console.log(`svc serve: admin socket ${options.home}/admin.sock; stop with Ctrl-C`)
       const signal = yield* stopSignal

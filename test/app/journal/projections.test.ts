@@ -124,7 +124,15 @@ describe("live projections equal replayed projections", () => {
       expect(Either.isLeft(stale) && stale.left._tag).toBe("StreamConflict")
       expect(yield* journal.head).toBe(1)
       expect(JSON.stringify(canonicalState(yield* projections.state))).toBe(before)
-    }).pipe(Effect.provide(projectionsLayer.pipe(Layer.provideMerge(layerMemory), Layer.provideMerge(Layer.succeed(Checkpoints, { write: () => Effect.void, latest: Effect.succeed(undefined) })))))
+    }).pipe(
+      Effect.provide(
+        projectionsLayer.pipe(
+          Layer.provideMerge(layerMemory),
+          Layer.provideMerge(Layer.succeed(Checkpoints, { write: () => Effect.void, latest: Effect.succeed(undefined), snapshot: Effect.succeed(undefined) })),
+          Layer.provideMerge(NodeHashing.layer)
+        )
+      )
+    )
   )
 
   it.effect("an advertisement that changes nothing does not grow the journal", () =>
@@ -224,6 +232,65 @@ describe("checkpoints", () => {
   })
 })
 
+describe("start-up from a snapshot", () => {
+  const invite = (id: string, now: number) =>
+    Effect.flatMap(Projections, (p) => p.execute((r) => Decide.decideInvite({ inviteId: id, tokenHash: hash(id), name: id, scope: [], expiresAt: null, actor: "op", now }, r)))
+  /** An owner that did 3 commands, wrote a checkpoint (and its snapshot), then did 2 more. */
+  const history = async (file: string) =>
+    Effect.runPromise(
+      Effect.gen(function* () {
+        yield* invite("a", 1)
+        yield* invite("b", 2)
+        yield* invite("c", 3)
+        yield* (yield* Projections).checkpoint
+        yield* invite("d", 4)
+        yield* invite("e", 5)
+        return JSON.stringify(canonicalState(yield* (yield* Projections).state))
+      }).pipe(Effect.provide(ownerLayer(file)), Effect.scoped)
+    )
+  /** The owner opened again: how it started, and its state as canonical text. */
+  const reopen = (file: string) =>
+    Effect.runPromise(
+      Effect.gen(function* () {
+        const p = yield* Projections
+        return { started: p.started, text: JSON.stringify(canonicalState(yield* p.state)) }
+      }).pipe(Effect.provide(ownerLayer(file)), Effect.scoped)
+    )
+  const whole = async (file: string) => JSON.stringify(canonicalState((await Effect.runPromise(foldJournal().pipe(Effect.provide(sqliteLayer(file)), Effect.scoped))).state))
+  const tamper = (file: string, change: (sql: SqlClient.SqlClient) => Effect.Effect<unknown, unknown>) =>
+    Effect.runPromise(Effect.flatMap(SqlClient.SqlClient, change).pipe(Effect.provide(sqliteLayer(file)), Effect.scoped))
+
+  it("starts from the last snapshot and folds only the events after it, to the state the whole journal gives", async () => {
+    const file = tempFile()
+    const live = await history(file)
+    const again = await reopen(file)
+    expect(again.started).toEqual({ snapshot: 3, events: 2, note: null })
+    expect(again.text).toBe(live)
+    expect(again.text).toBe(await whole(file))
+  })
+
+  it.each([
+    ["a snapshot whose text does not match its digest", (sql: SqlClient.SqlClient) => sql`UPDATE snapshots SET state = replace(state, '"lab"', '"lab"') || ' '`, /does not match its digest/],
+    ["a snapshot of an earlier form of the projections", (sql: SqlClient.SqlClient) => sql`UPDATE snapshots SET digest = 'p2:' || substr(digest, 4)`, /earlier form/],
+    ["a snapshot past the journal's end", (sql: SqlClient.SqlClient) => sql`UPDATE snapshots SET sequence = 99`, /past the journal's end \(5\)/]
+  ] as const)("folds the whole journal instead of %s, and says why", async (_what, change, why) => {
+    const file = tempFile()
+    const live = await history(file)
+    await tamper(file, change)
+    const again = await reopen(file)
+    expect(again.started).toMatchObject({ snapshot: null, events: 5, note: expect.stringMatching(why) })
+    expect(again.text).toBe(live)
+  })
+
+  it("folds the whole journal when there is no snapshot, and a checkpoint writes the one the next start uses", async () => {
+    const file = tempFile()
+    await Effect.runPromise(Effect.zipRight(invite("a", 1), invite("b", 2)).pipe(Effect.provide(ownerLayer(file)), Effect.scoped))
+    expect((await reopen(file)).started).toEqual({ snapshot: null, events: 2, note: null })
+    await Effect.runPromise(Effect.flatMap(Projections, (p) => p.checkpoint).pipe(Effect.provide(ownerLayer(file)), Effect.scoped))
+    expect((await reopen(file)).started).toEqual({ snapshot: 2, events: 0, note: null })
+  })
+})
+
 describe("the checkpoint schedule", () => {
   it.scoped("writes a checkpoint every 5 minutes when the journal moved, and once more at a clean stop", () =>
     Effect.gen(function* () {
@@ -233,7 +300,7 @@ describe("the checkpoint schedule", () => {
       // The store's Checkpoints, wrapped to record each write.
       const recording = Layer.effect(
         Checkpoints,
-        Effect.map(Checkpoints, (c) => Checkpoints.of({ ...c, write: (cp) => Effect.zipRight(Effect.sync(() => written.push(cp.sequence)), c.write(cp)) }))
+        Effect.map(Checkpoints, (c) => Checkpoints.of({ ...c, write: (cp, state) => Effect.zipRight(Effect.sync(() => written.push(cp.sequence)), c.write(cp, state)) }))
       )
       const owner = projectionsLayer.pipe(
         Layer.provideMerge(Layer.merge(recording, Layer.service(Journal))),

@@ -103,7 +103,7 @@ const ownerOn = <E>(journal: Layer.Layer<Journal, E>, projections: typeof projec
   Layer.provideMerge(
     Layer.mergeAll(
       journal,
-      Layer.succeed(Checkpoints, { write: () => Effect.void, latest: Effect.succeed(undefined) }),
+      Layer.succeed(Checkpoints, { write: () => Effect.void, latest: Effect.succeed(undefined), snapshot: Effect.succeed(undefined) }),
       NodeHashing.layer,
       NodeEntropy.layer,
       deps,

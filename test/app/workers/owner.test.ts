@@ -23,7 +23,7 @@ const TestOwner = ownerLayer.pipe(
   Layer.provideMerge(
     Layer.mergeAll(
       layerMemory,
-      Layer.succeed(Checkpoints, { write: () => Effect.void, latest: Effect.succeed(undefined) }),
+      Layer.succeed(Checkpoints, { write: () => Effect.void, latest: Effect.succeed(undefined), snapshot: Effect.succeed(undefined) }),
       NodeHashing.layer,
       NodeEntropy.layer,
       runsDeps(),
