@@ -69,8 +69,6 @@ export const digestOfText = (hashing: Hashing["Type"], text: string) => `${PROJE
 
 const digestOf = (hashing: Hashing["Type"], state: OwnerState) => digestOfText(hashing, JSON.stringify(canonicalState(state)))
 
-export const stateDigest = (state: OwnerState) => Effect.map(Hashing, (h) => digestOf(h, state))
-
 /** The projections' canonical JSON and its digest: what a checkpoint writes, text and all (a snapshot). */
 export const snapshotOf = (state: OwnerState) =>
   Effect.map(Hashing, (h) => {
