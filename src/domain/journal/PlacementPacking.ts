@@ -95,13 +95,25 @@ const fail = (what: string): never => {
 const at = <A>(table: ReadonlyArray<A>, i: unknown, what: string): A =>
   typeof i === "number" && Number.isInteger(i) && i >= 0 && i < table.length ? table[i]! : fail(`${what} index ${JSON.stringify(i)} is out of range`)
 
-/** The event's fields again from a packed payload. */
-export const unpackPlacement = (payload: Json): Json => {
+/** A packed payload's tables, checked to be arrays. */
+const tablesOf = (payload: Json) => {
   const { lists, artifacts, exclusions, candidates, verdicts, ...rest } = payload
   if (!Array.isArray(lists) || !Array.isArray(artifacts) || !Array.isArray(exclusions) || !Array.isArray(candidates) || !Array.isArray(verdicts)) {
     return fail("lists, artifacts, exclusions, candidates and verdicts must be arrays")
   }
-  const hosts: Array<Candidate> = candidates.map((row: unknown, i) => {
+  return { lists, artifacts, exclusions, candidates, verdicts, rest }
+}
+
+/** The event's fields again from a packed payload. */
+export const unpackPlacement = (payload: Json): Json => {
+  const { candidates, rest } = tablesOf(payload)
+  return { ...rest, candidates: unpackCandidates(payload), verdicts: unpackVerdicts(payload, (i) => candidates[i] as ReadonlyArray<unknown> | undefined) }
+}
+
+/** The candidates of a packed payload. */
+export const unpackCandidates = (payload: Json): Array<Candidate> => {
+  const { lists, artifacts, candidates } = tablesOf(payload)
+  return candidates.map((row: unknown, i) => {
     if (!Array.isArray(row) || row.length !== 10) return fail(`candidate ${i} is not a row of 10`)
     const [id, name, flags, scope, labels, capabilities, bins, held, capacity, used] = row as Array<unknown>
     return {
@@ -118,16 +130,24 @@ export const unpackPlacement = (payload: Json): Json => {
       slots: { capacity: capacity as number, used: used as number }
     }
   })
-  const judged: Array<Verdict> = verdicts.map((row: unknown, i) => {
+}
+
+/**
+ * The verdicts of a packed payload. A verdict about the candidate in its own place names it by
+ * that candidate's row (`candidateRow(i)`: its id and name are its first two cells), so they
+ * can be read without making the candidates.
+ */
+export const unpackVerdicts = (payload: Json, candidateRow: (i: number) => ReadonlyArray<unknown> | undefined): Array<Verdict> => {
+  const { exclusions, verdicts } = tablesOf(payload)
+  return verdicts.map((row: unknown, i) => {
     if (!Array.isArray(row) || (row.length !== 2 && row.length !== 4) || !Array.isArray(row[0])) return fail(`verdict ${i} is not a row of 2 or 4`)
     const score = row[1] as [number, number] | null
-    const c = hosts[i]
+    const c = row.length === 4 ? undefined : (candidateRow(i) ?? fail(`verdict ${i} has no candidate`))
     return {
-      candidate: row.length === 4 ? (row[2] as string) : (c ?? fail(`verdict ${i} has no candidate`)).id,
-      name: row.length === 4 ? (row[3] as string) : c!.name,
+      candidate: (row.length === 4 ? row[2] : c![0]) as string,
+      name: (row.length === 4 ? row[3] : c![1]) as string,
       exclusions: (row[0] as Array<unknown>).map((x) => at(exclusions, x, "exclusion")),
       score: score === null ? null : { locality: score[0], preference: score[1] }
     }
   })
-  return { ...rest, candidates: hosts, verdicts: judged }
 }

@@ -42,6 +42,9 @@ const PACKED: { readonly [K in EventType]?: { readonly version: number; readonly
   PlacementDecided: { version: 2, pack: packPlacement, unpack: unpackPlacement }
 }
 
+/** The version at which `type` is stored packed, if it is. */
+export const packedVersionOf = (type: EventType): number | undefined => PACKED[type]?.version
+
 /** The payload to store for an event of `type` (its fields, without the tag), at CURRENT_VERSION. */
 export const storedPayload = (type: EventType, fields: Payload): Payload => {
   const packed = PACKED[type]

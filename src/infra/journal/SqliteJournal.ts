@@ -21,11 +21,12 @@ import * as Layer from "effect/Layer"
 import * as RuntimeFlags from "effect/RuntimeFlags"
 import * as Schema from "effect/Schema"
 import { CURRENT_VERSION, Event, type Envelope, type EventType } from "../../domain/journal/Events.js"
-import { storedPayload, upcast } from "../../domain/journal/Upcasting.js"
+import { packedVersionOf, storedPayload, upcast } from "../../domain/journal/Upcasting.js"
 import { fastGuardOf } from "../schema/Guard.js"
 import { Checkpoints } from "../../app/journal/Checkpoints.js"
 import { Journal, JournalError, StreamConflict, type AppendCommand } from "../../app/journal/Journal.js"
 import { migrations } from "./migrations.js"
+import { readPackedPlacement } from "./PackedPlacement.js"
 
 const NONE: ReadonlyArray<Envelope> = []
 
@@ -132,6 +133,14 @@ const eventOf = (type: EventType, payload: Record<string, unknown>): Event => {
   return decodeEvent({ ...payload, _tag: type })
 }
 
+const PLACEMENT_PACKED = packedVersionOf("PlacementDecided")
+
+/** A stored payload as the current event: a packed decision without making its candidates yet (PackedPlacement.ts). */
+const readEvent = (type: EventType, version: number, text: string): Event => {
+  const payload = JSON.parse(text) as Record<string, unknown>
+  return (type === "PlacementDecided" && version === PLACEMENT_PACKED ? readPackedPlacement(payload, text) : undefined) ?? eventOf(type, upcast(type, version, payload))
+}
+
 const envelopeOf = (sequence: number, stream: string, streamVersion: number, type: string, schemaVersion: number, payload: string, recordedAt: number): Envelope => {
   if (!(type in CURRENT_VERSION)) throw new Error(`unknown event type ${type}`)
   const t = type as EventType
@@ -142,7 +151,7 @@ const envelopeOf = (sequence: number, stream: string, streamVersion: number, typ
     type: t,
     schemaVersion: CURRENT_VERSION[t],
     recordedAt,
-    event: eventOf(t, upcast(t, schemaVersion, JSON.parse(payload) as Record<string, unknown>))
+    event: readEvent(t, schemaVersion, payload)
   }
 }
 
