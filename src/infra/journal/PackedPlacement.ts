@@ -55,7 +55,7 @@ const rowsOk = (lists: ReadonlyArray<unknown>, artifacts: ReadonlyArray<unknown>
 }
 
 /**
- * The payload each event not yet asked for its candidates is to make them from. One getter for
+ * The stored text each event not yet asked for its candidates makes them from. One getter for
  * all events, not a closure each: V8 keeps an accessor's function in the object's hidden class,
  * so a closure per event gave every event a hidden class of its own (the fold got slower, and
  * its collector busier, than making the candidates).
