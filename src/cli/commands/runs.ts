@@ -78,7 +78,7 @@ const list = Command.make(
       const forgotten = listed.forgotten ?? 0
       if (json) return yield* printJson({ runs, total, forgotten })
       if (total === 0 && forgotten === 0 && state.length === 0) return yield* Console.log("no runs yet; submit one with: svc run BAG:JOB@VERSION")
-      if (total === 0) yield* Console.log(`no run kept in memory is ${state.join(" or ")}`)
+      if (total === 0 && state.length > 0) yield* Console.log(`no run kept in memory is ${state.join(" or ")}`)
       if (runs.length > 0) yield* printLines(table(["RUN", "JOB", "STATE", "HOST", "ATTEMPTS", "SUBMITTED", "WHY"], runs.map((r) => [r.id, r.address, r.state, r.host ?? "-", String(r.attempts), r.submittedAt, r.error ?? r.explanation ?? ""])))
       if (runs.length < total) yield* Console.log(`the ${runs.length} most recently submitted of ${total} runs${state.length === 0 ? "" : ` ${state.join(" or ")}`}; --limit 0 lists them all`)
       // Older finished runs are in the journal only (docs/runs.md, "Runs kept in memory").
