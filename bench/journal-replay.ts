@@ -94,11 +94,12 @@ interface Worker {
   rotationPending: boolean
 }
 
-/** Writes EVENTS events: invites and joins of WORKERS workers, then their sessions, advertisements, rotations and revocations, interleaved. */
-const generate = async (file: string): Promise<{ readonly types: Record<string, number>; readonly v1: number }> => {
+/**
+ * A new corpus file made by the real migrations, filled directly with better-sqlite3 (no fsync)
+ * in transactions of `batchRows` rows; counts the events written by type.
+ */
+const corpusWriter = async (file: string, batchRows: number) => {
   await Effect.runPromise(Effect.scoped(Effect.provide(Effect.void, layerStore(file))))
-  const rnd = prng(SEED)
-  const pick = <A>(xs: ReadonlyArray<A>): A => xs[Math.floor(rnd() * xs.length)]!
   const db = new Database(file)
   db.pragma("journal_mode = WAL")
   db.pragma("synchronous = OFF")
@@ -111,17 +112,35 @@ const generate = async (file: string): Promise<{ readonly types: Record<string, 
     for (const r of rows) insert.run(...r)
   })
   const types: Record<string, number> = {}
+  return {
+    types,
+    write: (row: Row) => {
+      types[row[3]] = (types[row[3]] ?? 0) + 1
+      batch.push(row)
+      if (batch.length >= batchRows) {
+        flush(batch)
+        batch = []
+      }
+    },
+    close: () => {
+      flush(batch)
+      db.pragma("wal_checkpoint(TRUNCATE)")
+      db.close()
+    }
+  }
+}
+
+/** Writes EVENTS events: invites and joins of WORKERS workers, then their sessions, advertisements, rotations and revocations, interleaved. */
+const generate = async (file: string): Promise<{ readonly types: Record<string, number>; readonly v1: number }> => {
+  const corpus = await corpusWriter(file, 50_000)
+  const rnd = prng(SEED)
+  const pick = <A>(xs: ReadonlyArray<A>): A => xs[Math.floor(rnd() * xs.length)]!
   let v1 = 0
   let sequence = 0
   let now = 1_750_000_000_000
   const write = (stream: string, streamVersion: number, event: Event, stored?: { readonly version: number; readonly payload: string }) => {
     now += 1 + Math.floor(rnd() * 2_000)
-    types[event._tag] = (types[event._tag] ?? 0) + 1
-    batch.push([++sequence, stream, streamVersion, event._tag, stored?.version ?? CURRENT_VERSION[event._tag], stored?.payload ?? payloadOf(event), now])
-    if (batch.length >= 50_000) {
-      flush(batch)
-      batch = []
-    }
+    corpus.write([++sequence, stream, streamVersion, event._tag, stored?.version ?? CURRENT_VERSION[event._tag], stored?.payload ?? payloadOf(event), now])
   }
   const LABELS = ["os=linux", "os=darwin", "arch=x64", "arch=arm64", "gpu=true", "gpu=false", "zone=eu", "zone=us", "tier=batch", "tier=interactive"]
   const CAPABILITIES = ["node", "process", "action", "docker", "python"]
@@ -185,28 +204,14 @@ const generate = async (file: string): Promise<{ readonly types: Record<string, 
       active.splice(index, 1)
     }
   }
-  flush(batch)
-  db.pragma("wal_checkpoint(TRUNCATE)")
-  db.close()
-  return { types, v1 }
+  corpus.close()
+  return { types: corpus.types, v1 }
 }
 
 /** Writes about EVENTS events of runs (4 per job), each job decided by the real deciders over a fleet of FLEET workers. */
 const generateRuns = async (file: string): Promise<{ readonly types: Record<string, number>; readonly v1: number }> => {
-  await Effect.runPromise(Effect.scoped(Effect.provide(Effect.void, layerStore(file))))
+  const corpus = await corpusWriter(file, 20_000)
   const rnd = prng(SEED)
-  const db = new Database(file)
-  db.pragma("journal_mode = WAL")
-  db.pragma("synchronous = OFF")
-  const insert = db.prepare(
-    "INSERT INTO events (sequence, stream, stream_version, type, schema_version, payload, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
-  )
-  type Row = readonly [number, string, number, string, number, string, number]
-  let batch: Array<Row> = []
-  const flush = db.transaction((rows: ReadonlyArray<Row>) => {
-    for (const r of rows) insert.run(...r)
-  })
-  const types: Record<string, number> = {}
   const job: RunJob = {
     address: "bench:noop@1.0.0",
     bag: "bench",
@@ -245,13 +250,8 @@ const generateRuns = async (file: string): Promise<{ readonly types: Record<stri
     d.events.forEach((event, i) => {
       const envelope: Envelope = { sequence: ++sequence, stream: d.stream, streamVersion: d.expectedVersion + i + 1, type: event._tag, schemaVersion: CURRENT_VERSION[event._tag], recordedAt: now, event }
       runs = evolveRuns(runs, envelope)
-      types[event._tag] = (types[event._tag] ?? 0) + 1
-      batch.push([envelope.sequence, envelope.stream, envelope.streamVersion, envelope.type, envelope.schemaVersion, payloadOf(event), now])
+      corpus.write([envelope.sequence, envelope.stream, envelope.streamVersion, envelope.type, envelope.schemaVersion, payloadOf(event), now])
     })
-    if (batch.length >= 20_000) {
-      flush(batch)
-      batch = []
-    }
     return d.events
   }
   for (let n = 0; sequence < EVENTS; n++) {
@@ -268,10 +268,8 @@ const generateRuns = async (file: string): Promise<{ readonly types: Record<stri
     const ok = rnd() >= 0.02
     append(decideReport({ host, scope: [], runId, attempt: 1, ok, result: ok ? {} : null, error: ok ? null : "exit 1", exitCode: ok ? 0 : 1, now }, runs))
   }
-  flush(batch)
-  db.pragma("wal_checkpoint(TRUNCATE)")
-  db.close()
-  return { types, v1: 0 }
+  corpus.close()
+  return { types: corpus.types, v1: 0 }
 }
 
 // ---------------------------------------------------------------------------------------------
