@@ -20,6 +20,14 @@ import { advertised, invited, joined, revoked, session } from "../../support/eve
 
 const tempFile = () => join(mkdtempSync(join(tmpdir(), "svc-journal-")), "svc.sqlite")
 
+/** Stream invite-a at sequences 1 and 3, worker-w1 at 2. */
+const twoStreamsInterleaved = Effect.gen(function* () {
+  const journal = yield* Journal
+  yield* journal.append({ stream: "invite-a", expectedVersion: 0, events: [invited("a")] })
+  yield* journal.append({ stream: "worker-w1", expectedVersion: 0, events: [session("w1", 1)] })
+  yield* journal.append({ stream: "invite-a", expectedVersion: 1, events: [joined("w1", "a")] })
+})
+
 const contract = (name: string, makeLayer: () => Layer.Layer<Journal, unknown>) =>
   describe(`Journal contract: ${name}`, () => {
     it.effect("appends and reads back in order, with sequences and stream versions", () =>
@@ -42,9 +50,7 @@ const contract = (name: string, makeLayer: () => Layer.Layer<Journal, unknown>) 
     it.effect("reads one stream in stream order, and nothing for a stream it does not hold", () =>
       Effect.gen(function* () {
         const journal = yield* Journal
-        yield* journal.append({ stream: "invite-a", expectedVersion: 0, events: [invited("a")] })
-        yield* journal.append({ stream: "worker-w1", expectedVersion: 0, events: [session("w1", 1)] })
-        yield* journal.append({ stream: "invite-a", expectedVersion: 1, events: [joined("w1", "a")] })
+        yield* twoStreamsInterleaved
         const stream = yield* journal.readStream("invite-a")
         expect(stream.map((e) => [e.sequence, e.streamVersion, e.type])).toEqual([
           [1, 1, "WorkerInvited"],
@@ -91,14 +97,7 @@ contract("SQLite", () => sqliteLayer(tempFile()))
 describe("SQLite journal", () => {
   it("the read-only reader reads one stream as the writer does; a missing file reads as empty", async () => {
     const file = tempFile()
-    await Effect.runPromise(
-      Effect.gen(function* () {
-        const journal = yield* Journal
-        yield* journal.append({ stream: "invite-a", expectedVersion: 0, events: [invited("a")] })
-        yield* journal.append({ stream: "worker-w1", expectedVersion: 0, events: [session("w1", 1)] })
-        yield* journal.append({ stream: "invite-a", expectedVersion: 1, events: [joined("w1", "a")] })
-      }).pipe(Effect.provide(sqliteLayer(file)), Effect.scoped)
-    )
+    await Effect.runPromise(twoStreamsInterleaved.pipe(Effect.provide(sqliteLayer(file)), Effect.scoped))
     const readStream = (f: string, stream: string) => Effect.runPromise(Effect.flatMap(Journal, (j) => j.readStream(stream)).pipe(Effect.provide(readerLayer(f)), Effect.scoped))
     expect((await readStream(file, "invite-a")).map((e) => [e.sequence, e.type])).toEqual([
       [1, "WorkerInvited"],
