@@ -28,7 +28,7 @@ import { LABEL } from "../../domain/manifest/Formats.js"
 import { makeFeasibilityCache } from "../../domain/placement/Feasibility.js"
 import type { Quotas } from "../../domain/placement/Placement.js"
 import * as RunDecide from "../../domain/runs/Decide.js"
-import { ACTIVE, attemptId, lastAttempt, parseAttemptId, TERMINAL, type RunRecord } from "../../domain/runs/Runs.js"
+import { ACTIVE, attemptId, isRunId, lastAttempt, parseAttemptId, RUN_STATES, TERMINAL, type RunRecord } from "../../domain/runs/Runs.js"
 import { ADVERTISEMENT_LIFETIME_MS, advertisementAlive } from "../../domain/workers/DisplayState.js"
 import type { WorkerRecord } from "../../domain/workers/Registry.js"
 import { base62FromBytes } from "../../domain/workers/Secrets.js"
@@ -102,8 +102,6 @@ export interface RunList {
   /** Settled runs no longer kept in memory (`show` still reads each from the journal). */
   readonly forgotten: number
 }
-
-export const RUN_STATES: ReadonlyArray<RunRecord["state"]> = ["pending", "assigned", "running", "succeeded", "failed", "stopped"]
 
 export interface RunFilter {
   /** Only runs in one of these states; empty or absent: every state. */
@@ -558,7 +556,7 @@ export const make = Effect.gen(function* () {
       const s = yield* state
       const run = runOf(s, runId)
       if (run !== undefined) return [s, run, true] as const
-      const read = /^r[A-Za-z0-9]+$/.test(runId)
+      const read = isRunId(runId)
         ? yield* projections.readRun(runId).pipe(Effect.mapError((e) => new RunRefused({ code: "journal", message: `run ${runId} is not kept in memory and the journal could not be read: ${e.message}` })))
         : undefined
       if (read === undefined) return yield* new RunRefused({ code: "unknown-run", message: `no run ${runId} on this owner (svc runs list shows them)` })

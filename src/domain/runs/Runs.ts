@@ -12,7 +12,9 @@ import * as Option from "effect/Option"
 import type { Envelope, PlacementRecord, RunJob } from "../journal/Events.js"
 import { explain } from "../placement/Placement.js"
 
-export type RunState = "pending" | "assigned" | "running" | "succeeded" | "failed" | "stopped"
+/** Every run state, in lifecycle order (what `svc runs list --state` takes). */
+export const RUN_STATES = ["pending", "assigned", "running", "succeeded", "failed", "stopped"] as const
+export type RunState = (typeof RUN_STATES)[number]
 export type AttemptState = "assigned" | "running" | "reported" | "declined" | "superseded" | "stopping" | "ceased"
 
 export const TERMINAL: ReadonlySet<RunState> = new Set(["succeeded", "failed", "stopped"])
@@ -148,9 +150,16 @@ const unhold = (held: RunsState["held"], host: string, attempt: string): RunsSta
 
 export const attemptId = (runId: string, n: number) => `${runId}.${n}`
 
+const RUN_ID = "r[A-Za-z0-9]+"
+const RUN_ID_ONLY = new RegExp(`^${RUN_ID}$`)
+const ATTEMPT_ID = new RegExp(`^(${RUN_ID})\\.([1-9][0-9]{0,5})$`)
+
+/** Whether `id` has the form of a run id (`r` and base62). */
+export const isRunId = (id: string): boolean => RUN_ID_ONLY.test(id)
+
 /** `r1a2b.3` -> run `r1a2b`, attempt 3; anything else: undefined. */
 export const parseAttemptId = (id: string): { readonly runId: string; readonly attempt: number } | undefined => {
-  const m = /^(r[A-Za-z0-9]+)\.([1-9][0-9]{0,5})$/.exec(id)
+  const m = ATTEMPT_ID.exec(id)
   return m === null ? undefined : { runId: m[1]!, attempt: Number(m[2]) }
 }
 
