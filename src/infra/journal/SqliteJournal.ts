@@ -177,35 +177,31 @@ export const STREAM_SQL =
 /** The stream query on `db`, answering rows as arrays. */
 export const prepareStream = (db: Database.Database): Database.Statement<[string], RawRow> => db.prepare<[string], RawRow>(STREAM_SQL).raw(true)
 
-/** Reads one stream: a failing query is Io, an event that cannot be read is Corrupt, naming the stream. */
-export const readStreamOf = (query: Database.Statement<[string], RawRow>, stream: string) =>
-  Effect.try({ try: () => query.all(stream), catch: ioError(`reading stream ${stream}`) }).pipe(
+/**
+ * Rows of a query as envelopes: a failing query is Io (`reading`), an event that cannot be read
+ * is Corrupt, naming where (`which`: "after sequence 12", "of stream run-r1").
+ */
+const envelopesOf = (query: () => ReadonlyArray<RawRow>, reading: string, which: string) =>
+  Effect.try({ try: query, catch: ioError(reading) }).pipe(
     Effect.flatMap((rows) =>
       Effect.try({
         try: () => rows.map(envelopeOfRaw),
-        catch: (cause) => new JournalError({ reason: "Corrupt", message: `an event of stream ${stream} cannot be read: ${cause instanceof Error ? cause.message : String(cause)}` })
+        catch: (cause) => new JournalError({ reason: "Corrupt", message: `an event ${which} cannot be read: ${cause instanceof Error ? cause.message : String(cause)}` })
       })
     )
   )
+
+/** Reads one stream. */
+export const readStreamOf = (query: Database.Statement<[string], RawRow>, stream: string) =>
+  envelopesOf(() => query.all(stream), `reading stream ${stream}`, `of stream ${stream}`)
 
 /** The page query on `db`, answering rows as arrays. */
 export const preparePage = (db: Database.Database): Database.Statement<[number, number], RawRow> =>
   db.prepare<[number, number], RawRow>(PAGE_SQL).raw(true)
 
-/** Reads a page: a failing query is Io, an event that cannot be read is Corrupt, naming where. */
+/** Reads a page. */
 export const readPage = (page: Database.Statement<[number, number], RawRow>, after: number, limit: number) =>
-  Effect.try({ try: () => page.all(after, limit), catch: ioError("reading the journal") }).pipe(
-    Effect.flatMap((rows) =>
-      Effect.try({
-        try: () => rows.map(envelopeOfRaw),
-        catch: (cause) =>
-          new JournalError({
-            reason: "Corrupt",
-            message: `an event after sequence ${after} cannot be read: ${cause instanceof Error ? cause.message : String(cause)}`
-          })
-      })
-    )
-  )
+  envelopesOf(() => page.all(after, limit), "reading the journal", `after sequence ${after}`)
 
 /**
  * The writer's own connection: better-sqlite3 directly, prepared statements, one synchronous
