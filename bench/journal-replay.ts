@@ -340,15 +340,27 @@ const runFold = (): Promise<Measurement> =>
         runsForgotten: state.runs.forgotten
       }
     }).pipe(
-      // The heap is sampled after each page read (PAGE = SAMPLE_EVERY events), by a Journal that
-      // passes reads through to the adapter. (Hooks at every 10,000th sequence did this before,
-      // but a hook makes the fold build its persistent state there, which a replay does once.)
+      // The heap is sampled after the page read that passes each SAMPLE_EVERY-th event, by a
+      // Journal that passes reads through to the adapter. (Hooks at every 10,000th sequence did
+      // this before, but a hook makes the fold build its persistent state there, which a replay
+      // does once.)
       Effect.provide(
         Layer.effect(
           Journal,
-          Effect.map(Journal, (journal) =>
-            Journal.of({ ...journal, read: (after, limit) => Effect.tap(journal.read(after, limit), () => Effect.sync(sampleHeap)) })
-          )
+          Effect.map(Journal, (journal) => {
+            let read = 0
+            return Journal.of({
+              ...journal,
+              read: (after, limit) =>
+                Effect.tap(journal.read(after, limit), (page) =>
+                  Effect.sync(() => {
+                    const before = read
+                    read += page.length
+                    if (Math.floor(read / SAMPLE_EVERY) > Math.floor(before / SAMPLE_EVERY)) sampleHeap()
+                  })
+                )
+            })
+          })
         ).pipe(Layer.provide(layer(corpusFile)))
       ),
       Effect.scoped

@@ -21,7 +21,8 @@ import * as CheckpointSchedule from "../../../src/app/journal/CheckpointSchedule
 import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
 import { Journal, layerMemory } from "../../../src/app/journal/Journal.js"
 import { layer as projectionsLayer, Projections } from "../../../src/app/journal/Projections.js"
-import { differingParts, foldJournal, PROJECTION_FORM, replay, type LiveOwnerState } from "../../../src/app/journal/Replay.js"
+import { differingParts, foldJournal, PAGE, PROJECTION_FORM, replay, type LiveOwnerState } from "../../../src/app/journal/Replay.js"
+import type { OwnerState } from "../../../src/domain/journal/OwnerState.js"
 import { canonicalState } from "../../../src/domain/journal/OwnerState.js"
 import * as Decide from "../../../src/domain/workers/Decide.js"
 import * as NodeHashing from "../../../src/infra/journal/NodeHashing.js"
@@ -104,6 +105,31 @@ describe("live projections equal replayed projections", () => {
       }),
       { numRuns: 25 }
     )
+  })
+
+  it("across many pages: the fold of the whole journal, and each hook sees the state at its own sequence", async () => {
+    const file = tempFile()
+    const total = 2 * PAGE + PAGE / 2 + 3
+    const live = await Effect.runPromise(
+      Effect.gen(function* () {
+        const projections = yield* Projections
+        const at: Array<string> = []
+        for (let i = 1; i <= total; i++) {
+          yield* projections.execute((r) => Decide.decideInvite({ inviteId: `i${i}`, tokenHash: hash(`t${i}`), name: null, scope: [], expiresAt: null, actor: "op", now: i }, r))
+          if (i === PAGE || i === PAGE + 1 || i === total) at.push(JSON.stringify(canonicalState(yield* projections.state)))
+        }
+        return at
+      }).pipe(Effect.provide(ownerLayer(file)), Effect.scoped)
+    )
+    const seen: Array<string> = []
+    const hook = (state: OwnerState) => Effect.sync(() => void seen.push(JSON.stringify(canonicalState(state))))
+    const replayed = await Effect.runPromise(
+      foldJournal(new Map([[PAGE, hook], [PAGE + 1, hook], [total, hook]])).pipe(Effect.provide(sqliteLayer(file)), Effect.scoped)
+    )
+    expect(replayed.events).toBe(total)
+    expect(HashMap.size(replayed.state.registry.invites)).toBe(total)
+    expect(seen).toEqual(live)
+    expect(JSON.stringify(canonicalState(replayed.state))).toBe(live[2])
   })
 
   it.effect("a rejected command and a conflicting append change neither the journal nor the projections", () =>
