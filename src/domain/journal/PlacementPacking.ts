@@ -20,7 +20,7 @@
  * Pure functions over plain JSON values.
  */
 
-import type { Candidate, CandidateVerdict as Verdict, Exclusion } from "../placement/Placement.js"
+import { VerdictList, type Candidate, type CandidateVerdict as Verdict, type Exclusion, type RecordedVerdict, type VerdictTable } from "../placement/Placement.js"
 
 type Json = Record<string, unknown>
 
@@ -150,4 +150,46 @@ export const unpackVerdicts = (payload: Json, candidateRow: (i: number) => Reado
       score: score === null ? null : { locality: score[0], preference: score[1] }
     }
   })
+}
+
+/**
+ * Where a decision read from the journal keeps its packed payload (checked as it was read), so
+ * that its candidates and verdicts can be made only when asked for, and its verdicts read in
+ * place until then (`verdictTableOf`). Not enumerable: not part of the event's data.
+ */
+export const PACKED: unique symbol = Symbol.for("svc/PlacementDecided/packed")
+
+/** The verdicts of a checked packed payload, read in place. */
+class PackedVerdicts implements VerdictTable {
+  private readonly exclusions: ReadonlyArray<Exclusion>
+  private readonly rows: ReadonlyArray<ReadonlyArray<unknown>>
+  private readonly candidates: ReadonlyArray<ReadonlyArray<unknown>>
+  constructor(payload: Json) {
+    this.exclusions = payload["exclusions"] as ReadonlyArray<Exclusion>
+    this.rows = payload["verdicts"] as ReadonlyArray<ReadonlyArray<unknown>>
+    this.candidates = payload["candidates"] as ReadonlyArray<ReadonlyArray<unknown>>
+  }
+  get size() {
+    return this.rows.length
+  }
+  candidate(i: number) {
+    const row = this.rows[i]!
+    return (row.length === 4 ? row[2] : this.candidates[i]![0]) as string
+  }
+  name(i: number) {
+    const row = this.rows[i]!
+    return (row.length === 4 ? row[3] : this.candidates[i]![1]) as string
+  }
+  exclusionCount(i: number) {
+    return (this.rows[i]![0] as ReadonlyArray<number>).length
+  }
+  exclusion(i: number, j: number) {
+    return this.exclusions[(this.rows[i]![0] as ReadonlyArray<number>)[j]!]!
+  }
+}
+
+/** A decision's verdicts as a table: from its packed payload when it was read from the journal and they were not made yet. */
+export const verdictTableOf = (e: { readonly verdicts: ReadonlyArray<RecordedVerdict> }): VerdictTable => {
+  const packed = (e as { readonly [PACKED]?: Json })[PACKED]
+  return packed !== undefined ? new PackedVerdicts(packed) : new VerdictList(e.verdicts)
 }

@@ -138,20 +138,74 @@ const placeFromScratch = (a: Activity, candidates: ReadonlyArray<Candidate>, q: 
 export interface RecordedOutcome {
   readonly outcome: "placed" | "blocked" | "waiting"
   readonly host?: string | null
-  readonly verdicts: ReadonlyArray<{ readonly candidate: string; readonly name: string; readonly exclusions: ReadonlyArray<{ readonly layer: string; readonly text: string }> }>
+  readonly verdicts: ReadonlyArray<RecordedVerdict>
+}
+
+/**
+ * A decision's verdicts read by index: what explaining a decision and keying it need of them.
+ * A decision in memory answers from its verdicts; one read from the journal answers from its
+ * stored (packed) rows, so a replay explains every decision without making its verdicts
+ * (PlacementPacking.ts, `verdictTableOf`).
+ */
+export interface VerdictTable {
+  readonly size: number
+  candidate(i: number): string
+  name(i: number): string
+  exclusionCount(i: number): number
+  exclusion(i: number, j: number): { readonly layer: string; readonly code: string; readonly text: string }
+}
+
+export type RecordedVerdict = {
+  readonly candidate: string
+  readonly name: string
+  readonly exclusions: ReadonlyArray<{ readonly layer: string; readonly code: string; readonly text: string }>
+}
+
+/** The table of verdicts in memory. */
+export class VerdictList implements VerdictTable {
+  constructor(private readonly verdicts: ReadonlyArray<RecordedVerdict>) {}
+  get size() {
+    return this.verdicts.length
+  }
+  candidate(i: number) {
+    return this.verdicts[i]!.candidate
+  }
+  name(i: number) {
+    return this.verdicts[i]!.name
+  }
+  exclusionCount(i: number) {
+    return this.verdicts[i]!.exclusions.length
+  }
+  exclusion(i: number, j: number) {
+    return this.verdicts[i]!.exclusions[j]!
+  }
 }
 
 /**
  * "placed on owner; excluded: worker 'lab-2' (eligibility: lacks label gpu=true), ...": every
  * excluded host, or the first `limit` of them and how many more.
  */
-export const explain = (o: RecordedOutcome, limit = Infinity): string => {
+export const explain = (o: RecordedOutcome, limit = Infinity): string => explainTable(o.outcome, o.host ?? null, new VerdictList(o.verdicts), limit)
+
+/** `explain` of an outcome whose verdicts are read from `t`. */
+export const explainTable = (outcome: RecordedOutcome["outcome"], host: string | null, t: VerdictTable, limit = Infinity): string => {
   const who = (id: string, name: string) => (id === "owner" ? "owner" : `worker '${name}'`)
-  const excluded = o.verdicts.filter((v) => v.exclusions.length > 0)
-  const named = excluded.slice(0, limit).map((v) => `${who(v.candidate, v.name)} (${v.exclusions[0]!.layer}: ${v.exclusions.map((e) => e.text).join("; ")})`)
-  const more = excluded.length - named.length
-  const host = o.outcome === "placed" ? (o.host ?? null) : null
-  const head = host === null ? o.outcome : `placed on ${who(host, o.verdicts.find((v) => v.candidate === host)?.name ?? host)}`
-  if (excluded.length === 0) return head
+  const named: Array<string> = []
+  let excluded = 0
+  let hostName: string | undefined
+  for (let i = 0; i < t.size; i++) {
+    if (hostName === undefined && t.candidate(i) === host) hostName = t.name(i)
+    const n = t.exclusionCount(i)
+    if (n === 0) continue
+    excluded++
+    if (named.length >= limit) continue
+    const texts: Array<string> = []
+    for (let j = 0; j < n; j++) texts.push(t.exclusion(i, j).text)
+    named.push(`${who(t.candidate(i), t.name(i))} (${t.exclusion(i, 0).layer}: ${texts.join("; ")})`)
+  }
+  const more = excluded - named.length
+  const placedOn = outcome === "placed" ? host : null
+  const head = placedOn === null ? outcome : `placed on ${who(placedOn, hostName ?? placedOn)}`
+  if (excluded === 0) return head
   return `${head}; excluded: ${named.join(", ")}${more === 0 ? "" : `, and ${more} more host${more === 1 ? "" : "s"} (every verdict: svc journal export)`}`
 }

@@ -10,7 +10,8 @@ import * as HashMap from "effect/HashMap"
 import * as HashSet from "effect/HashSet"
 import * as Option from "effect/Option"
 import type { Envelope, PlacementRecord, RunJob } from "../journal/Events.js"
-import { explain } from "../placement/Placement.js"
+import { verdictTableOf } from "../journal/PlacementPacking.js"
+import { explainTable, type VerdictTable } from "../placement/Placement.js"
 
 /** Every run state, in lifecycle order (what `svc runs list --state` takes). */
 export const RUN_STATES = ["pending", "assigned", "running", "succeeded", "failed", "stopped"] as const
@@ -226,7 +227,19 @@ export const evolveRuns = (state: RunsState, envelope: Envelope): RunsState => {
   const was = isSettled(before)
   switch (e._tag) {
     case "PlacementDecided": {
-      const placement: PlacementSummary = { outcome: e.outcome, host: e.host, explanation: explain(e, EXPLAINED_HOSTS), key: placementKey(e), record: e.record, notes: e.notes, at: e.at, sequence: envelope.sequence }
+      // Read through a table: a decision read from the journal is explained and keyed from its
+      // stored rows, without making its verdicts.
+      const table = verdictTableOf(e)
+      const placement: PlacementSummary = {
+        outcome: e.outcome,
+        host: e.host,
+        explanation: explainTable(e.outcome, e.host, table, EXPLAINED_HOSTS),
+        key: placementKeyOf(e.outcome, e.host, table),
+        record: e.record,
+        notes: e.notes,
+        at: e.at,
+        sequence: envelope.sequence
+      }
       const placed = e.outcome === "placed" && e.host !== null && e.attempt !== null
       const run: RunRecord = {
         ...before,
@@ -292,21 +305,35 @@ export const placementKey = (o: {
   readonly host: string | null
   readonly verdicts: ReadonlyArray<{ readonly candidate: string; readonly exclusions: ReadonlyArray<{ readonly code: string }> }>
 }): string => {
+  const v = o.verdicts
+  return placementKeyOf(o.outcome, o.host, {
+    size: v.length,
+    candidate: (i) => v[i]!.candidate,
+    exclusionCount: (i) => v[i]!.exclusions.length,
+    exclusion: (i, j) => v[i]!.exclusions[j]!
+  })
+}
+
+/** What keying a decision reads of its verdicts. */
+type VerdictCodes = Pick<VerdictTable, "size" | "candidate" | "exclusionCount"> & { exclusion(i: number, j: number): { readonly code: string } }
+
+/** `placementKey` of an outcome whose verdicts are read from `t` (a `VerdictTable`). */
+export const placementKeyOf = (outcome: string, host: string | null, t: VerdictCodes): string => {
   // The text `outcome|host|candidate:code,code;candidate:...`, fed to the hash piece by piece
   // instead of being built: a decision over many hosts made a hundred strings and their join.
   const h = new Cyrb53x2()
-  h.add(o.outcome)
+  h.add(outcome)
   h.add("|")
-  h.add(o.host ?? "")
+  h.add(host ?? "")
   h.add("|")
-  for (let i = 0; i < o.verdicts.length; i++) {
-    const v = o.verdicts[i]!
+  for (let i = 0; i < t.size; i++) {
     if (i > 0) h.add(";")
-    h.add(v.candidate)
+    h.add(t.candidate(i))
     h.add(":")
-    for (let j = 0; j < v.exclusions.length; j++) {
+    const n = t.exclusionCount(i)
+    for (let j = 0; j < n; j++) {
       if (j > 0) h.add(",")
-      h.add(v.exclusions[j]!.code)
+      h.add(t.exclusion(i, j).code)
     }
   }
   return h.hex()

@@ -138,7 +138,7 @@ const PLACEMENT_PACKED = packedVersionOf("PlacementDecided")
 /** A stored payload as the current event: a packed decision without making its candidates yet (PackedPlacement.ts). */
 const readEvent = (type: EventType, version: number, text: string): Event => {
   const payload = JSON.parse(text) as Record<string, unknown>
-  return (type === "PlacementDecided" && version === PLACEMENT_PACKED ? readPackedPlacement(payload, text) : undefined) ?? eventOf(type, upcast(type, version, payload))
+  return (type === "PlacementDecided" && version === PLACEMENT_PACKED ? readPackedPlacement(payload) : undefined) ?? eventOf(type, upcast(type, version, payload))
 }
 
 const envelopeOf = (sequence: number, stream: string, streamVersion: number, type: string, schemaVersion: number, payload: string, recordedAt: number): Envelope => {

@@ -1,13 +1,17 @@
 /**
- * A stored PlacementDecided read without making its candidates (PackedPlacement.ts): the event
- * read is the event written, candidates and all once asked for, and the packed check never
- * accepts a payload the full read (unpack, then the schema) refuses.
+ * A stored PlacementDecided read without making its candidates or verdicts (PackedPlacement.ts):
+ * the event read is the event written, candidates and verdicts and all once asked for; read in
+ * place, its verdicts explain and key the decision as the verdicts themselves do; and the packed
+ * check never accepts a payload the full read (unpack, then the schema) refuses.
  */
 import * as Schema from "effect/Schema"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { CURRENT_VERSION, Event, PlacementDecided } from "../../../src/domain/journal/Events.js"
 import { upcast } from "../../../src/domain/journal/Upcasting.js"
+import { verdictTableOf } from "../../../src/domain/journal/PlacementPacking.js"
+import { explain, explainTable } from "../../../src/domain/placement/Placement.js"
+import { placementKey, placementKeyOf } from "../../../src/domain/runs/Runs.js"
 import { readPackedPlacement } from "../../../src/infra/journal/PackedPlacement.js"
 import { envelopeOfRow, payloadOf } from "../../../src/infra/journal/SqliteJournal.js"
 
@@ -66,18 +70,38 @@ const stored = (e: PlacementDecided) => JSON.parse(payloadOf(e)) as Record<strin
 const fullRead = (payload: Record<string, unknown>) => Schema.decodeUnknownSync(Event)({ ...upcast("PlacementDecided", VERSION, payload), _tag: "PlacementDecided" })
 
 describe("reading a packed PlacementDecided", () => {
-  it("gives the event written: its class, its fields in order, its candidates when asked for, its stored text", () => {
+  it("gives the event written: its class, its fields in order, its candidates and verdicts when asked for, its stored text", () => {
     fc.assert(
       fc.property(decision, (e) => {
         const read = readPackedPlacement(stored(e))
         expect(read).toBeInstanceOf(PlacementDecided)
-        // The verdicts are there before the candidates are made.
+        for (const made of ["candidates", "verdicts"]) expect(Object.getOwnPropertyDescriptor(read, made)?.get).toBeDefined()
+        // The verdicts are made before the candidates, then each is a plain field.
         expect(read!.verdicts).toEqual(e.verdicts)
+        expect(Object.getOwnPropertyDescriptor(read, "verdicts")?.value).toBe(read!.verdicts)
+        expect(Object.getOwnPropertyDescriptor(read, "candidates")?.get).toBeDefined()
         expect(Object.keys(read!)).toEqual(Object.keys(e))
         expect(read!.candidates).toEqual(e.candidates)
         expect(read!.candidates).toBe(read!.candidates)
         expect(read).toStrictEqual(e)
         expect(payloadOf(read!)).toBe(payloadOf(e))
+      }),
+      { numRuns: 300 }
+    )
+  })
+
+  it("explains and keys a decision from its stored rows as from its verdicts, without making them", () => {
+    fc.assert(
+      fc.property(decision, fc.nat(8), (e, limit) => {
+        const read = readPackedPlacement(stored(e))!
+        const table = verdictTableOf(read)
+        expect(explainTable(read.outcome, read.host, table, limit)).toBe(explain(e, limit))
+        expect(explainTable(read.outcome, read.host, table)).toBe(explain(e))
+        expect(placementKeyOf(read.outcome, read.host, table)).toBe(placementKey(e))
+        // Read in place: neither the verdicts nor the candidates were made.
+        for (const made of ["candidates", "verdicts"]) expect(Object.getOwnPropertyDescriptor(read, made)?.get).toBeDefined()
+        // An event in memory is read from its verdicts.
+        expect(placementKeyOf(e.outcome, e.host, verdictTableOf(e))).toBe(placementKey(e))
       }),
       { numRuns: 300 }
     )
