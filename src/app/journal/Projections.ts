@@ -97,12 +97,14 @@ export const makeFrom = (from: OwnerState) => Effect.gen(function* () {
       return yield* Effect.uninterruptible(Effect.tap(journal.append(decision), apply))
     })
 
-  const executeOn = (decide: (state: OwnerState) => AnyDecision | AnyRejection) =>
-    attempt(decide).pipe(
-      Effect.retry({
-        while: (e) => e instanceof StreamConflict,
-        times: CONFLICT_RETRIES
-      })
+  // Decided again on a stream conflict (another command of the same stream committed first), at
+  // most CONFLICT_RETRIES times. A plain loop, not `Effect.retry`: that builds a schedule and its
+  // driver for every command, of which the owner runs four per job.
+  const executeOn = (decide: (state: OwnerState) => AnyDecision | AnyRejection, retries = CONFLICT_RETRIES): Effect.Effect<ReadonlyArray<Envelope>, CommandRejected | StreamConflict | JournalError> =>
+    Effect.catchIf(
+      attempt(decide),
+      (e): e is StreamConflict => e instanceof StreamConflict && retries > 0,
+      () => executeOn(decide, retries - 1)
     )
   const execute = (decide: (registry: Registry) => Decision | Rejection) => executeOn((s) => decide(s.registry))
 

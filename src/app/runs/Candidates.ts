@@ -6,7 +6,6 @@
  * that sharing to do less; they stay correct without it).
  */
 import * as HashMap from "effect/HashMap"
-import * as Option from "effect/Option"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import type { Candidate } from "../../domain/placement/Placement.js"
 import type { RunRecord } from "../../domain/runs/Runs.js"
@@ -59,31 +58,60 @@ export const makeCandidates = (
    */
   const MAX_JOBS = 256
   const lastByJob = new Map<string, Map<string, Candidate>>()
-  const sameList = <A>(a: ReadonlyArray<A>, b: ReadonlyArray<A>) => a === b || (a.length === b.length && a.every((x, i) => x === b[i]))
-  const reuse = (last: Map<string, Candidate>, c: Candidate): Candidate => {
-    const before = last.get(c.id)
+  const sameList = <A>(a: ReadonlyArray<A>, b: ReadonlyArray<A>): boolean => {
+    if (a === b) return true
+    if (a.length !== b.length) return false
+    for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+    return true
+  }
+  /**
+   * The host's candidate: the last one made for it when nothing it holds changed, else a new one
+   * (remembered). Compared before it is made: over a quiet fleet a decision allocates nothing per
+   * host.
+   */
+  const candidate = (
+    last: Map<string, Candidate>,
+    id: string,
+    name: string,
+    isOwner: boolean,
+    revoked: boolean,
+    advertisementAlive: boolean,
+    scope: ReadonlyArray<string>,
+    labels: ReadonlyArray<string>,
+    capabilities: ReadonlyArray<string>,
+    bins: ReadonlyArray<string>,
+    artifacts: Candidate["artifacts"],
+    capacity: number,
+    used: number
+  ): Candidate => {
+    const before = last.get(id)
     if (
       before !== undefined &&
-      before.name === c.name &&
-      before.revoked === c.revoked &&
-      before.advertisementAlive === c.advertisementAlive &&
-      sameList(before.scope, c.scope) &&
-      sameList(before.labels, c.labels) &&
-      sameList(before.capabilities, c.capabilities) &&
-      sameList(before.bins, c.bins) &&
-      sameList(before.artifacts, c.artifacts) &&
-      before.slots.capacity === c.slots.capacity &&
-      before.slots.used === c.slots.used
+      before.name === name &&
+      before.revoked === revoked &&
+      before.advertisementAlive === advertisementAlive &&
+      sameList(before.scope, scope) &&
+      sameList(before.labels, labels) &&
+      sameList(before.capabilities, capabilities) &&
+      sameList(before.bins, bins) &&
+      sameList(before.artifacts, artifacts) &&
+      before.slots.capacity === capacity &&
+      before.slots.used === used
     ) {
       return before
     }
-    last.set(c.id, c)
-    return c
+    const made: Candidate = { id, name, isOwner, revoked, advertisementAlive, scope, labels, capabilities, bins, artifacts, slots: { capacity, used } }
+    last.set(id, made)
+    return made
   }
 
   /** `promised`: slots promised by placements decided but not in `s` yet, per host (counted as used). */
   const candidatesFor = (s: OwnerState, job: RunRecord["job"], now: number, ownerBins: ReadonlyArray<string>, promised?: ReadonlyMap<string, number>): Array<Candidate> => {
-    const reserved = (id: string) => Option.match(HashMap.get(s.ledger.physical, id), { onNone: () => 0, onSome: (p) => p.reserved }) + (promised?.get(id) ?? 0)
+    const physical = s.ledger.physical
+    const reserved = (id: string) => {
+      const p = HashMap.get(physical, id)
+      return (p._tag === "Some" ? p.value.reserved : 0) + (promised?.get(id) ?? 0)
+    }
     const jobKey = `${job.address}\u0000${job.requiredBins.join("\u0000")}`
     let last = lastByJob.get(jobKey)
     if (last === undefined) {
@@ -91,38 +119,30 @@ export const makeCandidates = (
       last = new Map()
       lastByJob.set(jobKey, last)
     }
+    const workers = sortedWorkers(s.registry.workers)
     const out: Array<Candidate> = [
-      reuse(last, {
-        id: "owner",
-        name: "owner",
-        isOwner: true,
-        revoked: false,
-        advertisementAlive: true,
-        scope: EMPTY,
-        labels: host.labels,
-        capabilities: host.capabilities,
-        bins: ownerBins,
-        artifacts: EMPTY,
-        slots: { capacity: host.capacity, used: reserved("owner") }
-      })
+      candidate(last, "owner", "owner", true, false, true, EMPTY, host.labels, host.capabilities, ownerBins, EMPTY, host.capacity, reserved("owner"))
     ]
-    for (const w of sortedWorkers(s.registry.workers)) {
+    for (let i = 0; i < workers.length; i++) {
+      const w = workers[i]!
       const ad = w.advertisement
       const view = ad === null ? NO_VIEW : viewOf(ad, job, jobKey)
       out.push(
-        reuse(last, {
-          id: w.id,
-          name: w.name,
-          isOwner: false,
-          revoked: w.revokedAt !== null,
-          advertisementAlive: workerAlive(w, now),
-          scope: w.scope,
-          labels: ad?.labels ?? EMPTY,
-          capabilities: view.capabilities,
-          bins: view.bins,
-          artifacts: view.artifacts,
-          slots: { capacity: ad?.capacity ?? 0, used: reserved(w.id) }
-        })
+        candidate(
+          last,
+          w.id,
+          w.name,
+          false,
+          w.revokedAt !== null,
+          workerAlive(w, now),
+          w.scope,
+          ad?.labels ?? EMPTY,
+          view.capabilities,
+          view.bins,
+          view.artifacts,
+          ad?.capacity ?? 0,
+          reserved(w.id)
+        )
       )
     }
     return out

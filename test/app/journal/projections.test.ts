@@ -19,7 +19,7 @@ import * as Layer from "effect/Layer"
 import fc from "fast-check"
 import * as CheckpointSchedule from "../../../src/app/journal/CheckpointSchedule.js"
 import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
-import { Journal, layerMemory } from "../../../src/app/journal/Journal.js"
+import { Journal, layerMemory, StreamConflict } from "../../../src/app/journal/Journal.js"
 import { layer as projectionsLayer, Projections } from "../../../src/app/journal/Projections.js"
 import { differingParts, foldJournal, PAGE, PROJECTION_FORM, replay, type LiveOwnerState } from "../../../src/app/journal/Replay.js"
 import type { OwnerState } from "../../../src/domain/journal/OwnerState.js"
@@ -159,6 +159,51 @@ describe("live projections equal replayed projections", () => {
         )
       )
     )
+  )
+
+  /** The memory journal, whose next `conflicts` appends fail as if another command of the stream had committed first. */
+  const conflicting = (conflicts: number) =>
+    Layer.effect(
+      Journal,
+      Effect.map(Journal, (journal) => {
+        let left = conflicts
+        return Journal.of({
+          ...journal,
+          append: (command) =>
+            left-- > 0 ? Effect.fail(new StreamConflict({ stream: command.stream, expected: command.expectedVersion, actual: command.expectedVersion + 1 })) : journal.append(command)
+        })
+      })
+    ).pipe(Layer.provideMerge(layerMemory))
+  const withJournal = (journal: Layer.Layer<Journal>) =>
+    projectionsLayer.pipe(
+      Layer.provideMerge(journal),
+      Layer.provideMerge(Layer.succeed(Checkpoints, { write: () => Effect.void, latest: Effect.succeed(undefined), snapshot: Effect.succeed(undefined) })),
+      Layer.provideMerge(NodeHashing.layer)
+    )
+  const inviteDecided = (decided: { count: number }) => (r: Parameters<typeof Decide.decideInvite>[1]) => {
+    decided.count++
+    return Decide.decideInvite({ inviteId: "a", tokenHash: hash("t"), name: null, scope: [], expiresAt: null, actor: "op", now: 1 }, r)
+  }
+
+  it.effect("a command that meets a stream conflict is decided again, up to five times", () =>
+    Effect.gen(function* () {
+      const decided = { count: 0 }
+      const envelopes = yield* (yield* Projections).execute(inviteDecided(decided))
+      expect(decided.count).toBe(6)
+      expect(envelopes.map((e) => e.type)).toEqual(["WorkerInvited"])
+      expect(HashMap.size((yield* (yield* Projections).state).registry.invites)).toBe(1)
+    }).pipe(Effect.provide(withJournal(conflicting(5))))
+  )
+
+  it.effect("a sixth conflict in a row fails the command, with nothing written or applied", () =>
+    Effect.gen(function* () {
+      const decided = { count: 0 }
+      const failed = yield* Effect.either((yield* Projections).execute(inviteDecided(decided)))
+      expect(Either.isLeft(failed) && failed.left._tag).toBe("StreamConflict")
+      expect(decided.count).toBe(6)
+      expect(yield* (yield* Journal).head).toBe(0)
+      expect((yield* (yield* Projections).state).sequence).toBe(0)
+    }).pipe(Effect.provide(withJournal(conflicting(6))))
   )
 
   it.effect("an advertisement that changes nothing does not grow the journal", () =>
