@@ -40,7 +40,48 @@ describe("svc serve configuration", () => {
     const label = await serveRefused(home, { SVC_WORKFLOW_LABELS: "gpu" })
     expect(label.code).toBe(1)
     expect(label.stderr).toContain('SVC_WORKFLOW_LABELS holds "gpu", which is not a KEY=VALUE label')
+    const retained = await serveRefused(home, { SVC_WORKFLOW_RETAINED_RUNS: "0" })
+    expect(retained.code).toBe(1)
+    expect(retained.stderr).toContain('SVC_WORKFLOW_RETAINED_RUNS must be a whole number from 1 to 1,000,000, not "0"')
   }, 60_000)
+
+  it("keeps as many settled runs in memory as svc.yaml says; older ones are counted by runs list, shown from the journal, and replayed alike", async () => {
+    const home = tempDir("svc-cfg-retain-")
+    writeFileSync(join(home, "svc.yaml"), "services:\n  workflows:\n    runtime:\n      env:\n        SVC_WORKFLOW_RETAINED_RUNS: 2\n")
+    mkdirSync(join(home, "bags-src"))
+    expect((await svcIn(transcript, home, ["new", "hasher"], join(home, "bags-src"))).code).toBe(0)
+    expect((await svcIn(transcript, home, ["bag", "install", join(home, "bags-src", "hasher")])).code).toBe(0)
+    const owner = await startServe("owner", home, transcript)
+    const ids: Array<string> = []
+    for (let i = 0; i < 5; i++) {
+      const r = await svcIn(transcript, home, ["run", "hasher:checksum@1.0.0", "--input", JSON.stringify({ text: `t${i}` }), "--wait", "--json"])
+      expect(r.code, r.stderr).toBe(0)
+      const run = JSON.parse(r.stdout) as { id: string; state: string }
+      expect(run.state).toBe("succeeded")
+      ids.push(run.id)
+    }
+    // Generations of 2: the fifth run to settle forgot the first two.
+    const listed = JSON.parse((await svcIn(transcript, home, ["runs", "list", "--json"])).stdout) as { runs: Array<{ id: string }>; total: number; forgotten: number }
+    expect(listed).toMatchObject({ total: 3, forgotten: 2 })
+    expect(listed.runs.map((r) => r.id)).toEqual(ids.slice(2))
+    const text = await svcIn(transcript, home, ["runs", "list"])
+    expect(text.stdout).toContain("2 older finished runs are not listed; svc runs show RUN reads any of them from the journal")
+    // Read from the journal; its output files went with it.
+    const first = JSON.parse((await svcIn(transcript, home, ["runs", "show", ids[0]!, "--json"])).stdout) as unknown
+    expect(first).toMatchObject({ id: ids[0], state: "succeeded", output: { removed: true } })
+    // Replay folds keeping 2 as well: the running owner matches.
+    const live = JSON.parse((await svcIn(transcript, home, ["journal", "replay", "--json"])).stdout)
+    expect(live).toMatchObject({ retained: 2, owner: { compared: true, matches: true }, divergences: [] })
+    expect((await owner.stop()).code).toBe(0)
+    // Stopped (its clean stop wrote a checkpoint): replay reads the setting from svc.yaml.
+    const stopped = JSON.parse((await svcIn(transcript, home, ["journal", "replay", "--json"])).stdout)
+    expect(stopped).toMatchObject({ retained: 2, checkpoint: { matches: true }, divergences: [] })
+    // The setting changed while the owner is stopped: the checkpoint is not compared, and replay says why.
+    writeFileSync(join(home, "svc.yaml"), "services:\n  workflows:\n    runtime:\n      env:\n        SVC_WORKFLOW_RETAINED_RUNS: 3\n")
+    const changed = await svcIn(transcript, home, ["journal", "replay"])
+    expect(changed.code, changed.stdout + changed.stderr).toBe(0)
+    expect(changed.stdout).toMatch(/not compared \(written while the owner kept 2 settled runs per generation, this replay kept 3/)
+  }, 90_000)
 
   it("reads capacity and labels from svc.yaml under services.workflows.runtime.env", async () => {
     const owner = await startServe("owner", tempDir("svc-cfg-owner-"), transcript)

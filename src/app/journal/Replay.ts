@@ -30,8 +30,14 @@ export interface ReplayReport {
   readonly head: number
   readonly seconds: number
   readonly eventsPerSecond: number
-  /** `matches` null: the checkpoint digests an earlier form of the projections (`PROJECTION_FORM`), not compared. */
-  readonly checkpoint: (Checkpoint & { readonly matches: boolean | null; readonly form?: "earlier" }) | null
+  /**
+   * `matches` null: not compared, since the checkpoint digests an earlier form of the projections
+   * (`PROJECTION_FORM`, form "earlier"), or projections folded keeping another number of settled
+   * runs than this replay (form "retention", `retained` the checkpoint's).
+   */
+  readonly checkpoint: (Checkpoint & { readonly matches: boolean | null; readonly form?: "earlier" | "retention"; readonly retained?: number }) | null
+  /** Settled runs per generation this replay kept (docs/runs.md, "Runs kept in memory"). */
+  readonly retained: number
   readonly owner: { readonly compared: false; readonly reason: string } | { readonly compared: true; readonly matches: boolean }
   readonly divergences: ReadonlyArray<Divergence>
 }
@@ -127,14 +133,38 @@ export const differingCanonicalParts = (a: unknown, b: unknown): Array<string> =
 /** The parts in which two states differ. */
 export const differingParts = (a: OwnerState, b: OwnerState): Array<string> => differingCanonicalParts(canonicalState(a), canonicalState(b))
 
-export const replay = (owner: { readonly state: Effect.Effect<LiveOwnerState | undefined> } = { state: Effect.succeed(undefined) }) =>
+/** The settled runs per generation a snapshot's projections were folded with (its canonical JSON's `runs.retain`). */
+const retainedIn = (text: string): number | undefined => {
+  try {
+    const retain = (JSON.parse(text) as { readonly runs?: { readonly retain?: unknown } } | null)?.runs?.retain
+    return typeof retain === "number" ? retain : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Folds the whole journal from `from` (the empty state keeping the settled runs the owner keeps)
+ * and compares the result with the latest checkpoint and with the running owner's state.
+ */
+export const replay = (owner: { readonly state: Effect.Effect<LiveOwnerState | undefined> } = { state: Effect.succeed(undefined) }, from: OwnerState = initialState) =>
   Effect.gen(function* () {
-    const checkpoint = yield* (yield* Checkpoints).latest
+    const checkpoints = yield* Checkpoints
+    const checkpoint = yield* checkpoints.latest
     const hashing = yield* Hashing
     const divergences: Array<Divergence> = []
     const seen: { matches: boolean | null } = { matches: null }
     const hooks = new Map<number, (state: OwnerState) => Effect.Effect<void>>()
-    const comparable = checkpoint !== undefined && checkpoint.digest.startsWith(`${PROJECTION_FORM}:`)
+    const sameForm = checkpoint !== undefined && checkpoint.digest.startsWith(`${PROJECTION_FORM}:`)
+    // A checkpoint written while the owner kept another number of settled runs (its setting
+    // changed since) digests other projections: said so, not reported as a divergence.
+    let retainedThen: number | undefined
+    if (checkpoint !== undefined && sameForm) {
+      const snapshot = yield* checkpoints.snapshot
+      const then = snapshot !== undefined && snapshot.sequence === checkpoint.sequence ? retainedIn(snapshot.state) : undefined
+      if (then !== undefined && then !== from.runs.retain) retainedThen = then
+    }
+    const comparable = sameForm && retainedThen === undefined
     if (checkpoint !== undefined && comparable) {
       hooks.set(checkpoint.sequence, (state) =>
         Effect.sync(() => {
@@ -151,7 +181,7 @@ export const replay = (owner: { readonly state: Effect.Effect<LiveOwnerState | u
       )
     }
     const started = yield* Clock.currentTimeMillis
-    const { state, events } = yield* foldJournal(hooks)
+    const { state, events } = yield* foldJournal(hooks, from)
     const seconds = ((yield* Clock.currentTimeMillis) - started) / 1000
     if (checkpoint !== undefined && comparable && seen.matches === null) {
       seen.matches = false
@@ -178,7 +208,15 @@ export const replay = (owner: { readonly state: Effect.Effect<LiveOwnerState | u
       head: state.sequence,
       seconds,
       eventsPerSecond: seconds > 0 ? Math.round(events / seconds) : events,
-      checkpoint: checkpoint === undefined ? null : comparable ? { ...checkpoint, matches: seen.matches === true } : { ...checkpoint, matches: null, form: "earlier" },
+      checkpoint:
+        checkpoint === undefined
+          ? null
+          : comparable
+            ? { ...checkpoint, matches: seen.matches === true }
+            : retainedThen !== undefined
+              ? { ...checkpoint, matches: null, form: "retention", retained: retainedThen }
+              : { ...checkpoint, matches: null, form: "earlier" },
+      retained: from.runs.retain,
       owner: ownerResult,
       divergences
     } satisfies ReplayReport

@@ -7,11 +7,15 @@ import * as Options from "@effect/cli/Options"
 import * as Chunk from "effect/Chunk"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import { Journal } from "../../app/journal/Journal.js"
 import { auditPlacements, foldJournal, replay, type LiveOwnerState } from "../../app/journal/Replay.js"
+import { parseRetainedRuns, RETAINED_RUNS_VARIABLE } from "../../app/runs/Retention.js"
+import { initialStateRetaining } from "../../domain/journal/OwnerState.js"
+import { runtimeEnv } from "../../infra/SvcConfig.js"
 import { adminCall } from "../../infra/http/AdminApi.js"
 import { Event, type Envelope } from "../../domain/journal/Events.js"
 import * as JournalReader from "../../infra/journal/JournalReader.js"
@@ -55,7 +59,17 @@ const replayCommand = Command.make("replay", { json, audit }, ({ audit, json }) 
         Effect.map((r) => (r.status === 200 ? (r.body as LiveOwnerState) : undefined)),
         Effect.orElseSucceed(() => undefined)
       )
-      const report = yield* replay({ state: live })
+      // Folded keeping as many settled runs as the owner does: the running one's, else svc.yaml's.
+      const running = yield* live
+      const liveRetain = (running?.state as { readonly runs?: { readonly retain?: unknown } } | undefined)?.runs?.retain
+      const retain =
+        typeof liveRetain === "number"
+          ? liveRetain
+          : yield* Either.match(parseRetainedRuns((yield* Effect.tryPromise({ try: () => runtimeEnv(home), catch: (e) => refused(e instanceof Error ? e.message : String(e)) }))[RETAINED_RUNS_VARIABLE]), {
+              onLeft: (message) => Effect.fail(refused(message)),
+              onRight: (n) => Effect.succeed(n)
+            })
+      const report = yield* replay({ state: live }, initialStateRetaining(retain))
       const placements = audit ? yield* auditPlacements : undefined
       if (json) yield* printJson(placements === undefined ? report : { ...report, placements })
       else {
@@ -64,7 +78,9 @@ const replayCommand = Command.make("replay", { json, audit }, ({ audit, json }) 
           report.checkpoint === null
             ? "checkpoint: none written yet"
             : report.checkpoint.matches === null
-              ? `checkpoint at sequence ${report.checkpoint.sequence}: not compared (written by an earlier svc, whose projections had another form; a running owner writes a current one within 5 minutes)`
+              ? report.checkpoint.form === "retention"
+                ? `checkpoint at sequence ${report.checkpoint.sequence}: not compared (written while the owner kept ${report.checkpoint.retained} settled runs per generation, this replay kept ${report.retained}: ${RETAINED_RUNS_VARIABLE} changed; a running owner writes a current one within 5 minutes)`
+                : `checkpoint at sequence ${report.checkpoint.sequence}: not compared (written by an earlier svc, whose projections had another form; a running owner writes a current one within 5 minutes)`
               : `checkpoint at sequence ${report.checkpoint.sequence}: ${report.checkpoint.matches ? "matches" : "DIVERGES"}`,
           report.owner.compared ? `running owner: ${report.owner.matches ? "matches" : "DIVERGES"}` : `running owner: not compared (${report.owner.reason})`,
           ...report.divergences.map((d) => `divergence (${d.against}, sequence ${d.sequence}): ${d.message}`)

@@ -39,10 +39,14 @@ const fromFile = (filename: string) =>
         readStream: (name) => readStreamOf(stream, name),
         head: Effect.try({ try: () => head.get() ?? 0, catch: ioError("reading the journal head") })
       })
+      const lastSnapshot = tables.has("snapshots")
+        ? db.prepare<[], { sequence: number; digest: string; state: string }>("SELECT sequence, digest, state FROM snapshots ORDER BY sequence DESC LIMIT 1")
+        : undefined
       const checkpoints = Checkpoints.of({
         write: readOnly,
-        // The read-only commands fold the whole journal: checking it is what they are for.
-        snapshot: Effect.succeed(undefined),
+        // The read-only commands fold the whole journal (checking it is what they are for), never
+        // from the snapshot; replay reads it for the settings the owner folded with.
+        snapshot: Effect.try({ try: () => lastSnapshot?.get(), catch: ioError("reading the snapshot") }),
         latest: Effect.try({
           try: () => {
             const row = latest?.get()

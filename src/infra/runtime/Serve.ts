@@ -12,12 +12,15 @@ import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as CheckpointSchedule from "../../app/journal/CheckpointSchedule.js"
-import { layer as projectionsLayer, Projections } from "../../app/journal/Projections.js"
+import { layerFrom as projectionsFrom, Projections } from "../../app/journal/Projections.js"
+import { parseRetainedRuns, RETAINED_RUNS_VARIABLE } from "../../app/runs/Retention.js"
+import { initialStateRetaining } from "../../domain/journal/OwnerState.js"
 import { runLink, type LinkStatus } from "../../app/workers/Link.js"
 import { computeOffer, type Offer } from "../../app/workers/Offer.js"
 import { OwnerHost } from "../../app/runs/Dispatcher.js"
@@ -97,6 +100,11 @@ export const serve = (options: ServeOptions) =>
       const offerNow = computeOffer(settings).pipe(Effect.provide(bagLayers))
       // A bad SVC_WORKFLOW_CAPACITY or label stops the start with its message.
       const firstOffer = yield* offerNow.pipe(Effect.mapError((e) => new ServeError({ message: e.message })))
+      // And so does a bad SVC_WORKFLOW_RETAINED_RUNS.
+      const retain = yield* Either.match(parseRetainedRuns(env[RETAINED_RUNS_VARIABLE]), {
+        onLeft: (message) => Effect.fail(new ServeError({ message })),
+        onRight: (n) => Effect.succeed(n)
+      })
       // One arbiter of this machine's slots: its own runs and the work it does for other owners.
       const slots = yield* Effect.makeSemaphore(firstOffer.capacity)
       const resolve = (address: string) => resolveJob(address).pipe(Effect.provide(bagLayers))
@@ -118,7 +126,7 @@ export const serve = (options: ServeOptions) =>
       const url = options.publicUrl ?? `https://${shownHost}:${address.port}`
 
       const owner = ownerLayer.pipe(
-        Layer.provideMerge(CheckpointSchedule.layer().pipe(Layer.provideMerge(projectionsLayer))),
+        Layer.provideMerge(CheckpointSchedule.layer().pipe(Layer.provideMerge(projectionsFrom(initialStateRetaining(retain))))),
         Layer.provideMerge(
           Layer.mergeAll(
             journalLayer(storePath(options.home)),

@@ -20,10 +20,10 @@ import fc from "fast-check"
 import * as CheckpointSchedule from "../../../src/app/journal/CheckpointSchedule.js"
 import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
 import { Journal, layerMemory, StreamConflict } from "../../../src/app/journal/Journal.js"
-import { layer as projectionsLayer, Projections } from "../../../src/app/journal/Projections.js"
+import { layer as projectionsLayer, layerFrom as projectionsLayerFrom, Projections } from "../../../src/app/journal/Projections.js"
 import { differingParts, foldJournal, PAGE, PROJECTION_FORM, replay, type LiveOwnerState } from "../../../src/app/journal/Replay.js"
 import type { OwnerState } from "../../../src/domain/journal/OwnerState.js"
-import { canonicalState } from "../../../src/domain/journal/OwnerState.js"
+import { canonicalState, initialStateRetaining } from "../../../src/domain/journal/OwnerState.js"
 import * as Decide from "../../../src/domain/workers/Decide.js"
 import * as NodeHashing from "../../../src/infra/journal/NodeHashing.js"
 import { layer as sqliteLayer } from "../../../src/infra/journal/SqliteJournal.js"
@@ -205,6 +205,29 @@ describe("live projections equal replayed projections", () => {
       expect((yield* (yield* Projections).state).sequence).toBe(0)
     }).pipe(Effect.provide(withJournal(conflicting(6))))
   )
+
+  it("compares a checkpoint only with projections that keep as many settled runs as the owner did", async () => {
+    const file = tempFile()
+    // An owner keeping 2 settled runs per generation writes a checkpoint (and its snapshot).
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        const projections = yield* Projections
+        yield* projections.execute((r) => Decide.decideInvite({ inviteId: "a", tokenHash: hash("t"), name: null, scope: [], expiresAt: null, actor: "op", now: 1 }, r))
+        yield* projections.checkpoint
+      }).pipe(Effect.provide(projectionsLayerFrom(initialStateRetaining(2)).pipe(Layer.provideMerge(sqliteLayer(file)), Layer.provideMerge(NodeHashing.layer))), Effect.scoped)
+    )
+    const replayed = (retain: number) =>
+      Effect.runPromise(replay(undefined, initialStateRetaining(retain)).pipe(Effect.provide(Layer.merge(sqliteLayer(file), NodeHashing.layer)), Effect.scoped))
+    const same = await replayed(2)
+    expect(same.checkpoint).toMatchObject({ sequence: 1, matches: true })
+    expect(same.retained).toBe(2)
+    expect(same.divergences).toEqual([])
+    // Folded keeping another number (the setting changed since): said so, not a divergence.
+    const other = await replayed(5_000)
+    expect(other.checkpoint).toMatchObject({ sequence: 1, matches: null, form: "retention", retained: 2 })
+    expect(other.retained).toBe(5_000)
+    expect(other.divergences).toEqual([])
+  })
 
   it.effect("an advertisement that changes nothing does not grow the journal", () =>
     Effect.gen(function* () {
