@@ -42,7 +42,7 @@ describe("svc serve configuration", () => {
     expect(label.stderr).toContain('SVC_WORKFLOW_LABELS holds "gpu", which is not a KEY=VALUE label')
     const retained = await serveRefused(home, { SVC_WORKFLOW_RETAINED_RUNS: "0" })
     expect(retained.code).toBe(1)
-    expect(retained.stderr).toContain('SVC_WORKFLOW_RETAINED_RUNS must be a whole number from 1 to 1,000,000, not "0"')
+    expect(retained.stderr).toContain('SVC_WORKFLOW_RETAINED_RUNS must be a whole number from 1 to 50,000, not "0"')
   }, 60_000)
 
   it("keeps as many settled runs in memory as svc.yaml says; older ones are counted by runs list, shown from the journal, and replayed alike", async () => {

@@ -10,7 +10,12 @@ import * as Either from "effect/Either"
 import { RETAINED_SETTLED_RUNS } from "../../domain/runs/Runs.js"
 
 export const RETAINED_RUNS_VARIABLE = "SVC_WORKFLOW_RETAINED_RUNS"
-export const MAX_RETAINED_RUNS = 1_000_000
+/**
+ * At most: the runs kept are in every checkpoint's snapshot (about 1.4 KB of JSON each, made on
+ * the owner's thread in about 30 ms per 1,000 runs: bench/journal-replay), and one JSON text
+ * cannot exceed about 512 MB in Node; 50,000 keeps the snapshot under about 140 MB.
+ */
+export const MAX_RETAINED_RUNS = 50_000
 
 /** The generation size from its variable (unset or empty: the default), or what is wrong with it. */
 export const parseRetainedRuns = (raw: string | undefined): Either.Either<number, string> => {
