@@ -5,6 +5,7 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { canonicalState, folder, initialState, STATE_PARTS, type OwnerState } from "../../domain/journal/OwnerState.js"
+import type { CanonicalState } from "../../domain/journal/Snapshot.js"
 import { auditPlacement } from "../../domain/runs/AuditPlacement.js"
 import { Checkpoints, type Checkpoint } from "./Checkpoints.js"
 import { Hashing } from "./Hashing.js"
@@ -136,7 +137,7 @@ export const differingParts = (a: OwnerState, b: OwnerState): Array<string> => d
 /** The settled runs per generation a snapshot's projections were folded with (its canonical JSON's `runs.retain`). */
 const retainedIn = (text: string): number | undefined => {
   try {
-    const retain = (JSON.parse(text) as { readonly runs?: { readonly retain?: unknown } } | null)?.runs?.retain
+    const retain = (JSON.parse(text) as Partial<CanonicalState> | null)?.runs?.retain
     return typeof retain === "number" ? retain : undefined
   } catch {
     return undefined

@@ -7,7 +7,6 @@ import * as Options from "@effect/cli/Options"
 import * as Chunk from "effect/Chunk"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
@@ -15,6 +14,7 @@ import { Journal } from "../../app/journal/Journal.js"
 import { auditPlacements, foldJournal, replay, type LiveOwnerState } from "../../app/journal/Replay.js"
 import { parseRetainedRuns, RETAINED_RUNS_VARIABLE } from "../../app/runs/Retention.js"
 import { initialStateRetaining } from "../../domain/journal/OwnerState.js"
+import type { CanonicalState } from "../../domain/journal/Snapshot.js"
 import { runtimeEnv } from "../../infra/SvcConfig.js"
 import { adminCall } from "../../infra/http/AdminApi.js"
 import { Event, type Envelope } from "../../domain/journal/Events.js"
@@ -61,14 +61,14 @@ const replayCommand = Command.make("replay", { json, audit }, ({ audit, json }) 
       )
       // Folded keeping as many settled runs as the owner does: the running one's, else svc.yaml's.
       const running = yield* live
-      const liveRetain = (running?.state as { readonly runs?: { readonly retain?: unknown } } | undefined)?.runs?.retain
+      const liveRetain = (running?.state as Partial<CanonicalState> | undefined)?.runs?.retain
       const retain =
         typeof liveRetain === "number"
           ? liveRetain
-          : yield* Either.match(parseRetainedRuns((yield* Effect.tryPromise({ try: () => runtimeEnv(home), catch: (e) => refused(e instanceof Error ? e.message : String(e)) }))[RETAINED_RUNS_VARIABLE]), {
-              onLeft: (message) => Effect.fail(refused(message)),
-              onRight: (n) => Effect.succeed(n)
-            })
+          : yield* Effect.mapError(
+              parseRetainedRuns((yield* Effect.tryPromise({ try: () => runtimeEnv(home), catch: (e) => refused(e instanceof Error ? e.message : String(e)) }))[RETAINED_RUNS_VARIABLE]),
+              refused
+            )
       const report = yield* replay({ state: live }, initialStateRetaining(retain))
       const placements = audit ? yield* auditPlacements : undefined
       if (json) yield* printJson(placements === undefined ? report : { ...report, placements })

@@ -136,7 +136,8 @@ const PlacementCandidate = Schema.Struct({
   artifacts: Schema.Array(HeldArtifact),
   slots: Ledger
 })
-const PlacementExclusion = Schema.Union(
+/** One exclusion of a candidate, as a verdict records it. */
+export const PlacementExclusion = Schema.Union(
   Schema.Struct({ layer: Schema.Literal("eligibility"), code: Schema.String, text: Schema.String }),
   Schema.Struct({
     layer: Schema.Literal("capacity"),

@@ -106,8 +106,8 @@ const tablesOf = (payload: Json) => {
 
 /** The event's fields again from a packed payload. */
 export const unpackPlacement = (payload: Json): Json => {
-  const { candidates, rest } = tablesOf(payload)
-  return { ...rest, candidates: unpackCandidates(payload), verdicts: unpackVerdicts(payload, (i) => candidates[i] as ReadonlyArray<unknown> | undefined) }
+  const { rest } = tablesOf(payload)
+  return { ...rest, candidates: unpackCandidates(payload), verdicts: unpackVerdicts(payload) }
 }
 
 /** The candidates of a packed payload. */
@@ -134,15 +134,15 @@ export const unpackCandidates = (payload: Json): Array<Candidate> => {
 
 /**
  * The verdicts of a packed payload. A verdict about the candidate in its own place names it by
- * that candidate's row (`candidateRow(i)`: its id and name are its first two cells), so they
- * can be read without making the candidates.
+ * that candidate's row (its id and name are its first two cells), so they can be read without
+ * making the candidates.
  */
-export const unpackVerdicts = (payload: Json, candidateRow: (i: number) => ReadonlyArray<unknown> | undefined): Array<Verdict> => {
-  const { exclusions, verdicts } = tablesOf(payload)
+export const unpackVerdicts = (payload: Json): Array<Verdict> => {
+  const { exclusions, verdicts, candidates } = tablesOf(payload)
   return verdicts.map((row: unknown, i) => {
     if (!Array.isArray(row) || (row.length !== 2 && row.length !== 4) || !Array.isArray(row[0])) return fail(`verdict ${i} is not a row of 2 or 4`)
     const score = row[1] as [number, number] | null
-    const c = row.length === 4 ? undefined : (candidateRow(i) ?? fail(`verdict ${i} has no candidate`))
+    const c = row.length === 4 ? undefined : ((candidates[i] as ReadonlyArray<unknown> | undefined) ?? fail(`verdict ${i} has no candidate`))
     return {
       candidate: (row.length === 4 ? row[2] : c![0]) as string,
       name: (row.length === 4 ? row[3] : c![1]) as string,

@@ -16,7 +16,7 @@
  * per event would give every event a hidden class of its own.
  */
 import * as Schema from "effect/Schema"
-import { HeldArtifact, PlacementDecided } from "../../domain/journal/Events.js"
+import { HeldArtifact, PlacementDecided, PlacementExclusion } from "../../domain/journal/Events.js"
 import { PACKED, unpackCandidates, unpackVerdicts } from "../../domain/journal/PlacementPacking.js"
 import { fastGuardOf } from "../schema/Guard.js"
 
@@ -28,7 +28,7 @@ const isRest = fastGuardOf(Schema.Struct(otherFields).ast)
 const isStrings = fastGuardOf(Schema.Array(Schema.String).ast)
 const isArtifacts = fastGuardOf(Schema.Array(HeldArtifact).ast)
 /** One exclusion record, as the full read checks each verdict's. */
-const isExclusion = fastGuardOf((PlacementDecided.fields.verdicts as unknown as { value: { fields: { exclusions: { value: Schema.Schema.Any } } } }).value.fields.exclusions.value.ast)
+const isExclusion = fastGuardOf(PlacementExclusion.ast)
 /** The declared fields in their declared order: the order the constructor sets them in. */
 const NAMES = Object.keys(PlacementDecided.fields).filter((name) => name !== "_tag")
 const TABLES = new Set(["lists", "artifacts", "exclusions", "candidates", "verdicts"])
@@ -89,7 +89,7 @@ const madeOnRead = (name: "candidates" | "verdicts", make: (packed: Json) => unk
   }
 })
 const CANDIDATES = madeOnRead("candidates", unpackCandidates)
-const VERDICTS = madeOnRead("verdicts", (p) => unpackVerdicts(p, (i) => (p["candidates"] as ReadonlyArray<ReadonlyArray<unknown>>)[i]))
+const VERDICTS = madeOnRead("verdicts", unpackVerdicts)
 
 /**
  * The event a packed payload holds, its candidates and verdicts made when first read; undefined

@@ -12,7 +12,6 @@ import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Ref from "effect/Ref"
@@ -101,10 +100,7 @@ export const serve = (options: ServeOptions) =>
       // A bad SVC_WORKFLOW_CAPACITY or label stops the start with its message.
       const firstOffer = yield* offerNow.pipe(Effect.mapError((e) => new ServeError({ message: e.message })))
       // And so does a bad SVC_WORKFLOW_RETAINED_RUNS.
-      const retain = yield* Either.match(parseRetainedRuns(env[RETAINED_RUNS_VARIABLE]), {
-        onLeft: (message) => Effect.fail(new ServeError({ message })),
-        onRight: (n) => Effect.succeed(n)
-      })
+      const retain = yield* Effect.mapError(parseRetainedRuns(env[RETAINED_RUNS_VARIABLE]), (message) => new ServeError({ message }))
       // One arbiter of this machine's slots: its own runs and the work it does for other owners.
       const slots = yield* Effect.makeSemaphore(firstOffer.capacity)
       const resolve = (address: string) => resolveJob(address).pipe(Effect.provide(bagLayers))
