@@ -224,7 +224,10 @@ const openWriter = (filename: string) =>
     (db) => Effect.sync(() => db.close())
   )
 
-export const make = (filename: string) =>
+/** Streams whose version the writer keeps in memory: the streams of the runs and workers in use, with room. */
+export const STREAM_CACHE = 16_384
+
+export const make = (filename: string, { streamCache = STREAM_CACHE }: { readonly streamCache?: number } = {}) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     // Checkpoints are written through this connection: it is durable too.
@@ -248,14 +251,22 @@ export const make = (filename: string) =>
     const streamQuery = prepareStream(db)
 
     let head = db.prepare<[], number>("SELECT COALESCE(MAX(sequence), 0) FROM events").pluck().get() ?? 0
+    // The committed version of the streams written or looked up lately, the oldest dropped past
+    // `streamCache` (every run is a stream of its own: kept for every stream, this map grew
+    // with every run ever submitted). A stream not here is read from the table, which holds every
+    // committed version, so the bound changes the cost of an append, never its answer.
     const versions = new Map<string, number>()
+    const remember = (stream: string, v: number) => {
+      versions.delete(stream)
+      versions.set(stream, v)
+      if (versions.size > streamCache) versions.delete(versions.keys().next().value!)
+    }
     const versionOf = (stream: string): number => {
-      let v = versions.get(stream)
-      if (v === undefined) {
-        v = streamHead.get(stream) ?? 0
-        versions.set(stream, v)
-      }
-      return v
+      const v = versions.get(stream)
+      if (v !== undefined) return v
+      const stored = streamHead.get(stream) ?? 0
+      remember(stream, stored)
+      return stored
     }
 
     /** Decides each command of the batch against the stream versions, then commits them together. */
@@ -294,7 +305,7 @@ export const make = (filename: string) =>
         try {
           writeRows(accepted)
           head = sequence
-          for (const [stream, v] of local) versions.set(stream, v)
+          for (const [stream, v] of local) remember(stream, v)
         } catch (cause) {
           failure = ioError("appending to the journal")(cause)
         }
@@ -395,5 +406,5 @@ export const layerStore = (filename: string) =>
   )
 
 /** Journal and checkpoints on `filename` (created and migrated when new). */
-export const layer = (filename: string) =>
-  Layer.mergeAll(Layer.scoped(Journal, make(filename)), Layer.effect(Checkpoints, makeCheckpoints)).pipe(Layer.provideMerge(layerStore(filename)))
+export const layer = (filename: string, options: { readonly streamCache?: number } = {}) =>
+  Layer.mergeAll(Layer.scoped(Journal, make(filename, options)), Layer.effect(Checkpoints, makeCheckpoints)).pipe(Layer.provideMerge(layerStore(filename)))

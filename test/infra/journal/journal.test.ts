@@ -93,6 +93,9 @@ const contract = (name: string, makeLayer: () => Layer.Layer<Journal, unknown>) 
 
 contract("memory", () => layerMemory)
 contract("SQLite", () => sqliteLayer(tempFile()))
+// The writer keeps the versions of a few streams in memory (SqliteJournal.STREAM_CACHE); with
+// room for two, most streams of these tests are read back from the table: the same answers.
+contract("SQLite, remembering 2 streams", () => sqliteLayer(tempFile(), { streamCache: 2 }))
 
 describe("SQLite journal", () => {
   it("the read-only reader reads one stream as the writer does; a missing file reads as empty", async () => {
@@ -105,6 +108,22 @@ describe("SQLite journal", () => {
     ])
     expect(await readStream(join(tmpdir(), "svc-no-such-journal.sqlite"), "invite-a")).toEqual([])
   })
+
+  it.effect("answers a stream it no longer remembers from the table: conflicts and versions as before", () =>
+    Effect.gen(function* () {
+      const journal = yield* Journal
+      for (let i = 0; i < 20; i++) yield* journal.append({ stream: `worker-w${i}`, expectedVersion: 0, events: [session(`w${i}`, 1)] })
+      for (let i = 0; i < 20; i += 3) yield* journal.append({ stream: `worker-w${i}`, expectedVersion: 1, events: [session(`w${i}`, 2)] })
+      // worker-w0 was written long ago (two streams remembered): a stale version still conflicts with what the table holds.
+      const stale = yield* Effect.either(journal.append({ stream: "worker-w0", expectedVersion: 1, events: [session("w0", 3)] }))
+      expect(Either.isLeft(stale) && stale.left).toMatchObject({ _tag: "StreamConflict", stream: "worker-w0", expected: 1, actual: 2 })
+      const fresh = yield* Effect.either(journal.append({ stream: "worker-w1", expectedVersion: 0, events: [session("w1", 2)] }))
+      expect(Either.isLeft(fresh) && fresh.left).toMatchObject({ _tag: "StreamConflict", stream: "worker-w1", expected: 0, actual: 1 })
+      const next = yield* journal.append({ stream: "worker-w0", expectedVersion: 2, events: [session("w0", 3)] })
+      expect(next[0]).toMatchObject({ sequence: 28, streamVersion: 3 })
+      expect((yield* journal.readStream("worker-w0")).map((e) => e.streamVersion)).toEqual([1, 2, 3])
+    }).pipe(Effect.provide(sqliteLayer(tempFile(), { streamCache: 2 })))
+  )
 
   it.effect("runs with journal_mode=wal and synchronous=FULL", () =>
     Effect.gen(function* () {
