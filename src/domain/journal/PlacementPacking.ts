@@ -25,49 +25,76 @@ import { VerdictList, type Candidate, type CandidateVerdict as Verdict, type Exc
 type Json = Record<string, unknown>
 
 /**
- * The content of a list or record as text, remembered per object: candidates keep the very
- * same lists from one decision to the next (until their worker advertises something else), so
- * each is written out once, not once per decision. Values are immutable; a memo, no state.
+ * A number for each distinct content, remembered per object: candidates keep the very same
+ * lists from one decision to the next (until their worker advertises something else), so each
+ * is written out as text once, not once per decision. Values are immutable, so an object's
+ * number never changes. The numbers are dense: a table finds whether it holds a content in
+ * arrays indexed by them, not in maps of its own (two maps per table per decision were most of
+ * what packing allocated, about 16 KB a job at 50 candidates: bench/dispatch). A memo, no state
+ * anyone sees: past MAX_CONTENTS distinct contents it starts again, between two decisions.
  */
-const texts = new WeakMap<object, string>()
-const textOf = (value: object): string => {
-  let text = texts.get(value)
-  if (text === undefined) {
-    text = JSON.stringify(value)
-    texts.set(value, text)
+const MAX_CONTENTS = 65_536
+let ids = new WeakMap<object, number>()
+let idsByText = new Map<string, number>()
+const contentOf = (value: object): number => {
+  let id = ids.get(value)
+  if (id === undefined) {
+    const text = JSON.stringify(value)
+    id = idsByText.get(text)
+    if (id === undefined) {
+      id = idsByText.size
+      idsByText.set(text, id)
+    }
+    ids.set(value, id)
   }
-  return text
+  return id
 }
 
-/** Each distinct value once: by identity first (decisions share their lists and records), then by content. */
-const interner = <A extends object>() => {
-  const byRef = new Map<A, number>()
-  const byText = new Map<string, number>()
-  const values: Array<A> = []
+/** Each decision's number: a table holds a content when its stamp for it is the decision's. */
+let decision = 0
+
+/** Each distinct value once, in the order first seen, for the decision being packed. */
+const table = <A extends object>() => {
+  // Per kind of table, for every decision: the decision that last saw a content, and where.
+  let stamps: Array<number> = []
+  let positions: Array<number> = []
   return {
-    values,
-    index: (value: A): number => {
-      let i = byRef.get(value)
-      if (i !== undefined) return i
-      const text = textOf(value)
-      i = byText.get(text)
-      if (i === undefined) {
-        i = values.length
-        values.push(value)
-        byText.set(text, i)
+    reset: () => {
+      stamps = []
+      positions = []
+    },
+    start: () => {
+      const values: Array<A> = []
+      return {
+        values,
+        index: (value: A): number => {
+          const id = contentOf(value)
+          if (stamps[id] === decision) return positions[id]!
+          stamps[id] = decision
+          positions[id] = values.length
+          values.push(value)
+          return values.length - 1
+        }
       }
-      byRef.set(value, i)
-      return i
     }
   }
 }
+const listTables = table<ReadonlyArray<string>>()
+const artifactTables = table<Candidate["artifacts"]>()
+const exclusionTables = table<Exclusion>()
 
 /** The packed payload of a `PlacementDecided` payload (its fields, without the tag). */
 export const packPlacement = (payload: Json): Json => {
   const { candidates, verdicts, ...rest } = payload as Json & { candidates: ReadonlyArray<Candidate>; verdicts: ReadonlyArray<Verdict> }
-  const lists = interner<ReadonlyArray<string>>()
-  const artifacts = interner<Candidate["artifacts"]>()
-  const exclusions = interner<Exclusion>()
+  if (idsByText.size > MAX_CONTENTS) {
+    ids = new WeakMap()
+    idsByText = new Map()
+    for (const t of [listTables, artifactTables, exclusionTables]) t.reset()
+  }
+  decision++
+  const lists = listTables.start()
+  const artifacts = artifactTables.start()
+  const exclusions = exclusionTables.start()
   const rows = candidates.map((c) => [
     c.id,
     c.name,

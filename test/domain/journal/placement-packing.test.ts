@@ -117,6 +117,34 @@ describe("PlacementDecided, packed", () => {
     expect(upcast("PlacementDecided", 2, v2)).toEqual(payload)
   })
 
+  it("packs each list once per decision, the same way whatever was packed before, across the memo's fresh starts", () => {
+    // 80 decisions over 1,000 workers with lists of their own: 80,000 distinct contents, past the
+    // memo's 65,536, so it starts again on the way. Each decision is packed as alone.
+    const fleet = (d: number): Array<Candidate> =>
+      Array.from({ length: 1_000 }, (_, i) => ({
+        id: `w${i}`,
+        name: `box-${i}`,
+        isOwner: false,
+        revoked: false,
+        advertisementAlive: true,
+        scope: [],
+        labels: ["pool=bench", `host=${d}-${i}`],
+        capabilities: ["node"],
+        bins: [],
+        artifacts: [{ address: JOB, digest: DIGEST }],
+        slots: { capacity: 4, used: i % 5 === 0 ? 4 : 0 }
+      }))
+    for (let d = 0; d < 80; d++) {
+      const payload = payloadOf(fleet(d))
+      const packed = packPlacement(payload) as { lists: ReadonlyArray<ReadonlyArray<string>> }
+      // [] (scope and bins), ["node"], and one label list per worker.
+      expect(packed.lists.length).toBe(1_002)
+      expect(roundTrip(payload)).toEqual(payload)
+    }
+    const again = payloadOf(fleet(0))
+    expect(JSON.stringify(packPlacement(again))).toBe(JSON.stringify(packPlacement(payloadOf(fleet(0)))))
+  })
+
   it("refuses a malformed packed payload, naming what is wrong", () => {
     const packed = packPlacement(payloadOf([])) as Record<string, unknown>
     expect(() => unpackPlacement({ ...packed, lists: "no" })).toThrow(/lists, artifacts, exclusions, candidates and verdicts must be arrays/)
