@@ -5,13 +5,13 @@
  * what they decide, so an auditor can re-run every placement from its recorded inputs.
  */
 import * as HashMap from "effect/HashMap"
+import * as Option from "effect/Option"
 import {
   AttemptCeased,
   AttemptDeclined,
   AttemptReported,
   AttemptStarted,
   AttemptSuperseded,
-  CURRENT_VERSION,
   PlacementDecided,
   RunStopRequested,
   RunSubmitted,
@@ -22,7 +22,7 @@ import {
 } from "../journal/Events.js"
 import type { FeasibilityCache } from "../placement/Feasibility.js"
 import { place, type Activity, type Candidate, type Outcome, type Quotas } from "../placement/Placement.js"
-import { ACTIVE, attemptId, evolveRuns, lastAttempt, placementKey, TERMINAL, type AttemptRecord, type RunRecord, type RunsState } from "./Runs.js"
+import { ACTIVE, attemptId, lastAttempt, placedRun, placementKey, submittedRun, TERMINAL, type AttemptRecord, type RunRecord, type RunsState } from "./Runs.js"
 
 export type RunRejectionCode = "unknown-run" | "run-exists" | "run-finished" | "unknown-activity" | "superseded" | "out-of-scope" | "already-reported"
 
@@ -62,24 +62,20 @@ export const decideSubmit = (
     : { _tag: "Decided", stream: runStream(c.runId), expectedVersion: 0, events: [new RunSubmitted({ runId: c.runId, job: c.job, input: c.input, preferredLabels: c.preferredLabels, actor: c.actor, at: c.now })] }
 
 /**
- * The runs as the fold will hold them once `decision` commits, for a decision that continues
- * it in the same command: a throwaway state, since the sequence is not known yet (placement and
- * claims do not read it).
+ * The run as the fold will hold it once `decision` commits, for a decider that continues the
+ * decision in the same command (a placement after a submission, a claim's start after a
+ * placement): the run's own record only, without the projections' indexes or a placement's
+ * summary, which those deciders do not read (nor the sequence, not known yet).
  */
-const afterDecision = (runs: RunsState, decision: RunDecision, now: number): RunsState =>
-  decision.events.reduce(
-    (state, event, i) =>
-      evolveRuns(state, {
-        sequence: 0,
-        stream: decision.stream,
-        streamVersion: decision.expectedVersion + i + 1,
-        type: event._tag,
-        schemaVersion: CURRENT_VERSION[event._tag],
-        recordedAt: now,
-        event
-      }),
-    runs
-  )
+const runAfter = (runs: RunsState, decision: RunDecision): RunRecord | undefined => {
+  const first = decision.events[0]
+  let run = first !== undefined && "runId" in first ? Option.getOrUndefined(HashMap.get(runs.runs, first.runId)) : undefined
+  decision.events.forEach((e, i) => {
+    if (e._tag === "RunSubmitted") run = submittedRun(e, 0, decision.expectedVersion + i + 1)
+    else if (e._tag === "PlacementDecided" && run !== undefined) run = { ...placedRun(run, e), streamVersion: decision.expectedVersion + i + 1 }
+  })
+  return run
+}
 
 /**
  * Submits a run and places it in the same command: one commit instead of two before a waiting
@@ -94,9 +90,7 @@ export const decideSubmitAndPlace = (
 ): RunDecision | RunRejection => {
   const submitted = decideSubmit(c, runs)
   if (submitted._tag === "Rejected") return submitted
-  const after = afterDecision(runs, submitted, c.now)
-  const placed = decidePlacement({ runId: c.runId, candidates: c.candidates, quotas: c.quotas, notes: c.notes, now: c.now, ...(c.cache === undefined ? {} : { cache: c.cache }) }, after)
-  if (placed._tag === "Rejected") return submitted
+  const placed = placeRun({ runId: c.runId, candidates: c.candidates, quotas: c.quotas, notes: c.notes, now: c.now, ...(c.cache === undefined ? {} : { cache: c.cache }) }, runAfter(runs, submitted)!)
   return { ...submitted, events: [...submitted.events, ...placed.events] }
 }
 
@@ -143,8 +137,10 @@ export interface PlacementInputs {
  */
 export const decidePlacement = (c: PlacementInputs, runs: RunsState): RunDecision | RunRejection => {
   const found = findRun(runs, c.runId)
-  if (found._tag === "Rejected") return found
-  const run = found.run
+  return found._tag === "Rejected" ? found : placeRun(c, found.run)
+}
+
+const placeRun = (c: PlacementInputs, run: RunRecord): RunDecision => {
   if (run.state !== "pending") return decided(run, [])
   const activity = activityOf(run)
   const outcome = place(activity, c.candidates, c.quotas, c.cache)
@@ -186,22 +182,20 @@ export const decidePlacement = (c: PlacementInputs, runs: RunsState): RunDecisio
 
 const inScope = (scope: ReadonlyArray<string>, address: string) => scope.length === 0 || scope.includes(address)
 
-/** The attempt `n` of a run, if `host` holds it. */
-const attemptOn = (runs: RunsState, runId: string, n: number, host: string): readonly [RunRecord, AttemptRecord] | RunRejection => {
-  const found = findRun(runs, runId)
-  if (found._tag === "Rejected") return reject("unknown-activity", `no activity attempt ${attemptId(runId, n)} is placed on this worker`)
-  const run = found.run
-  const attempt = run.attempts.find((a) => a.n === n)
-  if (attempt === undefined || attempt.host !== host) return reject("unknown-activity", `no activity attempt ${attemptId(runId, n)} is placed on this worker`)
+/** The attempt `n` of a run (undefined: not found), if `host` holds it. */
+const attemptIn = (run: RunRecord | undefined, runId: string, n: number, host: string): readonly [RunRecord, AttemptRecord] | RunRejection => {
+  const attempt = run?.attempts.find((a) => a.n === n)
+  if (run === undefined || attempt === undefined || attempt.host !== host) return reject("unknown-activity", `no activity attempt ${attemptId(runId, n)} is placed on this worker`)
   return [run, attempt]
 }
+const attemptOn = (runs: RunsState, runId: string, n: number, host: string) => attemptIn(Option.getOrUndefined(HashMap.get(runs.runs, runId)), runId, n, host)
+
+type ClaimCommand = { readonly workerId: string; readonly scope: ReadonlyArray<string>; readonly fence: number; readonly runId: string; readonly attempt: number; readonly now: number }
 
 /** A worker takes an attempt placed on it: the attempt starts, under the worker's session fence. */
-export const decideClaim = (
-  c: { readonly workerId: string; readonly scope: ReadonlyArray<string>; readonly fence: number; readonly runId: string; readonly attempt: number; readonly now: number },
-  runs: RunsState
-): RunDecision | RunRejection => {
-  const found = attemptOn(runs, c.runId, c.attempt, c.workerId)
+export const decideClaim = (c: ClaimCommand, runs: RunsState): RunDecision | RunRejection => claimRun(c, attemptOn(runs, c.runId, c.attempt, c.workerId))
+
+const claimRun = (c: ClaimCommand, found: readonly [RunRecord, AttemptRecord] | RunRejection): RunDecision | RunRejection => {
   if ("_tag" in found) return found
   const [run, attempt] = found
   if (!inScope(c.scope, run.job.address)) return reject("out-of-scope", `${run.job.address} is outside this worker's scope`)
@@ -230,7 +224,8 @@ export const decideHandOff = (decision: RunDecision, runs: RunsState, claimOn: (
   if (placed === undefined || placed.host === null || placed.host === "owner" || placed.attempt === null) return decision
   const claim = claimOn(placed.host)
   if (claim === undefined || claim.workerId !== placed.host) return decision
-  const started = decideClaim({ workerId: claim.workerId, scope: claim.scope, fence: claim.fence, runId: placed.runId, attempt: placed.attempt, now }, afterDecision(runs, decision, now))
+  const c = { workerId: claim.workerId, scope: claim.scope, fence: claim.fence, runId: placed.runId, attempt: placed.attempt, now }
+  const started = claimRun(c, attemptIn(runAfter(runs, decision), c.runId, c.attempt, c.workerId))
   return started._tag === "Rejected" ? decision : { ...decision, events: [...decision.events, ...started.events] }
 }
 

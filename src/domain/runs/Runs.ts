@@ -9,7 +9,7 @@
 import * as HashMap from "effect/HashMap"
 import * as HashSet from "effect/HashSet"
 import * as Option from "effect/Option"
-import type { Envelope, PlacementRecord, RunJob } from "../journal/Events.js"
+import type { Envelope, PlacementDecided, PlacementRecord, RunJob, RunSubmitted } from "../journal/Events.js"
 import { verdictTableOf } from "../journal/PlacementPacking.js"
 import { explainTable, type VerdictTable } from "../placement/Placement.js"
 
@@ -190,28 +190,47 @@ const finish = (state: RunsState, id: string, run: RunRecord, wasSettled: boolea
   return !wasSettled && isSettled(run) ? settle(next, id) : next
 }
 
+/** A run as its submission makes it, at that sequence and stream version. */
+export const submittedRun = (e: RunSubmitted, sequence: number, streamVersion: number): RunRecord => ({
+  id: e.runId,
+  job: e.job,
+  input: e.input,
+  preferredLabels: e.preferredLabels,
+  actor: e.actor,
+  submittedAt: e.at,
+  submittedSequence: sequence,
+  state: "pending",
+  attempts: [],
+  declinedBy: [],
+  placement: null,
+  placements: 0,
+  result: null,
+  error: null,
+  finishedAt: null,
+  stoppedBy: null,
+  streamVersion
+})
+
+/**
+ * A run as a decision leaves it, but for the decision's summary (`placement`, which the fold
+ * adds): a placement that chose a host assigns it the decision's attempt.
+ */
+export const placedRun = (before: RunRecord, e: PlacementDecided): RunRecord => {
+  const placed = e.outcome === "placed" && e.host !== null && e.attempt !== null
+  return {
+    ...before,
+    placements: before.placements + 1,
+    state: placed ? "assigned" : before.state,
+    attempts: placed
+      ? [...before.attempts, { n: e.attempt!, host: e.host!, state: "assigned", holdsSlot: true, assignedAt: e.at, startedAt: null, fence: null, endedAt: null, reason: null }]
+      : before.attempts
+  }
+}
+
 export const evolveRuns = (state: RunsState, envelope: Envelope): RunsState => {
   const e = envelope.event
   if (e._tag === "RunSubmitted") {
-    const run: RunRecord = {
-      id: e.runId,
-      job: e.job,
-      input: e.input,
-      preferredLabels: e.preferredLabels,
-      actor: e.actor,
-      submittedAt: e.at,
-      submittedSequence: envelope.sequence,
-      state: "pending",
-      attempts: [],
-      declinedBy: [],
-      placement: null,
-      placements: 0,
-      result: null,
-      error: null,
-      finishedAt: null,
-      stoppedBy: null,
-      streamVersion: envelope.streamVersion
-    }
+    const run = submittedRun(e, envelope.sequence, envelope.streamVersion)
     return {
       ...state,
       runs: HashMap.set(state.runs, e.runId, run),
@@ -241,15 +260,7 @@ export const evolveRuns = (state: RunsState, envelope: Envelope): RunsState => {
         sequence: envelope.sequence
       }
       const placed = e.outcome === "placed" && e.host !== null && e.attempt !== null
-      const run: RunRecord = {
-        ...before,
-        placement,
-        placements: before.placements + 1,
-        state: placed ? "assigned" : before.state,
-        attempts: placed
-          ? [...before.attempts, { n: e.attempt!, host: e.host!, state: "assigned", holdsSlot: true, assignedAt: e.at, startedAt: null, fence: null, endedAt: null, reason: null }]
-          : before.attempts
-      }
+      const run: RunRecord = { ...placedRun(before, e), placement }
       return finish(state, e.runId, run, was, placed ? hold(state.held, e.host!, attemptId(e.runId, e.attempt!)) : state.held)
     }
     case "AttemptStarted": {

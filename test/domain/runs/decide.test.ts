@@ -371,6 +371,29 @@ describe("decideHandOff", () => {
     expect(canonicalState(handed)).toEqual(canonicalState(claimedLater))
   })
 
+  it("in one command, decides what the same steps decide one commit after another (any fleet, any waiting claim)", () => {
+    const host = fc.record({
+      labels: fc.subarray(["gpu=true", "os=linux"]),
+      used: fc.integer({ min: 0, max: 2 }),
+      alive: fc.boolean()
+    })
+    fc.assert(
+      fc.property(fc.array(host, { maxLength: 5 }), fc.integer({ min: 0, max: 5 }), fc.constantFrom([], [GPU.address], [ECHO.address]), fc.constantFrom(ECHO, GPU), (hosts, waiting, scope, j) => {
+        const candidates = [ownerHost({ slots: { capacity: 1, used: 1 } }), ...hosts.map((h, i) => worker(`w${i}`, { labels: h.labels, advertisementAlive: h.alive, slots: { capacity: 2, used: h.used } }))]
+        const claimOn = waitingOn(`w${waiting}`, 5, scope)
+        const inOne = handOff(submitAndPlace("r1", j, candidates), claimOn)(initialState)
+        // Step by step: submitted and committed, then placed (and handed over) on the folded state.
+        const submitted = given(submit("r1", j, [], 1_000))
+        const placed = D.decidePlacement({ runId: "r1", candidates, quotas: NO_QUOTAS, notes: [], now: 1_000 }, submitted.runs)
+        const stepwise = placed._tag === "Rejected" ? placed : D.decideHandOff(placed, submitted.runs, claimOn, 2_000)
+        {
+          expect(events(inOne).slice(1)).toEqual(events(stepwise))
+        }
+      }),
+      { numRuns: 300 }
+    )
+  })
+
   it("the scheduler's placement of a pending run hands over the same way", () => {
     const s = given(submit("r1", GPU))
     expect(tags(handOff(place("r1", [ownerHost(), worker("w1")]), waitingOn("w1"))(s))).toEqual(["PlacementDecided", "AttemptStarted"])
