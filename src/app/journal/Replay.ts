@@ -4,13 +4,13 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import { jsonPieces } from "../../domain/journal/JsonPieces.js"
 import { canonicalState, folder, initialState, STATE_PARTS, type OwnerState } from "../../domain/journal/OwnerState.js"
 import type { CanonicalState } from "../../domain/journal/Snapshot.js"
 import { auditPlacement } from "../../domain/runs/AuditPlacement.js"
 import { Checkpoints, type Checkpoint } from "./Checkpoints.js"
 import { Hashing } from "./Hashing.js"
 import { Journal } from "./Journal.js"
+import { jsonInTurns } from "./JsonInTurns.js"
 
 /**
  * Events per page read while folding. Small, so that the events of a page and what is made from
@@ -84,40 +84,18 @@ export const digestOfText = (hashing: Pick<Hashing["Type"], "sha256Hex">, text: 
 
 const digestOf = (hashing: Hashing["Type"], state: OwnerState) => digestOfText(hashing, JSON.stringify(canonicalState(state)))
 
-/** Elements of a long array (runs, workers, audit rows) written in one piece of a snapshot. */
-const SNAPSHOT_SLICE = 64
-/** Text written and hashed between two turns given back to the event loop. */
-const SNAPSHOT_TURN = 256 * 1024
-
-/** A turn of the event loop for whatever else waits (the worker route's calls, commits). */
-const nextTurn = Effect.async<void>((resume) => {
-  const t = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(t))
-})
-
 /**
  * The projections' canonical JSON and its digest: what a checkpoint writes, text and all (a
- * snapshot). Made and hashed in pieces (domain/journal/JsonPieces.ts), giving the event loop a
- * turn after every 256 KiB: with thousands of runs kept the text is megabytes (10.7 MiB for
- * 9,000 runs), and made at once it held the owner's thread about 100 ms every checkpoint. The
- * state is an immutable value, so the text is of the state at its sequence whatever commits
- * meanwhile.
+ * snapshot). Made and hashed in pieces, giving the event loop turns (JsonInTurns.ts): with
+ * thousands of runs kept the text is megabytes (10.7 MiB for 9,000 runs), and made at once it
+ * held the owner's thread about 100 ms every checkpoint. The state is an immutable value, so
+ * the text is of the state at its sequence whatever commits meanwhile.
  */
 export const snapshotOf = (state: OwnerState) =>
   Effect.gen(function* () {
     const hash = (yield* Hashing).sha256()
-    const pieces: Array<string> = []
-    let sinceTurn = 0
-    for (const piece of jsonPieces(canonicalState(state), SNAPSHOT_SLICE)) {
-      pieces.push(piece)
-      hash.update(piece)
-      sinceTurn += piece.length
-      if (sinceTurn >= SNAPSHOT_TURN) {
-        sinceTurn = 0
-        yield* nextTurn
-      }
-    }
-    return { text: pieces.join(""), digest: `${PROJECTION_FORM}:${hash.hex()}` }
+    const text = yield* jsonInTurns(canonicalState(state), hash.update)
+    return { text, digest: `${PROJECTION_FORM}:${hash.hex()}` }
   })
 
 /**

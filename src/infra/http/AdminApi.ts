@@ -10,6 +10,11 @@ import * as nodePath from "node:path"
 
 export const socketPath = (home: string) => nodePath.join(home, "admin.sock")
 
+/** A body already written as JSON (a large one, made without holding the owner's thread: app/journal/JsonInTurns.ts). */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
 export interface AdminRoute {
   readonly method: "GET" | "POST"
   readonly path: string
@@ -46,7 +51,7 @@ export const serveAdmin = async (home: string, routes: ReadonlyArray<AdminRoute>
     })
     req.on("end", () => {
       const reply = (status: number, body: unknown) => {
-        const text = JSON.stringify(body)
+        const text = body instanceof JsonText ? body.text : JSON.stringify(body)
         res.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(text) })
         res.end(text)
       }

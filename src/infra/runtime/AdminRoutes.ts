@@ -9,11 +9,12 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Runtime from "effect/Runtime"
+import { jsonInTurns } from "../../app/journal/JsonInTurns.js"
 import { Projections } from "../../app/journal/Projections.js"
 import { Dispatcher } from "../../app/runs/Dispatcher.js"
 import { Owner } from "../../app/workers/Owner.js"
 import { canonicalState } from "../../domain/journal/OwnerState.js"
-import type { AdminRoute } from "../http/AdminApi.js"
+import { JsonText, type AdminRoute } from "../http/AdminApi.js"
 
 const field = (body: unknown, key: string): unknown => (typeof body === "object" && body !== null ? (body as Record<string, unknown>)[key] : undefined)
 
@@ -76,7 +77,13 @@ export const adminRoutes = (
     {
       method: "GET",
       path: "/state",
-      handle: () => answer(Effect.map(Effect.flatMap(Projections, (p) => p.state), (s) => ({ sequence: s.sequence, state: canonicalState(s), audit: Chunk.size(s.audit) })))
+      // Megabytes with thousands of runs kept: written out in turns, as a checkpoint's snapshot is.
+      handle: () =>
+        answer(
+          Effect.flatMap(Effect.flatMap(Projections, (p) => p.state), (s) =>
+            Effect.map(jsonInTurns({ sequence: s.sequence, state: canonicalState(s), audit: Chunk.size(s.audit) }), (text) => new JsonText(text))
+          )
+        )
     },
     { method: "GET", path: "/links", handle: async () => [200, { links: await options.links() }] as const },
     {
