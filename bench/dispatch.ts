@@ -35,7 +35,10 @@
  * `Owner.invite` in the owner process), then hello and an advertisement (capacity 4, labels
  * `pool=bench`, capabilities `node`, the job's address and digest as held artifact), refreshed
  * every 4 s (staggered). Each loops: claim (waitSeconds 5) -> on `work`, report ok with result
- * `{}` at once -> claim again; on `no-work`, claim again. One https.Agent with keep-alive and a
+ * `{}` at once, asking for the next attempt placed on it (`claimNext`, as an svc worker whose
+ * slots are busy does: docs/protocol.md) -> run the attempt handed back, or claim again; on
+ * `no-work`, claim again. Each round prints the calls per job and how many attempts came back
+ * with a report. One https.Agent with keep-alive and a
  * socket for every call that can be in flight (a claim and an advertisement per worker), trusting
  * the pinned certificate as the worker's agent does.
  * Bare: WorkerRoute.createServer (same certificate, same settings) with a handler that reads the
@@ -579,6 +582,9 @@ interface Received {
 /** Everything the simulated workers saw. */
 class Fleet {
   reports = 0
+  /** Claims sent, and attempts handed back with a report (claimNext). */
+  claims = 0
+  handedBack = 0
   received: Array<Received> = []
   errors = new Map<string, number>()
   workBytes = 0
@@ -594,7 +600,7 @@ class Fleet {
     readonly workers: ReadonlyArray<{ readonly credential: string; readonly fence: number }>
   ) {
     this.claimBytes = body({ kind: "claim", fence: workers[0]!.fence, waitSeconds: CLAIM_WAIT_SECONDS, running: [] }).length
-    this.reportBytes = body({ kind: "report", fence: workers[0]!.fence, attempt: "rXXXXXXXXXXXXXXX.1", outcome: { ok: true, result: {} } }).length
+    this.reportBytes = body({ kind: "report", fence: workers[0]!.fence, attempt: "rXXXXXXXXXXXXXXX.1", outcome: { ok: true, result: {} }, claimNext: true }).length
   }
 
   error(what: string, a: Answer) {
@@ -606,25 +612,45 @@ class Fleet {
     const { credential, fence } = this.workers[w]!
     // As an svc worker claims: listing what it runs (nothing: it reports before it claims again).
     const claim = body({ kind: "claim", fence, waitSeconds: CLAIM_WAIT_SECONDS, running: [] })
-    while (this.running) {
-      const a = await post(this.port, this.agent, credential, claim)
-      if (a.status !== 200) {
-        this.error("claim", a)
-        await new Promise((r) => setTimeout(r, 100))
-        continue
+    type Handed = { readonly attempt: string; readonly input: { readonly t: number; readonly n: number } }
+    // An attempt handed back with the last report (claimNext), to run before claiming again.
+    let next: { readonly work: Handed; readonly at: number } | null = null
+    while (this.running || next !== null) {
+      let handed: Handed
+      let at: number
+      if (next !== null) {
+        handed = next.work
+        at = next.at
+        next = null
+      } else {
+        this.claims++
+        const a = await post(this.port, this.agent, credential, claim)
+        if (a.status !== 200) {
+          this.error("claim", a)
+          await new Promise((r) => setTimeout(r, 100))
+          continue
+        }
+        const answer = JSON.parse(a.body) as { kind: string } & Partial<Handed>
+        if (answer.kind !== "work") continue
+        this.workBytes = a.body.length
+        handed = answer as Handed
+        at = a.at
       }
-      const answer = JSON.parse(a.body) as { kind: string; attempt?: string; input?: { t: number; n: number } }
-      if (answer.kind !== "work") continue
-      this.workBytes = a.body.length
-      const input = answer.input!
-      this.received.push({ n: input.n, t: input.t, at: a.at })
-      const r = await post(this.port, this.agent, credential, body({ kind: "report", fence, attempt: answer.attempt!, outcome: { ok: true, result: {} } }))
+      this.received.push({ n: handed.input.n, t: handed.input.t, at })
+      // As an svc worker reports when its slots are busy (this one runs one attempt at a time):
+      // asking for the next attempt placed on it, unless it is stopping.
+      const r = await post(this.port, this.agent, credential, body({ kind: "report", fence, attempt: handed.attempt, outcome: { ok: true, result: {} }, ...(this.running ? { claimNext: true } : {}) }))
       if (r.status !== 200) {
         this.error("report", r)
         continue
       }
       this.reports++
-      this.onReported?.(input.n)
+      this.onReported?.(handed.input.n)
+      const ack = JSON.parse(r.body) as { next?: Handed | null }
+      if (ack.next != null) {
+        this.handedBack++
+        next = { work: ack.next, at: r.at }
+      }
     }
   }
 
@@ -719,14 +745,18 @@ const profiled = async <A>(owner: Child, name: string, during: () => Promise<A>)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 /** Owner: the submit loop keeps `WINDOW` runs open; acked reports counted after the warm-up. */
-const saturateOwner = async (owner: Child, fleet: Fleet, ms: number): Promise<Rate & { submitted: number; events: number; bytes: number }> => {
+const saturateOwner = async (owner: Child, fleet: Fleet, ms: number): Promise<Rate & { submitted: number; events: number; bytes: number; claims: number; handedBack: number }> => {
   const errorsBefore = [...fleet.errors.values()].reduce((a, b) => a + b, 0)
   owner.send({ type: "load-start", window: WINDOW })
   await sleep(WARM_SECONDS * 1000)
   const u0 = await owner.usage()
   const c0 = fleet.reports
+  const k0 = fleet.claims
+  const h0 = fleet.handedBack
   await sleep(ms)
   const c1 = fleet.reports
+  const k1 = fleet.claims
+  const h1 = fleet.handedBack
   const u1 = await owner.usage()
   const stopped = await owner.ask<{ type: "load-stopped"; id: number; submitted: number }>((id) => ({ type: "load-stop", id }))
   await owner.ask((id) => ({ type: "drain", id }))
@@ -739,7 +769,9 @@ const saturateOwner = async (owner: Child, fleet: Fleet, ms: number): Promise<Ra
     errors,
     submitted: stopped.submitted,
     events: (u1.sequence - u0.sequence) / Math.max(1, count),
-    bytes: (u1.storeBytes - u0.storeBytes) / Math.max(1, count)
+    bytes: (u1.storeBytes - u0.storeBytes) / Math.max(1, count),
+    claims: (k1 - k0) / Math.max(1, count),
+    handedBack: (h1 - h0) / Math.max(1, count)
   }
 }
 
@@ -893,7 +925,7 @@ const main = async (): Promise<void> => {
   const fence = workers[0]!.fence
   const bareBodies = [
     JSON.stringify({ kind: "claim", fence, waitSeconds: CLAIM_WAIT_SECONDS, running: [] }),
-    JSON.stringify({ kind: "report", fence, attempt: "rXXXXXXXXXXXXXXX.1", outcome: { ok: true, result: {} } })
+    JSON.stringify({ kind: "report", fence, attempt: "rXXXXXXXXXXXXXXX.1", outcome: { ok: true, result: {} }, claimNext: true })
   ]
   console.log(`  sizes       claim ${fleet.claimBytes} B, report ~${fleet.reportBytes} B, work answer ${workBytes} B (bare answers ${bareAnswer(workBytes).length} B)`)
 
@@ -916,7 +948,7 @@ const main = async (): Promise<void> => {
         ownerExtra.push(m)
         round.owner = m.rate
         console.log(
-          `    round ${r + 1} owner ${fmt(m.rate).padStart(7)} jobs/s      owner CPU ${fmt(m.cpuPerUnit)} us/job, ${m.events.toFixed(2)} events/job, ${fmt(m.bytes)} B of store/job, errors ${m.errors}`
+          `    round ${r + 1} owner ${fmt(m.rate).padStart(7)} jobs/s      owner CPU ${fmt(m.cpuPerUnit)} us/job, ${m.events.toFixed(2)} events/job, ${fmt(m.bytes)} B of store/job, ${(m.claims + 1).toFixed(2)} calls/job (${(100 * m.handedBack).toFixed(0)}% handed back with a report), errors ${m.errors}`
         )
       } else {
         const m = await saturateBare(bareProc, bare.port, bareAgent, bearer, bareBodies, WORKERS, ROUND_SECONDS * 1000)

@@ -63,6 +63,7 @@ import type { ExecutionSpec } from "../src/app/runs/Executor.js"
 import { JobNotRunnable, type ResolvedJob } from "../src/app/runs/JobCatalog.js"
 import { runLink, type LinkStatus } from "../src/app/workers/Link.js"
 import type { Offer } from "../src/app/workers/Offer.js"
+import { makeSlots } from "../src/app/workers/Slots.js"
 import { layerWithRuns as ownerLayer, Owner, OwnerAddress } from "../src/app/workers/Owner.js"
 import { parseJoinToken } from "../src/domain/workers/Secrets.js"
 import { createServer, makeHandler } from "../src/infra/http/WorkerRoute.js"
@@ -434,7 +435,7 @@ const workerChild = async (): Promise<void> => {
     withheld: []
   }
   const program = Effect.gen(function* () {
-    const slots = yield* Effect.makeSemaphore(SLOTS)
+    const slots = yield* makeSlots(SLOTS)
     const statuses = yield* Ref.make<ReadonlyMap<string, LinkStatus>>(new Map())
     const transport = {
       call: (request: Parameters<typeof callOwner>[3]) => callOwner(pinned, agent, credential, request),

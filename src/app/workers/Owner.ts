@@ -24,7 +24,7 @@ import type { JournalError, StreamConflict } from "../journal/Journal.js"
 import { Dispatcher, layer as DispatcherLayer, stopsIn } from "../runs/Dispatcher.js"
 import { Entropy } from "./Entropy.js"
 import { Freshness, layer as FreshnessLayer } from "./Freshness.js"
-import { fenceRefusal, Refusal, revokedRefusal, type Ack, type Advertise, type CredentialHandOver, type Hello, type Join, type NoWork, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
+import { fenceRefusal, Refusal, revokedRefusal, type Ack, type Advertise, type Assignment, type CredentialHandOver, type Hello, type Join, type NoWork, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
 
 interface Authenticated {
   readonly worker: WorkerRecord
@@ -257,6 +257,8 @@ export const make = Effect.gen(function* () {
     )
   }
 
+  const assignmentOf = ({ attempt, runId, address, digest, input, timeoutMs }: Assignment): Assignment => ({ attempt, runId, address, digest, input, timeoutMs })
+
   /** Every call after hello, its fence checked: the credential hand-over if one is due, then the call. */
   const call = ({ worker, presentedHash, now }: Authenticated, request: Exclude<WorkerRequest, Join | Hello>) =>
     Effect.flatMap(handOver(worker, presentedHash, now), (newCredential): Effect.Effect<WorkerResponse, Refusal> => {
@@ -277,9 +279,21 @@ export const make = Effect.gen(function* () {
         case "decline":
           touch(worker.id, now, false)
           return Effect.as(dispatcher.decline(worker, request.attempt, request.reason), { kind: "ack", stop: [], newCredential } satisfies Ack)
-        case "report":
+        case "report": {
           touch(worker.id, now, false)
-          return Effect.as(dispatcher.report(worker, request.attempt, request.outcome, request.output), { kind: "ack", stop: [], newCredential } satisfies Ack)
+          const reported = dispatcher.report(worker, request.attempt, request.outcome, request.output)
+          if (request.claimNext !== true) return Effect.as(reported, { kind: "ack", stop: [], newCredential } satisfies Ack)
+          // And a claim that does not wait. The report is recorded whatever becomes of the claim:
+          // a claim refused (the worker revoked meanwhile, say) is answered as no work, and the
+          // worker's next call hears the refusal.
+          return Effect.zipRight(
+            reported,
+            Effect.map(
+              Effect.orElseSucceed(dispatcher.claim(worker, request.fence, 0), () => null),
+              (work): Ack => ({ kind: "ack", stop: [], newCredential, next: work === null ? null : assignmentOf(work) })
+            )
+          )
+        }
       }
     })
 

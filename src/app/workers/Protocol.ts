@@ -101,7 +101,14 @@ export const Report = Schema.Struct({
     exitCode: Schema.optionalWith(Schema.NullOr(Schema.Int), { exact: true })
   }),
   /** The output not yet sent with a heartbeat. */
-  output: Schema.optionalWith(OutputDelta, { exact: true })
+  output: Schema.optionalWith(OutputDelta, { exact: true }),
+  /**
+   * And claim, without waiting: once the report is recorded, an attempt already placed on this
+   * worker is started and handed over in the answer (`next`), so a busy worker needs one call
+   * per attempt instead of two. Sent by a worker whose freed slot would take it
+   * (docs/protocol.md, "Report and claim the next").
+   */
+  claimNext: Schema.optionalWith(Schema.Boolean, { exact: true })
 })
 export type Report = typeof Report.Type
 
@@ -141,11 +148,26 @@ export const Welcome = Schema.Struct({
 })
 export type Welcome = typeof Welcome.Type
 
+/** An attempt handed to a worker: run the job it names, with this input. */
+const AssignmentFields = {
+  attempt: Schema.String,
+  runId: Schema.String,
+  /** `BAG:JOB@VERSION`, pinned by the digest of the bag the worker must hold. */
+  address: Schema.String,
+  digest: Schema.String,
+  input: Schema.Unknown,
+  timeoutMs: Schema.NullOr(Schema.Number)
+}
+export const Assignment = Schema.Struct(AssignmentFields)
+export type Assignment = typeof Assignment.Type
+
 export const Ack = Schema.Struct({
   kind: Schema.Literal("ack"),
   /** Activity attempts the worker must stop (after a `runs stop`, or on revocation). */
   stop: Schema.Array(Schema.String),
-  newCredential: Schema.NullOr(CredentialHandOver)
+  newCredential: Schema.NullOr(CredentialHandOver),
+  /** To a report with `claimNext`: the attempt started for this worker, or null when none was placed on it. */
+  next: Schema.optionalWith(Schema.NullOr(Assignment), { exact: true })
 })
 export type Ack = typeof Ack.Type
 
@@ -159,13 +181,7 @@ export type NoWork = typeof NoWork.Type
 /** An attempt handed to the claiming worker: run the job it names, with this input. */
 export const Work = Schema.Struct({
   kind: Schema.Literal("work"),
-  attempt: Schema.String,
-  runId: Schema.String,
-  /** `BAG:JOB@VERSION`, pinned by the digest of the bag the worker must hold. */
-  address: Schema.String,
-  digest: Schema.String,
-  input: Schema.Unknown,
-  timeoutMs: Schema.NullOr(Schema.Number),
+  ...AssignmentFields,
   newCredential: Schema.NullOr(CredentialHandOver)
 })
 export type Work = typeof Work.Type

@@ -16,12 +16,13 @@ import * as Schedule from "effect/Schedule"
 import type { ExecutionOutcome, ExecutorService } from "../runs/Executor.js"
 import type { JobNotRunnable, ResolvedJob } from "../runs/JobCatalog.js"
 import type { RunFilesService } from "../runs/RunFiles.js"
-import type { OutputDelta, Refusal, Work, WorkerRequest, WorkerResponse } from "./Protocol.js"
+import type { Assignment, OutputDelta, Refusal, WorkerRequest, WorkerResponse } from "./Protocol.js"
+import type { Slots } from "./Slots.js"
 import type { Unreachable } from "./Link.js"
 
 export interface WorkSide {
   /** The machine-wide slots: one is taken before a claim and held while its attempt runs. */
-  readonly slots: Effect.Semaphore
+  readonly slots: Slots
   readonly resolve: (address: string) => Effect.Effect<ResolvedJob, JobNotRunnable>
   readonly executor: ExecutorService
   readonly files: RunFilesService
@@ -74,26 +75,53 @@ export const makeWork = (side: WorkSide, call: Call) =>
         { discard: true }
       )
 
-    /** The report, retried while the owner cannot be reached; a refusal ends it (logged). */
+    /**
+     * Report and claim the next (docs/protocol.md): a report may ask for the next attempt placed
+     * on this worker, which then takes the reported attempt's slot. Asked only when the slot
+     * would go to this owner's claims anyway: the claim loop waits for a slot and nobody else
+     * does (another owner's claims, this machine's own runs). A claim that lists what this
+     * worker runs is never in flight beside such a report (`asking`): the attempt the report's
+     * answer hands over is not in the list, and the owner would take it for one whose answer
+     * was lost.
+     */
+    let loopWaitsForSlot = false
+    let asking = 0
+    const mayAskForNext = () => loopWaitsForSlot && side.slots.waiting() === 1
+
+    /**
+     * The report, retried while the owner cannot be reached; a refusal ends it (logged).
+     * Answers the attempt handed over with it, if it asked for one.
+     */
     const report = (attempt: string, outcome: ExecutionOutcome, r: Running) =>
       Effect.gen(function* () {
         const last = yield* delta(attempt, r)
-        const send = Effect.suspend(() =>
-          call({
+        const send = Effect.suspend(() => {
+          const claimNext = mayAskForNext()
+          if (claimNext) asking++
+          return call({
             kind: "report",
             fence,
             attempt,
             outcome: { ok: outcome.ok, ...(outcome.ok ? { result: outcome.result } : {}), ...(outcome.error === null ? {} : { error: outcome.error.slice(0, 2000) }), exitCode: outcome.exitCode },
-            output: last.delta
-          })
-        )
-        yield* send.pipe(
+            output: last.delta,
+            ...(claimNext ? { claimNext } : {})
+          }).pipe(
+            Effect.ensuring(
+              Effect.sync(() => {
+                if (claimNext) asking--
+              })
+            )
+          )
+        })
+        return yield* send.pipe(
+          Effect.map((answer) => (answer.kind === "ack" ? (answer.next ?? undefined) : undefined)),
           Effect.retry({ while: (e) => e._tag === "Unreachable", schedule: Schedule.exponential(Duration.seconds(1)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(10)))) }),
-          Effect.catchAll((e) => Effect.logWarning(`the owner refused the report of ${attempt}: ${e.message}`))
+          Effect.catchAll((e) => Effect.as(Effect.logWarning(`the owner refused the report of ${attempt}: ${e.message}`), undefined))
         )
       })
 
-    const execute = (work: Omit<Work, "newCredential">, entry: { r?: Running }) =>
+    type Entry = { r?: Running; next?: Assignment }
+    const execute = (work: Assignment, entry: Entry) =>
       Effect.gen(function* () {
         const resolved = yield* Effect.either(side.resolve(work.address))
         const problem =
@@ -121,22 +149,25 @@ export const makeWork = (side: WorkSide, call: Call) =>
           stderrFile: paths.stderr
         })
         const r = entry.r!
-        if (!r.stopped) yield* report(work.attempt, outcome, r)
+        if (!r.stopped) {
+          const next = yield* report(work.attempt, outcome, r)
+          if (next !== undefined) entry.next = next
+        }
       })
 
-    const start = (work: Omit<Work, "newCredential">) =>
+    /** Runs an attempt in the slot taken for it; when it ends, the slot goes to the attempt its report was handed, or back. */
+    const start = (work: Assignment): Effect.Effect<void> =>
       Effect.gen(function* () {
-        const entry: { r?: Running } = {}
+        const entry: Entry = {}
         // Interruptible even when started from the claim's protected region: a stop must reach it.
         const fiber = yield* Effect.interruptible(execute(work, entry)).pipe(
           Effect.ensuring(
-            Effect.andThen(
-              side.slots.release(1),
-              Effect.sync(() => {
-                running.delete(work.attempt)
-                changes++
-              })
-            ).pipe(
+            Effect.suspend(() => {
+              running.delete(work.attempt)
+              changes++
+              const next = entry.next
+              return next === undefined ? side.slots.release : start(next)
+            }).pipe(
               // Its output went to the owner with the heartbeats and the report; a stopped or
               // superseded attempt's is not wanted. The copy here goes (docs/runs.md, "Output").
               Effect.andThen(side.files.remove(work.attempt))
@@ -157,10 +188,13 @@ export const makeWork = (side: WorkSide, call: Call) =>
     const claiming = Effect.forever(
       Effect.uninterruptibleMask((restore) =>
         Effect.gen(function* () {
-          yield* restore(side.slots.take(1))
-          const answer = yield* restore(call({ kind: "claim", fence, waitSeconds: side.claimWaitSeconds, running: [...running.keys()] })).pipe(Effect.onError(() => side.slots.release(1)))
+          loopWaitsForSlot = true
+          yield* restore(side.slots.take).pipe(Effect.ensuring(Effect.sync(() => (loopWaitsForSlot = false))))
+          // What it runs, unless a report asking for the next attempt is in flight (see `asking`).
+          const listing = asking === 0 ? { running: [...running.keys()] } : {}
+          const answer = yield* restore(call({ kind: "claim", fence, waitSeconds: side.claimWaitSeconds, ...listing })).pipe(Effect.onError(() => side.slots.release))
           if (answer.kind === "work") yield* start(answer)
-          else yield* side.slots.release(1)
+          else yield* side.slots.release
         })
       )
     )

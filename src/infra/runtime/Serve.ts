@@ -22,6 +22,7 @@ import { parseRetainedRuns, RETAINED_RUNS_VARIABLE } from "../../app/runs/Retent
 import { initialStateRetaining } from "../../domain/journal/OwnerState.js"
 import { runLink, type LinkStatus } from "../../app/workers/Link.js"
 import { computeOffer, type Offer } from "../../app/workers/Offer.js"
+import { makeSlots } from "../../app/workers/Slots.js"
 import { OwnerHost } from "../../app/runs/Dispatcher.js"
 import { resolveJob } from "../../app/runs/JobCatalog.js"
 import { layerWithRuns as ownerLayer, OwnerAddress } from "../../app/workers/Owner.js"
@@ -102,7 +103,7 @@ export const serve = (options: ServeOptions) =>
       // And so does a bad SVC_WORKFLOW_RETAINED_RUNS.
       const retain = yield* Effect.mapError(parseRetainedRuns(env[RETAINED_RUNS_VARIABLE]), (message) => new ServeError({ message }))
       // One arbiter of this machine's slots: its own runs and the work it does for other owners.
-      const slots = yield* Effect.makeSemaphore(firstOffer.capacity)
+      const slots = yield* makeSlots(firstOffer.capacity)
       const resolve = (address: string) => resolveJob(address).pipe(Effect.provide(bagLayers))
       const executor = ChildExecutor.make()
       const ownerHost = Layer.succeed(OwnerHost, {
@@ -112,7 +113,7 @@ export const serve = (options: ServeOptions) =>
         bins: (programs) =>
           Effect.flatMap(HostPrograms, (h) => Effect.filter(programs, (p) => Effect.map(h.which(p), (found) => found !== undefined))).pipe(Effect.provide(HostProgramsLive.layer)),
         resolve,
-        withSlot: slots.withPermits(1)
+        withSlot: slots.withSlot
       })
 
       const tls = yield* wrap("loading the TLS certificate", () => loadOrCreate(options.home, options.tls))

@@ -404,6 +404,50 @@ describe("on a worker", () => {
     }).pipe(Effect.provide(TestOwner))
   )
 
+  it.effect("a report that claims the next: the report is recorded, and the attempt placed on the worker starts and comes back in the answer", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w) // capacity 2
+      const first = yield* runningOn(w)
+      // Placed on the worker, not claimed yet.
+      const second = yield* submit(GPU, { text: "second" })
+      yield* placedOn(second.id, 1)
+      expect(attempt(yield* show(second.id), 1)).toMatchObject({ host: w.workerId, state: "assigned" })
+      const answer = ok(yield* call(w.credential, { kind: "report", fence: w.fence, attempt: first.id, outcome: { ok: true, result: { text: "hi", length: 2 }, exitCode: 0 }, claimNext: true }), "ack")
+      expect((yield* show(first.runId)).state).toBe("succeeded")
+      expect(answer.next).toEqual({ attempt: `${second.id}.1`, runId: second.id, address: GPU, digest: DIGEST, input: { text: "second" }, timeoutMs: null })
+      expect(attempt(yield* show(second.id), 1)).toMatchObject({ host: w.workerId, state: "running", fence: w.fence })
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("a report that claims the next, with nothing placed on the worker: next is null; without claimNext there is no next at all", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const a = yield* runningOn(w)
+      const b = yield* runningOn(w)
+      const before = yield* head
+      const withNext = ok(yield* call(w.credential, { kind: "report", fence: w.fence, attempt: a.id, outcome: { ok: true, result: { text: "hi", length: 2 } }, claimNext: true }), "ack")
+      expect(withNext.next).toBeNull()
+      // The report alone was journaled.
+      expect((yield* head) - before).toBe(1)
+      const plain = ok(yield* report(w, b.id), "ack")
+      expect(plain).not.toHaveProperty("next")
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("a refused report claims nothing: the attempt placed on the worker stays assigned", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const placed = yield* submit(GPU)
+      yield* placedOn(placed.id, 1)
+      const refused = yield* call(w.credential, { kind: "report", fence: w.fence, attempt: "rnosuchrun.1", outcome: { ok: true, result: { text: "hi", length: 2 } }, claimNext: true })
+      expect(refusal(refused)).toBe("unknown-activity")
+      expect(attempt(yield* show(placed.id), 1)).toMatchObject({ state: "assigned" })
+    }).pipe(Effect.provide(TestOwner))
+  )
+
   it.effect("a submission and its placement are one commit: the run's stream holds both when submit answers", () =>
     Effect.gen(function* () {
       const w = yield* linked("lab-1")

@@ -16,6 +16,7 @@ import type { ResolvedJob } from "../../../src/app/runs/JobCatalog.js"
 import { Unreachable } from "../../../src/app/workers/Link.js"
 import { Refusal, type WorkerRequest, type WorkerResponse } from "../../../src/app/workers/Protocol.js"
 import { makeWork, type WorkSide } from "../../../src/app/workers/Work.js"
+import { makeSlots, type Slots } from "../../../src/app/workers/Slots.js"
 import * as ChildExecutor from "../../../src/infra/runs/ChildExecutor.js"
 import * as FileRunFiles from "../../../src/infra/runs/FileRunFiles.js"
 
@@ -65,7 +66,7 @@ const counting = () => {
   return { executor, c }
 }
 
-const sideWith = (slots: Effect.Semaphore, executor: ExecutorService): WorkSide => ({
+const sideWith = (slots: Slots, executor: ExecutorService): WorkSide => ({
   slots,
   resolve: () => Effect.succeed(job),
   executor,
@@ -121,7 +122,7 @@ const until = (what: string, ok: () => boolean, ms = 10_000) =>
 describe("the worker side of runs", () => {
   it.live("keeps the total running within the machine's capacity across two owners, and reports each attempt once", () =>
     Effect.gen(function* () {
-      const slots = yield* Effect.makeSemaphore(2)
+      const slots = yield* makeSlots(2)
       const { c, executor } = counting()
       const a = owner("A", 3, 200)
       const b = owner("B", 3, 200)
@@ -146,7 +147,7 @@ describe("the worker side of runs", () => {
 
   it.live("each claim lists the attempts it runs, an attempt whose report is not answered yet among them", () =>
     Effect.gen(function* () {
-      const slots = yield* Effect.makeSemaphore(2)
+      const slots = yield* makeSlots(2)
       let reporting = false
       const claimsWhileReporting: Array<ReadonlyArray<string> | undefined> = []
       const o = owner("L", 1, 50, (r) => {
@@ -174,9 +175,94 @@ describe("the worker side of runs", () => {
     })
   )
 
+  it.live("a busy worker reports and claims the next in one call: the freed slot goes to the attempt handed back", () =>
+    Effect.gen(function* () {
+      const slots = yield* makeSlots(1)
+      const { c, executor } = counting()
+      let handed = 1
+      const o = owner("P", 1, 20, (r) => {
+        if (r.kind !== "report" || r.claimNext !== true) return undefined
+        o.reports.push({ attempt: r.attempt, ok: r.outcome.ok, result: r.outcome.result })
+        const next = handed < 4 ? work(`rP.${++handed}`, { n: handed, ms: 20 }) : undefined
+        return Effect.succeed({ kind: "ack", stop: [], newCredential: null, next: next === undefined || next.kind !== "work" ? null : { attempt: next.attempt, runId: next.runId, address: next.address, digest: next.digest, input: next.input, timeoutMs: next.timeoutMs } })
+      })
+      const w = yield* makeWork(sideWith(slots, executor), o.call)
+      const f = yield* Effect.fork(w.session(1))
+      yield* until("four reports", () => o.reports.length === 4, 20_000)
+      expect(o.reports.map((r) => r.attempt)).toEqual(["rP.1", "rP.2", "rP.3", "rP.4"])
+      const upToLast = o.calls.slice(0, o.calls.findIndex((r) => r.kind === "report" && r.attempt === "rP.4") + 1)
+      // One claim for four attempts: each report asked for the next, and its slot passed on.
+      expect(upToLast.filter((r) => r.kind === "claim").length).toBe(1)
+      expect(upToLast.filter((r) => r.kind === "report").every((r) => r.kind === "report" && r.claimNext === true)).toBe(true)
+      expect(c.max).toBe(1)
+      // The last report's answer handed nothing: the slot went back, and the claims resumed.
+      yield* until("a claim after the last report", () => o.calls.slice(upToLast.length).some((r) => r.kind === "claim"))
+      yield* Fiber.interrupt(f)
+      expect(yield* slots.take.pipe(Effect.timeout(Duration.seconds(2)), Effect.option)).toMatchObject({ _tag: "Some" })
+    })
+  )
+
+  it.live("does not keep a slot for the next attempt when another owner's claims wait for it", () =>
+    Effect.gen(function* () {
+      const slots = yield* makeSlots(1)
+      const a = owner("A", 2, 300)
+      const b = owner("B", 0, 0)
+      const wa = yield* makeWork(sideWith(slots, ChildExecutor.make()), a.call)
+      const fa = yield* Effect.fork(wa.session(1))
+      yield* until("A runs", () => wa.running().length === 1)
+      // B's claims now wait for the slot A's attempt holds.
+      const wb = yield* makeWork(sideWith(slots, ChildExecutor.make()), b.call)
+      const fb = yield* Effect.fork(wb.session(1))
+      yield* until("A reports", () => a.reports.length >= 1, 20_000)
+      const first = a.calls.find((r): r is Extract<WorkerRequest, { kind: "report" }> => r.kind === "report")!
+      expect(first.claimNext).toBeUndefined()
+      // The slot went to B's claim, which found nothing and gave it back; A goes on.
+      yield* until("A's second report", () => a.reports.length === 2, 20_000)
+      expect(b.calls.some((r) => r.kind === "claim")).toBe(true)
+      yield* Fiber.interrupt(fa)
+      yield* Fiber.interrupt(fb)
+    })
+  )
+
+  it.live("no claim lists what the worker runs while a report that claims the next is in flight", () =>
+    Effect.gen(function* () {
+      const slots = yield* makeSlots(2)
+      let asking = false
+      let stopLong = false
+      const claimsWhileAsking: Array<Extract<WorkerRequest, { kind: "claim" }>> = []
+      let handed = 0
+      const o = owner("C", 0, 0, (r) => {
+        if (r.kind === "claim") {
+          if (asking) claimsWhileAsking.push(r)
+          // A short attempt, then a long one; nothing after.
+          handed++
+          if (handed === 1) return Effect.succeed(work("rC.1", { n: 1, ms: 20 }))
+          if (handed === 2) return Effect.succeed(work("rC.2", { n: 2, ms: 30_000 }))
+          return undefined
+        }
+        // The long attempt is stopped once the short one's report (asking for the next) is in: its slot frees up meanwhile.
+        if (r.kind === "heartbeat") return Effect.succeed(ack(stopLong ? ["rC.2"] : []))
+        if (r.kind === "report" && r.claimNext === true) {
+          asking = true
+          stopLong = true
+          return Effect.as(Effect.sleep(Duration.millis(1_500)), { kind: "ack", stop: [], newCredential: null, next: null } as WorkerResponse).pipe(Effect.ensuring(Effect.sync(() => void (asking = false))))
+        }
+        return undefined
+      })
+      const w = yield* makeWork(sideWith(slots, ChildExecutor.make()), o.call)
+      const f = yield* Effect.fork(w.session(1))
+      yield* until("a claim while the report is in flight", () => claimsWhileAsking.length > 0, 20_000)
+      expect(claimsWhileAsking.every((c) => c.running === undefined)).toBe(true)
+      yield* until("the report is answered", () => o.calls.some((r) => r.kind === "report") && !asking, 20_000)
+      // Afterwards the claims list what runs again.
+      yield* until("a listing claim", () => o.calls.some((r, i) => r.kind === "claim" && r.running !== undefined && i > o.calls.findIndex((x) => x.kind === "report")), 20_000)
+      yield* Fiber.interrupt(f)
+    })
+  )
+
   it.live("removes output files left by a process that ended while running, before it claims", () =>
     Effect.gen(function* () {
-      const slots = yield* Effect.makeSemaphore(1)
+      const slots = yield* makeSlots(1)
       const side = sideWith(slots, ChildExecutor.make())
       yield* side.files.append("rOld.1", "stdout", "half of it\n")
       yield* side.files.append("rOld.2", "stderr", "crashed\n")
@@ -188,7 +274,7 @@ describe("the worker side of runs", () => {
 
   it.live("stops an attempt the owner says to stop: its child is gone and it is not reported", () =>
     Effect.gen(function* () {
-      const slots = yield* Effect.makeSemaphore(1)
+      const slots = yield* makeSlots(1)
       let stop: ReadonlyArray<string> = []
       const o = owner("S", 1, 30_000, (r) => (r.kind === "heartbeat" ? Effect.succeed(ack(stop)) : undefined))
       const side = sideWith(slots, ChildExecutor.make())
@@ -206,14 +292,14 @@ describe("the worker side of runs", () => {
       yield* until("its files are removed", () => !fs.existsSync(stderr))
       // Its slot is free again (once the claims stop taking it).
       yield* Fiber.interrupt(f)
-      yield* slots.take(1)
-      yield* slots.release(1)
+      yield* slots.take
+      yield* slots.release
     })
   )
 
   it.live("an attempt stopped before any heartbeat listed it is still followed by one heartbeat without it (its slot on the owner is freed)", () =>
     Effect.gen(function* () {
-      const slots = yield* Effect.makeSemaphore(1)
+      const slots = yield* makeSlots(1)
       const o = owner("Q", 1, 30_000)
       const w = yield* makeWork({ ...sideWith(slots, ChildExecutor.make()), heartbeatEvery: Duration.millis(400) }, o.call)
       const f = yield* Effect.fork(w.session(1))
@@ -234,7 +320,7 @@ describe("the worker side of runs", () => {
 
   it.live("reports after the owner comes back, and drops a report the owner refuses", () =>
     Effect.gen(function* () {
-      const slots = yield* Effect.makeSemaphore(2)
+      const slots = yield* makeSlots(2)
       let away = 2
       const o = owner("U", 2, 50, (r) => {
         if (r.kind !== "report") return undefined
@@ -255,7 +341,7 @@ describe("the worker side of runs", () => {
 
   it.live("stopAll (the link ended: revoked or fenced) stops everything it runs", () =>
     Effect.gen(function* () {
-      const slots = yield* Effect.makeSemaphore(3)
+      const slots = yield* makeSlots(3)
       const o = owner("R", 3, 30_000)
       const w = yield* makeWork(sideWith(slots, ChildExecutor.make()), o.call)
       const f = yield* Effect.fork(w.session(1))
