@@ -514,11 +514,24 @@ class Child {
   }
 }
 
+/**
+ * The node flags `npm start` runs `svc serve` with (package.json's start script), which the
+ * owner process is started with too, so that it runs as users run it; `--no-start-flags` leaves
+ * them out (to measure what they change).
+ */
+const startFlags = (): ReadonlyArray<string> => {
+  if (process.argv.includes("--no-start-flags")) return []
+  const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { scripts: { start: string } }
+  const m = /\bnode\s+((?:--\S+\s+)*)dist\/svc\.mjs serve/.exec(pkg.scripts.start)
+  if (m === null) throw new Error(`package.json's start script does not run dist/svc.mjs serve with node: ${pkg.scripts.start}`)
+  return m[1]!.trim().split(/\s+/).filter((f) => f !== "")
+}
+
 const spawnRole = (role: "owner" | "bare", extra: ReadonlyArray<string> = []): Child => {
   const script = fileURLToPath(import.meta.url)
   const forwarded = process.argv.slice(2)
   return new Child(
-    spawn(process.execPath, [...process.execArgv, process.argv[1]!, script, ...forwarded, ...extra, "--role", role], {
+    spawn(process.execPath, [...(role === "owner" ? startFlags() : []), ...process.execArgv, process.argv[1]!, script, ...forwarded, ...extra, "--role", role], {
       stdio: ["ignore", "inherit", "inherit", "ipc"]
     })
   )
@@ -894,7 +907,7 @@ const main = async (): Promise<void> => {
   console.log(`  workers     ${WORKERS} simulated (capacity 4 each, one claim at a time, claim waits ${CLAIM_WAIT_SECONDS} s, advertise every ${ADVERTISE_EVERY_MS / 1000} s)`)
   console.log(`  saturation  ${WINDOW} runs kept open; ${ROUNDS} rounds of ${WARM_SECONDS} s warm-up + ${ROUND_SECONDS} s counted, owner and bare alternating`)
   console.log(`  latency     ${SAMPLES} runs one at a time (first ${SKIP_SAMPLES} not counted), ${PAUSE_MS} ms pause between`)
-  console.log(`  processes   owner and bare server in child processes, this process runs the workers (2 cores shared)\n`)
+  console.log(`  processes   owner and bare server in child processes, this process runs the workers (2 cores shared); owner node flags: ${startFlags().join(" ") || "none"} (npm start's)\n`)
 
   const ownerProc = spawnRole("owner")
   const owner = await ownerProc.ready<OwnerReady>()
