@@ -251,15 +251,15 @@ export const make = (filename: string, { streamCache = STREAM_CACHE }: { readonl
     const streamQuery = prepareStream(db)
 
     let head = db.prepare<[], number>("SELECT COALESCE(MAX(sequence), 0) FROM events").pluck().get() ?? 0
-    // The committed version of the streams written or looked up lately, the oldest dropped past
+    // The committed version of the streams seen lately, the one seen first dropped past
     // `streamCache` (every run is a stream of its own: kept for every stream, this map grew
     // with every run ever submitted). A stream not here is read from the table, which holds every
     // committed version, so the bound changes the cost of an append, never its answer.
     const versions = new Map<string, number>()
     const remember = (stream: string, v: number) => {
-      versions.delete(stream)
+      const size = versions.size
       versions.set(stream, v)
-      if (versions.size > streamCache) versions.delete(versions.keys().next().value!)
+      if (versions.size > size && versions.size > streamCache) versions.delete(versions.keys().next().value!)
     }
     const versionOf = (stream: string): number => {
       const v = versions.get(stream)
