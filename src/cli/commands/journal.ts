@@ -69,7 +69,12 @@ const replayCommand = Command.make("replay", { json, audit }, ({ audit, json }) 
               parseRetainedRuns((yield* Effect.tryPromise({ try: () => runtimeEnv(home), catch: (e) => refused(e instanceof Error ? e.message : String(e)) }))[RETAINED_RUNS_VARIABLE]),
               refused
             )
-      const report = yield* replay({ state: live }, initialStateRetaining(retain))
+      // Compared after the fold with the owner's state at the journal's end: the answer already
+      // fetched when the owner has not moved since (a large state costs the owner its writing),
+      // else asked again.
+      const journal = yield* Journal
+      const atEnd = Effect.flatMap(Effect.orElseSucceed(journal.head, () => -1), (head) => (running !== undefined && running.sequence === head ? Effect.succeed(running) : live))
+      const report = yield* replay({ state: atEnd }, initialStateRetaining(retain))
       const placements = audit ? yield* auditPlacements : undefined
       if (json) yield* printJson(placements === undefined ? report : { ...report, placements })
       else {
