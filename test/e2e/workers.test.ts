@@ -9,7 +9,7 @@
  * scope, rotation, takeover, Offline, revocation, and last the secret greps over everything.
  */
 import { createHash } from "node:crypto"
-import { cpSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { base62, crc32, makeCredential } from "../../src/domain/workers/Secrets.js"
@@ -614,6 +614,34 @@ describe("svc workers between two real svc serve processes", () => {
     }
     expect((await workerRow("lab-1")).state).toBe("Offline")
     await expectCleanExit(w2)
+  }, 60_000)
+
+  it("ends a link whose file is removed: the worker falls silent, and the output it kept for that owner goes", async () => {
+    // Output left for an owner this machine has no link to is removed when the runtime starts.
+    const stray = join(w3Home, "work", "0000000000000000")
+    mkdirSync(stray, { recursive: true })
+    writeFileSync(join(stray, "r1.1.stdout"), "left over\n")
+    const w3 = await startServe("worker-3 again", w3Home, transcript)
+    await waitFor("lab-scope heard from", () => workerRow("lab-scope"), (w) => w.lastSeen !== null && Date.parse(w.lastSeen) >= w3.startedAt, { timeoutMs: 10_000, everyMs: 250 })
+    expect(existsSync(stray)).toBe(false)
+
+    const key = readdirSync(join(w3Home, "links")).find((f) => f.endsWith(".json"))!.slice(0, -5)
+    // What a running attempt's output would leave there.
+    const kept = join(w3Home, "work", key)
+    mkdirSync(kept, { recursive: true })
+    writeFileSync(join(kept, "r2.1.stdout"), "some output\n")
+    const linkFile = join(w3Home, "links", `${key}.json`)
+    const saved = readFileSync(linkFile, "utf8")
+    rmSync(linkFile)
+    await waitFor("its output removed", async () => existsSync(kept), (there) => !there, { timeoutMs: 6_000, everyMs: 200 })
+    expect((await statusOf(w3Home)).owners).toEqual([])
+    // Silent from then on: no call for longer than an advertisement's period (4 s).
+    const before = (await workerRow("lab-scope")).lastSeen
+    await new Promise((resolve) => setTimeout(resolve, 6_000))
+    expect((await workerRow("lab-scope")).lastSeen).toBe(before)
+    await expectCleanExit(w3)
+    // Put back, as the machine's operator would to link it again (the file is what later checks read).
+    writeFileSync(linkFile, saved, { mode: 0o600 })
   }, 60_000)
 
   it("shows no secret in logs, the journal, --json output or error messages, nor any answer another worker's credential or the owner's key", async () => {

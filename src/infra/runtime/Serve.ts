@@ -6,6 +6,7 @@
  */
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
+import * as nodePath from "node:path"
 import type { AddressInfo } from "node:net"
 import * as Console from "effect/Console"
 import * as Data from "effect/Data"
@@ -42,7 +43,7 @@ import * as ManifestSourceLive from "../manifest/ManifestSourceLive.js"
 import { runtimeEnv } from "../SvcConfig.js"
 import { layerAt as svcHomeAt } from "../SvcHome.js"
 import { loadOrCreate } from "../tls/OwnerCertificate.js"
-import { readLinks, writeLink } from "../workers/LinkStore.js"
+import { linkKeys, readLinks, writeLink } from "../workers/LinkStore.js"
 import * as NodeEntropy from "../workers/NodeEntropy.js"
 import { callOwner, makeAgent } from "../workers/OwnerClient.js"
 
@@ -146,7 +147,28 @@ export const serve = (options: ServeOptions) =>
       // Worker side: one link per owner this machine works for; new links are picked up.
       const statuses = yield* Ref.make<ReadonlyMap<string, LinkStatus>>(new Map())
       const running = new Map<string, { readonly workerId: string; readonly fiber: Fiber.RuntimeFiber<unknown, unknown> }>()
+      /** Where a link keeps its copy of the output of the attempts it runs. */
+      const workDir = (key: string) => nodePath.join(options.home, "work", key)
+      // Output left for owners this machine no longer has a link to (its file was removed while
+      // no runtime ran): nothing can report it.
+      const linked = new Set(yield* wrap("reading links", () => linkKeys(options.home)))
+      for (const key of yield* wrap("reading work", () => fs.readdir(nodePath.join(options.home, "work")).catch(() => [] as Array<string>))) {
+        if (!linked.has(key)) yield* Effect.ignore(wrap("removing work", () => fs.rm(workDir(key), { recursive: true, force: true })))
+      }
       const startLinks = Effect.gen(function* () {
+        // A link whose file was removed ends (the attempts it runs are stopped), with its output.
+        const present = new Set(yield* wrap("reading links", () => linkKeys(options.home)))
+        for (const [key, gone] of running) {
+          if (present.has(key)) continue
+          running.delete(key)
+          yield* Fiber.interrupt(gone.fiber)
+          yield* Ref.update(statuses, (m) => {
+            const next = new Map(m)
+            next.delete(key)
+            return next
+          })
+          yield* Effect.ignore(wrap("removing work", () => fs.rm(workDir(key), { recursive: true, force: true })))
+        }
         for (const { key, link } of yield* wrap("reading links", () => readLinks(options.home))) {
           const current = running.get(key)
           if (current !== undefined && current.workerId === link.workerId) continue
@@ -168,7 +190,7 @@ export const serve = (options: ServeOptions) =>
             slots,
             resolve,
             executor,
-            files: FileRunFiles.make(`${options.home}/work/${key}`),
+            files: FileRunFiles.make(workDir(key)),
             claimWaitSeconds: 20,
             heartbeatEvery: Duration.seconds(3)
           }

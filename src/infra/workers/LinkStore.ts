@@ -34,6 +34,10 @@ export const writeLink = async (home: string, link: StoredLink): Promise<string>
   return key
 }
 
+/** The keys of the link files there are, readable or not (a link being rewritten is renamed into place, never absent). */
+export const linkKeys = async (home: string): Promise<ReadonlyArray<string>> =>
+  (await fs.readdir(linksDir(home)).catch(() => [] as Array<string>)).filter((n) => n.endsWith(".json")).map((n) => n.slice(0, -5))
+
 export const readLinks = async (home: string): Promise<ReadonlyArray<{ readonly key: string; readonly link: StoredLink }>> => {
   const dir = linksDir(home)
   const names = await fs.readdir(dir).catch(() => [] as Array<string>)
