@@ -7,6 +7,7 @@ import { existsSync } from "node:fs"
 import Database from "better-sqlite3"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { snapshotText } from "./SnapshotText.js"
 import { Checkpoints } from "../../app/journal/Checkpoints.js"
 import { Journal, JournalError } from "../../app/journal/Journal.js"
 import { ioError, preparePage, prepareStream, readPage, readStreamOf } from "./SqliteJournal.js"
@@ -40,13 +41,19 @@ const fromFile = (filename: string) =>
         head: Effect.try({ try: () => head.get() ?? 0, catch: ioError("reading the journal head") })
       })
       const lastSnapshot = tables.has("snapshots")
-        ? db.prepare<[], { sequence: number; digest: string; state: string }>("SELECT sequence, digest, state FROM snapshots ORDER BY sequence DESC LIMIT 1")
+        ? db.prepare<[], { sequence: number; digest: string; state: unknown }>("SELECT sequence, digest, state FROM snapshots ORDER BY sequence DESC LIMIT 1")
         : undefined
       const checkpoints = Checkpoints.of({
         write: readOnly,
         // The read-only commands fold the whole journal (checking it is what they are for), never
         // from the snapshot; replay reads it for the settings the owner folded with.
-        snapshot: Effect.try({ try: () => lastSnapshot?.get(), catch: ioError("reading the snapshot") }),
+        snapshot: Effect.try({
+          try: () => {
+            const row = lastSnapshot?.get()
+            return row === undefined ? undefined : { sequence: row.sequence, digest: row.digest, state: snapshotText(row.state) }
+          },
+          catch: ioError("reading the snapshot")
+        }),
         latest: Effect.try({
           try: () => {
             const row = latest?.get()

@@ -27,6 +27,7 @@ import { Checkpoints } from "../../app/journal/Checkpoints.js"
 import { Journal, JournalError, StreamConflict, type AppendCommand } from "../../app/journal/Journal.js"
 import { migrations } from "./migrations.js"
 import { readPackedPlacement } from "./PackedPlacement.js"
+import { snapshotText, storedSnapshot } from "./SnapshotText.js"
 
 const NONE: ReadonlyArray<Envelope> = []
 
@@ -379,15 +380,23 @@ export const makeCheckpoints = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   return Checkpoints.of({
     write: (c, state) =>
-      Effect.gen(function* () {
-        yield* sql`INSERT OR REPLACE INTO checkpoints (sequence, digest, written_at) VALUES (${c.sequence}, ${c.digest}, ${c.writtenAt})`
-        if (state === undefined) return
-        yield* sql`DELETE FROM snapshots`
-        yield* sql`INSERT INTO snapshots (sequence, digest, state) VALUES (${c.sequence}, ${c.digest}, ${state})`
-      }).pipe(sql.withTransaction, Effect.asVoid, Effect.mapError(ioError("writing a checkpoint"))),
-    snapshot: sql<{ sequence: number; digest: string; state: string }>`SELECT sequence, digest, state FROM snapshots ORDER BY sequence DESC LIMIT 1`.pipe(
-      Effect.map((rows) => rows[0]),
-      Effect.mapError(ioError("reading the snapshot"))
+      // Compressed before the transaction, off the owner's thread (SnapshotText.ts).
+      Effect.flatMap(state === undefined ? Effect.succeed(undefined) : Effect.tryPromise({ try: () => storedSnapshot(state), catch: ioError("compressing a snapshot") }), (stored) =>
+        Effect.gen(function* () {
+          yield* sql`INSERT OR REPLACE INTO checkpoints (sequence, digest, written_at) VALUES (${c.sequence}, ${c.digest}, ${c.writtenAt})`
+          if (stored === undefined) return
+          yield* sql`DELETE FROM snapshots`
+          yield* sql`INSERT INTO snapshots (sequence, digest, state) VALUES (${c.sequence}, ${c.digest}, ${stored})`
+        }).pipe(sql.withTransaction, Effect.asVoid, Effect.mapError(ioError("writing a checkpoint")))
+      ),
+    snapshot: sql<{ sequence: number; digest: string; state: unknown }>`SELECT sequence, digest, state FROM snapshots ORDER BY sequence DESC LIMIT 1`.pipe(
+      Effect.mapError(ioError("reading the snapshot")),
+      Effect.flatMap((rows) =>
+        Effect.try({
+          try: () => (rows[0] === undefined ? undefined : { sequence: rows[0].sequence, digest: rows[0].digest, state: snapshotText(rows[0].state) }),
+          catch: ioError("reading the snapshot")
+        })
+      )
     ),
     latest: sql<{ sequence: number; digest: string; written_at: number }>`
       SELECT sequence, digest, written_at FROM checkpoints ORDER BY sequence DESC LIMIT 1`.pipe(

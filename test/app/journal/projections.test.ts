@@ -26,6 +26,7 @@ import type { OwnerState } from "../../../src/domain/journal/OwnerState.js"
 import { canonicalState, initialStateRetaining } from "../../../src/domain/journal/OwnerState.js"
 import * as Decide from "../../../src/domain/workers/Decide.js"
 import * as NodeHashing from "../../../src/infra/journal/NodeHashing.js"
+import { snapshotText, storedSnapshot } from "../../../src/infra/journal/SnapshotText.js"
 import { layer as sqliteLayer } from "../../../src/infra/journal/SqliteJournal.js"
 import { hash } from "../../support/events.js"
 
@@ -363,8 +364,37 @@ describe("start-up from a snapshot", () => {
     expect(again.text).toBe(await whole(file))
   })
 
+  /** The stored snapshot's text, changed by `edit` and stored compressed again, as the owner stores it. */
+  const editText = (edit: (text: string) => string) => (sql: SqlClient.SqlClient) =>
+    Effect.flatMap(sql<{ state: Uint8Array }>`SELECT state FROM snapshots`, (rows) =>
+      Effect.flatMap(
+        Effect.promise(() => storedSnapshot(edit(snapshotText(rows[0]!.state)))),
+        (stored) => sql`UPDATE snapshots SET state = ${stored}`
+      )
+    )
+
+  it("stores the snapshot compressed, a small part of its text", async () => {
+    const file = tempFile()
+    await history(file)
+    const [row] = await Effect.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ kind: string; bytes: number; state: Uint8Array }>`SELECT typeof(state) AS kind, length(state) AS bytes, state FROM snapshots`).pipe(Effect.provide(sqliteLayer(file)), Effect.scoped))
+    expect(row!.kind).toBe("blob")
+    const text = snapshotText(row!.state)
+    expect(JSON.parse(text)).toMatchObject({ sequence: 3 })
+    expect(row!.bytes).toBeLessThan(text.length)
+  })
+
+  it("starts from a snapshot stored as plain text, as an svc before the ninth session stored it", async () => {
+    const file = tempFile()
+    const live = await history(file)
+    await tamper(file, (sql) => Effect.flatMap(sql<{ state: Uint8Array }>`SELECT state FROM snapshots`, (rows) => sql`UPDATE snapshots SET state = ${snapshotText(rows[0]!.state)}`))
+    const again = await reopen(file)
+    expect(again.started).toEqual({ snapshot: 3, events: 2, note: null })
+    expect(again.text).toBe(live)
+  })
+
   it.each([
-    ["a snapshot whose text does not match its digest", (sql: SqlClient.SqlClient) => sql`UPDATE snapshots SET state = replace(state, '"lab"', '"lab"') || ' '`, /does not match its digest/],
+    ["a snapshot whose text does not match its digest", editText((text) => `${text} `), /does not match its digest/],
+    ["a snapshot whose bytes cannot be decompressed", (sql: SqlClient.SqlClient) => sql`UPDATE snapshots SET state = ${new Uint8Array([1, 2, 3, 4])}`, /the snapshot could not be read: reading the snapshot: /],
     ["a snapshot of an earlier form of the projections", (sql: SqlClient.SqlClient) => sql`UPDATE snapshots SET digest = 'p2:' || substr(digest, 4)`, /earlier form/],
     ["a snapshot past the journal's end", (sql: SqlClient.SqlClient) => sql`UPDATE snapshots SET sequence = 99`, /past the journal's end \(5\)/]
   ] as const)("folds the whole journal instead of %s, and says why", async (_what, change, why) => {
