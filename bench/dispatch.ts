@@ -613,7 +613,7 @@ class Fleet {
     readonly workers: ReadonlyArray<{ readonly credential: string; readonly fence: number }>
   ) {
     this.claimBytes = body({ kind: "claim", fence: workers[0]!.fence, waitSeconds: CLAIM_WAIT_SECONDS, running: [] }).length
-    this.reportBytes = body({ kind: "report", fence: workers[0]!.fence, attempt: "rXXXXXXXXXXXXXXX.1", outcome: { ok: true, result: {} }, claimNext: true }).length
+    this.reportBytes = body({ kind: "report", fence: workers[0]!.fence, attempt: "rXXXXXXXXXXXXXXX.1", outcome: { ok: true, result: {} }, claimNext: true, running: [] }).length
   }
 
   error(what: string, a: Answer) {
@@ -650,9 +650,10 @@ class Fleet {
         at = a.at
       }
       this.received.push({ n: handed.input.n, t: handed.input.t, at })
-      // As an svc worker reports when its slots are busy (this one runs one attempt at a time):
-      // asking for the next attempt placed on it, unless it is stopping.
-      const r = await post(this.port, this.agent, credential, body({ kind: "report", fence, attempt: handed.attempt, outcome: { ok: true, result: {} }, ...(this.running ? { claimNext: true } : {}) }))
+      // As an svc worker reports when its slots are busy (this one runs one attempt at a time),
+      // asking for the next attempt placed on it and listing what else it runs (nothing),
+      // unless it is stopping.
+      const r = await post(this.port, this.agent, credential, body({ kind: "report", fence, attempt: handed.attempt, outcome: { ok: true, result: {} }, ...(this.running ? { claimNext: true, running: [] } : {}) }))
       if (r.status !== 200) {
         this.error("report", r)
         continue
@@ -938,7 +939,7 @@ const main = async (): Promise<void> => {
   const fence = workers[0]!.fence
   const bareBodies = [
     JSON.stringify({ kind: "claim", fence, waitSeconds: CLAIM_WAIT_SECONDS, running: [] }),
-    JSON.stringify({ kind: "report", fence, attempt: "rXXXXXXXXXXXXXXX.1", outcome: { ok: true, result: {} }, claimNext: true })
+    JSON.stringify({ kind: "report", fence, attempt: "rXXXXXXXXXXXXXXX.1", outcome: { ok: true, result: {} }, claimNext: true, running: [] })
   ]
   console.log(`  sizes       claim ${fleet.claimBytes} B, report ~${fleet.reportBytes} B, work answer ${workBytes} B (bare answers ${bareAnswer(workBytes).length} B)`)
 

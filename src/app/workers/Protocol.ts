@@ -108,7 +108,13 @@ export const Report = Schema.Struct({
    * per attempt instead of two. Sent by a worker whose freed slot would take it
    * (docs/protocol.md, "Report and claim the next").
    */
-  claimNext: Schema.optionalWith(Schema.Boolean, { exact: true })
+  claimNext: Schema.optionalWith(Schema.Boolean, { exact: true }),
+  /**
+   * With `claimNext`, as a claim's `running`: the attempts the worker runs besides the one
+   * reported, sent when no other call that lists them is in flight; an attempt the owner
+   * started for it that the list leaves out was handed out in an answer that never arrived.
+   */
+  running: Schema.optionalWith(ShortList(Schema.String, 100), { exact: true })
 })
 export type Report = typeof Report.Type
 

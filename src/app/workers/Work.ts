@@ -79,10 +79,10 @@ export const makeWork = (side: WorkSide, call: Call) =>
      * Report and claim the next (docs/protocol.md): a report may ask for the next attempt placed
      * on this worker, which then takes the reported attempt's slot. Asked only when the slot
      * would go to this owner's claims anyway: the claim loop waits for a slot and nobody else
-     * does (another owner's claims, this machine's own runs). A claim that lists what this
-     * worker runs is never in flight beside such a report (`asking`): the attempt the report's
-     * answer hands over is not in the list, and the owner would take it for one whose answer
-     * was lost.
+     * does (another owner's claims, this machine's own runs). `asking` counts such reports until
+     * the attempt handed back is among those running: while one is, a claim does not list what
+     * this worker runs (the attempt its answer hands over could not be in the list, and the owner
+     * would take it for one whose answer was lost), and only a report alone in asking does.
      */
     let loopWaitsForSlot = false
     let asking = 0
@@ -90,29 +90,27 @@ export const makeWork = (side: WorkSide, call: Call) =>
 
     /**
      * The report, retried while the owner cannot be reached; a refusal ends it (logged).
-     * Answers the attempt handed over with it, if it asked for one.
+     * Answers the attempt handed over with it, if it asked for one (decided once, `entry.asking`).
      */
-    const report = (attempt: string, outcome: ExecutionOutcome, r: Running) =>
+    const report = (attempt: string, outcome: ExecutionOutcome, r: Running, entry: Entry) =>
       Effect.gen(function* () {
         const last = yield* delta(attempt, r)
-        const send = Effect.suspend(() => {
-          const claimNext = mayAskForNext()
-          if (claimNext) asking++
-          return call({
+        const claimNext = mayAskForNext()
+        if (claimNext) {
+          asking++
+          entry.asking = true
+        }
+        const send = Effect.suspend(() =>
+          call({
             kind: "report",
             fence,
             attempt,
             outcome: { ok: outcome.ok, ...(outcome.ok ? { result: outcome.result } : {}), ...(outcome.error === null ? {} : { error: outcome.error.slice(0, 2000) }), exitCode: outcome.exitCode },
             output: last.delta,
-            ...(claimNext ? { claimNext } : {})
-          }).pipe(
-            Effect.ensuring(
-              Effect.sync(() => {
-                if (claimNext) asking--
-              })
-            )
-          )
-        })
+            // What it runs, listed as of this very call (a retry may list more).
+            ...(claimNext ? { claimNext, ...(asking === 1 ? { running: [...running.keys()].filter((id) => id !== attempt) } : {}) } : {})
+          })
+        )
         return yield* send.pipe(
           Effect.map((answer) => (answer.kind === "ack" ? (answer.next ?? undefined) : undefined)),
           Effect.retry({ while: (e) => e._tag === "Unreachable", schedule: Schedule.exponential(Duration.seconds(1)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(10)))) }),
@@ -120,7 +118,7 @@ export const makeWork = (side: WorkSide, call: Call) =>
         )
       })
 
-    type Entry = { r?: Running; next?: Assignment }
+    type Entry = { r?: Running; next?: Assignment; asking?: boolean }
     const execute = (work: Assignment, entry: Entry) =>
       Effect.gen(function* () {
         const resolved = yield* Effect.either(side.resolve(work.address))
@@ -150,7 +148,7 @@ export const makeWork = (side: WorkSide, call: Call) =>
         })
         const r = entry.r!
         if (!r.stopped) {
-          const next = yield* report(work.attempt, outcome, r)
+          const next = yield* report(work.attempt, outcome, r, entry)
           if (next !== undefined) entry.next = next
         }
       })
@@ -168,6 +166,12 @@ export const makeWork = (side: WorkSide, call: Call) =>
               const next = entry.next
               return next === undefined ? side.slots.release : start(next)
             }).pipe(
+              // Counted as asking until the attempt handed back runs (see `asking`).
+              Effect.ensuring(
+                Effect.sync(() => {
+                  if (entry.asking === true) asking--
+                })
+              ),
               // Its output went to the owner with the heartbeats and the report; a stopped or
               // superseded attempt's is not wanted. The copy here goes (docs/runs.md, "Output").
               Effect.andThen(side.files.remove(work.attempt))

@@ -436,6 +436,23 @@ describe("on a worker", () => {
     }).pipe(Effect.provide(TestOwner))
   )
 
+  it.effect("a report that claims the next and lists what the worker runs: an attempt it leaves out was a lost answer, and is placed again", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w) // capacity 2
+      const a = yield* runningOn(w)
+      // Started for the worker by a claim whose answer never arrived: the worker does not run it.
+      const lost = yield* runningOn(w)
+      const answer = ok(yield* call(w.credential, { kind: "report", fence: w.fence, attempt: a.id, outcome: { ok: true, result: { text: "hi", length: 2 } }, claimNext: true, running: [] }), "ack")
+      expect(attempt(yield* show(lost.runId), 1)).toMatchObject({ state: "ceased", holdsSlot: false, reason: expect.stringMatching(/did not list it/) })
+      // Nothing else was placed on the worker when the report came; the lost run is placed again
+      // by the scheduler's round that follows.
+      expect(answer.next).toBeNull()
+      yield* placedOn(lost.runId, 2)
+      expect(attempt(yield* show(lost.runId), 2)).toMatchObject({ host: w.workerId, state: "assigned" })
+    }).pipe(Effect.provide(TestOwner))
+  )
+
   it.effect("a refused report claims nothing: the attempt placed on the worker stays assigned", () =>
     Effect.gen(function* () {
       const w = yield* linked("lab-1")

@@ -202,6 +202,38 @@ describe("the worker side of runs", () => {
     })
   )
 
+  it.live("a report that claims the next, alone in asking, lists what else the worker runs", () =>
+    Effect.gen(function* () {
+      const slots = yield* makeSlots(2)
+      let handed = 0
+      const reports: Array<Extract<WorkerRequest, { kind: "report" }>> = []
+      const o = owner("Q", 0, 0, (r) => {
+        if (r.kind === "claim") {
+          handed++
+          if (handed === 1) return Effect.succeed(work("rQ.1", { n: 1, ms: 20 }))
+          if (handed === 2) return Effect.succeed(work("rQ.2", { n: 2, ms: 1_500 }))
+          return undefined
+        }
+        if (r.kind === "report") {
+          reports.push(r)
+          // The first report is handed a third attempt back.
+          const next = r.attempt === "rQ.1" ? { attempt: "rQ.3", runId: "rQ", address: job.job.address, digest: job.job.digest, input: { n: 3, ms: 20 }, timeoutMs: null } : null
+          return Effect.succeed({ kind: "ack", stop: [], newCredential: null, ...(r.claimNext === true ? { next } : {}) } as WorkerResponse)
+        }
+        return undefined
+      })
+      const w = yield* makeWork(sideWith(slots, ChildExecutor.make()), o.call)
+      const f = yield* Effect.fork(w.session(1))
+      yield* until("three reports", () => reports.length === 3, 20_000)
+      const [first] = reports
+      // Alone in asking: it lists the other attempt that runs (not itself, reported in this call).
+      expect(first).toMatchObject({ attempt: "rQ.1", claimNext: true, running: ["rQ.2"] })
+      // The attempt handed back ran in rQ.1's slot and was reported in turn.
+      expect(reports.map((r) => r.attempt).sort()).toEqual(["rQ.1", "rQ.2", "rQ.3"])
+      yield* Fiber.interrupt(f)
+    })
+  )
+
   it.live("does not keep a slot for the next attempt when another owner's claims wait for it", () =>
     Effect.gen(function* () {
       const slots = yield* makeSlots(1)
