@@ -24,46 +24,49 @@ import { VerdictList, type Candidate, type CandidateVerdict as Verdict, type Exc
 
 type Json = Record<string, unknown>
 
-/**
- * A number for each distinct content, remembered per object: candidates keep the very same
- * lists from one decision to the next (until their worker advertises something else), so each
- * is written out as text once, not once per decision. Values are immutable, so an object's
- * number never changes. The numbers are dense: a table finds whether it holds a content in
- * arrays indexed by them, not in maps of its own (two maps per table per decision were most of
- * what packing allocated, about 16 KB a job at 50 candidates: bench/dispatch). A memo, no state
- * anyone sees: past MAX_CONTENTS distinct contents it starts again, between two decisions.
- */
-const MAX_CONTENTS = 65_536
-let ids = new WeakMap<object, number>()
-let idsByText = new Map<string, number>()
-const contentOf = (value: object): number => {
-  let id = ids.get(value)
-  if (id === undefined) {
-    const text = JSON.stringify(value)
-    id = idsByText.get(text)
-    if (id === undefined) {
-      id = idsByText.size
-      idsByText.set(text, id)
-    }
-    ids.set(value, id)
-  }
-  return id
-}
-
 /** Each decision's number: a table holds a content when its stamp for it is the decision's. */
 let decision = 0
 
-/** Each distinct value once, in the order first seen, for the decision being packed. */
+/**
+ * Each distinct value once, in the order first seen, for the decision being packed; one per kind
+ * of value (string lists, artifact lists, exclusion records). A value gets a number for its
+ * content once, remembered per object: candidates keep the very same lists from one decision
+ * to the next (until their worker advertises something else), so each is written out as text
+ * once, not once per decision; values are immutable, so an object's number never changes. The
+ * numbers are dense, so a table finds whether it holds a content in arrays indexed by them, not
+ * in maps of its own (two maps per table per decision were most of what packing allocated,
+ * about 16 KB a job at 50 candidates: bench/dispatch). A memo, no state anyone sees: past
+ * MAX_CONTENTS distinct contents it starts again, between two decisions.
+ */
+const MAX_CONTENTS = 65_536
 const table = <A extends object>() => {
-  // Per kind of table, for every decision: the decision that last saw a content, and where.
+  let ids = new WeakMap<object, number>()
+  let idsByText = new Map<string, number>()
+  // For each content: the decision that last saw it, and where it is in that decision's table.
   let stamps: Array<number> = []
   let positions: Array<number> = []
+  const contentOf = (value: object): number => {
+    let id = ids.get(value)
+    if (id === undefined) {
+      const text = JSON.stringify(value)
+      id = idsByText.get(text)
+      if (id === undefined) {
+        id = idsByText.size
+        idsByText.set(text, id)
+      }
+      ids.set(value, id)
+    }
+    return id
+  }
   return {
-    reset: () => {
-      stamps = []
-      positions = []
-    },
+    /** A table for the decision being packed. */
     start: () => {
+      if (idsByText.size > MAX_CONTENTS) {
+        ids = new WeakMap()
+        idsByText = new Map()
+        stamps = []
+        positions = []
+      }
       const values: Array<A> = []
       return {
         values,
@@ -86,11 +89,6 @@ const exclusionTables = table<Exclusion>()
 /** The packed payload of a `PlacementDecided` payload (its fields, without the tag). */
 export const packPlacement = (payload: Json): Json => {
   const { candidates, verdicts, ...rest } = payload as Json & { candidates: ReadonlyArray<Candidate>; verdicts: ReadonlyArray<Verdict> }
-  if (idsByText.size > MAX_CONTENTS) {
-    ids = new WeakMap()
-    idsByText = new Map()
-    for (const t of [listTables, artifactTables, exclusionTables]) t.reset()
-  }
   decision++
   const lists = listTables.start()
   const artifacts = artifactTables.start()
