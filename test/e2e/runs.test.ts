@@ -91,6 +91,7 @@ let ownerHome: string
 let aHome: string
 let bHome: string
 let pidDir: string
+let bagDir: string
 /** The run stopped on worker a in the CLI test, and the run whose worker was frozen. */
 let stoppedOnA = ""
 let frozenRun = ""
@@ -278,7 +279,7 @@ beforeAll(async () => {
   aHome = tempDir("svc-runs-a-")
   bHome = tempDir("svc-runs-b-")
   pidDir = tempDir("svc-runs-pids-")
-  const bagDir = join(tempDir("svc-runs-bag-"), "lab")
+  bagDir = join(tempDir("svc-runs-bag-"), "lab")
   writeBag(bagDir)
 
   owner = await startServe("owner", ownerHome, transcript)
@@ -691,4 +692,29 @@ describe("runs between an owner and two real worker processes", () => {
 
     expect(owner.output()).not.toMatch(/internal error|the run scheduler failed/)
   }, 30_000)
+
+  it("a worker's own runs start at once while its claim waits at the owner: a waiting claim holds no slot", async () => {
+    const t0 = Date.now()
+    // Worker c: one slot, linked to the owner, which has nothing for it (c lacks pool-a), so
+    // c's link always has a claim waiting there (20 s at a time).
+    const cHome = tempDir("svc-runs-c-")
+    const installed = await run(cHome, "bag", "install", bagDir)
+    expect(installed.code, installed.stderr).toBe(0)
+    await join_(cHome, await invite("c", [SLOW]), "c")
+    const workerC = await startServe("worker c", cHome, transcript, { env: { SVC_WORKFLOW_CAPACITY: "1", SVC_WORKFLOW_LABELS: "host=c" } })
+    await waitFor("worker c Ready", () => workerRow("c"), (w) => w.state === "Ready", { timeoutMs: 15_000, everyMs: 250 })
+    // Two runs of c's own, one after the other: each takes c's one slot at once. (When a claim
+    // held the slot while it waited, the second always waited out a whole claim: 20 s.)
+    for (const n of [3, 4]) {
+      const started = Date.now()
+      const r = await run(cHome, "run", HOME_JOB, "--input", JSON.stringify({ n }), "--wait")
+      expect(r.code, r.stderr).toBe(0)
+      expect(r.stdout.trim()).toBe(JSON.stringify({ n, doubled: n * 2 }))
+      expect(Date.now() - started, `run ${n} of worker c's own`).toBeLessThan(8_000)
+    }
+    // Its link is still there, claiming: the owner sees c Ready.
+    expect((await workerRow("c")).state).toBe("Ready")
+    expect(workerC.output()).not.toMatch(/internal error/)
+    timings["own runs beside a waiting claim"] = Date.now() - t0
+  }, 60_000)
 })

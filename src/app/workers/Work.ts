@@ -11,6 +11,7 @@
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Schedule from "effect/Schedule"
 import type { ExecutionOutcome, ExecutorService } from "../runs/Executor.js"
@@ -21,7 +22,7 @@ import type { Slots } from "./Slots.js"
 import type { Unreachable } from "./Link.js"
 
 export interface WorkSide {
-  /** The machine-wide slots: one is taken before a claim and held while its attempt runs. */
+  /** The machine-wide slots: a claim is made while one is free, and work takes one while its attempt runs. */
   readonly slots: Slots
   readonly resolve: (address: string) => Effect.Effect<ResolvedJob, JobNotRunnable>
   readonly executor: ExecutorService
@@ -185,20 +186,32 @@ export const makeWork = (side: WorkSide, call: Call) =>
       })
 
     /**
-     * Take a slot, then claim; work keeps the slot, no work gives it back. Only the waits are
-     * interruptible (a session ending stops a claim): a slot taken is always either given back or
-     * handed to the attempt that runs in it.
+     * Wait for a free slot, then claim; work takes the slot, no work leaves it free. The claim
+     * holds no slot while it waits at the owner (up to `claimWaitSeconds`): when every slot is
+     * taken meanwhile (this machine's own runs, another owner's work), it is given up, so an idle
+     * claim keeps nothing waiting. An answer that was already on its way when the claim was given
+     * up is lost with it; the owner places that attempt again when the next claim, listing what
+     * this worker runs, does not name it (docs/runs.md, "On a worker"). Work that did arrive is
+     * kept: it waits for a slot if the last one went meanwhile. Only the waits are interruptible
+     * (a session ending stops a claim): a slot taken is always handed to the attempt it was taken for.
      */
     const claiming = Effect.forever(
       Effect.uninterruptibleMask((restore) =>
         Effect.gen(function* () {
           loopWaitsForSlot = true
-          yield* restore(side.slots.take).pipe(Effect.ensuring(Effect.sync(() => (loopWaitsForSlot = false))))
+          yield* restore(side.slots.awaitFree).pipe(Effect.ensuring(Effect.sync(() => (loopWaitsForSlot = false))))
           // What it runs, unless a report asking for the next attempt is in flight (see `asking`).
           const listing = asking === 0 ? { running: [...running.keys()] } : {}
-          const answer = yield* restore(call({ kind: "claim", fence, waitSeconds: side.claimWaitSeconds, ...listing })).pipe(Effect.onError(() => side.slots.release))
-          if (answer.kind === "work") yield* start(answer)
-          else yield* side.slots.release
+          const claim = yield* Effect.fork(Effect.interruptible(call({ kind: "claim", fence, waitSeconds: side.claimWaitSeconds, ...listing })))
+          const full = yield* restore(Effect.raceFirst(Effect.as(Fiber.await(claim), false), Effect.as(side.slots.awaitNoneFree, true))).pipe(
+            Effect.onInterrupt(() => Fiber.interrupt(claim))
+          )
+          if (full) yield* Fiber.interrupt(claim)
+          const exit = yield* Fiber.await(claim)
+          if (Exit.isFailure(exit)) return full && Exit.isInterrupted(exit) ? undefined : yield* Effect.failCause(exit.cause)
+          if (exit.value.kind !== "work") return
+          if (!(yield* side.slots.tryTake)) yield* restore(side.slots.take)
+          yield* start(exit.value)
         })
       )
     )

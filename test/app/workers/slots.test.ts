@@ -1,4 +1,4 @@
-/** The machine's slots (app/workers/Slots.ts): a semaphore that counts who waits for a slot. */
+/** The machine's slots (app/workers/Slots.ts): an arbiter that counts who waits for a slot, and lets claims wait for a free one without taking it. */
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -37,6 +37,53 @@ describe("slots", () => {
       yield* slots.release
       // The one slot is free again: taken at once.
       expect(yield* slots.take.pipe(Effect.timeout("10 millis"), Effect.option)).toMatchObject({ _tag: "Some" })
+    })
+  )
+
+  it.effect("a claim waits for a free slot without taking it, and a waiting taker is served first", () =>
+    Effect.gen(function* () {
+      const slots = yield* makeSlots(1)
+      // Free: a claim may be made at once, and nothing is taken by it.
+      yield* slots.awaitFree
+      expect(slots.taken()).toBe(0)
+      yield* slots.take
+      const claim = yield* Effect.fork(slots.awaitFree)
+      yield* Effect.yieldNow()
+      expect(slots.waiting()).toBe(1)
+      const taker = yield* Effect.fork(slots.take)
+      yield* Effect.yieldNow()
+      expect(slots.waiting()).toBe(2)
+      // The slot given back goes to the taker; the claim goes on waiting.
+      yield* slots.release
+      yield* Fiber.join(taker)
+      expect(slots.taken()).toBe(1)
+      yield* Effect.yieldNow()
+      expect(claim.unsafePoll()).toBeNull()
+      expect(slots.waiting()).toBe(1)
+      yield* slots.release
+      yield* Fiber.join(claim)
+      expect(slots.waiting()).toBe(0)
+      expect(slots.taken()).toBe(0)
+    })
+  )
+
+  it.effect("awaitNoneFree completes when the last slot is taken; tryTake takes only a free one", () =>
+    Effect.gen(function* () {
+      const slots = yield* makeSlots(2)
+      const full = yield* Effect.fork(slots.awaitNoneFree)
+      expect(yield* slots.tryTake).toBe(true)
+      yield* Effect.yieldNow()
+      expect(full.unsafePoll()).toBeNull()
+      yield* slots.take
+      yield* Fiber.join(full)
+      expect(yield* slots.tryTake).toBe(false)
+      expect(slots.taken()).toBe(2)
+      // A claim given up (interrupted) while it waited for a free slot is no longer counted.
+      const claim = yield* Effect.fork(slots.awaitFree)
+      yield* Effect.yieldNow()
+      expect(slots.waiting()).toBe(1)
+      yield* Fiber.interrupt(claim)
+      expect(slots.waiting()).toBe(0)
     })
   )
 })

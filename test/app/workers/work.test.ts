@@ -256,6 +256,72 @@ describe("the worker side of runs", () => {
     })
   )
 
+  it.live("a claim waiting at its owner holds no slot: this machine's own run starts at once, and the claim is given up", () =>
+    Effect.gen(function* () {
+      const slots = yield* makeSlots(1)
+      let givenUp = 0
+      // An owner with nothing to hand out holds each claim 10 s (a long poll).
+      const o = owner("I", 0, 0, (r) =>
+        r.kind === "claim" ? Effect.as(Effect.sleep(Duration.seconds(10)), noWork).pipe(Effect.onInterrupt(() => Effect.sync(() => void givenUp++))) : undefined
+      )
+      const w = yield* makeWork(sideWith(slots, ChildExecutor.make()), o.call)
+      const f = yield* Effect.fork(w.session(1))
+      yield* until("a claim waits at the owner", () => o.calls.some((r) => r.kind === "claim"))
+      // The machine's one slot is free for its own run, though a claim waits.
+      expect(yield* slots.withSlot(Effect.succeed("ran")).pipe(Effect.timeout(Duration.seconds(2)))).toBe("ran")
+      yield* until("the claim is given up", () => givenUp === 1)
+      // The slot is free again: the link claims anew.
+      yield* until("a second claim", () => o.calls.filter((r) => r.kind === "claim").length === 2)
+      yield* Fiber.interrupt(f)
+    })
+  )
+
+  it.live("with one slot and two owners, one owner's work runs while the other's claim waits", () =>
+    Effect.gen(function* () {
+      const slots = yield* makeSlots(1)
+      const a = owner("A", 0, 0, (r) => (r.kind === "claim" ? Effect.as(Effect.sleep(Duration.seconds(10)), noWork) : undefined))
+      let handed = false
+      const b = owner("B", 0, 0, (r) => {
+        if (r.kind !== "claim" || handed) return undefined
+        handed = true
+        return Effect.as(Effect.sleep(Duration.millis(300)), work("rB.1", { n: 1, ms: 50 }))
+      })
+      const wa = yield* makeWork(sideWith(slots, ChildExecutor.make()), a.call)
+      const fa = yield* Effect.fork(wa.session(1))
+      yield* until("A's claim waits", () => a.calls.some((r) => r.kind === "claim"))
+      const wb = yield* makeWork(sideWith(slots, ChildExecutor.make()), b.call)
+      const fb = yield* Effect.fork(wb.session(1))
+      // B's attempt runs and is reported long before A's claim would have let the slot go (10 s).
+      yield* until("B's report", () => b.reports.length === 1, 5_000)
+      expect(b.reports[0]).toMatchObject({ attempt: "rB.1", ok: true })
+      yield* Fiber.interrupt(fa)
+      yield* Fiber.interrupt(fb)
+    })
+  )
+
+  it.live("work that arrives when the last slot went meanwhile waits for a slot, then runs", () =>
+    Effect.gen(function* () {
+      const real = yield* makeSlots(1)
+      let raced = false
+      // The race made certain: as the work comes in, something else takes the last slot.
+      const slots: Slots = { ...real, tryTake: Effect.suspend(() => (raced ? real.tryTake : Effect.as(Effect.andThen(Effect.sync(() => void (raced = true)), real.take), false))) }
+      const { c, executor } = counting()
+      const o = owner("W", 1, 50)
+      const w = yield* makeWork(sideWith(slots, executor), o.call)
+      const f = yield* Effect.fork(w.session(1))
+      yield* until("the work is in and the slot gone", () => raced)
+      yield* Effect.sleep(Duration.millis(300))
+      // Kept, not started: it waits for the slot.
+      expect(c.max).toBe(0)
+      expect(w.running()).toEqual([])
+      yield* real.release
+      yield* until("its report", () => o.reports.length === 1)
+      expect(o.reports[0]).toMatchObject({ attempt: "rW.1", ok: true })
+      expect(c.max).toBe(1)
+      yield* Fiber.interrupt(f)
+    })
+  )
+
   it.live("no claim lists what the worker runs while a report that claims the next is in flight", () =>
     Effect.gen(function* () {
       const slots = yield* makeSlots(2)
