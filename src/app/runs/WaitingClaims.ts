@@ -104,5 +104,21 @@ export const makeWaitingClaims = () => {
       return Effect.forEach(woken, (p) => Deferred.succeed(p.answer, null), { discard: true })
     })
 
-  return { park, leave, take, settle, wake }
+  /**
+   * A claim that lists what the worker runs is sent only when no other claim of that worker is
+   * in flight (docs/protocol.md): any claim of it still parked is one the worker gave up, whose
+   * hang-up has not reached the owner yet (docs/runs.md, "On a worker"). Each is answered as
+   * over (no work, always a valid answer), so no placement hands it an attempt that would be
+   * lost. A claim a placement has taken already is that placement's to answer.
+   */
+  const withdraw = (workerId: string) =>
+    Effect.suspend(() => {
+      const list = byWorker.get(workerId)
+      if (list === undefined) return Effect.void
+      const stale = list.filter((p) => p.takenBy === undefined)
+      for (const p of stale) remove(p)
+      return Effect.forEach(stale, (p) => Deferred.succeed(p.answer, "over"), { discard: true })
+    })
+
+  return { park, leave, take, settle, wake, withdraw }
 }

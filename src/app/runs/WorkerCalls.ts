@@ -163,7 +163,11 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
   const LOST_ANSWER = "its worker's next claim did not list it: the answer that handed it out never arrived"
   const claim: DispatcherService["claim"] = (worker, fence, waitMs, running) =>
     Effect.gen(function* () {
-      if (running !== undefined) yield* reconcile(worker, running, LOST_ANSWER)
+      if (running !== undefined) {
+        // Earlier claims of this worker still parked were given up by it: none is handed work now.
+        yield* claims.withdraw(worker.id)
+        yield* reconcile(worker, running, LOST_ANSWER)
+      }
       const deadline = (yield* Clock.currentTimeMillis) + waitMs
       for (;;) {
         const s = yield* state

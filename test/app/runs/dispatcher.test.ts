@@ -526,6 +526,21 @@ describe("on a worker", () => {
     }).pipe(Effect.provide(CountingOwner))
   )
 
+  it.effect("a claim that lists what the worker runs withdraws the worker's claims still parked (given up by it): the placement goes to the new claim", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      // A claim the worker gave up, whose hang-up has not reached the owner: still parked.
+      const stale = yield* waitingClaim(w)
+      const fresh = yield* Effect.tap(Effect.fork(call(w.credential, { kind: "claim", fence: w.fence, waitSeconds: 30, running: [] })), () => quiet)
+      ok(yield* stale.await.pipe(Effect.flatten), "no-work")
+      const run = yield* submit(GPU)
+      const work = ok(yield* fresh.await.pipe(Effect.flatten), "work")
+      expect(work.attempt).toBe(`${run.id}.1`)
+      expect(attempt(yield* show(run.id), 1)).toMatchObject({ host: w.workerId, state: "running" })
+    }).pipe(Effect.provide(CountingOwner))
+  )
+
   it.effect("a claim of a session taken over since is not handed anything: woken, it is refused as fenced; the new session claims the attempt", () =>
     Effect.gen(function* () {
       const w = yield* linked("lab-1")
