@@ -106,8 +106,8 @@ export const makeWaitingClaims = () => {
 
   /**
    * A claim that lists what the worker runs is sent only when no other claim of that worker is
-   * in flight (docs/protocol.md): any claim of it still parked is one the worker gave up, whose
-   * hang-up has not reached the owner yet (docs/runs.md, "On a worker"). Each is answered as
+   * in flight (docs/protocol.md): any claim of it still parked is one whose caller went away (a
+   * dropped connection the owner has not seen yet). Each is answered as
    * over (no work, always a valid answer), so no placement hands it an attempt that would be
    * lost. A claim a placement has taken already is that placement's to answer.
    */

@@ -164,7 +164,7 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
   const claim: DispatcherService["claim"] = (worker, fence, waitMs, running) =>
     Effect.gen(function* () {
       if (running !== undefined) {
-        // Earlier claims of this worker still parked were given up by it: none is handed work now.
+        // Earlier claims of this worker still parked lost their caller: none is handed work now.
         yield* claims.withdraw(worker.id)
         yield* reconcile(worker, running, LOST_ANSWER)
       }

@@ -3,10 +3,10 @@
  * does for every owner it is linked to, so the total running never exceeds its capacity.
  *
  * A slot is taken by what runs: an attempt of this machine's own (`withSlot`), or an attempt a
- * claim brought (`tryTake`, else `take`). A claim waiting at its owner holds none: a link waits
- * until a slot is free (`awaitFree`), claims, and gives the claim up if every slot is taken
- * meanwhile (`awaitNoneFree`). So an idle claim never keeps this machine's own runs, or another
- * owner's work, waiting for the slot it would otherwise sit on.
+ * claim brought (`tryTake`, else `take`: it waits for one). A claim waiting at its owner holds
+ * none: a link waits until a slot is free (`awaitFree`), then claims. So an idle claim never
+ * keeps this machine's own runs, or another owner's work, waiting for the slot it would
+ * otherwise sit on.
  *
  * It also counts who waits for a slot: a worker that reports an attempt keeps the slot for the
  * next one of the same owner only when nobody else waits for it (Work.ts, `claimNext`).
@@ -23,8 +23,6 @@ export interface Slots {
   readonly withSlot: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /** Waits, without taking one, until a slot is free and no taker waits for it: when a claim may be made. */
   readonly awaitFree: Effect.Effect<void>
-  /** Completes once no slot is free. */
-  readonly awaitNoneFree: Effect.Effect<void>
   /** How many wait for a slot now: takers, and claims waiting for one to be free. */
   readonly waiting: () => number
   /** How many slots are taken now. */
@@ -99,21 +97,21 @@ export const makeSlots = (capacity: number): Effect.Effect<Slots> =>
       changed()
     })
 
-    /** Waits until `holds`; `counted`: among those `waiting` meanwhile. */
-    const until = (holds: () => boolean, counted: boolean): Effect.Effect<void> =>
+    /** Waits until `holds`, counted among those `waiting` meanwhile. */
+    const until = (holds: () => boolean): Effect.Effect<void> =>
       Effect.suspend(() => {
         if (holds()) return Effect.void
         return Effect.async<void>((resume) => {
-          if (counted) awaitingFree++
+          awaitingFree++
           const watcher = () => {
             if (!holds()) return
             watchers.delete(watcher)
-            if (counted) awaitingFree--
+            awaitingFree--
             resume(Effect.void)
           }
           watchers.add(watcher)
           return Effect.sync(() => {
-            if (watchers.delete(watcher) && counted) awaitingFree--
+            if (watchers.delete(watcher)) awaitingFree--
           })
         })
       })
@@ -124,8 +122,7 @@ export const makeSlots = (capacity: number): Effect.Effect<Slots> =>
       release,
       // As Semaphore.withPermits: only the wait for the slot can be interrupted before it is taken.
       withSlot: (self) => Effect.uninterruptibleMask((restore) => Effect.zipRight(restore(take), Effect.ensuring(restore(self), release))),
-      awaitFree: until(freeForClaim, true),
-      awaitNoneFree: until(() => taken >= capacity, false),
+      awaitFree: until(freeForClaim),
       waiting: () => takers.length + awaitingFree,
       taken: () => taken
     }

@@ -11,7 +11,6 @@
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Schedule from "effect/Schedule"
 import type { ExecutionOutcome, ExecutorService } from "../runs/Executor.js"
@@ -22,7 +21,7 @@ import type { Slots } from "./Slots.js"
 import type { Unreachable } from "./Link.js"
 
 export interface WorkSide {
-  /** The machine-wide slots: a claim is made while one is free, and work takes one while its attempt runs. */
+  /** The machine-wide slots: a claim is made while one is free, and an attempt holds one while it runs. */
   readonly slots: Slots
   readonly resolve: (address: string) => Effect.Effect<ResolvedJob, JobNotRunnable>
   readonly executor: ExecutorService
@@ -154,18 +153,27 @@ export const makeWork = (side: WorkSide, call: Call) =>
         }
       })
 
-    /** Runs an attempt in the slot taken for it; when it ends, the slot goes to the attempt its report was handed, or back. */
-    const start = (work: Assignment): Effect.Effect<void> =>
+    /**
+     * Runs an attempt in a slot: the one taken for it (`holding`), or else the next one free,
+     * waited for first. From here it counts among those this worker runs (heartbeats list it, a
+     * stop reaches it) while it waits too. When it ends, its slot goes to the attempt its report
+     * was handed, or back.
+     */
+    const start = (work: Assignment, holding: boolean): Effect.Effect<void> =>
       Effect.gen(function* () {
         const entry: Entry = {}
+        let holds = holding
+        // Only the wait can be interrupted before the slot is taken; once taken it is held.
+        const slot = holds ? Effect.void : Effect.uninterruptibleMask((restore) => Effect.tap(restore(side.slots.take), () => void (holds = true)))
         // Interruptible even when started from the claim's protected region: a stop must reach it.
-        const fiber = yield* Effect.interruptible(execute(work, entry)).pipe(
+        const fiber = yield* Effect.interruptible(Effect.zipRight(slot, execute(work, entry))).pipe(
           Effect.ensuring(
             Effect.suspend(() => {
               running.delete(work.attempt)
               changes++
               const next = entry.next
-              return next === undefined ? side.slots.release : start(next)
+              if (!holds) return Effect.void
+              return next === undefined ? side.slots.release : start(next, true)
             }).pipe(
               // Counted as asking until the attempt handed back runs (see `asking`).
               Effect.ensuring(
@@ -187,13 +195,13 @@ export const makeWork = (side: WorkSide, call: Call) =>
 
     /**
      * Wait for a free slot, then claim; work takes the slot, no work leaves it free. The claim
-     * holds no slot while it waits at the owner (up to `claimWaitSeconds`): when every slot is
-     * taken meanwhile (this machine's own runs, another owner's work), it is given up, so an idle
-     * claim keeps nothing waiting. An answer that was already on its way when the claim was given
-     * up is lost with it; the owner places that attempt again when the next claim, listing what
-     * this worker runs, does not name it (docs/runs.md, "On a worker"). Work that did arrive is
-     * kept: it waits for a slot if the last one went meanwhile. Only the waits are interruptible
-     * (a session ending stops a claim): a slot taken is always handed to the attempt it was taken for.
+     * holds no slot while it waits at the owner (up to `claimWaitSeconds`), so an idle claim keeps
+     * nothing waiting: this machine's own runs and other owners' work take the slots meanwhile.
+     * Work that arrives when none is free is not given back: it waits for the next free slot, as
+     * an attempt this worker runs (docs/runs.md, "On a worker"), and the loop claims again only
+     * once a slot is free and that attempt has one. So each owner's link has at most one attempt
+     * waiting for a slot, and no answer is ever dropped. Only the waits are interruptible (a
+     * session ending stops a claim).
      */
     const claiming = Effect.forever(
       Effect.uninterruptibleMask((restore) =>
@@ -202,16 +210,8 @@ export const makeWork = (side: WorkSide, call: Call) =>
           yield* restore(side.slots.awaitFree).pipe(Effect.ensuring(Effect.sync(() => (loopWaitsForSlot = false))))
           // What it runs, unless a report asking for the next attempt is in flight (see `asking`).
           const listing = asking === 0 ? { running: [...running.keys()] } : {}
-          const claim = yield* Effect.fork(Effect.interruptible(call({ kind: "claim", fence, waitSeconds: side.claimWaitSeconds, ...listing })))
-          const full = yield* restore(Effect.raceFirst(Effect.as(Fiber.await(claim), false), Effect.as(side.slots.awaitNoneFree, true))).pipe(
-            Effect.onInterrupt(() => Fiber.interrupt(claim))
-          )
-          if (full) yield* Fiber.interrupt(claim)
-          const exit = yield* Fiber.await(claim)
-          if (Exit.isFailure(exit)) return full && Exit.isInterrupted(exit) ? undefined : yield* Effect.failCause(exit.cause)
-          if (exit.value.kind !== "work") return
-          if (!(yield* side.slots.tryTake)) yield* restore(side.slots.take)
-          yield* start(exit.value)
+          const answer = yield* restore(call({ kind: "claim", fence, waitSeconds: side.claimWaitSeconds, ...listing }))
+          if (answer.kind === "work") yield* start(answer, yield* side.slots.tryTake)
         })
       )
     )

@@ -526,11 +526,11 @@ describe("on a worker", () => {
     }).pipe(Effect.provide(CountingOwner))
   )
 
-  it.effect("a claim that lists what the worker runs withdraws the worker's claims still parked (given up by it): the placement goes to the new claim", () =>
+  it.effect("a claim that lists what the worker runs withdraws the worker's claims still parked (their caller went away): the placement goes to the new claim", () =>
     Effect.gen(function* () {
       const w = yield* linked("lab-1")
       yield* advertise(w)
-      // A claim the worker gave up, whose hang-up has not reached the owner: still parked.
+      // A claim whose connection dropped, which the owner has not seen yet: still parked.
       const stale = yield* waitingClaim(w)
       const fresh = yield* Effect.tap(Effect.fork(call(w.credential, { kind: "claim", fence: w.fence, waitSeconds: 30, running: [] })), () => quiet)
       ok(yield* stale.await.pipe(Effect.flatten), "no-work")
