@@ -1,0 +1,131 @@
+/**
+ * One worker serving two owners (docs/runs.md, "On a worker"): three real `svc serve`
+ * processes, each with its own $SVC_HOME on loopback. The worker has one slot
+ * (SVC_WORKFLOW_CAPACITY=1) and is the only machine with the label the bag's job requires, so
+ * every run of either owner goes to it. Both owners have work at once: the worker's arbiter runs
+ * their attempts one at a time, in turn, and no owner's attempt is lost between them (each run
+ * completes in its first attempt: an answer dropped by the worker would show as a second one).
+ */
+import { mkdirSync, rmSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { startServe, stopAllServes, svcIn, Transcript, waitFor } from "../support/serve.js"
+import { tempDir } from "../support/svc.js"
+
+const NAP = "duo:nap@1.0.0"
+const NAP_MS = 1_000
+const RUNS_EACH = 3
+
+const transcript = new Transcript()
+const temps: Array<string> = []
+const home = (prefix: string) => {
+  const dir = tempDir(prefix)
+  temps.push(dir)
+  return dir
+}
+let ownerA: string
+let ownerB: string
+let worker: string
+
+const run = (h: string, ...args: Array<string>) => svcIn(transcript, h, args)
+const json = async <A>(h: string, ...args: Array<string>): Promise<A> => {
+  const r = await run(h, ...args, "--json")
+  expect(r.code, `svc ${args.join(" ")}: ${r.stderr}`).toBe(0)
+  return JSON.parse(r.stdout) as A
+}
+
+interface RunView {
+  readonly id: string
+  readonly state: string
+  readonly host: string | null
+  readonly attempts: number
+}
+const runsOf = async (h: string) => (await json<{ runs: ReadonlyArray<RunView> }>(h, "runs", "list", "--limit", "0")).runs
+
+beforeAll(async () => {
+  const bag = join(home("svc-duo-bag-"), "duo")
+  mkdirSync(join(bag, "jobs"), { recursive: true })
+  writeFileSync(
+    join(bag, "bag.yaml"),
+    [
+      "name: duo",
+      "description: One job only the shared worker can run",
+      "version: 0.1.0",
+      "jobs:",
+      "  nap:",
+      "    version: 1.0.0",
+      "    runs:",
+      "      using: node",
+      "      main: jobs/nap.mjs",
+      "    requires:",
+      "      labels: [pool=shared]",
+      "    timeout: 60s",
+      ""
+    ].join("\n")
+  )
+  writeFileSync(
+    join(bag, "jobs", "nap.mjs"),
+    // Its result says when it really ran (an attempt waiting for the slot counts as started at its claim).
+    `let s = ""; for await (const c of process.stdin) s += c; const i = JSON.parse(s); const start = Date.now(); await new Promise((r) => setTimeout(r, i.ms)); console.log(JSON.stringify({ n: i.n, start, end: Date.now() }))\n`
+  )
+  ownerA = home("svc-duo-a-")
+  ownerB = home("svc-duo-b-")
+  worker = home("svc-duo-w-")
+  for (const h of [ownerA, ownerB, worker]) {
+    const r = await run(h, "bag", "install", bag)
+    expect(r.code, r.stderr).toBe(0)
+  }
+  await Promise.all([startServe("owner A", ownerA, transcript), startServe("owner B", ownerB, transcript)])
+  for (const owner of [ownerA, ownerB]) {
+    const invite = await run(owner, "workers", "invite", "--name", "shared")
+    expect(invite.code, invite.stderr).toBe(0)
+    const joined = await run(worker, "workers", "join", invite.stdout.trim())
+    expect(joined.code, joined.stderr).toBe(0)
+  }
+  await startServe("worker", worker, transcript, { env: { SVC_WORKFLOW_CAPACITY: "1", SVC_WORKFLOW_LABELS: "pool=shared" } })
+  for (const owner of [ownerA, ownerB]) {
+    await waitFor(
+      "the shared worker Ready",
+      () => json<{ workers: ReadonlyArray<{ name: string; state: string }> }>(owner, "workers", "status"),
+      (s) => s.workers.some((w) => w.name === "shared" && w.state === "Ready"),
+      { timeoutMs: 15_000, everyMs: 250 }
+    )
+  }
+}, 60_000)
+
+afterAll(async () => {
+  await stopAllServes()
+  for (const dir of temps) rmSync(dir, { recursive: true, force: true })
+}, 30_000)
+
+describe("one worker with one slot, serving two owners", () => {
+  it("runs both owners' work in turn, one at a time, each run in its first attempt", async () => {
+    const started = Date.now()
+    for (let n = 0; n < RUNS_EACH; n++) {
+      for (const owner of [ownerA, ownerB]) {
+        const r = await run(owner, "run", NAP, "--input", JSON.stringify({ n, ms: NAP_MS }))
+        expect(r.code, r.stderr).toBe(0)
+      }
+    }
+    for (const owner of [ownerA, ownerB]) {
+      await waitFor("every run finished", () => runsOf(owner), (runs) => runs.length === RUNS_EACH && runs.every((r) => r.state === "succeeded"), {
+        timeoutMs: 60_000,
+        everyMs: 250
+      })
+    }
+    const elapsed = Date.now() - started
+    const ran: Array<{ readonly start: number; readonly end: number }> = []
+    for (const owner of [ownerA, ownerB]) {
+      for (const r of await runsOf(owner)) {
+        // One attempt each: none was handed to the worker and lost on the way.
+        expect(r, `run ${r.id}`).toMatchObject({ state: "succeeded", host: "shared", attempts: 1 })
+        ran.push((await json<{ result: { start: number; end: number } }>(owner, "runs", "show", r.id)).result)
+      }
+    }
+    // The worker's one slot: no two jobs ran at once, whichever owner they came from.
+    ran.sort((x, y) => x.start - y.start)
+    for (let i = 1; i < ran.length; i++) expect(ran[i]!.start, `job ${i} started before job ${i - 1} ended`).toBeGreaterThanOrEqual(ran[i - 1]!.end)
+    // Six jobs of 1 s each, one after another: no owner's work waited out the other's idle claim (20 s).
+    expect(elapsed).toBeLessThan(2 * RUNS_EACH * NAP_MS + 12_000)
+  }, 90_000)
+})
