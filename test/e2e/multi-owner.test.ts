@@ -128,4 +128,26 @@ describe("one worker with one slot, serving two owners", () => {
     // Six jobs of 1 s each, one after another: no owner's work waited out the other's idle claim (20 s).
     expect(elapsed).toBeLessThan(2 * RUNS_EACH * NAP_MS + 12_000)
   }, 90_000)
+
+  it("each owner sees the slot the other's work holds: its run waits for it, and is placed when the worker gives it back", async () => {
+    type Status = { workers: ReadonlyArray<{ name: string; state: string; used: number; elsewhere: number; reason: string }> }
+    const shared = async (owner: string) => (await json<Status>(owner, "workers", "status")).workers.find((w) => w.name === "shared")!
+    // A's long job takes the worker's one slot.
+    const long = await json<RunView>(ownerA, "run", NAP, "--input", JSON.stringify({ n: 10, ms: 8_000 }))
+    // B learns of it from the worker's next advertisement (every 4 s).
+    const busy = await waitFor("B sees the slot in use by other work", () => shared(ownerB), (w) => w.elsewhere === 1, { timeoutMs: 10_000, everyMs: 250 })
+    expect(busy.value).toMatchObject({ state: "Busy", used: 1 })
+    expect(busy.value.reason).toContain("1 in use by other work")
+    // B's run waits for that slot instead of being placed on a worker with none free.
+    const mine = await json<RunView & { placement: { outcome: string; explanation: string } | null }>(ownerB, "run", NAP, "--input", JSON.stringify({ n: 11, ms: 200 }))
+    expect(mine.state).toBe("pending")
+    const shown = await json<{ placement: { outcome: string; explanation: string } }>(ownerB, "runs", "show", mine.id)
+    expect(shown.placement.outcome).toBe("waiting")
+    expect(shown.placement.explanation).toContain("1 of 1")
+    // A's job ends, the worker says so in its next advertisement, and B's run is placed and runs.
+    for (const [owner, id] of [[ownerA, long.id], [ownerB, mine.id]] as const) {
+      await waitFor(`run ${id} succeeded`, () => json<RunView>(owner, "runs", "show", id), (r) => r.state === "succeeded", { timeoutMs: 30_000, everyMs: 250 })
+      expect(await json<RunView>(owner, "runs", "show", id)).toMatchObject({ host: "shared", attempts: 1 })
+    }
+  }, 60_000)
 })

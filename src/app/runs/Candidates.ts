@@ -1,7 +1,8 @@
 /**
  * The candidates of a placement as the owner sees them now: the owner itself (its settings, its
  * reserved slots) and every worker (its last journaled advertisement, scope, revocation,
- * freshness and reserved slots). Built for each decision, from lists kept per advertisement so
+ * freshness, and as used slots those it reserved plus those the worker's last advertisement said
+ * other work holds: docs/runs.md, "On a worker"). Built for each decision, from lists kept per advertisement so
  * that consecutive decisions share them (the feasibility cache and the journal's packing rely on
  * that sharing to do less; they stay correct without it).
  */
@@ -13,7 +14,9 @@ import type { AdvertisementRecord, WorkerRecord } from "../../domain/workers/Reg
 
 export const makeCandidates = (
   host: { readonly labels: ReadonlyArray<string>; readonly capabilities: ReadonlyArray<string>; readonly capacity: number },
-  workerAlive: (w: WorkerRecord, now: number) => boolean
+  workerAlive: (w: WorkerRecord, now: number) => boolean,
+  /** Slots of a worker held by other work (other owners, its own runs), as it last advertised. */
+  busyElsewhere: (workerId: string) => number = () => 0
 ) => {
   /**
    * Each advertisement's lists as candidates carry them (executors apart from programs; the
@@ -141,7 +144,7 @@ export const makeCandidates = (
           view.bins,
           view.artifacts,
           ad?.capacity ?? 0,
-          reserved(w.id)
+          reserved(w.id) + busyElsewhere(w.id)
         )
       )
     }

@@ -308,7 +308,7 @@ export const make = Effect.gen(function* () {
 
   const workerAlive = (w: WorkerRecord, now: number) => w.advertisement !== null && advertisementAlive(freshness.get(w.id), now)
 
-  const { candidatesFor } = makeCandidates(host, workerAlive)
+  const { candidatesFor } = makeCandidates(host, workerAlive, (id) => freshness.get(id)?.busy ?? 0)
   const feasibility = makeFeasibilityCache()
 
   /** A pending run that may still be placed somewhere (not blocked): a new run placed at once would jump ahead of it. */

@@ -1,6 +1,7 @@
 /**
- * When each worker last called and last advertised: runtime state beside the projections,
- * never journaled (docs/journal.md). The worker route writes it; display states and placement
+ * When each worker last called and last advertised, and how many of its slots its last
+ * advertisement said other work holds: runtime state beside the projections, never journaled
+ * (docs/journal.md). The worker route writes it; display states and placement
  * (is the advertisement alive?) read it with the current time.
  */
 import * as Context from "effect/Context"
@@ -9,19 +10,23 @@ import type { Freshness as Seen } from "../../domain/workers/DisplayState.js"
 
 export interface FreshnessService {
   readonly get: (workerId: string) => Seen | undefined
-  readonly touch: (workerId: string, now: number, advertised: boolean) => void
+  /** A call arrived; `busy`: it advertised, saying this many of its slots are in use by other work. */
+  readonly touch: (workerId: string, now: number, advertised: boolean, busy?: number) => void
 }
 
 export class Freshness extends Context.Tag("svc/Freshness")<Freshness, FreshnessService>() {}
 
 export const make = (): FreshnessService => {
-  const seen = new Map<string, { lastSeenAt: number | null; lastAdvertisedAt: number | null }>()
+  const seen = new Map<string, { lastSeenAt: number | null; lastAdvertisedAt: number | null; busy: number }>()
   return {
     get: (id) => seen.get(id),
-    touch: (id, now, advertised) => {
-      const f = seen.get(id) ?? { lastSeenAt: null, lastAdvertisedAt: null }
+    touch: (id, now, advertised, busy = 0) => {
+      const f = seen.get(id) ?? { lastSeenAt: null, lastAdvertisedAt: null, busy: 0 }
       f.lastSeenAt = now
-      if (advertised) f.lastAdvertisedAt = now
+      if (advertised) {
+        f.lastAdvertisedAt = now
+        f.busy = busy
+      }
       seen.set(id, f)
     }
   }

@@ -101,7 +101,18 @@ export const runLink = (link: LinkRecord, transport: OwnerTransport, offer: Effe
             const advertising = Effect.gen(function* () {
               for (;;) {
                 const o = yield* offer
-                const answer = yield* call({ kind: "advertise", fence: welcome.fence, capacity: o.capacity, labels: o.labels, capabilities: o.capabilities, artifacts: o.artifacts })
+                // The slots other work holds (other owners' attempts, this machine's own runs): the
+                // owner counts them as used when it places (docs/runs.md, "On a worker").
+                const busy = work === undefined || side === undefined ? 0 : Math.max(0, side.slots.taken() - work.holding())
+                const answer = yield* call({
+                  kind: "advertise",
+                  fence: welcome.fence,
+                  capacity: o.capacity,
+                  labels: o.labels,
+                  capabilities: o.capabilities,
+                  artifacts: o.artifacts,
+                  ...(busy > 0 ? { busy: Math.min(busy, 100) } : {})
+                })
                 if (work !== undefined && answer.kind === "ack") yield* work.stop(answer.stop)
                 yield* set({ lastAdvertisedAt: yield* Clock.currentTimeMillis, offer: o })
                 yield* Effect.sleep(ADVERTISE_EVERY)

@@ -41,7 +41,10 @@ export interface WorkerStatus {
   readonly state: DisplayState
   readonly reason: string
   readonly capacity: number
+  /** Slots in use: this owner's attempts, and `elsewhere`. */
   readonly used: number
+  /** Slots the worker's last advertisement said other work holds (other owners, its own runs). */
+  readonly elsewhere: number
   readonly free: number
   readonly labels: ReadonlyArray<string>
   readonly capabilities: ReadonlyArray<string>
@@ -243,16 +246,21 @@ export const make = Effect.gen(function* () {
     now
   })
 
+  /** Slots other work holds on the worker, as this advertisement says (runtime state, not the offer). */
+  const busyOf = (request: Advertise) => request.busy ?? 0
+
   const advertise = (worker: WorkerRecord, now: number, request: Advertise, newCredential: Ack["newCredential"]) => {
-    const wasAlive = advertisementAlive(freshness.get(worker.id), now)
+    const before = freshness.get(worker.id)
+    const wasAlive = advertisementAlive(before, now)
+    const freed = busyOf(request) < (before?.busy ?? 0)
     const offer = offerOf(worker, request, now)
     return execute((r) => Decide.decideAdvertise(offer, r)).pipe(
       Effect.mapError(commandRefusal("bad-request")),
       Effect.flatMap((changed) => {
-        touch(worker.id, now, true)
+        touch(worker.id, now, true, busyOf(request))
         const ack = Effect.map(dispatcher.stopsFor(worker.id), (stop): Ack => ({ kind: "ack", stop, newCredential }))
-        // A new offer, or a worker back from silence, may let a waiting run be placed.
-        return changed.length > 0 || !wasAlive ? Effect.zipRight(dispatcher.kick, ack) : ack
+        // A new offer, a worker back from silence, or slots that other work gave back may let a waiting run be placed.
+        return changed.length > 0 || !wasAlive || freed ? Effect.zipRight(dispatcher.kick, ack) : ack
       })
     )
   }
@@ -299,13 +307,16 @@ export const make = Effect.gen(function* () {
 
   /**
    * An advertisement that changes nothing, from a worker whose advertisement is alive and which
-   * is owed no credential: the common refresh, answered from the state without recording.
+   * is owed no credential, and whose other work did not give slots back (that may let a waiting
+   * run be placed: `advertise` asks for a round): the common refresh, answered from the state
+   * without recording.
    */
   const unchangedRefresh = (s: OwnerState, { worker, presentedHash, now }: Authenticated, request: Advertise): Ack | undefined => {
-    if (handOverDue(worker, presentedHash, now) || !advertisementAlive(freshness.get(worker.id), now)) return undefined
+    const f = freshness.get(worker.id)
+    if (handOverDue(worker, presentedHash, now) || !advertisementAlive(f, now) || busyOf(request) < f!.busy) return undefined
     const decision = Decide.decideAdvertise(offerOf(worker, request, now), s.registry)
     if (decision._tag !== "Decided" || decision.events.length > 0) return undefined
-    touch(worker.id, now, true)
+    touch(worker.id, now, true, busyOf(request))
     return { kind: "ack", stop: stopsIn(s, worker.id), newCredential: null }
   }
 
@@ -361,7 +372,8 @@ export const make = Effect.gen(function* () {
       .sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id))
       .map((w): WorkerStatus => {
         const f = freshness.get(w.id)
-        const used = Option.match(HashMap.get(ledger.physical, w.id), { onNone: () => 0, onSome: (p) => p.reserved })
+        const elsewhere = f?.busy ?? 0
+        const used = Option.match(HashMap.get(ledger.physical, w.id), { onNone: () => 0, onSome: (p) => p.reserved }) + elsewhere
         const display = displayState(w, f, used, now)
         const capacity = w.advertisement !== null && advertisementAlive(f, now) ? w.advertisement.capacity : 0
         return {
@@ -371,6 +383,7 @@ export const make = Effect.gen(function* () {
           reason: display.reason,
           capacity,
           used,
+          elsewhere,
           free: Math.max(0, capacity - used),
           labels: w.advertisement?.labels ?? [],
           capabilities: w.advertisement?.capabilities ?? [],

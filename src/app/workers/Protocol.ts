@@ -47,7 +47,13 @@ export const Advertise = Schema.Struct({
   capacity: Schema.Int.pipe(Schema.between(1, 100)),
   labels: ShortList(Label, 100),
   capabilities: ShortList(Schema.String.pipe(Schema.maxLength(100)), 100),
-  artifacts: ShortList(HeldArtifact, 1000)
+  artifacts: ShortList(HeldArtifact, 1000),
+  /**
+   * Slots of the machine in use by other work as it advertises: attempts for other owners and its
+   * own runs. Not part of the offer (never journaled): the owner counts them as used when it
+   * places (docs/runs.md, "On a worker"). Absent: none.
+   */
+  busy: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 100)), { exact: true })
 })
 export type Advertise = typeof Advertise.Type
 

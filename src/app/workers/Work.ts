@@ -37,6 +37,8 @@ interface Running {
   readonly fiber: Fiber.RuntimeFiber<void>
   stopped: boolean
   offsets: { stdout: number; stderr: number }
+  /** Whether it holds a slot yet (an attempt that arrived with none free waits for one). */
+  readonly holdsSlot: () => boolean
 }
 
 const MAX_DELTA = 65_536
@@ -188,7 +190,7 @@ export const makeWork = (side: WorkSide, call: Call) =>
           ),
           Effect.forkDaemon
         )
-        entry.r = { fiber, stopped: false, offsets: { stdout: 0, stderr: 0 } }
+        entry.r = { fiber, stopped: false, offsets: { stdout: 0, stderr: 0 }, holdsSlot: () => holds }
         running.set(work.attempt, entry.r)
         changes++
       })
@@ -243,6 +245,12 @@ export const makeWork = (side: WorkSide, call: Call) =>
 
     return {
       running: () => [...running.keys()],
+      /** How many of the machine's slots this owner's attempts hold now. */
+      holding: () => {
+        let n = 0
+        for (const r of running.values()) if (r.holdsSlot()) n++
+        return n
+      },
       stop,
       stopAll: Effect.suspend(() => stop([...running.keys()])),
       /** Claims and heartbeats under this session's fence, until one of them fails. */

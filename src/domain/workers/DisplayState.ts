@@ -16,6 +16,8 @@ export interface Freshness {
   readonly lastAdvertisedAt: number | null
   /** When the worker last called at all. */
   readonly lastSeenAt: number | null
+  /** Slots its last advertisement said were in use by other work (other owners, its own runs). */
+  readonly busy: number
 }
 
 export const advertisementAlive = (f: Freshness | undefined, now: number): boolean =>
@@ -50,6 +52,8 @@ export const displayState = (w: WorkerRecord, f: Freshness | undefined, used: nu
           : "it offers no node executor"
     }
   }
-  if (used >= offer.capacity) return { state: "Busy", reason: `${used} of ${offer.capacity} slots in use` }
-  return { state: "Ready", reason: `${offer.capacity - used} of ${offer.capacity} slots free` }
+  // `used` counts the slots other work holds (f.busy) too: other owners' attempts, the worker's own runs.
+  const elsewhere = f.busy > 0 ? ` (${f.busy} in use by other work)` : ""
+  if (used >= offer.capacity) return { state: "Busy", reason: `${used} of ${offer.capacity} slots in use${elsewhere}` }
+  return { state: "Ready", reason: `${offer.capacity - used} of ${offer.capacity} slots free${elsewhere}` }
 }

@@ -165,14 +165,15 @@ const linked = (name: string, labels: ReadonlyArray<string> = ["gpu=true", "os=l
   })
 
 /** The worker's offer: it holds both jobs of the bag. */
-const advertise = (w: Linked) =>
+const advertise = (w: Linked, busy?: number) =>
   call(w.credential, {
     kind: "advertise",
     fence: w.fence,
     capacity: 2,
     labels: [...w.labels],
     capabilities: ["node"],
-    artifacts: [ECHO, GPU].map((address) => ({ address, digest: DIGEST }))
+    artifacts: [ECHO, GPU].map((address) => ({ address, digest: DIGEST })),
+    ...(busy === undefined ? {} : { busy })
   }).pipe(Effect.map((r) => ok(r, "ack")))
 
 const claimNow = (w: Linked) => call(w.credential, { kind: "claim", fence: w.fence, waitSeconds: 0 })
@@ -523,6 +524,29 @@ describe("on a worker", () => {
       expect(commitsOf(run.id)).toEqual([["RunSubmitted", "PlacementDecided"]])
       const work = ok(yield* claimNow(w), "work")
       expect(work.attempt).toBe(`${run.id}.1`)
+    }).pipe(Effect.provide(CountingOwner))
+  )
+
+  it.effect("slots a worker says other work holds count as used: a run waits while they are busy, and is placed when a refresh gives them back", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      // Capacity 2, both slots held by other work (another owner's attempts, its own runs).
+      yield* advertise(w, 2)
+      const run = yield* submit(GPU)
+      const waiting = yield* show(run.id)
+      expect(waiting.placement).toMatchObject({ outcome: "waiting" })
+      expect(waiting.placement?.explanation).toContain("2 of 2")
+      const owner = yield* Owner
+      expect((yield* owner.status).find((x) => x.id === w.workerId)).toMatchObject({ state: "Busy", used: 2, elsewhere: 2, free: 0 })
+      // The same refresh again is not journaled (busy is runtime state, not the offer).
+      const before = yield* head
+      yield* advertise(w, 2)
+      expect(yield* head).toBe(before)
+      // One slot given back: the refresh asks for a round, and the run is placed there.
+      yield* advertise(w, 1)
+      yield* placedOn(run.id, 1)
+      expect(attempt(yield* show(run.id), 1)).toMatchObject({ host: w.workerId })
+      expect((yield* owner.status).find((x) => x.id === w.workerId)).toMatchObject({ used: 2, elsewhere: 1 })
     }).pipe(Effect.provide(CountingOwner))
   )
 

@@ -3,7 +3,11 @@
  * seconds, saves a handed-over credential before its next call, backs off when the owner is
  * away, and ends when fenced or revoked.
  */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as nodePath from "node:path"
 import { describe, expect, it } from "@effect/vitest"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Ref from "effect/Ref"
@@ -11,6 +15,8 @@ import * as TestClock from "effect/TestClock"
 import { runLink, Unreachable, type LinkStatus, type OwnerTransport } from "../../../src/app/workers/Link.js"
 import type { Offer } from "../../../src/app/workers/Offer.js"
 import { Refusal, type WorkerRequest, type WorkerResponse } from "../../../src/app/workers/Protocol.js"
+import { makeSlots } from "../../../src/app/workers/Slots.js"
+import * as FileRunFiles from "../../../src/infra/runs/FileRunFiles.js"
 
 const offer: Offer = { capacity: 4, labels: ["arch=x64", "os=linux"], capabilities: ["node"], artifacts: [], withheld: [] }
 const link = { key: "k", url: "https://owner", workerId: "w1", name: "lab-1" }
@@ -55,6 +61,40 @@ describe("the worker's link", () => {
       expect(ads.length).toBeGreaterThanOrEqual(12)
       for (let i = 1; i < ads.length; i++) expect(ads[i]! - ads[i - 1]!).toBeLessThan(5_000)
       expect((yield* Ref.get(s.status)).get("k")).toMatchObject({ phase: "linked", fence: 1 })
+      yield* Fiber.interrupt(fiber)
+    })
+  )
+
+  it.effect("advertises the slots other work holds on this machine (other owners, its own runs) as busy, and none when there are none", () =>
+    Effect.gen(function* () {
+      const advertised: Array<number | undefined> = []
+      const s = yield* scripted((r) => {
+        if (r.kind === "advertise") advertised.push(r.busy)
+        // Claims wait (a long poll that this test never lets end).
+        return r.kind === "hello" ? Effect.succeed(welcome()) : r.kind === "claim" ? Effect.as(Effect.never, ack()) : Effect.succeed(ack())
+      })
+      const slots = yield* makeSlots(3)
+      const side = {
+        slots,
+        resolve: () => Effect.dieMessage("no job is run in this test"),
+        executor: { run: () => Effect.dieMessage("no job is run in this test") },
+        files: FileRunFiles.make(fs.mkdtempSync(nodePath.join(os.tmpdir(), "svc-link-busy-"))),
+        claimWaitSeconds: 20,
+        heartbeatEvery: Duration.seconds(3)
+      }
+      // Two slots taken by other work before the link starts.
+      yield* slots.take
+      yield* slots.take
+      const fiber = yield* Effect.fork(runLink(link, s.transport, Effect.succeed(offer), s.status, side))
+      yield* TestClock.adjust("1 second")
+      expect(advertised).toEqual([2])
+      yield* slots.release
+      yield* TestClock.adjust("5 seconds")
+      expect(advertised.at(-1)).toBe(1)
+      yield* slots.release
+      yield* TestClock.adjust("5 seconds")
+      // None held elsewhere: the field is left out.
+      expect(advertised.at(-1)).toBeUndefined()
       yield* Fiber.interrupt(fiber)
     })
   )
