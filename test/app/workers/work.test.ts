@@ -326,6 +326,33 @@ describe("the worker side of runs", () => {
     })
   )
 
+  it.live("an attempt waiting for a slot that the owner says to stop leaves the queue: it never runs, is not reported, and the slot goes on to others", () =>
+    Effect.gen(function* () {
+      const real = yield* makeSlots(1)
+      let raced = false
+      // As the work comes in, something else takes the last slot (as in the test above).
+      const slots: Slots = { ...real, tryTake: Effect.suspend(() => (raced ? real.tryTake : Effect.as(Effect.andThen(Effect.sync(() => void (raced = true)), real.take), false))) }
+      const { c, executor } = counting()
+      let stopIt = false
+      const o = owner("S", 1, 50, (r) => (r.kind === "heartbeat" ? Effect.succeed(ack(stopIt && r.running.includes("rS.1") ? ["rS.1"] : [])) : undefined))
+      const w = yield* makeWork(sideWith(slots, executor), o.call)
+      const f = yield* Effect.fork(w.session(1))
+      yield* until("it waits for the slot", () => raced && w.running().includes("rS.1"))
+      expect(slots.waiting()).toBeGreaterThanOrEqual(1)
+      stopIt = true
+      yield* until("it is gone", () => w.running().length === 0)
+      // Out of the queue: the slot given back is free (the link may claim with it), nothing ran.
+      yield* real.release
+      yield* Effect.sleep(Duration.millis(300))
+      expect(c.max).toBe(0)
+      expect(o.reports).toEqual([])
+      expect(real.taken()).toBe(0)
+      // And a heartbeat without it followed, so the owner frees what it counted for it.
+      yield* until("a heartbeat without it", () => o.calls.some((r, i) => r.kind === "heartbeat" && !r.running.includes("rS.1") && i > o.calls.findIndex((x) => x.kind === "heartbeat" && x.running.includes("rS.1"))))
+      yield* Fiber.interrupt(f)
+    })
+  )
+
   it.live("with one slot, two owners handing work at once both have it run, one after the other: no answer is dropped", () =>
     Effect.gen(function* () {
       const slots = yield* makeSlots(1)
