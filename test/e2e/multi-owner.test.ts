@@ -9,7 +9,7 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startServe, stopAllServes, svcIn, Transcript, waitFor } from "../support/serve.js"
+import { startServe, stopAllServes, svcIn, Transcript, waitFor, type ServeProcess } from "../support/serve.js"
 import { tempDir } from "../support/svc.js"
 
 const NAP = "duo:nap@1.0.0"
@@ -26,6 +26,8 @@ const home = (prefix: string) => {
 let ownerA: string
 let ownerB: string
 let worker: string
+let serveA: ServeProcess
+let serveB: ServeProcess
 
 const run = (h: string, ...args: Array<string>) => svcIn(transcript, h, args)
 const json = async <A>(h: string, ...args: Array<string>): Promise<A> => {
@@ -75,7 +77,7 @@ beforeAll(async () => {
     const r = await run(h, "bag", "install", bag)
     expect(r.code, r.stderr).toBe(0)
   }
-  await Promise.all([startServe("owner A", ownerA, transcript), startServe("owner B", ownerB, transcript)])
+  ;[serveA, serveB] = await Promise.all([startServe("owner A", ownerA, transcript), startServe("owner B", ownerB, transcript)])
   for (const owner of [ownerA, ownerB]) {
     const invite = await run(owner, "workers", "invite", "--name", "shared")
     expect(invite.code, invite.stderr).toBe(0)
@@ -133,11 +135,18 @@ describe("one worker with one slot, serving two owners", () => {
     type Status = { workers: ReadonlyArray<{ name: string; state: string; used: number; elsewhere: number; reason: string }> }
     const shared = async (owner: string) => (await json<Status>(owner, "workers", "status")).workers.find((w) => w.name === "shared")!
     // A's long job takes the worker's one slot.
-    const long = await json<RunView>(ownerA, "run", NAP, "--input", JSON.stringify({ n: 10, ms: 8_000 }))
+    const long = await json<RunView>(ownerA, "run", NAP, "--input", JSON.stringify({ n: 10, ms: 14_000 }))
     // B learns of it from the worker's next advertisement (every 4 s).
     const busy = await waitFor("B sees the slot in use by other work", () => shared(ownerB), (w) => w.elsewhere === 1, { timeoutMs: 10_000, everyMs: 250 })
     expect(busy.value).toMatchObject({ state: "Busy", used: 1 })
-    expect(busy.value.reason).toContain("1 in use by other work")
+    expect(busy.value.reason).toBe("1 of 1 slots in use, 1 of them by other work")
+    // The worker says the same of itself: it runs A's attempt, and its one slot is other work for B.
+    type Served = { owners: ReadonlyArray<{ url: string; status: { running: number; busy: number } | null }> }
+    const served = async () => (await json<Served>(worker, "workers", "status")).owners
+    const seen = await waitFor("the worker's own view", served, (o) => o.find((x) => x.url === serveB.url)?.status?.busy === 1, { timeoutMs: 10_000, everyMs: 250 })
+    expect(seen.value.find((x) => x.url === serveA.url)?.status).toMatchObject({ running: 1, busy: 0 })
+    const text = await run(worker, "workers", "status")
+    expect(text.stdout).toContain("runs 0 attempt(s) for it; 1 of the 1 slots held by other work (other owners, own runs): no slot free for it now")
     // B's run waits for that slot instead of being placed on a worker with none free.
     const mine = await json<RunView & { placement: { outcome: string; explanation: string } | null }>(ownerB, "run", NAP, "--input", JSON.stringify({ n: 11, ms: 200 }))
     expect(mine.state).toBe("pending")

@@ -46,6 +46,10 @@ export interface LinkStatus {
   readonly fence: number | null
   readonly lastAdvertisedAt: number | null
   readonly offer: Offer | null
+  /** As of the last advertisement: the attempts this machine runs for this owner (one may wait for a slot). */
+  readonly running: number
+  /** As of the last advertisement: the machine's slots other work held (other owners, its own runs). */
+  readonly busy: number
 }
 
 export class LinkEnded extends Data.TaggedError("LinkEnded")<{ readonly phase: LinkPhase; readonly message: string }> {}
@@ -75,7 +79,7 @@ export const runLink = (link: LinkRecord, transport: OwnerTransport, offer: Effe
     const set = (s: Partial<LinkStatus>) =>
       Ref.update(status, (m) => {
         const next = new Map(m)
-        const current = m.get(link.key) ?? { phase: "connecting" as const, detail: "", fence: null, lastAdvertisedAt: null, offer: null }
+        const current = m.get(link.key) ?? { phase: "connecting" as const, detail: "", fence: null, lastAdvertisedAt: null, offer: null, running: 0, busy: 0 }
         next.set(link.key, { ...current, ...s })
         return next
       })
@@ -114,7 +118,7 @@ export const runLink = (link: LinkRecord, transport: OwnerTransport, offer: Effe
                   ...(busy > 0 ? { busy: Math.min(busy, 100) } : {})
                 })
                 if (work !== undefined && answer.kind === "ack") yield* work.stop(answer.stop)
-                yield* set({ lastAdvertisedAt: yield* Clock.currentTimeMillis, offer: o })
+                yield* set({ lastAdvertisedAt: yield* Clock.currentTimeMillis, offer: o, running: work === undefined ? 0 : work.running().length, busy })
                 yield* Effect.sleep(ADVERTISE_EVERY)
               }
             })

@@ -127,10 +127,20 @@ const status = Command.make("status", { json }, ({ json }) =>
     if (links.length > 0) {
       yield* Console.log("owners this machine works for:")
       for (const l of links) {
-        const s = l["status"] as { phase: string; detail: string; offer: { capacity: number; labels: Array<string>; artifacts: Array<{ address: string }>; withheld: Array<{ job: string; reason: string }> } | null } | null
+        const s = l["status"] as {
+          phase: string
+          detail: string
+          offer: { capacity: number; labels: Array<string>; artifacts: Array<{ address: string }>; withheld: Array<{ job: string; reason: string }> } | null
+          running?: number
+          busy?: number
+        } | null
         yield* Console.log(`  ${String(l["url"])} as ${String(l["name"])} (${String(l["workerId"])}): ${s === null ? "not linked now" : `${s.phase}, ${s.detail}`}`)
         if (s?.offer) {
           yield* Console.log(`    offers ${s.offer.capacity} slots; labels ${s.offer.labels.join(",")}; jobs ${s.offer.artifacts.map((a) => a.address).join(", ") || "none"}`)
+          // Its slots are shared with every other owner and this machine's own runs (docs/runs.md, "On a worker").
+          const running = s.running ?? 0
+          const busy = s.busy ?? 0
+          yield* Console.log(`    runs ${running} attempt(s) for it; ${busy} of the ${s.offer.capacity} slots held by other work (other owners, own runs)${running + busy >= s.offer.capacity ? ": no slot free for it now" : ""}`)
           for (const w of s.offer.withheld) yield* Console.log(`    withholds ${w.job}: ${w.reason}`)
         }
       }

@@ -53,7 +53,6 @@ export const displayState = (w: WorkerRecord, f: Freshness | undefined, used: nu
     }
   }
   // `used` counts the slots other work holds (f.busy) too: other owners' attempts, the worker's own runs.
-  const elsewhere = f.busy > 0 ? ` (${f.busy} in use by other work)` : ""
-  if (used >= offer.capacity) return { state: "Busy", reason: `${used} of ${offer.capacity} slots in use${elsewhere}` }
-  return { state: "Ready", reason: `${offer.capacity - used} of ${offer.capacity} slots free${elsewhere}` }
+  if (used >= offer.capacity) return { state: "Busy", reason: `${used} of ${offer.capacity} slots in use${f.busy > 0 ? `, ${f.busy} of them by other work` : ""}` }
+  return { state: "Ready", reason: `${offer.capacity - used} of ${offer.capacity} slots free${f.busy > 0 ? `; ${f.busy} in use by other work` : ""}` }
 }

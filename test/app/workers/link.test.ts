@@ -3,9 +3,6 @@
  * seconds, saves a handed-over credential before its next call, backs off when the owner is
  * away, and ends when fenced or revoked.
  */
-import * as fs from "node:fs"
-import * as os from "node:os"
-import * as nodePath from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -16,7 +13,6 @@ import { runLink, Unreachable, type LinkStatus, type OwnerTransport } from "../.
 import type { Offer } from "../../../src/app/workers/Offer.js"
 import { Refusal, type WorkerRequest, type WorkerResponse } from "../../../src/app/workers/Protocol.js"
 import { makeSlots } from "../../../src/app/workers/Slots.js"
-import * as FileRunFiles from "../../../src/infra/runs/FileRunFiles.js"
 
 const offer: Offer = { capacity: 4, labels: ["arch=x64", "os=linux"], capabilities: ["node"], artifacts: [], withheld: [] }
 const link = { key: "k", url: "https://owner", workerId: "w1", name: "lab-1" }
@@ -78,7 +74,15 @@ describe("the worker's link", () => {
         slots,
         resolve: () => Effect.dieMessage("no job is run in this test"),
         executor: { run: () => Effect.dieMessage("no job is run in this test") },
-        files: FileRunFiles.make(fs.mkdtempSync(nodePath.join(os.tmpdir(), "svc-link-busy-"))),
+        // No job runs here, so no output: a port with no files (real file I/O would not keep to the TestClock).
+        files: {
+          paths: () => ({ stdout: "", stderr: "" }),
+          append: () => Effect.void,
+          tail: () => Effect.succeed(""),
+          readFrom: (_attempt: string, _stream: "stdout" | "stderr", offset: number) => Effect.succeed({ text: "", next: offset }),
+          attempts: Effect.succeed([]),
+          remove: () => Effect.void
+        },
         claimWaitSeconds: 20,
         heartbeatEvery: Duration.seconds(3)
       }
