@@ -94,31 +94,27 @@ export const makeWaitingClaims = () => {
       return Effect.as(Deferred.succeed(p.answer, handed), handed !== null)
     })
 
-  /** Something was placed on the worker for its claims to take: each waiting one looks again. */
-  const wake = (workerId: string) =>
+  /** Every claim of the worker no placement has taken stops waiting, with `answer`. */
+  const answerWaiting = (workerId: string, answer: null | "over") =>
     Effect.suspend(() => {
       const list = byWorker.get(workerId)
       if (list === undefined) return Effect.void
-      const woken = list.filter((p) => p.takenBy === undefined)
-      for (const p of woken) remove(p)
-      return Effect.forEach(woken, (p) => Deferred.succeed(p.answer, null), { discard: true })
+      const untaken = list.filter((p) => p.takenBy === undefined)
+      for (const p of untaken) remove(p)
+      return Effect.forEach(untaken, (p) => Deferred.succeed(p.answer, answer), { discard: true })
     })
+
+  /** Something was placed on the worker for its claims to take: each waiting one looks again. */
+  const wake = (workerId: string) => answerWaiting(workerId, null)
 
   /**
    * A claim that lists what the worker runs is sent only when no other claim of that worker is
    * in flight (docs/protocol.md): any claim of it still parked is one whose caller went away (a
-   * dropped connection the owner has not seen yet). Each is answered as
-   * over (no work, always a valid answer), so no placement hands it an attempt that would be
-   * lost. A claim a placement has taken already is that placement's to answer.
+   * dropped connection the owner has not seen yet). Each is answered as over (no work, always a
+   * valid answer), so no placement hands it an attempt that would be lost. A claim a placement
+   * has taken already is that placement's to answer.
    */
-  const withdraw = (workerId: string) =>
-    Effect.suspend(() => {
-      const list = byWorker.get(workerId)
-      if (list === undefined) return Effect.void
-      const stale = list.filter((p) => p.takenBy === undefined)
-      for (const p of stale) remove(p)
-      return Effect.forEach(stale, (p) => Deferred.succeed(p.answer, "over"), { discard: true })
-    })
+  const withdraw = (workerId: string) => answerWaiting(workerId, "over")
 
   return { park, leave, take, settle, wake, withdraw }
 }

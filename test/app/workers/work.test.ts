@@ -119,6 +119,17 @@ const until = (what: string, ok: () => boolean, ms = 10_000) =>
     }
   })
 
+/**
+ * One slot, and the race made certain: as the first work comes in, something else (another
+ * owner's work, this machine's own run) takes that slot, so the work finds none free. `raced`:
+ * it has happened; `real.release` gives the slot back.
+ */
+const lastSlotTakenAsWorkArrives = Effect.map(makeSlots(1), (real) => {
+  let raced = false
+  const slots: Slots = { ...real, tryTake: Effect.suspend(() => (raced ? real.tryTake : Effect.as(Effect.andThen(Effect.sync(() => void (raced = true)), real.take), false))) }
+  return { real, slots, raced: () => raced }
+})
+
 describe("the worker side of runs", () => {
   it.live("keeps the total running within the machine's capacity across two owners, and reports each attempt once", () =>
     Effect.gen(function* () {
@@ -301,15 +312,12 @@ describe("the worker side of runs", () => {
 
   it.live("work that arrives when the last slot went meanwhile waits for a slot as an attempt the worker runs, then runs", () =>
     Effect.gen(function* () {
-      const real = yield* makeSlots(1)
-      let raced = false
-      // The race made certain: as the work comes in, something else takes the last slot.
-      const slots: Slots = { ...real, tryTake: Effect.suspend(() => (raced ? real.tryTake : Effect.as(Effect.andThen(Effect.sync(() => void (raced = true)), real.take), false))) }
+      const { real, slots, raced } = yield* lastSlotTakenAsWorkArrives
       const { c, executor } = counting()
       const o = owner("W", 1, 50)
       const w = yield* makeWork(sideWith(slots, executor), o.call)
       const f = yield* Effect.fork(w.session(1))
-      yield* until("the work is in and the slot gone", () => raced)
+      yield* until("the work is in and the slot gone", raced)
       yield* Effect.sleep(Duration.millis(300))
       // Kept, not started: it waits for the slot, listed as running (heartbeats tell the owner).
       expect(c.max).toBe(0)
@@ -328,16 +336,13 @@ describe("the worker side of runs", () => {
 
   it.live("an attempt waiting for a slot that the owner says to stop leaves the queue: it never runs, is not reported, and the slot goes on to others", () =>
     Effect.gen(function* () {
-      const real = yield* makeSlots(1)
-      let raced = false
-      // As the work comes in, something else takes the last slot (as in the test above).
-      const slots: Slots = { ...real, tryTake: Effect.suspend(() => (raced ? real.tryTake : Effect.as(Effect.andThen(Effect.sync(() => void (raced = true)), real.take), false))) }
+      const { real, slots, raced } = yield* lastSlotTakenAsWorkArrives
       const { c, executor } = counting()
       let stopIt = false
       const o = owner("S", 1, 50, (r) => (r.kind === "heartbeat" ? Effect.succeed(ack(stopIt && r.running.includes("rS.1") ? ["rS.1"] : [])) : undefined))
       const w = yield* makeWork(sideWith(slots, executor), o.call)
       const f = yield* Effect.fork(w.session(1))
-      yield* until("it waits for the slot", () => raced && w.running().includes("rS.1"))
+      yield* until("it waits for the slot", () => raced() && w.running().includes("rS.1"))
       expect(slots.waiting()).toBeGreaterThanOrEqual(1)
       stopIt = true
       yield* until("it is gone", () => w.running().length === 0)
