@@ -2,9 +2,9 @@
  * The candidates of a placement as the owner sees them now: the owner itself (its settings, its
  * reserved slots) and every worker (its last journaled advertisement, scope, revocation,
  * freshness, and as used slots those it reserved plus those the worker's last advertisement said
- * other work holds: docs/runs.md, "On a worker"). Built for each decision, from lists kept per advertisement so
- * that consecutive decisions share them (the feasibility cache and the journal's packing rely on
- * that sharing to do less; they stay correct without it).
+ * other work holds: docs/runs.md, "On a worker"). Built for each decision, from lists kept per
+ * advertisement so that consecutive decisions share them (the feasibility cache and the
+ * journal's packing rely on that sharing to do less; they stay correct without it).
  */
 import * as HashMap from "effect/HashMap"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
