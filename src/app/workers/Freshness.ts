@@ -12,6 +12,8 @@ export interface FreshnessService {
   readonly get: (workerId: string) => Seen | undefined
   /** A call arrived; `busy`: it advertised, saying this many of its slots are in use by other work. */
   readonly touch: (workerId: string, now: number, advertised: boolean, busy?: number) => void
+  /** A claim said how many of its slots other work holds now. Answers whether that is fewer than before. */
+  readonly claimed: (workerId: string, busy: number) => boolean
 }
 
 export class Freshness extends Context.Tag("svc/Freshness")<Freshness, FreshnessService>() {}
@@ -28,6 +30,13 @@ export const make = (): FreshnessService => {
         f.busy = busy
       }
       seen.set(id, f)
+    },
+    claimed: (id, busy) => {
+      const f = seen.get(id)
+      if (f === undefined) return false
+      const fewer = busy < f.busy
+      f.busy = busy
+      return fewer
     }
   }
 }

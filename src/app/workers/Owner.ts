@@ -276,14 +276,19 @@ export const make = Effect.gen(function* () {
         case "heartbeat":
           touch(worker.id, now, false)
           return Effect.map(dispatcher.heartbeat(worker, request.running, request.output ?? []), (stop): Ack => ({ kind: "ack", stop, newCredential }))
-        case "claim":
+        case "claim": {
           touch(worker.id, now, false)
+          // A worker claims when it has a free slot: slots other work gave back since its last
+          // advertisement may let a run waiting for this worker be placed now, into this claim.
+          const freed = freshness.claimed(worker.id, request.busy ?? 0)
           // Long poll: the call waits until work is placed on this worker, or the wait is over.
           // No work is handed out past the advertisement's life (placement needs it alive).
-          return Effect.map(
+          const claim = Effect.map(
             dispatcher.claim(worker, request.fence, Duration.toMillis(Duration.min(Duration.seconds(request.waitSeconds), MAX_CLAIM_WAIT)), request.running),
             (work): WorkerResponse => (work === null ? ({ kind: "no-work", retryAfterSeconds: 0, newCredential } satisfies NoWork) : { ...work, newCredential })
           )
+          return freed ? Effect.zipRight(dispatcher.kick, claim) : claim
+        }
         case "decline":
           touch(worker.id, now, false)
           return Effect.as(dispatcher.decline(worker, request.attempt, request.reason), { kind: "ack", stop: [], newCredential } satisfies Ack)

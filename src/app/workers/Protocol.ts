@@ -84,7 +84,12 @@ export const Claim = Schema.Struct({
    * has no other claim in flight: an attempt the owner started for it and it does not list
    * was handed out in an answer that never arrived, and is placed again (docs/protocol.md).
    */
-  running: Schema.optionalWith(ShortList(Schema.String, 100), { exact: true })
+  running: Schema.optionalWith(ShortList(Schema.String, 100), { exact: true }),
+  /**
+   * As on `advertise`: the machine's slots other work holds as it claims (absent: none). A worker
+   * claims when a slot is free, so this is the freshest word of it the owner gets.
+   */
+  busy: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 100)), { exact: true })
 })
 export type Claim = typeof Claim.Type
 

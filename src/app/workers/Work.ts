@@ -90,6 +90,13 @@ export const makeWork = (side: WorkSide, call: Call) =>
     let asking = 0
     const mayAskForNext = () => loopWaitsForSlot && side.slots.waiting() === 1
 
+    /** How many of the machine's slots this owner's attempts hold now (one may still wait for its slot). */
+    const holding = () => {
+      let n = 0
+      for (const r of running.values()) if (r.holdsSlot()) n++
+      return n
+    }
+
     /**
      * The report, retried while the owner cannot be reached; a refusal ends it (logged).
      * Answers the attempt handed over with it, if it asked for one (decided once, `entry.asking`).
@@ -212,7 +219,9 @@ export const makeWork = (side: WorkSide, call: Call) =>
           yield* restore(side.slots.awaitFree).pipe(Effect.ensuring(Effect.sync(() => (loopWaitsForSlot = false))))
           // What it runs, unless a report asking for the next attempt is in flight (see `asking`).
           const listing = asking === 0 ? { running: [...running.keys()] } : {}
-          const answer = yield* restore(call({ kind: "claim", fence, waitSeconds: side.claimWaitSeconds, ...listing }))
+          // The slots other work holds now (docs/runs.md, "What an owner sees of a shared worker").
+          const busy = Math.min(100, Math.max(0, side.slots.taken() - holding()))
+          const answer = yield* restore(call({ kind: "claim", fence, waitSeconds: side.claimWaitSeconds, ...listing, ...(busy > 0 ? { busy } : {}) }))
           if (answer.kind === "work") yield* start(answer, yield* side.slots.tryTake)
         })
       )
@@ -245,12 +254,7 @@ export const makeWork = (side: WorkSide, call: Call) =>
 
     return {
       running: () => [...running.keys()],
-      /** How many of the machine's slots this owner's attempts hold now. */
-      holding: () => {
-        let n = 0
-        for (const r of running.values()) if (r.holdsSlot()) n++
-        return n
-      },
+      holding,
       stop,
       stopAll: Effect.suspend(() => stop([...running.keys()])),
       /** Claims and heartbeats under this session's fence, until one of them fails. */

@@ -550,6 +550,20 @@ describe("on a worker", () => {
     }).pipe(Effect.provide(CountingOwner))
   )
 
+  it.effect("a claim saying fewer slots are busy elsewhere gets the run waiting for that worker at once, not after the next advertisement", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w, 2)
+      const run = yield* submit(GPU)
+      expect((yield* show(run.id)).placement).toMatchObject({ outcome: "waiting" })
+      // Its other work gave a slot back; it claims (a worker claims only with a slot free), saying so.
+      const claim = yield* Effect.fork(call(w.credential, { kind: "claim", fence: w.fence, waitSeconds: 30, busy: 1 }))
+      const work = ok(yield* claim.await.pipe(Effect.flatten), "work")
+      expect(work.attempt).toBe(`${run.id}.1`)
+      expect((yield* (yield* Owner).status).find((x) => x.id === w.workerId)).toMatchObject({ elsewhere: 1 })
+    }).pipe(Effect.provide(CountingOwner))
+  )
+
   it.effect("a claim that lists what the worker runs withdraws the worker's claims still parked (their caller went away): the placement goes to the new claim", () =>
     Effect.gen(function* () {
       const w = yield* linked("lab-1")

@@ -287,6 +287,21 @@ describe("the worker side of runs", () => {
     })
   )
 
+  it.live("a claim says how many of the machine's slots other work holds", () =>
+    Effect.gen(function* () {
+      const slots = yield* makeSlots(3)
+      // Two slots held by other work (another owner's attempts, this machine's own runs).
+      yield* slots.take
+      yield* slots.take
+      const o = owner("K", 0, 0, (r) => (r.kind === "claim" ? Effect.as(Effect.sleep(Duration.seconds(10)), noWork) : undefined))
+      const w = yield* makeWork(sideWith(slots, ChildExecutor.make()), o.call)
+      const f = yield* Effect.fork(w.session(1))
+      yield* until("a claim", () => o.calls.some((r) => r.kind === "claim"))
+      expect(o.calls.find((r) => r.kind === "claim")).toMatchObject({ busy: 2 })
+      yield* Fiber.interrupt(f)
+    })
+  )
+
   it.live("with one slot and two owners, one owner's work runs while the other's claim waits", () =>
     Effect.gen(function* () {
       const slots = yield* makeSlots(1)
