@@ -148,12 +148,12 @@ describe("one worker with one slot, serving two owners", () => {
     const text = await run(worker, "workers", "status")
     expect(text.stdout).toContain("runs 0 attempt(s) for it; 1 of the 1 slots held by other work (other owners, own runs): no slot free for it now")
     // B's run waits for that slot instead of being placed on a worker with none free.
-    const mine = await json<RunView & { placement: { outcome: string; explanation: string } | null }>(ownerB, "run", NAP, "--input", JSON.stringify({ n: 11, ms: 200 }))
+    const mine = await json<RunView>(ownerB, "run", NAP, "--input", JSON.stringify({ n: 11, ms: 200 }))
     expect(mine.state).toBe("pending")
     const shown = await json<{ placement: { outcome: string; explanation: string } }>(ownerB, "runs", "show", mine.id)
     expect(shown.placement.outcome).toBe("waiting")
     expect(shown.placement.explanation).toContain("1 of 1")
-    // A's job ends, the worker says so in its next advertisement, and B's run is placed and runs.
+    // A's job ends; the worker's link to B, with the slot free, claims saying so, and B's run is placed into that claim and runs.
     for (const [owner, id] of [[ownerA, long.id], [ownerB, mine.id]] as const) {
       await waitFor(`run ${id} succeeded`, () => json<RunView>(owner, "runs", "show", id), (r) => r.state === "succeeded", { timeoutMs: 30_000, everyMs: 250 })
       expect(await json<RunView>(owner, "runs", "show", id)).toMatchObject({ host: "shared", attempts: 1 })
