@@ -105,9 +105,8 @@ export const runLink = (link: LinkRecord, transport: OwnerTransport, offer: Effe
             const advertising = Effect.gen(function* () {
               for (;;) {
                 const o = yield* offer
-                // The slots other work holds (other owners' attempts, this machine's own runs): the
-                // owner counts them as used when it places (docs/runs.md, "On a worker").
-                const busy = work === undefined || side === undefined ? 0 : Math.max(0, side.slots.taken() - work.holding())
+                // The slots other work holds: the owner counts them as used when it places.
+                const busy = work === undefined ? 0 : work.busyElsewhere()
                 const answer = yield* call({
                   kind: "advertise",
                   fence: welcome.fence,
@@ -115,7 +114,7 @@ export const runLink = (link: LinkRecord, transport: OwnerTransport, offer: Effe
                   labels: o.labels,
                   capabilities: o.capabilities,
                   artifacts: o.artifacts,
-                  ...(busy > 0 ? { busy: Math.min(busy, 100) } : {})
+                  ...(busy > 0 ? { busy } : {})
                 })
                 if (work !== undefined && answer.kind === "ack") yield* work.stop(answer.stop)
                 yield* set({ lastAdvertisedAt: yield* Clock.currentTimeMillis, offer: o, running: work === undefined ? 0 : work.running().length, busy })

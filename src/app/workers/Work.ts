@@ -90,11 +90,15 @@ export const makeWork = (side: WorkSide, call: Call) =>
     let asking = 0
     const mayAskForNext = () => loopWaitsForSlot && side.slots.waiting() === 1
 
-    /** How many of the machine's slots this owner's attempts hold now (one may still wait for its slot). */
-    const holding = () => {
-      let n = 0
-      for (const r of running.values()) if (r.holdsSlot()) n++
-      return n
+    /**
+     * The machine's slots other work holds now (other owners' attempts, this machine's own runs):
+     * what the claims and advertisements tell the owner as `busy` (docs/runs.md, "What an owner
+     * sees of a shared worker"), at most 100 as the protocol allows.
+     */
+    const busyElsewhere = () => {
+      let holding = 0
+      for (const r of running.values()) if (r.holdsSlot()) holding++
+      return Math.min(100, Math.max(0, side.slots.taken() - holding))
     }
 
     /**
@@ -219,8 +223,7 @@ export const makeWork = (side: WorkSide, call: Call) =>
           yield* restore(side.slots.awaitFree).pipe(Effect.ensuring(Effect.sync(() => (loopWaitsForSlot = false))))
           // What it runs, unless a report asking for the next attempt is in flight (see `asking`).
           const listing = asking === 0 ? { running: [...running.keys()] } : {}
-          // The slots other work holds now (docs/runs.md, "What an owner sees of a shared worker").
-          const busy = Math.min(100, Math.max(0, side.slots.taken() - holding()))
+          const busy = busyElsewhere()
           const answer = yield* restore(call({ kind: "claim", fence, waitSeconds: side.claimWaitSeconds, ...listing, ...(busy > 0 ? { busy } : {}) }))
           if (answer.kind === "work") yield* start(answer, yield* side.slots.tryTake)
         })
@@ -254,7 +257,7 @@ export const makeWork = (side: WorkSide, call: Call) =>
 
     return {
       running: () => [...running.keys()],
-      holding,
+      busyElsewhere,
       stop,
       stopAll: Effect.suspend(() => stop([...running.keys()])),
       /** Claims and heartbeats under this session's fence, until one of them fails. */
