@@ -1,6 +1,6 @@
 /**
  * When each worker last called and last advertised, and how many of its slots its last
- * advertisement said other work holds: runtime state beside the projections, never journaled
+ * advertisement or claim said other work holds: runtime state beside the projections, never journaled
  * (docs/journal.md). The worker route writes it; display states and placement
  * (is the advertisement alive?) read it with the current time.
  */
@@ -10,10 +10,10 @@ import type { Freshness as Seen } from "../../domain/workers/DisplayState.js"
 
 export interface FreshnessService {
   readonly get: (workerId: string) => Seen | undefined
-  /** A call arrived; `busy`: it advertised, saying this many of its slots are in use by other work. */
+  /** A call arrived; `busy`: it said how many of its slots other work holds now (an advertisement, a claim). */
   readonly touch: (workerId: string, now: number, advertised: boolean, busy?: number) => void
-  /** A claim said how many of its slots other work holds now. Answers whether that is fewer than before. */
-  readonly claimed: (workerId: string, busy: number) => boolean
+  /** Whether `busy` is fewer slots than the worker said other work held before: room may have freed up. */
+  readonly busyFell: (workerId: string, busy: number) => boolean
 }
 
 export class Freshness extends Context.Tag("svc/Freshness")<Freshness, FreshnessService>() {}
@@ -22,22 +22,14 @@ export const make = (): FreshnessService => {
   const seen = new Map<string, { lastSeenAt: number | null; lastAdvertisedAt: number | null; busy: number }>()
   return {
     get: (id) => seen.get(id),
-    touch: (id, now, advertised, busy = 0) => {
+    touch: (id, now, advertised, busy) => {
       const f = seen.get(id) ?? { lastSeenAt: null, lastAdvertisedAt: null, busy: 0 }
       f.lastSeenAt = now
-      if (advertised) {
-        f.lastAdvertisedAt = now
-        f.busy = busy
-      }
+      if (advertised) f.lastAdvertisedAt = now
+      if (busy !== undefined) f.busy = busy
       seen.set(id, f)
     },
-    claimed: (id, busy) => {
-      const f = seen.get(id)
-      if (f === undefined) return false
-      const fewer = busy < f.busy
-      f.busy = busy
-      return fewer
-    }
+    busyFell: (id, busy) => busy < (seen.get(id)?.busy ?? 0)
   }
 }
 

@@ -24,7 +24,7 @@ import type { JournalError, StreamConflict } from "../journal/Journal.js"
 import { Dispatcher, layer as DispatcherLayer, stopsIn } from "../runs/Dispatcher.js"
 import { Entropy } from "./Entropy.js"
 import { Freshness, layer as FreshnessLayer } from "./Freshness.js"
-import { fenceRefusal, Refusal, revokedRefusal, type Ack, type Advertise, type Assignment, type CredentialHandOver, type Hello, type Join, type NoWork, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
+import { fenceRefusal, Refusal, revokedRefusal, type Ack, type Advertise, type Assignment, type Claim, type CredentialHandOver, type Hello, type Join, type NoWork, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
 
 interface Authenticated {
   readonly worker: WorkerRecord
@@ -246,13 +246,12 @@ export const make = Effect.gen(function* () {
     now
   })
 
-  /** Slots other work holds on the worker, as this advertisement says (runtime state, not the offer). */
-  const busyOf = (request: Advertise) => request.busy ?? 0
+  /** Slots other work holds on the worker, as this advertisement or claim says (runtime state, not the offer). */
+  const busyOf = (request: Advertise | Claim) => request.busy ?? 0
 
   const advertise = (worker: WorkerRecord, now: number, request: Advertise, newCredential: Ack["newCredential"]) => {
-    const before = freshness.get(worker.id)
-    const wasAlive = advertisementAlive(before, now)
-    const freed = busyOf(request) < (before?.busy ?? 0)
+    const wasAlive = advertisementAlive(freshness.get(worker.id), now)
+    const freed = freshness.busyFell(worker.id, busyOf(request))
     const offer = offerOf(worker, request, now)
     return execute((r) => Decide.decideAdvertise(offer, r)).pipe(
       Effect.mapError(commandRefusal("bad-request")),
@@ -277,10 +276,10 @@ export const make = Effect.gen(function* () {
           touch(worker.id, now, false)
           return Effect.map(dispatcher.heartbeat(worker, request.running, request.output ?? []), (stop): Ack => ({ kind: "ack", stop, newCredential }))
         case "claim": {
-          touch(worker.id, now, false)
           // A worker claims when it has a free slot: slots other work gave back since its last
           // advertisement may let a run waiting for this worker be placed now, into this claim.
-          const freed = freshness.claimed(worker.id, request.busy ?? 0)
+          const freed = freshness.busyFell(worker.id, busyOf(request))
+          touch(worker.id, now, false, busyOf(request))
           // Long poll: the call waits until work is placed on this worker, or the wait is over.
           // No work is handed out past the advertisement's life (placement needs it alive).
           const claim = Effect.map(
@@ -317,8 +316,7 @@ export const make = Effect.gen(function* () {
    * without recording.
    */
   const unchangedRefresh = (s: OwnerState, { worker, presentedHash, now }: Authenticated, request: Advertise): Ack | undefined => {
-    const f = freshness.get(worker.id)
-    if (handOverDue(worker, presentedHash, now) || !advertisementAlive(f, now) || busyOf(request) < f!.busy) return undefined
+    if (handOverDue(worker, presentedHash, now) || !advertisementAlive(freshness.get(worker.id), now) || freshness.busyFell(worker.id, busyOf(request))) return undefined
     const decision = Decide.decideAdvertise(offerOf(worker, request, now), s.registry)
     if (decision._tag !== "Decided" || decision.events.length > 0) return undefined
     touch(worker.id, now, true, busyOf(request))
