@@ -6,23 +6,19 @@
  * their attempts one at a time, in turn, and no owner's attempt is lost between them (each run
  * completes in its first attempt: an answer dropped by the worker would show as a second one).
  */
-import { mkdirSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startServe, stopAllServes, svcIn, Transcript, waitFor, type ServeProcess } from "../support/serve.js"
-import { tempDir } from "../support/svc.js"
+import { tempDirs } from "../support/svc.js"
 
 const NAP = "duo:nap@1.0.0"
 const NAP_MS = 1_000
 const RUNS_EACH = 3
 
 const transcript = new Transcript()
-const temps: Array<string> = []
-const home = (prefix: string) => {
-  const dir = tempDir(prefix)
-  temps.push(dir)
-  return dir
-}
+const temps = tempDirs()
+const home = temps.make
 let ownerA: string
 let ownerB: string
 let worker: string
@@ -97,7 +93,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stopAllServes()
-  for (const dir of temps) rmSync(dir, { recursive: true, force: true })
+  temps.removeAll()
 }, 30_000)
 
 describe("one worker with one slot, serving two owners", () => {

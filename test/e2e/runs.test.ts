@@ -26,11 +26,11 @@
  * again (the new identity's hello frees the old one's slot); and last the
  * placement audit over the owner's journal. afterAll prints the timings.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { callRoute, ownerCa, startServe, stopAllServes, svcIn, Transcript, waitFor, type ServeProcess } from "../support/serve.js"
-import { tempDir as makeTempDir } from "../support/svc.js"
+import { tempDirs } from "../support/svc.js"
 
 const HOME_JOB = "lab:home@1.0.0"
 const ALPHA = "lab:alpha@1.0.0"
@@ -38,12 +38,8 @@ const BETA = "lab:beta@1.0.0"
 const NOWHERE = "lab:nowhere@1.0.0"
 const SLOW = "lab:slow@1.0.0"
 
-const temps: Array<string> = []
-const tempDir = (prefix: string) => {
-  const dir = makeTempDir(prefix)
-  temps.push(dir)
-  return dir
-}
+const temps = tempDirs()
+const tempDir = temps.make
 
 interface RunView {
   readonly id: string
@@ -313,7 +309,7 @@ afterAll(async () => {
   await stopAllServes()
   // Job processes a killed worker left behind (started by our own serve processes).
   if (pidDir !== undefined) for (const pid of jobPids()) if (ourJob(pid)) process.kill(pid, "SIGKILL")
-  for (const dir of temps) rmSync(dir, { recursive: true, force: true })
+  temps.removeAll()
   console.log(`runs.test.ts timings (ms): ${JSON.stringify(timings)}`)
   for (const o of observations) console.log(`runs.test.ts: ${o}`)
 }, 30_000)

@@ -27,17 +27,13 @@ import {
   type RouteCall,
   type ServeProcess
 } from "../support/serve.js"
-import { tempDir as makeTempDir } from "../support/svc.js"
+import { tempDirs } from "../support/svc.js"
 
 const JOB = "hasher:checksum@1.0.0"
 
 /** Temporary homes hold keys and credentials: removed once the processes are gone. */
-const temps: Array<string> = []
-const tempDir = (prefix: string) => {
-  const dir = makeTempDir(prefix)
-  temps.push(dir)
-  return dir
-}
+const temps = tempDirs()
+const tempDir = temps.make
 
 interface WorkerRow {
   readonly id: string
@@ -210,7 +206,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stopAllServes()
   await proxy?.close()
-  for (const dir of temps) rmSync(dir, { recursive: true, force: true })
+  temps.removeAll()
 }, 30_000)
 
 describe("svc workers between two real svc serve processes", () => {

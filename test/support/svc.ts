@@ -1,6 +1,6 @@
 /** Runs the real `svc` binary (dist/cli/bin.js, built by `npm test`) in a child process. */
 import { spawn } from "node:child_process"
-import { existsSync, mkdtempSync } from "node:fs"
+import { existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -14,6 +14,24 @@ export interface SvcResult {
 }
 
 export const tempDir = (prefix = "svc-test-"): string => mkdtempSync(join(tmpdir(), prefix))
+
+/**
+ * Temporary directories made for one test file, removed together at its end (homes hold keys
+ * and credentials: removed once the processes using them are gone).
+ */
+export const tempDirs = () => {
+  const made: Array<string> = []
+  return {
+    make: (prefix: string): string => {
+      const dir = tempDir(prefix)
+      made.push(dir)
+      return dir
+    },
+    removeAll: (): void => {
+      for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true })
+    }
+  }
+}
 
 /** Runs svc to completion without blocking the test worker (a blocked worker misses vitest's RPC). */
 export const svc = (
