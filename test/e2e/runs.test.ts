@@ -26,11 +26,12 @@
  * again (the new identity's hello frees the old one's slot); and last the
  * placement audit over the owner's journal. afterAll prints the timings.
  */
+import { spawn } from "node:child_process"
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { callRoute, ownerCa, startServe, stopAllServes, svcIn, Transcript, waitFor, type ServeProcess } from "../support/serve.js"
-import { tempDirs } from "../support/svc.js"
+import { SVC_BIN, tempDirs } from "../support/svc.js"
 
 const HOME_JOB = "lab:home@1.0.0"
 const ALPHA = "lab:alpha@1.0.0"
@@ -466,6 +467,23 @@ describe("runs between an owner and two real worker processes", () => {
     expect(waitedRemote.code, waitedRemote.stderr).toBe(0)
     expect(waitedRemote.stdout.trim().split("\n")).toEqual([JSON.stringify({ n: 5, doubled: 10 })])
     expect(waitedRemote.stderr).toMatch(/succeeded on b/)
+
+    // --wait on a run that cannot be placed says so on stderr at once, with every candidate's
+    // reason, and keeps waiting; stopping the run ends the wait (exit 1, the run stopped).
+    const waiter = spawn(process.execPath, [SVC_BIN, "run", NOWHERE, "--input", '{"n":7}', "--wait"], {
+      env: { PATH: process.env["PATH"] ?? "", HOME: ownerHome, SVC_HOME: ownerHome }
+    })
+    let waiterErr = ""
+    waiter.stderr.setEncoding("utf8").on("data", (d: string) => (waiterErr += d))
+    const waiterExit = new Promise<number | null>((resolve) => waiter.on("close", resolve))
+    const told = await waitFor("--wait to say the run is blocked", async () => waiterErr, (e) => /pending: blocked; excluded: /.test(e), { timeoutMs: 10_000, everyMs: 50 })
+    const waitedId = /^waiting for run (r\w+) \(Ctrl-C stops waiting, not the run: svc runs stop \1\)$/m.exec(told.value)?.[1]
+    expect(waitedId, told.value).toBeDefined()
+    expect(told.value).toContain(`run ${waitedId} pending: blocked; excluded: owner (eligibility: lacks label pool-c=yes)`)
+    expect((await showRun(waitedId!)).state).toBe("pending")
+    expect((await run(ownerHome, "runs", "stop", waitedId!)).code).toBe(0)
+    expect(await waiterExit).toBe(1)
+    expect(waiterErr).toContain(`run ${waitedId} stopped`)
 
     // svc runs stop of a long job running on worker a: stopped, and the job process is gone.
     const long = await submit(SLOW, { sleepMs: [30_000], pidDir }, "--prefer", "host=a")

@@ -84,6 +84,12 @@ export interface RunView {
   readonly error: string | null
 }
 
+/**
+ * What a waiting caller is told about as it changes: state, host, attempts and the latest
+ * placement's explanation (a blocked run that becomes waiting, a run placed again elsewhere).
+ */
+export const progressOf = (view: RunView): string => JSON.stringify([view.state, view.host, view.attempts, view.explanation])
+
 export interface RunDetail extends RunView {
   readonly input: unknown
   readonly preferredLabels: ReadonlyArray<string>
@@ -115,8 +121,11 @@ export interface DispatcherService {
   readonly list: (filter?: RunFilter) => Effect.Effect<RunList, RunRefused>
   readonly show: (runId: string) => Effect.Effect<RunDetail, RunRefused>
   readonly stop: (runId: string, actor: string) => Effect.Effect<RunView, RunRefused>
-  /** Answers when the run has finished, or after `ms` with its state then. */
-  readonly wait: (runId: string, ms: number) => Effect.Effect<RunView, RunRefused>
+  /**
+   * Answers when the run has finished, or after `ms` with its state then; with `seen` (the
+   * `progressOf` of the view the caller has), also as soon as the run's progress differs from it.
+   */
+  readonly wait: (runId: string, ms: number, seen?: string) => Effect.Effect<RunView, RunRefused>
   /** The operator confirms a (revoked) worker no longer runs anything: its slots are freed. */
   readonly release: (workerId: string, actor: string) => Effect.Effect<number, RunRefused>
   // The worker route, after authentication and the fence check:
@@ -618,14 +627,15 @@ export const make = Effect.gen(function* () {
       return view(s, run)
     })
 
-  const wait: DispatcherService["wait"] = (runId, ms) =>
+  const wait: DispatcherService["wait"] = (runId, ms, seen) =>
     Effect.gen(function* () {
       const deadline = (yield* Clock.currentTimeMillis) + ms
       for (;;) {
         const signal = yield* nextChange
         const [s, run] = yield* find(runId)
         const now = yield* Clock.currentTimeMillis
-        if (TERMINAL.has(run.state) || now >= deadline) return view(s, run)
+        const current = view(s, run)
+        if (TERMINAL.has(run.state) || now >= deadline || (seen !== undefined && progressOf(current) !== seen)) return current
         yield* Effect.raceFirst(Deferred.await(signal), Effect.sleep(Duration.millis(deadline - now)))
       }
     })

@@ -6,7 +6,7 @@ import * as Options from "@effect/cli/Options"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import type { RunDetail, RunList, RunView } from "../../app/runs/Dispatcher.js"
+import { progressOf, type RunDetail, type RunList, type RunView } from "../../app/runs/Dispatcher.js"
 import { RUN_STATES } from "../../domain/runs/Runs.js"
 import { admin } from "../admin.js"
 import { refused, usage } from "../CliFailure.js"
@@ -29,6 +29,18 @@ const readInput = (raw: Option.Option<string>) =>
 
 const TERMINAL = new Set(["succeeded", "failed", "stopped"])
 
+/** How a run `--wait` follows is getting on, while it is not finished. */
+const progressLine = (r: RunView) =>
+  r.state === "pending"
+    ? `run ${r.id} pending: ${r.explanation ?? "not placed yet"}`
+    : `run ${r.id} ${r.state}${r.host === null ? "" : ` on ${r.host}`}${r.attempts > 1 ? ` (attempt ${r.attempts})` : ""}`
+
+/**
+ * Whether `--wait` says so on stderr: a run that is not going as it should (not placed, placed
+ * again) and what happens to it next; not the ordinary start of a run placed at once.
+ */
+const worthSaying = (r: RunView, saidBefore: boolean) => saidBefore || r.state === "pending" || r.attempts > 1
+
 const outcomeLine = (r: RunView) =>
   r.state === "succeeded" ? `run ${r.id} succeeded on ${r.host ?? "?"}` : `run ${r.id} ${r.state}${r.host === null ? "" : ` on ${r.host}`}: ${r.error ?? r.explanation ?? ""}`
 
@@ -50,7 +62,17 @@ export const runCommand = Command.make(
         yield* Console.log(run.id)
         return yield* Console.error(`submitted ${run.address} as run ${run.id}; follow it with: svc runs show ${run.id}`)
       }
-      while (!TERMINAL.has(run.state)) run = (yield* admin("POST", "/runs/wait", { run: run.id, ms: 25_000 })) as unknown as RunView
+      // Follows it through the owner's wait, which answers as soon as its progress differs from `seen`.
+      let said: string | undefined
+      while (!TERMINAL.has(run.state)) {
+        const seen = progressOf(run)
+        if (seen !== said && worthSaying(run, said !== undefined)) {
+          if (said === undefined) yield* Console.error(`waiting for run ${run.id} (Ctrl-C stops waiting, not the run: svc runs stop ${run.id})`)
+          said = seen
+          yield* Console.error(progressLine(run))
+        }
+        run = (yield* admin("POST", "/runs/wait", { run: run.id, ms: 25_000, seen })) as unknown as RunView
+      }
       if (json) yield* printJson(run)
       else if (run.state === "succeeded") yield* Console.log(JSON.stringify(run.result))
       if (run.state !== "succeeded") return yield* refused(outcomeLine(run))

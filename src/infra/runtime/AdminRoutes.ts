@@ -115,7 +115,10 @@ export const adminRoutes = (
       path: "/runs/wait",
       handle: (body) => {
         const ms = Number(field(body, "ms"))
-        return answer(Effect.flatMap(Dispatcher, (d) => d.wait(run(body), Number.isFinite(ms) ? Math.min(Math.max(ms, 0), 60_000) : 25_000)))
+        const seen = field(body, "seen")
+        return answer(
+          Effect.flatMap(Dispatcher, (d) => d.wait(run(body), Number.isFinite(ms) ? Math.min(Math.max(ms, 0), 60_000) : 25_000, typeof seen === "string" ? seen : undefined))
+        )
       }
     },
     {

@@ -20,7 +20,7 @@ import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
 import { Journal, layerMemory, makeMemory } from "../../../src/app/journal/Journal.js"
 import { layer as projectionsLayer, layerFrom as projectionsFrom, Projections } from "../../../src/app/journal/Projections.js"
 import { foldJournal } from "../../../src/app/journal/Replay.js"
-import { Dispatcher, OwnerHost, type OwnerHostSettings, type RunDetail } from "../../../src/app/runs/Dispatcher.js"
+import { Dispatcher, OwnerHost, progressOf, type OwnerHostSettings, type RunDetail } from "../../../src/app/runs/Dispatcher.js"
 import { JobNotRunnable, type ResolvedJob } from "../../../src/app/runs/JobCatalog.js"
 import { RunFiles } from "../../../src/app/runs/RunFiles.js"
 import { layerWithRuns, Owner, OwnerAddress } from "../../../src/app/workers/Owner.js"
@@ -284,6 +284,38 @@ describe("on the owner", () => {
       const submitted = yield* submit(ECHO, { text: "hi", misfit: true })
       const done = yield* (yield* Dispatcher).wait(submitted.id, 60_000)
       expect(done).toMatchObject({ state: "failed", host: "owner", result: null, error: "output does not match the job's output_schema: output must have required property 'text', output must have required property 'length'" })
+    }).pipe(Effect.provide(TestOwner))
+  )
+})
+
+// ---- Waiting on a run ------------------------------------------------------------------------------
+
+describe("waiting on a run", () => {
+  it.effect("given what the caller has seen, wait answers as soon as the run's progress differs: a blocked run placed once a worker can take it", () =>
+    Effect.gen(function* () {
+      const dispatcher = yield* Dispatcher
+      const submitted = yield* submit(GPU)
+      expect(submitted).toMatchObject({ state: "pending", host: null, attempts: 0 })
+      expect(submitted.explanation).toBe("blocked; excluded: owner (eligibility: lacks label gpu=true)")
+      const seen = progressOf(submitted)
+      // What the caller has seen already is not news; without `seen`, only the end is.
+      const follower = yield* Effect.fork(dispatcher.wait(submitted.id, 60_000, seen))
+      const ender = yield* Effect.fork(dispatcher.wait(submitted.id, 60_000))
+      // A caller that saw something older is answered at once.
+      expect(yield* dispatcher.wait(submitted.id, 60_000, progressOf({ ...submitted, explanation: null }))).toEqual(submitted)
+      yield* realSleep(20)
+      expect(yield* Fiber.poll(follower)).toEqual(Option.none())
+      // A worker with the label comes: the run is placed on it, and the follower hears of it (TestClock: no deadline passed).
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const placed = yield* Fiber.join(follower)
+      expect(placed).toMatchObject({ id: submitted.id, state: "assigned", host: "lab-1", attempts: 1 })
+      expect(placed.explanation).toBe("placed on worker 'lab-1'; excluded: owner (eligibility: lacks label gpu=true)")
+      expect(yield* Fiber.poll(ender)).toEqual(Option.none())
+      // Its claim and report: the one waiting without `seen` hears of the end only.
+      const work = ok(yield* claimNow(w), "work")
+      ok(yield* report(w, work.attempt), "ack")
+      expect(yield* Fiber.join(ender)).toMatchObject({ state: "succeeded", host: "lab-1" })
     }).pipe(Effect.provide(TestOwner))
   )
 })
