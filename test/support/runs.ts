@@ -18,5 +18,11 @@ export const noBagsHost: OwnerHostSettings = {
   withSlot: (effect) => effect
 }
 
+/** The output files' directory: made when the layer is built, removed with everything in it when its scope closes. */
+const runFilesDir = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(nodePath.join(os.tmpdir(), "svc-runs-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+)
+
 export const runsDeps = (host: OwnerHostSettings = noBagsHost) =>
-  Layer.mergeAll(ChildExecutor.layer, FileRunFiles.layer(fs.mkdtempSync(nodePath.join(os.tmpdir(), "svc-runs-"))), Layer.succeed(OwnerHost, host))
+  Layer.mergeAll(ChildExecutor.layer, Layer.unwrapScoped(Effect.map(runFilesDir, FileRunFiles.layer)), Layer.succeed(OwnerHost, host))
