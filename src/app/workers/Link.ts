@@ -68,6 +68,9 @@ const afterRefusal = (r: Refusal): LinkEnded | null => {
   }
 }
 
+/** A wait as people read it: "10.8 s". */
+const secondsOf = (d: Duration.Duration): string => `${(Duration.toMillis(d) / 1000).toFixed(1)} s`
+
 export class LinkStatusRef extends Context.Tag("svc/LinkStatusRef")<LinkStatusRef, Ref.Ref<ReadonlyMap<string, LinkStatus>>>() {}
 
 /**
@@ -93,6 +96,8 @@ export const runLink = (link: LinkRecord, transport: OwnerTransport, offer: Effe
     yield* Effect.addFinalizer(() => (work === undefined ? Effect.void : work.stopAll))
 
     let backoff = BACKOFF_FIRST
+    // The failure last logged: a run of failed retries is logged once (and again if its reason changes).
+    let trouble: string | null = null
     for (;;) {
       yield* set({ phase: "connecting", detail: `calling ${link.url}` })
       const session = yield* Effect.either(
@@ -102,6 +107,8 @@ export const runLink = (link: LinkRecord, transport: OwnerTransport, offer: Effe
             if (welcome.kind !== "welcome") return yield* new Unreachable({ message: `unexpected answer ${welcome.kind} to hello` })
             backoff = BACKOFF_FIRST
             yield* set({ phase: "linked", detail: `session fence ${welcome.fence}`, fence: welcome.fence })
+            yield* Effect.logInfo(`linked to the owner at ${link.url} as ${link.name}${trouble === null ? "" : " again"} (session fence ${welcome.fence})`)
+            trouble = null
             const advertising = Effect.gen(function* () {
               for (;;) {
                 const o = yield* offer
@@ -134,13 +141,22 @@ export const runLink = (link: LinkRecord, transport: OwnerTransport, offer: Effe
         const ended = afterRefusal(error)
         if (ended !== null) {
           yield* set({ phase: ended.phase, detail: ended.message })
+          yield* Effect.logError(`the link to the owner at ${link.url} as ${link.name} has ended (${ended.phase}): ${ended.message}; its work is stopped`)
           return yield* ended
         }
       }
       // Unreachable, or a refusal a new session may cure: back off with jitter, say hello again.
       const jitter = yield* Random.nextRange(0.5, 1.5)
       const wait = Duration.times(backoff, jitter)
-      yield* set({ phase: "backing-off", detail: `${error.message}; retrying in ${Duration.format(wait)}` })
+      yield* set({ phase: "backing-off", detail: `${error.message}; retrying in ${secondsOf(wait)}` })
+      if (trouble !== error.message) {
+        // A transport's message may start with the owner's address, which the line names already.
+        const reason = error.message.startsWith(`${link.url}: `) ? error.message.slice(link.url.length + 2) : error.message
+        yield* Effect.logWarning(
+          `${error._tag === "Unreachable" ? `the owner at ${link.url} cannot be reached` : `the owner at ${link.url} refused a call (${error.code})`}: ${reason}; saying hello again in ${secondsOf(wait)}, then at most every ${secondsOf(BACKOFF_MAX)} until it answers`
+        )
+        trouble = error.message
+      }
       yield* Effect.sleep(wait)
       backoff = Duration.min(Duration.times(backoff, 2), BACKOFF_MAX)
     }

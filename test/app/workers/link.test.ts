@@ -7,6 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as Logger from "effect/Logger"
 import * as Ref from "effect/Ref"
 import * as TestClock from "effect/TestClock"
 import { runLink, Unreachable, type LinkStatus, type OwnerTransport } from "../../../src/app/workers/Link.js"
@@ -16,6 +17,10 @@ import { makeSlots } from "../../../src/app/workers/Slots.js"
 
 const offer: Offer = { capacity: 4, labels: ["arch=x64", "os=linux"], capabilities: ["node"], artifacts: [], withheld: [] }
 const link = { key: "k", url: "https://owner", workerId: "w1", name: "lab-1" }
+
+/** The log lines the link writes, as "LEVEL message", instead of the console. */
+const capturing = (logs: Array<string>) =>
+  Logger.replace(Logger.defaultLogger, Logger.make(({ logLevel, message }) => void logs.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}`)))
 
 /** An owner that answers by a script and records the calls with their time. */
 const scripted = (answer: (request: WorkerRequest, n: number) => Effect.Effect<WorkerResponse, Refusal | Unreachable>) =>
@@ -127,6 +132,44 @@ describe("the worker's link", () => {
       yield* TestClock.adjust("60 seconds")
       expect((yield* Ref.get(s.status)).get("k")?.phase).toBe("linked")
       yield* Fiber.interrupt(fiber)
+    })
+  )
+
+  it.effect("logs losing the owner once for a run of failed retries, and linking again once", () =>
+    Effect.gen(function* () {
+      let away = false
+      let reason = "https://owner: connect ECONNREFUSED 127.0.0.1:7443"
+      const s = yield* scripted((r) => (away ? Effect.fail(new Unreachable({ message: reason })) : Effect.succeed(r.kind === "hello" ? welcome() : ack())))
+      const logs: Array<string> = []
+      const fiber = yield* Effect.fork(runLink(link, s.transport, Effect.succeed(offer), s.status).pipe(Effect.provide(capturing(logs))))
+      yield* TestClock.adjust("1 second")
+      expect(logs).toEqual(["INFO linked to the owner at https://owner as lab-1 (session fence 1)"])
+      away = true
+      yield* TestClock.adjust("60 seconds")
+      expect(s.calls.filter((c) => c.kind === "hello").length).toBeGreaterThanOrEqual(4)
+      expect(logs).toHaveLength(2)
+      expect(logs[1]).toMatch(
+        /^WARN the owner at https:\/\/owner cannot be reached: connect ECONNREFUSED 127\.0\.0\.1:7443; saying hello again in \d+\.\d s, then at most every 30\.0 s until it answers$/
+      )
+      expect((yield* Ref.get(s.status)).get("k")?.detail).toMatch(/^https:\/\/owner: connect ECONNREFUSED 127\.0\.0\.1:7443; retrying in \d+\.\d s$/)
+      // Another reason is news.
+      reason = "certificate pin mismatch"
+      yield* TestClock.adjust("60 seconds")
+      expect(logs).toHaveLength(3)
+      expect(logs[2]).toMatch(/^WARN the owner at https:\/\/owner cannot be reached: certificate pin mismatch; /)
+      away = false
+      yield* TestClock.adjust("60 seconds")
+      expect(logs.slice(3)).toEqual(["INFO linked to the owner at https://owner as lab-1 again (session fence 1)"])
+      yield* Fiber.interrupt(fiber)
+    })
+  )
+
+  it.effect("logs the end of the link as an error, with its reason", () =>
+    Effect.gen(function* () {
+      const s = yield* scripted((r) => (r.kind === "hello" ? Effect.succeed(welcome()) : Effect.fail(new Refusal({ code: "revoked", message: "the operator revoked this worker" }))))
+      const logs: Array<string> = []
+      yield* Effect.either(runLink(link, s.transport, Effect.succeed(offer), s.status).pipe(Effect.provide(capturing(logs))))
+      expect(logs.at(-1)).toBe("ERROR the link to the owner at https://owner as lab-1 has ended (revoked): the operator revoked this worker; its work is stopped")
     })
   )
 
