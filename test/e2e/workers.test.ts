@@ -9,7 +9,7 @@
  * scope, rotation, takeover, Offline, revocation, and last the secret greps over everything.
  */
 import { createHash } from "node:crypto"
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { base62, crc32, makeCredential } from "../../src/domain/workers/Secrets.js"
@@ -612,7 +612,7 @@ describe("svc workers between two real svc serve processes", () => {
     await expectCleanExit(w2)
   }, 60_000)
 
-  it("ends a link whose file is removed: the worker falls silent, and the output it kept for that owner goes", async () => {
+  it("svc workers leave ends a link (its file removed): the worker falls silent, and the output it kept for that owner goes", async () => {
     // Output left for an owner this machine has no link to is removed when the runtime starts.
     const stray = join(w3Home, "work", "0000000000000000")
     mkdirSync(stray, { recursive: true })
@@ -628,7 +628,21 @@ describe("svc workers between two real svc serve processes", () => {
     writeFileSync(join(kept, "r2.1.stdout"), "some output\n")
     const linkFile = join(w3Home, "links", `${key}.json`)
     const saved = readFileSync(linkFile, "utf8")
-    rmSync(linkFile)
+    const { url, workerId } = JSON.parse(saved) as { url: string; workerId: string }
+    // An owner it does not work for is refused, naming the one it does; nothing is removed.
+    const unknown = await run(w3Home, "workers", "leave", "https://elsewhere.example:7443")
+    expect(unknown.code).toBe(1)
+    expect(unknown.stderr).toContain(`no link here is to https://elsewhere.example:7443; this machine works for: ${url} as lab-scope (${workerId})`)
+    expect(existsSync(linkFile)).toBe(true)
+    // Named by the owner's host:port, as a person would type it.
+    const left = await run(w3Home, "workers", "leave", url.replace(/^https:\/\//, ""), "--json")
+    expect(left.code, left.stderr).toBe(0)
+    expect(JSON.parse(left.stdout)).toEqual({ owner: url, workerId, name: "lab-scope" })
+    expect(left.stderr).toContain("svc workers revoke lab-scope")
+    expect(existsSync(linkFile)).toBe(false)
+    const again = await run(w3Home, "workers", "leave", "lab-scope")
+    expect(again.code).toBe(1)
+    expect(again.stderr).toContain("this machine works for no owner")
     await waitFor("its output removed", async () => existsSync(kept), (there) => !there, { timeoutMs: 6_000, everyMs: 200 })
     expect((await statusOf(w3Home)).owners).toEqual([])
     // Silent from then on: no call for longer than an advertisement's period (4 s).

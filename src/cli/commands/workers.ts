@@ -1,4 +1,4 @@
-/** `svc workers invite|join|rotate|revoke|status` (worker-protocol spec, "Command-line operations"). */
+/** `svc workers invite|join|rotate|revoke|status` (worker-protocol spec, "Command-line operations"), `release` and `leave`. */
 import * as os from "node:os"
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
@@ -11,7 +11,7 @@ import type { WorkerStatus } from "../../app/workers/Owner.js"
 import { JOB_ADDRESS } from "../../domain/manifest/JobAddress.js"
 import { parseJoinToken } from "../../domain/workers/Secrets.js"
 import { SvcHome } from "../../infra/SvcHome.js"
-import { linkKey, readLinks, writeLink } from "../../infra/workers/LinkStore.js"
+import { linkKey, readLinks, removeLink, writeLink, type StoredLink } from "../../infra/workers/LinkStore.js"
 import { callOwner, fetchPinnedCertificate, makeAgent } from "../../infra/workers/OwnerClient.js"
 import { admin } from "../admin.js"
 import { exitQuietly, refused, usage } from "../CliFailure.js"
@@ -157,7 +157,38 @@ const release = Command.make("release", { worker: workerArg, json }, ({ json, wo
   })
 ).pipe(Command.withDescription("Confirm a worker (say, a revoked one) no longer runs anything: free the slots its attempts hold"))
 
+/** `https://host:7443/` and `host:7443` name the link to `https://host:7443`. */
+const sameOwner = (given: string, url: string): boolean => {
+  const plain = (u: string) => u.replace(/^https:\/\//, "").replace(/\/+$/, "")
+  return plain(given) === plain(url)
+}
+
+const linkLine = (l: StoredLink) => `${l.url} as ${l.name} (${l.workerId})`
+
+const leave = Command.make(
+  "leave",
+  { owner: Args.text({ name: "OWNER" }).pipe(Args.withDescription("the owner's URL (or host:port), or this machine's worker name or id there")), json },
+  ({ json, owner }) =>
+    Effect.gen(function* () {
+      const home = (yield* SvcHome).path
+      const links = yield* Effect.promise(() => readLinks(home))
+      const matching = links.filter(({ link }) => sameOwner(owner, link.url) || link.name === owner || link.workerId === owner)
+      if (matching.length === 0)
+        return yield* refused(
+          links.length === 0 ? `this machine works for no owner: there is no link to leave` : `no link here is to ${owner}; this machine works for: ${links.map((l) => linkLine(l.link)).join("; ")}`
+        )
+      if (matching.length > 1) return yield* refused(`${owner} names ${matching.length} links: ${matching.map((l) => linkLine(l.link)).join("; ")}; name the one to leave by its owner's URL`)
+      const { key, link } = matching[0]!
+      yield* Effect.tryPromise({ try: () => removeLink(home, key), catch: (e) => refused(`cannot remove the link to ${link.url}: ${e instanceof Error ? e.message : String(e)}`) })
+      if (json) yield* printJson({ owner: link.url, workerId: link.workerId, name: link.name })
+      else yield* Console.log(`left ${linkLine(link)}: its credential is deleted here, and a running svc serve stops what it runs for that owner within 2 s`)
+      yield* Console.error(
+        `the owner still lists ${link.name}, Offline once its advertisement lapses; attempts it had here are placed again. Its operator can revoke it: svc workers revoke ${link.name}. To work for it again, join with a new token.`
+      )
+    })
+).pipe(Command.withDescription("Stop working for an owner: remove this machine's link to it (its credential with it)"))
+
 export const workersCommand = Command.make("workers").pipe(
-  Command.withDescription("Workers: invite, join, rotate, revoke, release, status"),
-  Command.withSubcommands([invite, join, rotate, revoke, release, status])
+  Command.withDescription("Workers: invite, join, rotate, revoke, release, status, leave"),
+  Command.withSubcommands([invite, join, rotate, revoke, release, status, leave])
 )

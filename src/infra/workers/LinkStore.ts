@@ -51,3 +51,6 @@ export const readLinks = async (home: string): Promise<ReadonlyArray<{ readonly 
   }
   return out
 }
+
+/** Removes a link's file: a running `svc serve` ends that link within 2 s (docs/protocol.md, "Leaving an owner"). */
+export const removeLink = (home: string, key: string): Promise<void> => fs.rm(nodePath.join(linksDir(home), `${key}.json`), { force: true })
