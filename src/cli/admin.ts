@@ -1,6 +1,6 @@
 /** Calls the running runtime's admin API; not running is exit 2 (CLI contract), a refusal exit 1. */
 import * as Effect from "effect/Effect"
-import { adminCall, RuntimeNotRunning } from "../infra/http/AdminApi.js"
+import { adminCall, RuntimeNotRunning, SocketPathTooLong } from "../infra/http/AdminApi.js"
 import { SvcHome } from "../infra/SvcHome.js"
 import { refused, usage } from "./CliFailure.js"
 
@@ -8,7 +8,12 @@ export const admin = (method: "GET" | "POST", path: string, body?: unknown) =>
   Effect.flatMap(SvcHome, (home) =>
     Effect.tryPromise({
       try: () => adminCall(home.path, method, path, body),
-      catch: (e) => (e instanceof RuntimeNotRunning ? usage(`${e.message}: start it with svc serve`) : refused(`the runtime did not answer: ${e instanceof Error ? e.message : String(e)}`))
+      catch: (e) =>
+        e instanceof RuntimeNotRunning
+          ? usage(`${e.message}: start it with svc serve`)
+          : e instanceof SocketPathTooLong
+            ? usage(e.message)
+            : refused(`the runtime did not answer: ${e instanceof Error ? e.message : String(e)}`)
     })
   ).pipe(
     Effect.flatMap((r) =>

@@ -5,7 +5,7 @@
  * runtime is not running (exit 2) and refuse a bad scope (exit 1).
  */
 import { spawn } from "node:child_process"
-import { existsSync, mkdirSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
@@ -120,6 +120,29 @@ describe("svc serve configuration", () => {
     const expiry = await svc(["workers", "invite", "--expires", "soon"], { cwd: home, home })
     expect(expiry.code).toBe(2)
   })
+
+  it("refuses a home whose admin socket path is longer than the system takes, opening nothing; a short symbolic link to it serves", async () => {
+    // Node would not refuse the path but cut it short: the runtime would listen elsewhere.
+    const base = tempDir("svc-cfg-long-")
+    const home = join(base, "h".repeat(120))
+    mkdirSync(home)
+    const refused = await serveRefused(home)
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toMatch(/the admin socket .*\/admin\.sock would be \d+ bytes long, and a Unix socket path is at most 10[37] bytes here: set SVC_HOME to a shorter path/)
+    expect(readdirSync(home)).toEqual([])
+    expect(readdirSync(base)).toEqual(["h".repeat(120)])
+    const status = await svc(["workers", "invite"], { cwd: home, home })
+    expect(status.code).toBe(2)
+    expect(status.stderr).toContain("would be")
+    // The remedy it names.
+    const link = join(base, "l")
+    symlinkSync(home, link)
+    const p = await startServe("long home by a link", link, transcript)
+    const invited = await svc(["workers", "invite", "--name", "lab-1"], { cwd: link, home: link })
+    expect(invited.code, invited.stderr).toBe(0)
+    expect(readdirSync(home)).toContain("admin.sock")
+    expect(await p.stop()).toMatchObject({ code: 0 })
+  }, 30_000)
 })
 
 describe("start-up", () => {

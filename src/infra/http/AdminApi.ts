@@ -10,6 +10,24 @@ import * as nodePath from "node:path"
 
 export const socketPath = (home: string) => nodePath.join(home, "admin.sock")
 
+/**
+ * The longest Unix socket path the system takes (its `sun_path` less the final NUL). A longer one
+ * is not refused by Node but cut short: the runtime would listen, and the CLI connect, at another
+ * path (maybe another home's socket).
+ */
+export const SOCKET_PATH_MAX = process.platform === "linux" ? 107 : 103
+
+export class SocketPathTooLong extends Error {}
+
+/** Why this home's admin socket cannot be used, or null: a path longer than the system takes. */
+export const socketPathProblem = (home: string): string | null => {
+  const path = socketPath(home)
+  const bytes = Buffer.byteLength(path)
+  return bytes <= SOCKET_PATH_MAX
+    ? null
+    : `the admin socket ${path} would be ${bytes} bytes long, and a Unix socket path is at most ${SOCKET_PATH_MAX} bytes here: set SVC_HOME to a shorter path (a symbolic link to this directory will do)`
+}
+
 /** A body already written as JSON (a large one, made without holding the owner's thread: app/journal/JsonInTurns.ts). */
 export class JsonText {
   constructor(readonly text: string) {}
@@ -27,6 +45,8 @@ export const runtimeAnswering = (home: string): Promise<boolean> => answering(so
 
 const answering = (path: string): Promise<boolean> =>
   new Promise((resolve) => {
+    // Cut short, the path would name another socket; serveAdmin refuses such a home.
+    if (Buffer.byteLength(path) > SOCKET_PATH_MAX) return resolve(false)
     const socket = net.connect(path)
     socket.once("connect", () => {
       socket.destroy()
@@ -38,6 +58,8 @@ const answering = (path: string): Promise<boolean> =>
 export class AlreadyRunning extends Error {}
 
 export const serveAdmin = async (home: string, routes: ReadonlyArray<AdminRoute>): Promise<http.Server> => {
+  const tooLong = socketPathProblem(home)
+  if (tooLong !== null) throw new SocketPathTooLong(tooLong)
   const path = socketPath(home)
   // One runtime per $SVC_HOME: a second would be a second journal writer.
   if (await answering(path)) throw new AlreadyRunning(`svc serve is already running for ${home}`)
@@ -80,7 +102,13 @@ export const serveAdmin = async (home: string, routes: ReadonlyArray<AdminRoute>
   } finally {
     process.umask(previous)
   }
-  await fs.chmod(path, 0o600)
+  try {
+    await fs.chmod(path, 0o600)
+  } catch (e) {
+    // Not left listening: the runtime would stay up behind a socket nobody can reach.
+    await new Promise<void>((resolve) => server.close(() => resolve()))
+    throw e
+  }
   return server
 }
 
@@ -89,6 +117,8 @@ export class RuntimeNotRunning extends Error {}
 /** One admin call; a missing or dead socket is RuntimeNotRunning. */
 export const adminCall = (home: string, method: "GET" | "POST", path: string, body?: unknown): Promise<{ readonly status: number; readonly body: unknown }> =>
   new Promise((resolve, reject) => {
+    const tooLong = socketPathProblem(home)
+    if (tooLong !== null) return reject(new SocketPathTooLong(tooLong))
     const text = body === undefined ? "" : JSON.stringify(body)
     const req = http.request(
       { socketPath: socketPath(home), method, path, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(text) } },

@@ -33,7 +33,7 @@ import * as ChildExecutor from "../runs/ChildExecutor.js"
 import * as FileRunFiles from "../runs/FileRunFiles.js"
 import * as NodeBagDirectory from "../bags/NodeBagDirectory.js"
 import * as FileBagStore from "../bags/FileBagStore.js"
-import { runtimeAnswering, serveAdmin } from "../http/AdminApi.js"
+import { runtimeAnswering, serveAdmin, socketPathProblem } from "../http/AdminApi.js"
 import { adminRoutes, interruptAdminCalls } from "./AdminRoutes.js"
 import { createServer, makeHandler } from "../http/WorkerRoute.js"
 import * as NodeHashing from "../journal/NodeHashing.js"
@@ -90,6 +90,9 @@ const wrap = <A>(what: string, f: () => Promise<A>) =>
 export const serve = (options: ServeOptions) =>
   Effect.scoped(
     Effect.gen(function* () {
+      // Before anything opens: a home whose admin socket the system cannot name is refused.
+      const tooLong = socketPathProblem(options.home)
+      if (tooLong !== null) return yield* new ServeError({ message: tooLong })
       yield* wrap("creating $SVC_HOME", () => fs.mkdir(options.home, { recursive: true, mode: 0o700 }))
       // One runtime per $SVC_HOME: a second one would be a second writer of the same journal.
       if (yield* wrap("checking for a running runtime", () => runtimeAnswering(options.home))) {
