@@ -4,6 +4,7 @@ import * as Options from "@effect/cli/Options"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { serve } from "../../infra/runtime/Serve.js"
+import * as ServeLogger from "../../infra/runtime/ServeLogger.js"
 import { SvcHome } from "../../infra/SvcHome.js"
 import { refused, usage } from "../CliFailure.js"
 
@@ -36,6 +37,6 @@ export const serveCommand = Command.make("serve", { listen, publicUrl, tlsCert, 
       port: address.port,
       publicUrl: url,
       tls: Option.isSome(o.tlsCert) && Option.isSome(o.tlsKey) ? { certFile: o.tlsCert.value, keyFile: o.tlsKey.value } : undefined
-    }).pipe(Effect.mapError((e) => refused(e.message)))
+    }).pipe(Effect.mapError((e) => refused(e.message)), Effect.provide(ServeLogger.layer))
   })
 ).pipe(Command.withDescription("Run the runtime in the foreground: the owner's worker route, the admin API, links to owners (stop with Ctrl-C)"))

@@ -1,0 +1,30 @@
+/** svc serve's log lines: the runtime's prefix, the time, the level, the message; a cause after it. */
+import { describe, expect, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
+import { serveLogLine } from "../../../src/infra/runtime/ServeLogger.js"
+
+const at = new Date("2026-11-24T20:38:53.684Z")
+
+describe("svc serve's log lines", () => {
+  it("say the time, the level and the message, as the runtime's own lines begin", () => {
+    expect(serveLogLine({ logLevel: LogLevel.Warning, message: ["the owner at https://owner cannot be reached: connect ECONNREFUSED"], cause: Cause.empty, date: at })).toBe(
+      "svc serve: 2026-11-24T20:38:53.684Z WARN the owner at https://owner cannot be reached: connect ECONNREFUSED"
+    )
+    expect(serveLogLine({ logLevel: LogLevel.Info, message: ["linked", "again"], cause: Cause.empty, date: at })).toBe("svc serve: 2026-11-24T20:38:53.684Z INFO linked again")
+  })
+
+  it.effect("put a logged cause on the lines after the message, and take what Effect's log functions give", () =>
+    Effect.gen(function* () {
+      const lines: Array<string> = []
+      const capture = Logger.make((entry) => void lines.push(serveLogLine({ ...entry, date: at })))
+      yield* Effect.logError("the run scheduler failed a round", Cause.fail(new Error("disk full"))).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, capture)))
+      expect(lines).toHaveLength(1)
+      const [first, ...rest] = lines[0]!.split("\n")
+      expect(first).toBe("svc serve: 2026-11-24T20:38:53.684Z ERROR the run scheduler failed a round")
+      expect(rest.join("\n")).toContain("Error: disk full")
+    })
+  )
+})
