@@ -41,6 +41,7 @@ import { Executor } from "./Executor.js"
 import { JobNotRunnable, type ResolvedJob } from "./JobCatalog.js"
 import { RunFiles } from "./RunFiles.js"
 import { makeWaitingClaims } from "./WaitingClaims.js"
+import { makeSlotWaits } from "./SlotWaits.js"
 import { heldBy, makeWorkerCalls, refusal } from "./WorkerCalls.js"
 
 export { stopsIn } from "./WorkerCalls.js"
@@ -95,7 +96,14 @@ export interface RunDetail extends RunView {
   readonly preferredLabels: ReadonlyArray<string>
   readonly job: RunRecord["job"]
   readonly placement: RunRecord["placement"]
-  readonly attemptRecords: ReadonlyArray<RunRecord["attempts"][number] & { readonly id: string; readonly hostName: string }>
+  readonly attemptRecords: ReadonlyArray<
+    RunRecord["attempts"][number] & {
+      readonly id: string
+      readonly hostName: string
+      /** A running attempt its worker holds while waiting for a free slot there: since when (its latest heartbeat says so); else null. */
+      readonly waitingForSlotSince: string | null
+    }
+  >
   /** The latest attempt's output so far; `removed`: the run was forgotten from memory, and its output files with it. */
   readonly output: { readonly attempt: string | null; readonly stdout: string; readonly stderr: string; readonly removed: boolean }
 }
@@ -132,7 +140,8 @@ export interface DispatcherService {
   readonly hello: (worker: WorkerRecord, running: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, Refusal>
   /** With `running` (the worker's attempts, no other claim in flight), a started attempt it does not list is placed again first. */
   readonly claim: (worker: WorkerRecord, fence: number, waitMs: number, running?: ReadonlyArray<string>) => Effect.Effect<Omit<Work, "newCredential"> | null, Refusal>
-  readonly heartbeat: (worker: WorkerRecord, running: ReadonlyArray<string>, output: ReadonlyArray<OutputDelta>) => Effect.Effect<ReadonlyArray<string>, Refusal>
+  /** `waiting`: those of `running` that wait on the worker for a free slot. */
+  readonly heartbeat: (worker: WorkerRecord, running: ReadonlyArray<string>, output: ReadonlyArray<OutputDelta>, waiting?: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, Refusal>
   readonly decline: (worker: WorkerRecord, attempt: string, reason: string) => Effect.Effect<void, Refusal>
   readonly report: (
     worker: WorkerRecord,
@@ -185,6 +194,7 @@ export const make = Effect.gen(function* () {
   const kickToPlace = Effect.flatMap(projections.state, (s) => (HashMap.size(s.runs.pending) === 0 ? Effect.void : Effect.asVoid(Queue.offer(wake, undefined))))
   /** Claims waiting for work, per worker; a placement on a worker hands its attempt to one of them. */
   const claims = makeWaitingClaims()
+  const slotWaits = makeSlotWaits()
   /**
    * Runs that changed, for `wait`: completed on the next commit that touches a run. Made only
    * when someone waits: most commits have nobody to wake, and a deferred each cost about 1% of
@@ -597,7 +607,11 @@ export const make = Effect.gen(function* () {
         preferredLabels: run.preferredLabels,
         job: run.job,
         placement: run.placement,
-        attemptRecords: run.attempts.map((a) => ({ ...a, id: attemptId(run.id, a.n), hostName: nameOf(s, a.host) })),
+        attemptRecords: run.attempts.map((a) => {
+          const id = attemptId(run.id, a.n)
+          const waitingSince = a.state === "running" ? slotWaits.since(a.host, id) : undefined
+          return { ...a, id, hostName: nameOf(s, a.host), waitingForSlotSince: iso(waitingSince ?? null) }
+        }),
         output: {
           attempt: id,
           stdout: id === null || !kept ? "" : yield* files.tail(id, "stdout", OUTPUT_TAIL_BYTES),
@@ -665,7 +679,7 @@ export const make = Effect.gen(function* () {
 
   // ---- The worker route (WorkerCalls.ts) ---------------------------------------------------
 
-  const { hello, claim, heartbeat, decline, report, stopsFor } = makeWorkerCalls({ state, execute, executeWithoutRound, toRefusal, claims, files, kick, releaseHeld, recordReport })
+  const { hello, claim, heartbeat, decline, report, stopsFor } = makeWorkerCalls({ state, execute, executeWithoutRound, toRefusal, claims, slotWaits, files, kick, releaseHeld, recordReport })
 
   yield* reconcileOwnerAtStart
   yield* sweepIfForgotten

@@ -21,6 +21,7 @@ import type { AnyDecision, AnyRejection, CommandRejected } from "../journal/Proj
 import { fenceRefusal, Refusal, revokedRefusal, type OutputDelta } from "../workers/Protocol.js"
 import type { DispatcherService } from "./Dispatcher.js"
 import type { RunFilesService } from "./RunFiles.js"
+import type { SlotWaits } from "./SlotWaits.js"
 import type { makeWaitingClaims } from "./WaitingClaims.js"
 
 export const refusal = (code: Refusal["code"], message: string) => new Refusal({ code, message })
@@ -53,6 +54,7 @@ export interface WorkerCallsContext {
   readonly executeWithoutRound: Execute
   readonly toRefusal: (e: { readonly _tag: string; readonly message: string; readonly rejection?: { readonly code: string } }) => Refusal
   readonly claims: ReturnType<typeof makeWaitingClaims>
+  readonly slotWaits: SlotWaits
   readonly files: RunFilesService
   /** A full scheduler round. */
   readonly kick: Effect.Effect<void>
@@ -66,7 +68,7 @@ export interface WorkerCallsContext {
   ) => Effect.Effect<ReadonlyArray<Envelope>, CommandRejected | StreamConflict | JournalError>
 }
 
-export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal, claims, files, kick, releaseHeld, recordReport }: WorkerCallsContext) => {
+export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal, claims, slotWaits, files, kick, releaseHeld, recordReport }: WorkerCallsContext) => {
   const runOf = (s: OwnerState, id: string) => Option.getOrUndefined(HashMap.get(s.runs.runs, id))
 
   const parse = (attempt: string) => {
@@ -121,7 +123,8 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
    * identity, no longer runs what the old one held unless it lists it.
    */
   const hello: DispatcherService["hello"] = (worker, running) =>
-    reconcile(worker, running, "its worker restarted without it").pipe(
+    Effect.sync(() => slotWaits.forget(worker.id)).pipe(
+      Effect.zipRight(reconcile(worker, running, "its worker restarted without it")),
       Effect.tap(() => (worker.replaces === null ? Effect.void : releaseHeld(worker.replaces, `its installation joined again as ${worker.id} without it`, new Set(running)))),
       Effect.tap(() => kick)
     )
@@ -137,8 +140,9 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
       if (delta.stderr !== "") yield* files.append(delta.attempt, "stderr", delta.stderr)
     })
 
-  const heartbeat: DispatcherService["heartbeat"] = (worker, running, output) =>
+  const heartbeat: DispatcherService["heartbeat"] = (worker, running, output, waiting = []) =>
     Effect.gen(function* () {
+      slotWaits.note(worker.id, waiting.filter((id) => running.includes(id)), yield* Clock.currentTimeMillis)
       const stop = yield* reconcile(worker, running, null)
       for (const delta of output) yield* appendOutput(worker, delta)
       return [...new Set([...stop, ...(yield* stopsFor(worker.id))])].filter((id) => running.includes(id))

@@ -274,7 +274,7 @@ export const make = Effect.gen(function* () {
           return advertise(worker, now, request, newCredential)
         case "heartbeat":
           touch(worker.id, now, false)
-          return Effect.map(dispatcher.heartbeat(worker, request.running, request.output ?? []), (stop): Ack => ({ kind: "ack", stop, newCredential }))
+          return Effect.map(dispatcher.heartbeat(worker, request.running, request.output ?? [], request.waiting ?? []), (stop): Ack => ({ kind: "ack", stop, newCredential }))
         case "claim": {
           // A worker claims when it has a free slot: slots other work gave back since its last
           // advertisement may let a run waiting for this worker be placed now, into this claim.

@@ -70,7 +70,12 @@ export const Heartbeat = Schema.Struct({
   kind: Schema.Literal("heartbeat"),
   fence: Fence,
   running: ShortList(Schema.String, 100),
-  output: Schema.optionalWith(ShortList(OutputDelta, 100), { exact: true })
+  output: Schema.optionalWith(ShortList(OutputDelta, 100), { exact: true }),
+  /**
+   * Those of `running` that wait on this machine for a free slot, not started yet (other work
+   * took the slots between the claim and its answer); absent: none (docs/runs.md).
+   */
+  waiting: Schema.optionalWith(ShortList(Schema.String, 100), { exact: true })
 })
 export type Heartbeat = typeof Heartbeat.Type
 

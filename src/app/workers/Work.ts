@@ -244,7 +244,9 @@ export const makeWork = (side: WorkSide, call: Call) =>
           next.set(id, d.next)
           if (d.delta.stdout !== "" || d.delta.stderr !== "") output.push(d.delta)
         }
-        const answer = yield* call({ kind: "heartbeat", fence, running: [...running.keys()], output })
+        // Those still waiting for a slot here: the owner shows them so (docs/runs.md).
+        const waiting = [...running].filter(([, r]) => !r.holdsSlot()).map(([id]) => id)
+        const answer = yield* call({ kind: "heartbeat", fence, running: [...running.keys()], output, ...(waiting.length > 0 ? { waiting } : {}) })
         told = telling
         // Sent: the next heartbeat starts after what this one carried.
         for (const [id, offsets] of next) {

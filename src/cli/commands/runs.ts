@@ -128,7 +128,15 @@ const show = Command.make("show", { run: runArg, json }, ({ json, run }) =>
       )
       for (const note of r.placement.notes) lines.push(`  note: ${note}`)
     }
-    for (const a of r.attemptRecords) lines.push(`attempt ${a.id} on ${a.hostName}: ${a.state}${a.reason === null ? "" : ` (${a.reason})`}${a.holdsSlot ? "; holds a slot" : ""}`)
+    for (const a of r.attemptRecords) {
+      // An owner from before this field does not say.
+      const waiting = a.waitingForSlotSince ?? null
+      lines.push(
+        `attempt ${a.id} on ${a.hostName}: ${a.state}${a.reason === null ? "" : ` (${a.reason})`}${a.holdsSlot ? "; holds a slot" : ""}${
+          waiting === null ? "" : `; not started yet: waiting there since ${waiting} for a free slot (other work holds the machine's slots)`
+        }`
+      )
+    }
     if (r.state === "succeeded") lines.push(`result: ${JSON.stringify(r.result)}`)
     if (r.error !== null) lines.push(`error: ${r.error}`)
     if (r.output.removed === true) lines.push(`output: removed (the run is no longer kept in memory, and its output files went with it)`)

@@ -177,7 +177,8 @@ const advertise = (w: Linked, busy?: number) =>
   }).pipe(Effect.map((r) => ok(r, "ack")))
 
 const claimNow = (w: Linked) => call(w.credential, { kind: "claim", fence: w.fence, waitSeconds: 0 })
-const heartbeat = (w: Linked, running: ReadonlyArray<string>) => call(w.credential, { kind: "heartbeat", fence: w.fence, running: [...running] })
+const heartbeat = (w: Linked, running: ReadonlyArray<string>, waiting?: ReadonlyArray<string>) =>
+  call(w.credential, { kind: "heartbeat", fence: w.fence, running: [...running], ...(waiting === undefined ? {} : { waiting: [...waiting] }) })
 const report = (w: Linked, attempt: string, result: unknown = { text: "hi", length: 2 }) =>
   call(w.credential, { kind: "report", fence: w.fence, attempt, outcome: { ok: true, result, exitCode: 0 } })
 
@@ -557,6 +558,34 @@ describe("on a worker", () => {
       const work = ok(yield* claimNow(w), "work")
       expect(work.attempt).toBe(`${run.id}.1`)
     }).pipe(Effect.provide(CountingOwner))
+  )
+
+  it.effect("an attempt its worker says waits there for a free slot is shown so, since the first heartbeat saying it, until one no longer does", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const r = yield* runningOn(w)
+      const waitingSince = () => Effect.map(show(r.runId), (d) => attempt(d, 1)?.waitingForSlotSince)
+      expect(yield* waitingSince()).toBeNull()
+      yield* TestClock.adjust("2 seconds")
+      // An attempt it does not run is not taken for one of its own.
+      ok(yield* heartbeat(w, [r.id], [r.id, "rOther1.1"]), "ack")
+      expect(yield* waitingSince()).toBe(new Date(2_000).toISOString())
+      yield* TestClock.adjust("3 seconds")
+      ok(yield* heartbeat(w, [r.id], [r.id]), "ack")
+      expect(yield* waitingSince()).toBe(new Date(2_000).toISOString())
+      // It got a slot: the next heartbeat does not say it waits.
+      ok(yield* heartbeat(w, [r.id]), "ack")
+      expect(yield* waitingSince()).toBeNull()
+      // A new session forgets what the last one said, until a heartbeat says it again.
+      ok(yield* heartbeat(w, [r.id], [r.id]), "ack")
+      expect(yield* waitingSince()).not.toBeNull()
+      ok(yield* call(w.credential, { kind: "hello", protocol: 1, running: [r.id] }), "welcome")
+      expect(yield* waitingSince()).toBeNull()
+      // Not journaled: the run's stream holds its submission, placement and start, no more.
+      const types = (yield* Effect.flatMap(Journal, (j) => j.read(0, 1000))).filter((e) => e.stream === `run-${r.runId}`).map((e) => e.type)
+      expect(types).toEqual(["RunSubmitted", "PlacementDecided", "AttemptStarted"])
+    }).pipe(Effect.provide(TestOwner))
   )
 
   it.effect("slots a worker says other work holds count as used: a run waits while they are busy, and is placed when a refresh gives them back", () =>

@@ -329,7 +329,7 @@ describe("the worker side of runs", () => {
     Effect.gen(function* () {
       const { real, slots, raced } = yield* lastSlotTakenAsWorkArrives
       const { c, executor } = counting()
-      const o = owner("W", 1, 50)
+      const o = owner("W", 1, 400)
       const w = yield* makeWork(sideWith(slots, executor), o.call)
       const f = yield* Effect.fork(w.session(1))
       yield* until("the work is in and the slot gone", raced)
@@ -338,9 +338,15 @@ describe("the worker side of runs", () => {
       expect(c.max).toBe(0)
       expect(w.running()).toEqual(["rW.1"])
       yield* until("a heartbeat listing it", () => o.calls.some((r) => r.kind === "heartbeat" && r.running.includes("rW.1")))
+      // And saying it waits for a slot, so the owner shows it so.
+      const beats = () => o.calls.filter((r): r is Extract<WorkerRequest, { kind: "heartbeat" }> => r.kind === "heartbeat")
+      expect(beats().find((r) => r.running.includes("rW.1"))?.waiting).toEqual(["rW.1"])
       // No claim while it waits: the link claims again only once it has its slot and one is free.
       const claims = o.calls.filter((r) => r.kind === "claim").length
       yield* real.release
+      // Once it has the slot, heartbeats list it running and no longer waiting (it runs 400 ms: heartbeats every 100).
+      const waited = beats().length
+      yield* until("a heartbeat listing it started", () => beats().slice(waited).some((r) => r.running.includes("rW.1") && r.waiting === undefined))
       yield* until("its report", () => o.reports.length === 1)
       expect(o.reports[0]).toMatchObject({ attempt: "rW.1", ok: true })
       expect(c.max).toBe(1)
