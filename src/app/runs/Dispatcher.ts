@@ -1,7 +1,7 @@
 /**
- * The owner's runs (docs/runs.md): admission, placement, the owner's own executions, inspect
- * and stop; the worker side of claims, heartbeats, declines and reports is WorkerCalls.ts, on
- * the same commands. Every decision is a pure decider of
+ * The owner's runs (docs/runs.md): admission, placement, the owner's own executions and stop;
+ * the worker side of claims, heartbeats, declines and reports is WorkerCalls.ts, on the same
+ * commands, and reading runs (list, show, wait) is RunViews.ts. Every decision is a pure decider of
  * `domain/runs`, journaled through the projections; this module gathers the inputs (the
  * candidates as the owner sees them now) and acts on what was decided.
  *
@@ -11,7 +11,6 @@
  */
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
-import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -28,7 +27,7 @@ import { LABEL } from "../../domain/manifest/Formats.js"
 import { makeFeasibilityCache } from "../../domain/placement/Feasibility.js"
 import type { Quotas } from "../../domain/placement/Placement.js"
 import * as RunDecide from "../../domain/runs/Decide.js"
-import { ACTIVE, attemptId, isRunId, lastAttempt, parseAttemptId, RUN_STATES, TERMINAL, type RunRecord } from "../../domain/runs/Runs.js"
+import { ACTIVE, attemptId, lastAttempt, parseAttemptId } from "../../domain/runs/Runs.js"
 import { ADVERTISEMENT_LIFETIME_MS, advertisementAlive } from "../../domain/workers/DisplayState.js"
 import type { WorkerRecord } from "../../domain/workers/Registry.js"
 import { base62FromBytes } from "../../domain/workers/Secrets.js"
@@ -41,10 +40,14 @@ import { Executor } from "./Executor.js"
 import { JobNotRunnable, type ResolvedJob } from "./JobCatalog.js"
 import { RunFiles } from "./RunFiles.js"
 import { makeWaitingClaims } from "./WaitingClaims.js"
+import { RunRefused } from "./RunRefused.js"
+import { makeRunViews, type RunDetail, type RunFilter, type RunList, type RunView } from "./RunViews.js"
 import { makeSlotWaits } from "./SlotWaits.js"
 import { heldBy, makeWorkerCalls, refusal } from "./WorkerCalls.js"
 
 export { stopsIn } from "./WorkerCalls.js"
+export { RunRefused } from "./RunRefused.js"
+export { progressOf, type RunDetail, type RunFilter, type RunList, type RunView } from "./RunViews.js"
 
 /** What the owner offers as an execution host of its own work. */
 export interface OwnerHostSettings {
@@ -63,66 +66,12 @@ export interface OwnerHostSettings {
 }
 export class OwnerHost extends Context.Tag("svc/OwnerHost")<OwnerHost, OwnerHostSettings>() {}
 
-export class RunRefused extends Data.TaggedError("RunRefused")<{ readonly code: string; readonly message: string }> {}
 
 /** An assigned attempt the worker has not claimed in this time is placed again. */
 export const CLAIM_DEADLINE_MS = 30_000
 /** After the owner starts, workers get this long to call again before their attempts are superseded. */
 export const RESTART_GRACE_MS = ADVERTISEMENT_LIFETIME_MS
-const OUTPUT_TAIL_BYTES = 64 * 1024
 const MAX_INPUT_BYTES = 1024 * 1024
-
-export interface RunView {
-  readonly id: string
-  readonly address: string
-  readonly state: RunRecord["state"]
-  readonly submittedAt: string
-  readonly finishedAt: string | null
-  readonly host: string | null
-  readonly attempts: number
-  readonly explanation: string | null
-  readonly result: unknown
-  readonly error: string | null
-}
-
-/**
- * What a waiting caller is told about as it changes: state, host, attempts and the latest
- * placement's explanation (a blocked run that becomes waiting, a run placed again elsewhere).
- */
-export const progressOf = (view: RunView): string => JSON.stringify([view.state, view.host, view.attempts, view.explanation])
-
-export interface RunDetail extends RunView {
-  readonly input: unknown
-  readonly preferredLabels: ReadonlyArray<string>
-  readonly job: RunRecord["job"]
-  readonly placement: RunRecord["placement"]
-  readonly attemptRecords: ReadonlyArray<
-    RunRecord["attempts"][number] & {
-      readonly id: string
-      readonly hostName: string
-      /** A running attempt its worker holds while waiting for a free slot there: since when (its latest heartbeat says so); else null. */
-      readonly waitingForSlotSince: string | null
-    }
-  >
-  /** The latest attempt's output so far; `removed`: the run was forgotten from memory, and its output files with it. */
-  readonly output: { readonly attempt: string | null; readonly stdout: string; readonly stderr: string; readonly removed: boolean }
-}
-
-export interface RunList {
-  /** The most recently submitted runs kept in memory that match, oldest first (at most the limit asked for). */
-  readonly runs: ReadonlyArray<RunView>
-  /** How many runs kept in memory match (every run in flight and the recently settled). */
-  readonly total: number
-  /** Settled runs no longer kept in memory (`show` still reads each from the journal). */
-  readonly forgotten: number
-}
-
-export interface RunFilter {
-  /** Only runs in one of these states; empty or absent: every state. */
-  readonly states?: ReadonlyArray<string>
-  /** At most this many, the most recently submitted; 0 or absent: all. */
-  readonly limit?: number
-}
 
 export interface DispatcherService {
   readonly submit: (i: { readonly address: string; readonly input: unknown; readonly prefer: ReadonlyArray<string>; readonly actor: string }) => Effect.Effect<RunView, RunRefused>
@@ -157,8 +106,6 @@ export interface DispatcherService {
 
 export class Dispatcher extends Context.Tag("svc/Dispatcher")<Dispatcher, DispatcherService>() {}
 
-
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 
 export const make = Effect.gen(function* () {
   const projections = yield* Projections
@@ -274,23 +221,7 @@ export const make = Effect.gen(function* () {
 
   const state = projections.state
   const runOf = (s: OwnerState, id: string) => Option.getOrUndefined(HashMap.get(s.runs.runs, id))
-  const nameOf = (s: OwnerState, hostId: string) => (hostId === "owner" ? "owner" : Option.match(HashMap.get(s.registry.workers, hostId), { onNone: () => hostId, onSome: (w) => w.name }))
-
-  const view = (s: OwnerState, run: RunRecord): RunView => {
-    const last = lastAttempt(run)
-    return {
-      id: run.id,
-      address: run.job.address,
-      state: run.state,
-      submittedAt: iso(run.submittedAt)!,
-      finishedAt: iso(run.finishedAt),
-      host: last === undefined ? null : nameOf(s, last.host),
-      attempts: run.attempts.length,
-      explanation: run.placement?.explanation ?? null,
-      result: run.result,
-      error: run.error
-    }
-  }
+  const { view, find, list, show, wait } = makeRunViews({ state, readRun: projections.readRun, files, nextChange, slotWaits })
 
   // ---- Admission ------------------------------------------------------------------------
 
@@ -564,62 +495,7 @@ export const make = Effect.gen(function* () {
     }
   })
 
-  // ---- Inspect and stop -------------------------------------------------------------------
-
-  /**
-   * The run as the projections keep it, or, for a settled run they have forgotten, as its
-   * stream in the journal folds it (docs/runs.md, "Runs kept in memory"); `kept` says which.
-   */
-  const find = (runId: string) =>
-    Effect.gen(function* () {
-      const s = yield* state
-      const run = runOf(s, runId)
-      if (run !== undefined) return [s, run, true] as const
-      const read = isRunId(runId)
-        ? yield* projections.readRun(runId).pipe(Effect.mapError((e) => new RunRefused({ code: "journal", message: `run ${runId} is not kept in memory and the journal could not be read: ${e.message}` })))
-        : undefined
-      if (read === undefined) return yield* new RunRefused({ code: "unknown-run", message: `no run ${runId} on this owner (svc runs list shows them)` })
-      return [s, read, false] as const
-    })
-
-  const list: DispatcherService["list"] = (filter = {}) =>
-    Effect.gen(function* () {
-      const states = filter.states ?? []
-      const unknown = states.filter((x) => !(RUN_STATES as ReadonlyArray<string>).includes(x))
-      if (unknown.length > 0) return yield* new RunRefused({ code: "bad-filter", message: `${unknown.map((x) => JSON.stringify(x)).join(", ")} is not a run state; the states are ${RUN_STATES.join(", ")}` })
-      const limit = filter.limit ?? 0
-      if (!Number.isInteger(limit) || limit < 0) return yield* new RunRefused({ code: "bad-filter", message: `the limit must be a whole number >= 0 (0: all), not ${limit}` })
-      const s = yield* state
-      const wanted = new Set(states)
-      const matching = [...HashMap.values(s.runs.runs)].filter((r) => wanted.size === 0 || wanted.has(r.state)).sort((a, b) => a.submittedSequence - b.submittedSequence)
-      const shown = limit === 0 ? matching : matching.slice(-limit)
-      return { runs: shown.map((r) => view(s, r)), total: matching.length, forgotten: s.runs.forgotten }
-    })
-
-  const show: DispatcherService["show"] = (runId) =>
-    Effect.gen(function* () {
-      const [s, run, kept] = yield* find(runId)
-      const last = lastAttempt(run)
-      const id = last === undefined ? null : attemptId(run.id, last.n)
-      return {
-        ...view(s, run),
-        input: run.input,
-        preferredLabels: run.preferredLabels,
-        job: run.job,
-        placement: run.placement,
-        attemptRecords: run.attempts.map((a) => {
-          const id = attemptId(run.id, a.n)
-          const waitingSince = a.state === "running" ? slotWaits.since(a.host, id) : undefined
-          return { ...a, id, hostName: nameOf(s, a.host), waitingForSlotSince: iso(waitingSince ?? null) }
-        }),
-        output: {
-          attempt: id,
-          stdout: id === null || !kept ? "" : yield* files.tail(id, "stdout", OUTPUT_TAIL_BYTES),
-          stderr: id === null || !kept ? "" : yield* files.tail(id, "stderr", OUTPUT_TAIL_BYTES),
-          removed: !kept
-        }
-      }
-    })
+  // ---- Stop and release --------------------------------------------------------------------
 
   const stop: DispatcherService["stop"] = (runId, actor) =>
     Effect.gen(function* () {
@@ -639,19 +515,6 @@ export const make = Effect.gen(function* () {
       }
       // A remote attempt is told to stop in the answer to its worker's next call.
       return view(s, run)
-    })
-
-  const wait: DispatcherService["wait"] = (runId, ms, seen) =>
-    Effect.gen(function* () {
-      const deadline = (yield* Clock.currentTimeMillis) + ms
-      for (;;) {
-        const signal = yield* nextChange
-        const [s, run] = yield* find(runId)
-        const now = yield* Clock.currentTimeMillis
-        const current = view(s, run)
-        if (TERMINAL.has(run.state) || now >= deadline || (seen !== undefined && progressOf(current) !== seen)) return current
-        yield* Effect.raceFirst(Deferred.await(signal), Effect.sleep(Duration.millis(deadline - now)))
-      }
     })
 
   /**

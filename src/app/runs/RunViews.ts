@@ -1,0 +1,178 @@
+/**
+ * The owner's runs as the CLI and the admin API read them (docs/runs.md): a run's view and
+ * detail, the list, and waiting on a run. A run is read from the projections, or, once they have
+ * forgotten it (settled long ago), from its stream in the journal. The Dispatcher serves these
+ * beside the commands that change runs.
+ */
+import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as HashMap from "effect/HashMap"
+import * as Option from "effect/Option"
+import type { OwnerState } from "../../domain/journal/OwnerState.js"
+import { attemptId, isRunId, lastAttempt, RUN_STATES, TERMINAL, type RunRecord } from "../../domain/runs/Runs.js"
+import type { JournalError } from "../journal/Journal.js"
+import type { RunFilesService } from "./RunFiles.js"
+import { RunRefused } from "./RunRefused.js"
+import type { SlotWaits } from "./SlotWaits.js"
+
+/** The output of a run's latest attempt that `show` gives: its last 64 KiB per stream. */
+const OUTPUT_TAIL_BYTES = 64 * 1024
+
+export const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
+
+export interface RunView {
+  readonly id: string
+  readonly address: string
+  readonly state: RunRecord["state"]
+  readonly submittedAt: string
+  readonly finishedAt: string | null
+  readonly host: string | null
+  readonly attempts: number
+  readonly explanation: string | null
+  readonly result: unknown
+  readonly error: string | null
+}
+
+/**
+ * What a waiting caller is told about as it changes: state, host, attempts and the latest
+ * placement's explanation (a blocked run that becomes waiting, a run placed again elsewhere).
+ */
+export const progressOf = (view: RunView): string => JSON.stringify([view.state, view.host, view.attempts, view.explanation])
+
+export interface RunDetail extends RunView {
+  readonly input: unknown
+  readonly preferredLabels: ReadonlyArray<string>
+  readonly job: RunRecord["job"]
+  readonly placement: RunRecord["placement"]
+  readonly attemptRecords: ReadonlyArray<
+    RunRecord["attempts"][number] & {
+      readonly id: string
+      readonly hostName: string
+      /** A running attempt its worker holds while waiting for a free slot there: since when (its latest heartbeat says so); else null. */
+      readonly waitingForSlotSince: string | null
+    }
+  >
+  /** The latest attempt's output so far; `removed`: the run was forgotten from memory, and its output files with it. */
+  readonly output: { readonly attempt: string | null; readonly stdout: string; readonly stderr: string; readonly removed: boolean }
+}
+
+export interface RunList {
+  /** The most recently submitted runs kept in memory that match, oldest first (at most the limit asked for). */
+  readonly runs: ReadonlyArray<RunView>
+  /** How many runs kept in memory match (every run in flight and the recently settled). */
+  readonly total: number
+  /** Settled runs no longer kept in memory (`show` still reads each from the journal). */
+  readonly forgotten: number
+}
+
+export interface RunFilter {
+  /** Only runs in one of these states; empty or absent: every state. */
+  readonly states?: ReadonlyArray<string>
+  /** At most this many, the most recently submitted; 0 or absent: all. */
+  readonly limit?: number
+}
+
+/** What the views read. */
+export interface RunViewsContext {
+  readonly state: Effect.Effect<OwnerState>
+  /** A run forgotten by the projections, folded from its stream; undefined when there is none. */
+  readonly readRun: (runId: string) => Effect.Effect<RunRecord | undefined, JournalError>
+  readonly files: RunFilesService
+  /** Completed by the next commit that changes a run (made on demand). */
+  readonly nextChange: Effect.Effect<Deferred.Deferred<void>>
+  readonly slotWaits: SlotWaits
+}
+
+export const makeRunViews = ({ state, readRun, files, nextChange, slotWaits }: RunViewsContext) => {
+  const runOf = (s: OwnerState, id: string) => Option.getOrUndefined(HashMap.get(s.runs.runs, id))
+  const nameOf = (s: OwnerState, hostId: string) => (hostId === "owner" ? "owner" : Option.match(HashMap.get(s.registry.workers, hostId), { onNone: () => hostId, onSome: (w) => w.name }))
+
+  const view = (s: OwnerState, run: RunRecord): RunView => {
+    const last = lastAttempt(run)
+    return {
+      id: run.id,
+      address: run.job.address,
+      state: run.state,
+      submittedAt: iso(run.submittedAt)!,
+      finishedAt: iso(run.finishedAt),
+      host: last === undefined ? null : nameOf(s, last.host),
+      attempts: run.attempts.length,
+      explanation: run.placement?.explanation ?? null,
+      result: run.result,
+      error: run.error
+    }
+  }
+
+  /**
+   * The run as the projections keep it, or, for a settled run they have forgotten, as its
+   * stream in the journal folds it (docs/runs.md, "Runs kept in memory"); `kept` says which.
+   */
+  const find = (runId: string) =>
+    Effect.gen(function* () {
+      const s = yield* state
+      const run = runOf(s, runId)
+      if (run !== undefined) return [s, run, true] as const
+      const read = isRunId(runId)
+        ? yield* readRun(runId).pipe(Effect.mapError((e) => new RunRefused({ code: "journal", message: `run ${runId} is not kept in memory and the journal could not be read: ${e.message}` })))
+        : undefined
+      if (read === undefined) return yield* new RunRefused({ code: "unknown-run", message: `no run ${runId} on this owner (svc runs list shows them)` })
+      return [s, read, false] as const
+    })
+
+  const list = (filter: RunFilter = {}): Effect.Effect<RunList, RunRefused> =>
+    Effect.gen(function* () {
+      const states = filter.states ?? []
+      const unknown = states.filter((x) => !(RUN_STATES as ReadonlyArray<string>).includes(x))
+      if (unknown.length > 0) return yield* new RunRefused({ code: "bad-filter", message: `${unknown.map((x) => JSON.stringify(x)).join(", ")} is not a run state; the states are ${RUN_STATES.join(", ")}` })
+      const limit = filter.limit ?? 0
+      if (!Number.isInteger(limit) || limit < 0) return yield* new RunRefused({ code: "bad-filter", message: `the limit must be a whole number >= 0 (0: all), not ${limit}` })
+      const s = yield* state
+      const wanted = new Set(states)
+      const matching = [...HashMap.values(s.runs.runs)].filter((r) => wanted.size === 0 || wanted.has(r.state)).sort((a, b) => a.submittedSequence - b.submittedSequence)
+      const shown = limit === 0 ? matching : matching.slice(-limit)
+      return { runs: shown.map((r) => view(s, r)), total: matching.length, forgotten: s.runs.forgotten }
+    })
+
+  const show = (runId: string): Effect.Effect<RunDetail, RunRefused> =>
+    Effect.gen(function* () {
+      const [s, run, kept] = yield* find(runId)
+      const last = lastAttempt(run)
+      const id = last === undefined ? null : attemptId(run.id, last.n)
+      return {
+        ...view(s, run),
+        input: run.input,
+        preferredLabels: run.preferredLabels,
+        job: run.job,
+        placement: run.placement,
+        attemptRecords: run.attempts.map((a) => {
+          const id = attemptId(run.id, a.n)
+          const waitingSince = a.state === "running" ? slotWaits.since(a.host, id) : undefined
+          return { ...a, id, hostName: nameOf(s, a.host), waitingForSlotSince: iso(waitingSince ?? null) }
+        }),
+        output: {
+          attempt: id,
+          stdout: id === null || !kept ? "" : yield* files.tail(id, "stdout", OUTPUT_TAIL_BYTES),
+          stderr: id === null || !kept ? "" : yield* files.tail(id, "stderr", OUTPUT_TAIL_BYTES),
+          removed: !kept
+        }
+      }
+    })
+
+  const wait = (runId: string, ms: number, seen?: string): Effect.Effect<RunView, RunRefused> =>
+    Effect.gen(function* () {
+      const deadline = (yield* Clock.currentTimeMillis) + ms
+      for (;;) {
+        const signal = yield* nextChange
+        const [s, run] = yield* find(runId)
+        const now = yield* Clock.currentTimeMillis
+        const current = view(s, run)
+        if (TERMINAL.has(run.state) || now >= deadline || (seen !== undefined && progressOf(current) !== seen)) return current
+        yield* Effect.raceFirst(Deferred.await(signal), Effect.sleep(Duration.millis(deadline - now)))
+      }
+    })
+
+
+  return { view, find, list, show, wait }
+}
