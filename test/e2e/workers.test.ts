@@ -589,6 +589,11 @@ describe("svc workers between two real svc serve processes", () => {
     expect(ended.at - revokedAt).toBeLessThan(6_000)
     expect(ended.value.detail).toMatch(/revoked/)
     expect((await auditRows()).map((r) => r.kind)).toContain("revocation")
+    // The worker's own status says what can be done about it, and its log says it once.
+    const said = await run(w2Home, "workers", "status")
+    expect(said.stdout).toContain(`the owner's operator revoked this worker; to work for it again, redeem a new invite from its operator (svc workers join TOKEN); to forget it: svc workers leave ${readLink(w2Home).url}`)
+    expect(w2.output().match(/has ended \(revoked\)/g)).toHaveLength(1)
+    expect(w2.output()).not.toContain("svc: link to")
 
     const credential = readLink(w2Home).credential
     for (const body of [

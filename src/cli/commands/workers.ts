@@ -94,6 +94,21 @@ const revoke = Command.make("revoke", { worker: workerArg, json }, ({ json, work
 ).pipe(Command.withDescription("Revoke a worker: its next call is refused and its running work stopped"))
 
 
+/** What a person can do about a link that has ended (docs/protocol.md, "The worker's link"). */
+const nextStep = (phase: string, url: string): string | undefined => {
+  const again = `to work for it again, redeem a new invite from its operator (svc workers join TOKEN); to forget it: svc workers leave ${url}`
+  switch (phase) {
+    case "revoked":
+      return `the owner's operator revoked this worker; ${again}`
+    case "refused":
+      return `the owner no longer accepts this link's credential; ${again}`
+    case "fenced":
+      return "another process with a copy of this link's credential took the session over (a copied $SVC_HOME?): keep one of them; restarting this one takes the session back"
+    default:
+      return undefined
+  }
+}
+
 const status = Command.make("status", { json }, ({ json }) =>
   Effect.gen(function* () {
     const home = (yield* SvcHome).path
@@ -135,6 +150,8 @@ const status = Command.make("status", { json }, ({ json }) =>
           busy?: number
         } | null
         yield* Console.log(`  ${String(l["url"])} as ${String(l["name"])} (${String(l["workerId"])}): ${s === null ? "not linked now" : `${s.phase}, ${s.detail}`}`)
+        const next = s === null ? undefined : nextStep(s.phase, String(l["url"]))
+        if (next !== undefined) yield* Console.log(`    ${next}`)
         if (s?.offer) {
           yield* Console.log(`    offers ${s.offer.capacity} slots; labels ${s.offer.labels.join(",")}; jobs ${s.offer.artifacts.map((a) => a.address).join(", ") || "none"}`)
           // Its slots are shared with every other owner and this machine's own runs (docs/runs.md, "On a worker").

@@ -198,7 +198,7 @@ export const serve = (options: ServeOptions) =>
             heartbeatEvery: Duration.seconds(3)
           }
           const fiber = yield* runLink({ key, url: link.url, workerId: link.workerId, name: link.name }, transport, offerNow.pipe(Effect.orDie) as Effect.Effect<Offer>, statuses, side).pipe(
-            Effect.tapError((e) => Console.error(`svc: link to ${link.url} ended: ${e.message}`)),
+            // The link logs its end itself (Link.ts), with the reason.
             Effect.ignore,
             Effect.forkScoped
           )
