@@ -125,14 +125,29 @@ export const make = Effect.gen(function* () {
   const sha = (s: string) => hashing.sha256Hex(s)
   const registry = Effect.map(projections.state, (s) => s.registry)
 
-  const findWorker = (ref: string) =>
+  /**
+   * A worker by id, or by name. A name several identities share (a machine revoked and invited
+   * again under the same name) is refused with their ids, unless `preferActive` and exactly one
+   * of them is not revoked: what rotate and revoke can act on.
+   */
+  const findWorker = (ref: string, { preferActive = false }: { readonly preferActive?: boolean } = {}) =>
     Effect.flatMap(registry, (r) => {
       const byId = HashMap.get(r.workers, ref)
       if (Option.isSome(byId)) return Effect.succeed(byId.value)
       const byName = [...HashMap.values(r.workers)].filter((w) => w.name === ref)
       if (byName.length === 1) return Effect.succeed(byName[0]!)
+      const active = byName.filter((w) => w.revokedAt === null)
+      if (preferActive && active.length === 1) return Effect.succeed(active[0]!)
       return Effect.fail(
-        refuse("unauthenticated", byName.length > 1 ? `${byName.length} workers are named ${ref}; use the worker id` : `no worker ${JSON.stringify(ref)} is linked to this owner`)
+        refuse(
+          "unauthenticated",
+          byName.length > 1
+            ? `${byName.length} workers are named ${ref}: ${byName
+                .sort((a, b) => a.joinedAt - b.joinedAt || a.id.localeCompare(b.id))
+                .map((w) => `${w.id} (${w.revokedAt === null ? "linked" : "revoked"})`)
+                .join(", ")}; use the worker id`
+            : `no worker ${JSON.stringify(ref)} is linked to this owner`
+        )
       )
     })
 
@@ -352,7 +367,7 @@ export const make = Effect.gen(function* () {
 
   const rotate: OwnerService["rotate"] = (ref, actor) =>
     Effect.gen(function* () {
-      const w = yield* findWorker(ref)
+      const w = yield* findWorker(ref, { preferActive: true })
       const now = yield* Clock.currentTimeMillis
       yield* execute((r) => Decide.decideRequestRotation({ workerId: w.id, actor, now }, r))
       return yield* findWorker(w.id)
@@ -360,7 +375,7 @@ export const make = Effect.gen(function* () {
 
   const revoke: OwnerService["revoke"] = (ref, actor) =>
     Effect.gen(function* () {
-      const w = yield* findWorker(ref)
+      const w = yield* findWorker(ref, { preferActive: true })
       const now = yield* Clock.currentTimeMillis
       yield* execute((r) => Decide.decideRevoke({ workerId: w.id, actor, now }, r))
       // Its attempts no longer count: the scheduler supersedes them and places their runs again now.
@@ -371,13 +386,18 @@ export const make = Effect.gen(function* () {
   const status = Effect.gen(function* () {
     const { registry: r, ledger } = yield* projections.state
     const now = yield* Clock.currentTimeMillis
+    // A revoked identity whose installation joined again: the identity that replaced it.
+    const replacedBy = new Map<string, string>()
+    for (const w of HashMap.values(r.workers)) if (w.replaces !== null) replacedBy.set(w.replaces, w.id)
     return [...HashMap.values(r.workers)]
       .sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id))
       .map((w): WorkerStatus => {
         const f = freshness.get(w.id)
         const elsewhere = f?.busy ?? 0
         const used = Option.match(HashMap.get(ledger.physical, w.id), { onNone: () => 0, onSome: (p) => p.reserved }) + elsewhere
-        const display = displayState(w, f, used, now)
+        const shown = displayState(w, f, used, now)
+        const successor = replacedBy.get(w.id)
+        const display = successor === undefined ? shown : { ...shown, reason: `${shown.reason}; its installation joined again as ${successor}` }
         const capacity = w.advertisement !== null && advertisementAlive(f, now) ? w.advertisement.capacity : 0
         return {
           id: w.id,
@@ -399,7 +419,8 @@ export const make = Effect.gen(function* () {
       })
   })
 
-  return Owner.of({ invite, handle, answerNow, rotate, revoke, status, find: findWorker })
+  // `find` serves release, which is for revoked workers too: a shared name is refused there.
+  return Owner.of({ invite, handle, answerNow, rotate, revoke, status, find: (ref) => findWorker(ref) })
 })
 
 export const layer = Layer.effect(Owner, make)

@@ -145,6 +145,35 @@ describe("credentials", () => {
   )
 })
 
+describe("names", () => {
+  it.effect("a name shared with a revoked identity (the machine invited again under it) names the linked one for rotate and revoke; release's lookup and two revoked ones ask for the id", () =>
+    Effect.gen(function* () {
+      const owner = yield* Owner
+      const first = yield* linked()
+      yield* owner.revoke("lab-1", "operator")
+      yield* TestClock.adjust("1 minute")
+      const { token } = yield* owner.invite({ scope: [], expiresInMs: null, name: "lab-1", actor: "operator" })
+      const joined = ok(yield* call(token, { kind: "join", name: "ignored", previousCredential: first.credential }), "joined")
+      expect(joined.replaces).toBe(first.workerId)
+      ok(yield* call(joined.credential, { kind: "hello", protocol: 1, running: [] }), "welcome")
+      // The old row says where its installation went.
+      expect((yield* stateOf(first.workerId)).reason).toBe(`revoked: its calls are refused; its installation joined again as ${joined.workerId}`)
+      expect((yield* stateOf(joined.workerId)).reason).not.toContain("joined again")
+      // Rotate and revoke act on the identity that can still call.
+      expect((yield* owner.rotate("lab-1", "operator")).id).toBe(joined.workerId)
+      // Release (which is for revoked workers too) does not guess.
+      const both = `2 workers are named lab-1: ${first.workerId} (revoked), ${joined.workerId} (linked); use the worker id`
+      expect(yield* Effect.flip(owner.find("lab-1"))).toMatchObject({ message: both })
+      expect((yield* owner.revoke("lab-1", "operator")).id).toBe(joined.workerId)
+      // Both revoked: nothing to prefer.
+      expect(yield* Effect.flip(owner.rotate("lab-1", "operator"))).toMatchObject({
+        message: `2 workers are named lab-1: ${first.workerId} (revoked), ${joined.workerId} (revoked); use the worker id`
+      })
+      expect((yield* owner.find(first.workerId)).id).toBe(first.workerId)
+    }).pipe(Effect.provide(TestOwner))
+  )
+})
+
 describe("sessions", () => {
   it.effect("a hello with a copied credential takes the session over; the old fence is refused", () =>
     Effect.gen(function* () {
