@@ -30,7 +30,7 @@ const readInput = (raw: Option.Option<string>) =>
 const TERMINAL = new Set(["succeeded", "failed", "stopped"])
 
 /** How a run `--wait` follows is getting on, while it is not finished. */
-const progressLine = (r: RunView) =>
+export const progressLine = (r: RunView) =>
   r.state === "pending"
     ? `run ${r.id} pending: ${r.explanation ?? "not placed yet"}`
     : `run ${r.id} ${r.state}${r.host === null ? "" : ` on ${r.host}`}${r.attempts > 1 ? ` (attempt ${r.attempts})` : ""}`
@@ -39,7 +39,7 @@ const progressLine = (r: RunView) =>
  * Whether `--wait` says so on stderr: a run that is not going as it should (not placed, placed
  * again) and what happens to it next; not the ordinary start of a run placed at once.
  */
-const worthSaying = (r: RunView, saidBefore: boolean) => saidBefore || r.state === "pending" || r.attempts > 1
+export const worthSaying = (r: RunView, saidBefore: boolean) => saidBefore || r.state === "pending" || r.attempts > 1
 
 const outcomeLine = (r: RunView) =>
   r.state === "succeeded" ? `run ${r.id} succeeded on ${r.host ?? "?"}` : `run ${r.id} ${r.state}${r.host === null ? "" : ` on ${r.host}`}: ${r.error ?? r.explanation ?? ""}`
@@ -109,40 +109,45 @@ const list = Command.make(
     })
 ).pipe(Command.withDescription("List the runs on this owner with their state and where they are, the most recent last"))
 
+/** `svc runs show RUN` as text: the run, its placement record, its attempts, its outcome and output. */
+export const showLines = (r: RunDetail): ReadonlyArray<string> => {
+  const lines = [
+    `run ${r.id}: ${r.address} (${r.job.executor}${r.job.remoteEligible ? ", remote-eligible" : `, owner only: ${r.job.ownerOnly.join("; ")}`})`,
+    `state: ${r.state}${r.finishedAt === null ? "" : ` at ${r.finishedAt}`}; submitted ${r.submittedAt}`,
+    `placement: ${r.placement === null ? "not decided yet" : r.placement.explanation}`
+  ]
+  if (r.placement?.record !== undefined) {
+    const p = r.placement.record
+    lines.push(
+      `  execution host: ${p.executionHost === null ? "none" : (r.attemptRecords.find((a) => a.host === p.executionHost)?.hostName ?? p.executionHost)}`,
+      `  inference endpoint: ${p.inferenceEndpoint ?? "none"}; requested model: ${p.requestedModel ?? "none"}; resolved model: ${p.resolvedModel ?? "none"}`,
+      `  selection: ${p.selectionProvenance}`,
+      `  limits: timeout ${p.limits.timeoutMs === null ? "none" : `${p.limits.timeoutMs / 1000} s`}; bounds ${p.limits.bounds.join(", ") || "none"}`
+    )
+    for (const note of r.placement.notes) lines.push(`  note: ${note}`)
+  }
+  for (const a of r.attemptRecords) {
+    // An owner from before this field does not say.
+    const waiting = a.waitingForSlotSince ?? null
+    lines.push(
+      `attempt ${a.id} on ${a.hostName}: ${a.state}${a.reason === null ? "" : ` (${a.reason})`}${a.holdsSlot ? "; holds a slot" : ""}${
+        waiting === null ? "" : `; not started yet: waiting there since ${waiting} for a free slot (other work holds the machine's slots)`
+      }`
+    )
+  }
+  if (r.state === "succeeded") lines.push(`result: ${JSON.stringify(r.result)}`)
+  if (r.error !== null) lines.push(`error: ${r.error}`)
+  if (r.output.removed === true) lines.push(`output: removed (the run is no longer kept in memory, and its output files went with it)`)
+  if (r.output.stdout !== "") lines.push(`stdout (${r.output.attempt}):`, ...r.output.stdout.replace(/\n$/, "").split("\n").map((l) => `  ${l}`))
+  if (r.output.stderr !== "") lines.push(`stderr (${r.output.attempt}):`, ...r.output.stderr.replace(/\n$/, "").split("\n").map((l) => `  ${l}`))
+  return lines
+}
+
 const show = Command.make("show", { run: runArg, json }, ({ json, run }) =>
   Effect.gen(function* () {
     const r = (yield* admin("POST", "/runs/show", { run })) as unknown as RunDetail
     if (json) return yield* printJson(r)
-    const lines = [
-      `run ${r.id}: ${r.address} (${r.job.executor}${r.job.remoteEligible ? ", remote-eligible" : `, owner only: ${r.job.ownerOnly.join("; ")}`})`,
-      `state: ${r.state}${r.finishedAt === null ? "" : ` at ${r.finishedAt}`}; submitted ${r.submittedAt}`,
-      `placement: ${r.placement === null ? "not decided yet" : r.placement.explanation}`
-    ]
-    if (r.placement?.record !== undefined) {
-      const p = r.placement.record
-      lines.push(
-        `  execution host: ${p.executionHost === null ? "none" : (r.attemptRecords.find((a) => a.host === p.executionHost)?.hostName ?? p.executionHost)}`,
-        `  inference endpoint: ${p.inferenceEndpoint ?? "none"}; requested model: ${p.requestedModel ?? "none"}; resolved model: ${p.resolvedModel ?? "none"}`,
-        `  selection: ${p.selectionProvenance}`,
-        `  limits: timeout ${p.limits.timeoutMs === null ? "none" : `${p.limits.timeoutMs / 1000} s`}; bounds ${p.limits.bounds.join(", ") || "none"}`
-      )
-      for (const note of r.placement.notes) lines.push(`  note: ${note}`)
-    }
-    for (const a of r.attemptRecords) {
-      // An owner from before this field does not say.
-      const waiting = a.waitingForSlotSince ?? null
-      lines.push(
-        `attempt ${a.id} on ${a.hostName}: ${a.state}${a.reason === null ? "" : ` (${a.reason})`}${a.holdsSlot ? "; holds a slot" : ""}${
-          waiting === null ? "" : `; not started yet: waiting there since ${waiting} for a free slot (other work holds the machine's slots)`
-        }`
-      )
-    }
-    if (r.state === "succeeded") lines.push(`result: ${JSON.stringify(r.result)}`)
-    if (r.error !== null) lines.push(`error: ${r.error}`)
-    if (r.output.removed === true) lines.push(`output: removed (the run is no longer kept in memory, and its output files went with it)`)
-    if (r.output.stdout !== "") lines.push(`stdout (${r.output.attempt}):`, ...r.output.stdout.replace(/\n$/, "").split("\n").map((l) => `  ${l}`))
-    if (r.output.stderr !== "") lines.push(`stderr (${r.output.attempt}):`, ...r.output.stderr.replace(/\n$/, "").split("\n").map((l) => `  ${l}`))
-    yield* printLines(lines)
+    yield* printLines(showLines(r))
   })
 ).pipe(Command.withDescription("Show a run: state, placement record and explanation, attempts, result and output so far"))
 

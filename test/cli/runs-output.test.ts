@@ -1,0 +1,73 @@
+/** What `svc runs show` and `svc run --wait` print, from the owner's answers. */
+import { describe, expect, it } from "vitest"
+import type { RunDetail, RunView } from "../../src/app/runs/Dispatcher.js"
+import { progressLine, showLines, worthSaying } from "../../src/cli/commands/runs.js"
+
+const view: RunView = {
+  id: "rAbc123",
+  address: "hello:remote@1.0.0",
+  state: "running",
+  submittedAt: "2026-11-24T20:55:00.000Z",
+  finishedAt: null,
+  host: "lab-1",
+  attempts: 1,
+  explanation: "placed on worker 'lab-1'; excluded: owner (eligibility: lacks label pool=lab)",
+  result: null,
+  error: null
+}
+
+const attempt = {
+  n: 1,
+  id: "rAbc123.1",
+  host: "wMKUwv3YNB2",
+  hostName: "lab-1",
+  state: "running" as const,
+  holdsSlot: true,
+  assignedAt: 0,
+  startedAt: 0,
+  fence: 1,
+  endedAt: null,
+  reason: null,
+  waitingForSlotSince: null
+}
+
+const detail = (over: Partial<RunDetail> = {}): RunDetail =>
+  ({
+    ...view,
+    input: { text: "hi" },
+    preferredLabels: [],
+    job: { executor: "node", remoteEligible: true, ownerOnly: [] },
+    placement: null,
+    attemptRecords: [attempt],
+    output: { attempt: "rAbc123.1", stdout: "", stderr: "", removed: false },
+    ...over
+  }) as unknown as RunDetail
+
+describe("svc runs show", () => {
+  it("says an attempt waits on its worker for a free slot, and since when", () => {
+    const waiting = showLines(detail({ attemptRecords: [{ ...attempt, waitingForSlotSince: "2026-11-24T20:55:01.120Z" }] }))
+    expect(waiting).toContain(
+      "attempt rAbc123.1 on lab-1: running; holds a slot; not started yet: waiting there since 2026-11-24T20:55:01.120Z for a free slot (other work holds the machine's slots)"
+    )
+    expect(showLines(detail())).toContain("attempt rAbc123.1 on lab-1: running; holds a slot")
+  })
+
+  it("reads an answer from an owner that does not give waitingForSlotSince", () => {
+    const { waitingForSlotSince: _, ...older } = attempt
+    expect(showLines(detail({ attemptRecords: [older as typeof attempt] }))).toContain("attempt rAbc123.1 on lab-1: running; holds a slot")
+  })
+})
+
+describe("svc run --wait", () => {
+  it("says a run that is not placed, with why; later changes; not the ordinary start of a run placed at once", () => {
+    const blocked: RunView = { ...view, state: "pending", host: null, attempts: 0, explanation: "blocked; excluded: owner (eligibility: lacks label pool=lab)" }
+    expect(worthSaying(blocked, false)).toBe(true)
+    expect(progressLine(blocked)).toBe("run rAbc123 pending: blocked; excluded: owner (eligibility: lacks label pool=lab)")
+    expect(worthSaying(view, false)).toBe(false)
+    expect(worthSaying(view, true)).toBe(true)
+    expect(progressLine(view)).toBe("run rAbc123 running on lab-1")
+    const again: RunView = { ...view, state: "assigned", host: "lab-2", attempts: 2 }
+    expect(worthSaying(again, false)).toBe(true)
+    expect(progressLine(again)).toBe("run rAbc123 assigned on lab-2 (attempt 2)")
+  })
+})
