@@ -93,7 +93,6 @@ const revoke = Command.make("revoke", { worker: workerArg, json }, ({ json, work
   })
 ).pipe(Command.withDescription("Revoke a worker: its next call is refused and its running work stopped"))
 
-
 /** What a person can do about a link that has ended (docs/protocol.md, "The worker's link"). */
 const nextStep = (phase: string, url: string): string | undefined => {
   const again = `to work for it again, redeem a new invite from its operator (svc workers join TOKEN); to forget it: svc workers leave ${url}`
