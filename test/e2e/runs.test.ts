@@ -569,6 +569,20 @@ describe("runs between an owner and two real worker processes", () => {
     expect(after.placement?.explanation).toContain("owner (eligibility: lacks label pool-a=yes)")
     expect(after.placement?.explanation).toContain("worker 'a' (eligibility: its advertisement expired (no refresh for 15 s))")
 
+    // The auditor's view, from the journal: why it went to a, why it left, why it went to b,
+    // each decision reproduced by the current code.
+    const history = await run(ownerHome, "journal", "history", slow.id)
+    expect(history.code, history.stderr).toBe(0)
+    expect(history.stdout).toContain(`run ${slow.id}: `)
+    expect(history.stdout).toContain("2 placement decisions, re-run through the current placement code: every one reproduced")
+    const told = history.stdout.split("\n").map((l) => l.replace(/^#\d+ +\S+ +/, ""))
+    expect(told).toContain("decision 1: placed on worker 'a' as attempt 1 (reproduced)")
+    expect(told.some((l) => /^attempt 1 started on worker 'a' \(its session fence \d+\)$/.test(l))).toBe(true)
+    expect(told).toContain("attempt 1 on worker 'a' superseded: its worker's advertisement lapsed (no refresh for 15 s)")
+    expect(told).toContain("decision 2: placed on worker 'b' as attempt 2 (reproduced)")
+    expect(told.some((l) => /^ +worker 'a' \(\w+\): excluded \(eligibility: its advertisement expired \(no refresh for 15 s\)\)$/.test(l))).toBe(true)
+    expect(told.some((l) => /^attempt 2 reported by worker 'b': succeeded/.test(l))).toBe(true)
+
     // The thawed worker is told its attempt no longer counts (it stops it), or sends its late
     // report, which is refused. (Its slot is freed at a's next heartbeat: the next test.)
     const ready = await waitFor("a Ready again", () => workerRow("a"), (w) => w.state === "Ready", { timeoutMs: 15_000, everyMs: 250 })

@@ -1,7 +1,8 @@
 /**
- * `svc journal replay|tail|export` and `svc audit`: read-only over the store file, so they work
+ * `svc journal replay|tail|export|history` and `svc audit`: read-only over the store file, so they work
  * whether the owner runs or not (design.md, CLI contract).
  */
+import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as Chunk from "effect/Chunk"
@@ -14,6 +15,8 @@ import { Journal } from "../../app/journal/Journal.js"
 import { auditPlacements, foldJournal, replay, type LiveOwnerState } from "../../app/journal/Replay.js"
 import { parseRetainedRuns, RETAINED_RUNS_VARIABLE } from "../../app/runs/Retention.js"
 import { initialStateRetaining } from "../../domain/journal/OwnerState.js"
+import { historyOf, type HistoryEntry } from "../../domain/runs/History.js"
+import { isRunId } from "../../domain/runs/Runs.js"
 import type { CanonicalState } from "../../domain/journal/Snapshot.js"
 import { runtimeEnv } from "../../infra/SvcConfig.js"
 import { adminCall } from "../../infra/http/AdminApi.js"
@@ -22,7 +25,7 @@ import * as JournalReader from "../../infra/journal/JournalReader.js"
 import * as NodeHashing from "../../infra/journal/NodeHashing.js"
 import { storePath } from "../../infra/journal/StoreFile.js"
 import { SvcHome } from "../../infra/SvcHome.js"
-import { exitQuietly, refused } from "../CliFailure.js"
+import { exitQuietly, refused, usage } from "../CliFailure.js"
 import { printJson, printLines, table } from "../output.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("print one JSON document on stdout"))
@@ -140,9 +143,45 @@ const exportCommand = Command.make("export", {}, () =>
   )
 ).pipe(Command.withDescription("Write every event as JSON lines (one envelope per line) to stdout"))
 
+/** `svc journal history RUN` as text: one line per event, a decision's verdicts, selection and notes under it. */
+export const historyLines = (runId: string, entries: ReadonlyArray<HistoryEntry>): ReadonlyArray<string> => {
+  const decisions = entries.filter((e) => e.decision !== undefined)
+  const diverged = decisions.filter((e) => e.decision!.reproduced === false).length
+  const lines = [
+    `run ${runId}: ${entries.length} events in the journal; ${decisions.length} placement decision${decisions.length === 1 ? "" : "s"}, re-run through the current placement code: ${
+      diverged === 0 ? "every one reproduced" : `${diverged} DIVERGE${diverged === 1 ? "S" : ""}`
+    }`
+  ]
+  for (const e of entries) {
+    const d = e.decision
+    lines.push(`#${e.sequence}  ${new Date(e.at).toISOString()}  ${e.text}${d === undefined ? "" : d.reproduced ? " (reproduced)" : " (DIVERGES)"}`)
+    if (d === undefined) continue
+    for (const v of d.verdicts) lines.push(`    ${v.candidate === "owner" ? "owner" : `worker '${v.name}' (${v.candidate})`}: ${v.verdict}`)
+    lines.push(`    selection: ${d.selection}`)
+    for (const note of d.notes) lines.push(`    note: ${note}`)
+    for (const difference of d.differences) lines.push(`    differs now: ${difference}`)
+  }
+  return lines
+}
+
+const historyCommand = Command.make("history", { run: Args.text({ name: "RUN" }).pipe(Args.withDescription("the run id")), json }, ({ json, run }) =>
+  journalFailure(
+    Effect.gen(function* () {
+      if (!isRunId(run)) return yield* usage(`${JSON.stringify(run)} is not a run id (r and letters or digits, as svc run prints)`)
+      const envelopes = yield* (yield* Journal).readStream(`run-${run}`)
+      if (envelopes.length === 0) return yield* refused(`the journal holds no run ${run}`)
+      const entries = historyOf(envelopes)
+      if (json) yield* printJson({ run, events: entries.map((e) => ({ ...e, at: new Date(e.at).toISOString() })) })
+      else yield* printLines(historyLines(run, entries))
+      // As replay --audit: a decision the current code decides otherwise is a finding.
+      if (entries.some((e) => e.decision?.reproduced === false)) return yield* exitQuietly(1)
+    }).pipe(Effect.provide(ReadLayer))
+  )
+).pipe(Command.withDescription("A run's story from the journal: every event, each placement decision with every candidate's verdict, re-run through the current code"))
+
 export const journalCommand = Command.make("journal").pipe(
-  Command.withDescription("The owner's event journal: replay, tail, export (read-only)"),
-  Command.withSubcommands([replayCommand, tailCommand, exportCommand])
+  Command.withDescription("The owner's event journal: replay, tail, export, history (read-only)"),
+  Command.withSubcommands([replayCommand, tailCommand, exportCommand, historyCommand])
 )
 
 export const auditCommand = Command.make("audit", { json }, ({ json }) =>

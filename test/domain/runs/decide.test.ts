@@ -3,7 +3,8 @@
  * version, as the journal would), when a command, then these events, this rejection, or
  * nothing. Then the fold: random command sequences through the deciders keep every host's
  * reserved slots equal to its attempts holding one, and `fold` equal to `evolve` step by step.
- * Then the audit: every recorded placement is reproduced, a tampered one is named.
+ * Then the audit: every recorded placement is reproduced, a tampered one is named; and a run's
+ * history as svc journal history tells it.
  */
 import fc from "fast-check"
 import * as HashMap from "effect/HashMap"
@@ -16,6 +17,7 @@ import { stateFromCanonical, type CanonicalState } from "../../../src/domain/jou
 import type { Candidate } from "../../../src/domain/placement/Placement.js"
 import { auditPlacement } from "../../../src/domain/runs/AuditPlacement.js"
 import * as D from "../../../src/domain/runs/Decide.js"
+import { historyOf } from "../../../src/domain/runs/History.js"
 import { ACTIVE, attemptId, isSettled, lastAttempt, TERMINAL, type RunRecord } from "../../../src/domain/runs/Runs.js"
 
 // ---- Given ---------------------------------------------------------------------------------
@@ -864,5 +866,63 @@ describe("auditPlacement", () => {
     const differences = diverged(tampered({ candidates: inputs }))
     expect(differences).toContain("host: recorded w2, now w1")
     expect(differences).toContain("candidate w2 (box-w2): recorded exclusions none, now missing-label")
+  })
+})
+
+// ---- A run's history (svc journal history) ----------------------------------------------------
+
+describe("historyOf", () => {
+  /** The envelopes of every step, appended in order, as the run's stream holds them. */
+  const streamOf = (...steps: ReadonlyArray<Step>): ReadonlyArray<Envelope> => {
+    let s = initialState
+    const all: Array<Envelope> = []
+    for (const step of steps) {
+      const { state, envelopes } = append(s, step(s))
+      s = state
+      all.push(...envelopes)
+    }
+    return all
+  }
+
+  it("tells why a run went to a worker, why it left it, and where it went next, each decision reproduced", () => {
+    const entries = historyOf(
+      streamOf(
+        submit("r1", GPU),
+        place("r1", [ownerHost(), worker("w1"), worker("w2", { slots: { capacity: 2, used: 2 } })]),
+        claim("r1", 1, "w1"),
+        supersede("r1", 1),
+        place("r1", [ownerHost(), worker("w1", { advertisementAlive: false }), worker("w2")], 5_500),
+        claim("r1", 2, "w2"),
+        report("r1", 2, "w2")
+      )
+    )
+    expect(entries.map((e) => e.text)).toEqual([
+      `submitted by operator: ${GPU.address} (digest sha256:d1)`,
+      "decision 1: placed on worker 'box-w1' as attempt 1",
+      "attempt 1 started on worker 'box-w1' (its session fence 7)",
+      "attempt 1 on worker 'box-w1' superseded: its worker's advertisement lapsed",
+      "decision 2: placed on worker 'box-w2' as attempt 2",
+      "attempt 2 started on worker 'box-w2' (its session fence 7)",
+      "attempt 2 reported by worker 'box-w2': succeeded (exit code 0)"
+    ])
+    const [first, second] = entries.filter((e) => e.decision !== undefined).map((e) => e.decision!)
+    expect(first).toMatchObject({ outcome: "placed", host: "w1", attempt: 1, reproduced: true, differences: [], notes: ["a note"] })
+    expect(first!.verdicts.map((v) => [v.candidate, v.verdict])).toEqual([
+      ["owner", "excluded (eligibility: lacks label gpu=true)"],
+      ["w1", "eligible; score: locality 0, preference 0"],
+      ["w2", "excluded (capacity: slots: 2 of 2 in use)"]
+    ])
+    expect(second!.verdicts.find((v) => v.candidate === "w1")?.verdict).toMatch(/^excluded \(eligibility: its advertisement expired/)
+    expect(entries.map((e) => e.at)).toEqual([1_000, 2_000, 3_000, 5_000, 5_500, 3_000, 4_000])
+  })
+
+  it("a decision the current code decides otherwise is marked, with what differs", () => {
+    const envelopes = streamOf(submit("r1", GPU), place("r1", [ownerHost(), worker("w1"), worker("w2")]))
+    const decided = envelopes[1]!
+    const e = decided.event as PlacementDecided
+    const tampered = { ...decided, event: { ...e, host: e.host === "w1" ? "w2" : "w1" } as PlacementDecided }
+    const [, entry] = historyOf([envelopes[0]!, tampered])
+    expect(entry!.decision).toMatchObject({ reproduced: false })
+    expect(entry!.decision!.differences[0]).toMatch(/^host: recorded w\d, now w\d$/)
   })
 })

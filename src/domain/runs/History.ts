@@ -1,0 +1,99 @@
+/**
+ * A run's story as its journal stream tells it (`svc journal history RUN`): every event in
+ * order, each placement decision with every candidate's verdict and whether the current
+ * placement code reproduces it from its recorded inputs (AuditPlacement.ts). What an auditor
+ * reads to see why the run went where it went, and why it moved. Pure: the events are given.
+ */
+import type { Envelope, PlacementDecided } from "../journal/Events.js"
+import { auditPlacement } from "./AuditPlacement.js"
+
+export interface HistoryDecision {
+  readonly outcome: PlacementDecided["outcome"]
+  /** The host chosen (id), when placed. */
+  readonly host: string | null
+  readonly attempt: number | null
+  readonly selection: string
+  /** Every candidate, in the recorded order: what excluded it, or its score. */
+  readonly verdicts: ReadonlyArray<{ readonly candidate: string; readonly name: string; readonly verdict: string }>
+  readonly notes: ReadonlyArray<string>
+  /** Re-run through the current placement code from its recorded inputs. */
+  readonly reproduced: boolean
+  readonly differences: ReadonlyArray<string>
+}
+
+export interface HistoryEntry {
+  readonly sequence: number
+  readonly at: number
+  readonly type: string
+  /** One line, as a person reads it. */
+  readonly text: string
+  /** For a placement decision: its details. */
+  readonly decision?: HistoryDecision
+}
+
+const who = (id: string, name: string) => (id === "owner" ? "owner" : `worker '${name}'`)
+
+/** A candidate's verdict in words: its exclusions with their layer, or that it was eligible, with its score. */
+const verdictText = (v: PlacementDecided["verdicts"][number]): string => {
+  if (v.exclusions.length === 0) return v.score === null ? "eligible" : `eligible; score: locality ${v.score.locality}, preference ${v.score.preference}`
+  return `excluded (${v.exclusions.map((x) => `${x.layer}: ${x.text}`).join("; ")})`
+}
+
+/** The run's entries, from the envelopes of its stream in order. */
+export const historyOf = (envelopes: ReadonlyArray<Envelope>): ReadonlyArray<HistoryEntry> => {
+  // Host ids as the decisions named them, so that later events say 'lab-1', not its id.
+  const names = new Map<string, string>([["owner", "owner"]])
+  const host = (id: string) => who(id, names.get(id) ?? id)
+  let decisions = 0
+  const entries: Array<HistoryEntry> = []
+  for (const { sequence, event: e } of envelopes) {
+    const entry = (text: string, decision?: HistoryDecision) =>
+      entries.push({ sequence, at: "at" in e ? e.at : 0, type: e._tag, text, ...(decision === undefined ? {} : { decision }) })
+    switch (e._tag) {
+      case "RunSubmitted":
+        entry(`submitted by ${e.actor}: ${e.job.address} (digest ${e.job.digest})${e.preferredLabels.length === 0 ? "" : `, preferring ${e.preferredLabels.join(", ")}`}`)
+        break
+      case "PlacementDecided": {
+        decisions++
+        const verdicts = e.verdicts.map((v) => {
+          names.set(v.candidate, v.name)
+          return { candidate: v.candidate, name: v.name, verdict: verdictText(v) }
+        })
+        const audit = auditPlacement(e)
+        const head = e.outcome === "placed" && e.host !== null ? `placed on ${host(e.host)}${e.attempt === null ? "" : ` as attempt ${e.attempt}`}` : e.outcome
+        entry(`decision ${decisions}: ${head}`, {
+          outcome: e.outcome,
+          host: e.host,
+          attempt: e.attempt,
+          selection: e.record.selectionProvenance,
+          verdicts,
+          notes: e.notes,
+          reproduced: audit.reproduced,
+          differences: audit.reproduced ? [] : audit.differences
+        })
+        break
+      }
+      case "AttemptStarted":
+        entry(`attempt ${e.attempt} started on ${host(e.host)}${e.fence === null ? "" : ` (its session fence ${e.fence})`}`)
+        break
+      case "AttemptDeclined":
+        entry(`attempt ${e.attempt} declined by ${host(e.host)}: ${e.reason}`)
+        break
+      case "AttemptReported":
+        entry(`attempt ${e.attempt} reported by ${host(e.host)}: ${e.ok ? "succeeded" : `failed: ${e.error ?? "no reason given"}`}${e.exitCode === null ? "" : ` (exit code ${e.exitCode})`}`)
+        break
+      case "AttemptSuperseded":
+        entry(`attempt ${e.attempt} on ${host(e.host)} superseded: ${e.reason}`)
+        break
+      case "AttemptCeased":
+        entry(`attempt ${e.attempt} on ${host(e.host)} ceased: ${e.reason}`)
+        break
+      case "RunStopRequested":
+        entry(`stop requested by ${e.actor}`)
+        break
+      default:
+        entry(e._tag)
+    }
+  }
+  return entries
+}
