@@ -52,6 +52,13 @@ describe("svc runs show", () => {
     expect(showLines(detail())).toContain("attempt rAbc123.1 on lab-1: running; holds a slot")
   })
 
+  it("points to the run's history once it was placed more than once", () => {
+    const hint = "every placement decision, and why each attempt ended: svc journal history rAbc123"
+    expect(showLines(detail())).not.toContain(hint)
+    const superseded = { ...attempt, state: "superseded" as const, holdsSlot: false, reason: "its worker's advertisement lapsed (no refresh for 15 s)" }
+    expect(showLines(detail({ attempts: 2, attemptRecords: [superseded, { ...attempt, n: 2, id: "rAbc123.2" }] }))).toContain(hint)
+  })
+
   it("reads an answer from an owner that does not give waitingForSlotSince", () => {
     const { waitingForSlotSince: _, ...older } = attempt
     expect(showLines(detail({ attemptRecords: [older as typeof attempt] }))).toContain("attempt rAbc123.1 on lab-1: running; holds a slot")

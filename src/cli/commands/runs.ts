@@ -135,6 +135,8 @@ export const showLines = (r: RunDetail): ReadonlyArray<string> => {
       }`
     )
   }
+  // Placed more than once: the decisions before the latest are in the journal.
+  if (r.attemptRecords.length > 1) lines.push(`every placement decision, and why each attempt ended: svc journal history ${r.id}`)
   if (r.state === "succeeded") lines.push(`result: ${JSON.stringify(r.result)}`)
   if (r.error !== null) lines.push(`error: ${r.error}`)
   if (r.output.removed === true) lines.push(`output: removed (the run is no longer kept in memory, and its output files went with it)`)
