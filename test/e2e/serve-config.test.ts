@@ -90,7 +90,11 @@ describe("svc serve configuration", () => {
     mkdirSync(join(workerHome, "bags-src"))
     expect((await svcIn(transcript, workerHome, ["new", "hasher"], join(workerHome, "bags-src"))).code).toBe(0)
     expect((await svcIn(transcript, workerHome, ["bag", "install", join(workerHome, "bags-src", "hasher")])).code).toBe(0)
-    const token = (await svcIn(transcript, owner.home, ["workers", "invite", "--name", "cfg"])).stdout.trim()
+    const invited = await svcIn(transcript, owner.home, ["workers", "invite", "--name", "cfg"])
+    const token = invited.stdout.trim()
+    // Listening on loopback: the invite says a worker elsewhere could not reach it (and never repeats the token).
+    expect(invited.stderr).toContain(`note: the token sends the worker to ${owner.url}, which only this machine can reach.`)
+    expect(invited.stderr).not.toContain(token)
     expect((await svcIn(transcript, workerHome, ["workers", "join", token])).code).toBe(0)
     await startServe("worker", workerHome, transcript)
     const seen = await waitFor(

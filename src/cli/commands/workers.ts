@@ -19,6 +19,12 @@ import { printJson, printLines, table } from "../output.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("print one JSON document on stdout"))
 
+/** Whether `url` names this machine's loopback interface: no other machine reaches it. */
+export const onlyThisMachine = (url: string): boolean => {
+  const host = new URL(url).hostname
+  return host === "localhost" || host === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(host)
+}
+
 const invite = Command.make(
   "invite",
   {
@@ -38,6 +44,13 @@ const invite = Command.make(
       yield* Console.log(String(answer["token"]))
       const until = answer["expiresAt"] === null ? "never expires" : `expires ${new Date(Number(answer["expiresAt"])).toISOString()} if unused`
       yield* Console.error(`invite ${String(answer["inviteId"])}: ${scope.length === 0 ? "every job" : scope.join(", ")}; ${until}. Redeem it on the worker with: svc workers join TOKEN`)
+      // The address in the token (never the token itself) is what a worker will call.
+      const content = parseJoinToken(String(answer["token"]))
+      if (typeof content !== "string" && onlyThisMachine(content.url)) {
+        yield* Console.error(
+          `note: the token sends the worker to ${content.url}, which only this machine can reach. For a worker on another machine, restart svc serve with --listen 0.0.0.0:7443 --public-url https://THIS-HOST:7443 (docs/operations.md) and invite again`
+        )
+      }
     })
 ).pipe(Command.withDescription("Print a one-time join token for a new worker (stdout, one line)"))
 
