@@ -125,6 +125,19 @@ describe("svc serve configuration", () => {
     expect(expiry.code).toBe(2)
   })
 
+  it("a join that cannot reach a loopback owner says what the address means, as the invite did", async () => {
+    const owner = await startServe("owner for a join", tempDir("svc-cfg-lo-"), transcript)
+    const token = (await svcIn(transcript, owner.home, ["workers", "invite", "--name", "far"])).stdout.trim()
+    expect((await owner.stop()).code).toBe(0)
+    const workerHome = tempDir("svc-cfg-far-")
+    const joined = await svc(["workers", "join", token], { cwd: workerHome, home: workerHome })
+    expect(joined.code).toBe(2)
+    expect(joined.stderr).toContain(`svc: cannot reach the owner: `)
+    expect(joined.stderr).toContain(`the token names ${owner.url}, a loopback address: on the owner's own machine, is its svc serve running? From another machine it cannot be reached`)
+    expect(joined.stderr).not.toContain(token)
+    expect(existsSync(join(workerHome, "links"))).toBe(false)
+  }, 30_000)
+
   it("refuses a home whose admin socket path is longer than the system takes, opening nothing; a short symbolic link to it serves", async () => {
     // Node would not refuse the path but cut it short: the runtime would listen elsewhere.
     const base = tempDir("svc-cfg-long-")

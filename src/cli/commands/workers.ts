@@ -62,7 +62,14 @@ const join = Command.make(
       const content = parseJoinToken(token)
       if (typeof content === "string") return yield* refused(content)
       const home = (yield* SvcHome).path
-      const certificate = yield* Effect.tryPromise({ try: () => fetchPinnedCertificate(content.url, content.fingerprint), catch: (e) => usage(`cannot reach the owner: ${e instanceof Error ? e.message : String(e)}`) })
+      // A loopback address in the token reaches only the owner's own machine: say so, it is the likely cause.
+      const loopback = onlyThisMachine(content.url)
+        ? `; the token names ${content.url}, a loopback address: on the owner's own machine, is its svc serve running? From another machine it cannot be reached: the owner's operator should run svc serve with --listen and --public-url (docs/operations.md) and invite again`
+        : ""
+      const certificate = yield* Effect.tryPromise({
+        try: () => fetchPinnedCertificate(content.url, content.fingerprint),
+        catch: (e) => usage(`cannot reach the owner: ${e instanceof Error ? e.message : String(e)}${loopback}`)
+      })
       const pinned = { url: content.url, fingerprint: content.fingerprint, certificate }
       const agent = makeAgent(pinned)
       // Joining the same owner again: the earlier identity's credential proves this is the same
@@ -74,7 +81,7 @@ const join = Command.make(
         ...(earlier === undefined ? {} : { previousCredential: earlier.link.credential })
       }
       const answer = yield* callOwner(pinned, agent, token, request).pipe(
-        Effect.mapError((e) => (e._tag === "Unreachable" ? usage(`cannot reach the owner: ${e.message}`) : refused(`the owner refused: ${e.message}`))),
+        Effect.mapError((e) => (e._tag === "Unreachable" ? usage(`cannot reach the owner: ${e.message}${loopback}`) : refused(`the owner refused: ${e.message}`))),
         Effect.ensuring(Effect.sync(() => agent.destroy()))
       )
       if (answer.kind !== "joined") return yield* refused(`the owner answered ${answer.kind} to join`)
