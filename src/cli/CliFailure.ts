@@ -10,6 +10,8 @@ export class CliFailure extends Data.TaggedError("CliFailure")<{
   readonly message: string
   /** Already printed (e.g. a check's problems): exit with the code, print nothing more. */
   readonly silent?: boolean
+  /** The runtime did not answer at all (not running, or the connection failed): a caller may try again. */
+  readonly unreachable?: boolean
 }> {}
 
 export const refused = (message: string) => new CliFailure({ exitCode: 1, message })

@@ -2,7 +2,7 @@
 import * as Effect from "effect/Effect"
 import { adminCall, RuntimeNotRunning, SocketPathTooLong } from "../infra/http/AdminApi.js"
 import { SvcHome } from "../infra/SvcHome.js"
-import { refused, usage } from "./CliFailure.js"
+import { CliFailure, refused, usage } from "./CliFailure.js"
 
 export const admin = (method: "GET" | "POST", path: string, body?: unknown) =>
   Effect.flatMap(SvcHome, (home) =>
@@ -10,10 +10,10 @@ export const admin = (method: "GET" | "POST", path: string, body?: unknown) =>
       try: () => adminCall(home.path, method, path, body),
       catch: (e) =>
         e instanceof RuntimeNotRunning
-          ? usage(`${e.message}: start it with svc serve`)
+          ? new CliFailure({ exitCode: 2, message: `${e.message}: start it with svc serve`, unreachable: true })
           : e instanceof SocketPathTooLong
             ? usage(e.message)
-            : refused(`the runtime did not answer: ${e instanceof Error ? e.message : String(e)}`)
+            : new CliFailure({ exitCode: 1, message: `the runtime did not answer: ${e instanceof Error ? e.message : String(e)}`, unreachable: true })
     })
   ).pipe(
     Effect.flatMap((r) =>

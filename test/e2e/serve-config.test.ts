@@ -162,6 +162,37 @@ describe("svc serve configuration", () => {
   }, 30_000)
 })
 
+describe("an owner restart", () => {
+  it("svc run --wait outlives it: it says the owner does not answer, and the run's end still reaches it", async () => {
+    const home = tempDir("svc-cfg-restart-")
+    const bag = join(home, "bags-src", "stuck")
+    mkdirSync(bag, { recursive: true })
+    // A job no host has the label for: blocked until someone stops it.
+    writeFileSync(
+      join(bag, "bag.yaml"),
+      "name: stuck\ndescription: a job no host can take\nversion: 0.1.0\njobs:\n  wait:\n    description: never placed\n    version: 1.0.0\n    runs:\n      using: node\n      main: main.mjs\n    requires:\n      labels: [pool=none]\n"
+    )
+    writeFileSync(join(bag, "main.mjs"), 'console.log("{}")\n')
+    const installed = await svcIn(transcript, home, ["bag", "install", bag])
+    expect(installed.code, installed.stderr).toBe(0)
+    const before = await startServe("owner before the restart", home, transcript)
+    const waiter = spawn(process.execPath, [SVC_BIN, "run", "stuck:wait@1.0.0", "--wait"], { env: { PATH: process.env["PATH"] ?? "", HOME: home, SVC_HOME: home } })
+    let said = ""
+    waiter.stderr.setEncoding("utf8").on("data", (d: string) => (said += d))
+    const exited = new Promise<number | null>((resolve) => waiter.on("close", resolve))
+    const blocked = await waitFor("--wait to say the run is blocked", async () => said, (e) => e.includes(" pending: blocked; "), { timeoutMs: 10_000, everyMs: 50 })
+    const runId = /^waiting for run (r\w+) /m.exec(blocked.value)![1]!
+    expect((await before.stop()).code).toBe(0)
+    await waitFor("--wait to say the owner does not answer", async () => said, (e) => e.includes(`the owner does not answer`), { timeoutMs: 10_000, everyMs: 50 })
+    expect(said).toContain(`still waiting for run ${runId}, for up to 60 seconds until it is back`)
+    const after = await startServe("owner after the restart", home, transcript)
+    expect((await svcIn(transcript, home, ["runs", "stop", runId])).code).toBe(0)
+    expect(await exited).toBe(1)
+    expect(said).toContain(`run ${runId} stopped`)
+    expect((await after.stop()).code).toBe(0)
+  }, 60_000)
+})
+
 describe("start-up", () => {
   it("a runtime stopped cleanly starts again from its snapshot, folding only what came after it", async () => {
     const home = tempDir("svc-cfg-snapshot-")

@@ -6,10 +6,11 @@ import * as Options from "@effect/cli/Options"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
 import { progressOf, type RunDetail, type RunList, type RunView } from "../../app/runs/Dispatcher.js"
 import { RUN_STATES } from "../../domain/runs/Runs.js"
 import { admin } from "../admin.js"
-import { refused, usage } from "../CliFailure.js"
+import { refused, usage, type CliFailure } from "../CliFailure.js"
 import { printJson, printLines, table } from "../output.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("print one JSON document on stdout"))
@@ -44,6 +45,29 @@ export const worthSaying = (r: RunView, saidBefore: boolean) => saidBefore || r.
 const outcomeLine = (r: RunView) =>
   r.state === "succeeded" ? `run ${r.id} succeeded on ${r.host ?? "?"}` : `run ${r.id} ${r.state}${r.host === null ? "" : ` on ${r.host}`}: ${r.error ?? r.explanation ?? ""}`
 
+/** How long `--wait` waits for an owner that stopped answering (a restart) before it gives up. */
+const RESTART_PATIENCE = "60 seconds"
+
+/**
+ * A wait asked again while the owner does not answer at all, for up to RESTART_PATIENCE: a
+ * restarted owner keeps the run (a worker's attempt goes on; its own is placed again), so the
+ * caller waiting on it need not fail with it. Said once on stderr.
+ */
+const followThroughRestarts = <A, R>(call: Effect.Effect<A, CliFailure, R>, runId: string) => {
+  let said = false
+  return call.pipe(
+    Effect.tapError((e) =>
+      e.unreachable === true && !said
+        ? Effect.zipRight(
+            Effect.sync(() => void (said = true)),
+            Console.error(`the owner does not answer (${e.message}); still waiting for run ${runId}, for up to ${RESTART_PATIENCE} until it is back`)
+          )
+        : Effect.void
+    ),
+    Effect.retry({ while: (e) => e.unreachable === true, schedule: Schedule.spaced("500 millis").pipe(Schedule.upTo(RESTART_PATIENCE)) })
+  )
+}
+
 export const runCommand = Command.make(
   "run",
   {
@@ -71,7 +95,7 @@ export const runCommand = Command.make(
           said = seen
           yield* Console.error(progressLine(run))
         }
-        run = (yield* admin("POST", "/runs/wait", { run: run.id, ms: 25_000, seen })) as unknown as RunView
+        run = (yield* followThroughRestarts(admin("POST", "/runs/wait", { run: run.id, ms: 25_000, seen }), run.id)) as unknown as RunView
       }
       if (json) yield* printJson(run)
       else if (run.state === "succeeded") yield* Console.log(JSON.stringify(run.result))
