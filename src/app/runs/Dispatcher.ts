@@ -66,7 +66,6 @@ export interface OwnerHostSettings {
 }
 export class OwnerHost extends Context.Tag("svc/OwnerHost")<OwnerHost, OwnerHostSettings>() {}
 
-
 /** An assigned attempt the worker has not claimed in this time is placed again. */
 export const CLAIM_DEADLINE_MS = 30_000
 /** After the owner starts, workers get this long to call again before their attempts are superseded. */
