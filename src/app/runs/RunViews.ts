@@ -20,7 +20,7 @@ import type { SlotWaits } from "./SlotWaits.js"
 /** The output of a run's latest attempt that `show` gives: its last 64 KiB per stream. */
 const OUTPUT_TAIL_BYTES = 64 * 1024
 
-export const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 
 export interface RunView {
   readonly id: string
