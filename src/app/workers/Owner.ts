@@ -389,8 +389,10 @@ export const make = Effect.gen(function* () {
     // A revoked identity whose installation joined again: the identity that replaced it.
     const replacedBy = new Map<string, string>()
     for (const w of HashMap.values(r.workers)) if (w.replaces !== null) replacedBy.set(w.replaces, w.id)
+    // Revoked identities last: they only ever show what became of them.
+    const revokedLast = (w: WorkerRecord) => (w.revokedAt === null ? 0 : 1)
     return [...HashMap.values(r.workers)]
-      .sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id))
+      .sort((a, b) => revokedLast(a) - revokedLast(b) || a.name.localeCompare(b.name) || a.id.localeCompare(b.id))
       .map((w): WorkerStatus => {
         const f = freshness.get(w.id)
         const elsewhere = f?.busy ?? 0

@@ -159,6 +159,8 @@ describe("names", () => {
       // The old row says where its installation went.
       expect((yield* stateOf(first.workerId)).reason).toBe(`revoked: its calls are refused; its installation joined again as ${joined.workerId}`)
       expect((yield* stateOf(joined.workerId)).reason).not.toContain("joined again")
+      // Listed before it: revoked identities come last.
+      expect((yield* owner.status).map((w) => w.id)).toEqual([joined.workerId, first.workerId])
       // Rotate and revoke act on the identity that can still call.
       expect((yield* owner.rotate("lab-1", "operator")).id).toBe(joined.workerId)
       // Release (which is for revoked workers too) does not guess.
