@@ -27,6 +27,7 @@ import { makeSlots } from "../../app/workers/Slots.js"
 import { OwnerHost } from "../../app/runs/Dispatcher.js"
 import { resolveJob } from "../../app/runs/JobCatalog.js"
 import { layerWithRuns as ownerLayer, OwnerAddress } from "../../app/workers/Owner.js"
+import * as Presence from "../../app/workers/Presence.js"
 import { HostPrograms } from "../../app/bags/BagStore.js"
 import * as HostProgramsLive from "../bags/HostPrograms.js"
 import * as ChildExecutor from "../runs/ChildExecutor.js"
@@ -126,7 +127,7 @@ export const serve = (options: ServeOptions) =>
       const shownHost = options.host === "0.0.0.0" || options.host === "::" ? os.hostname() : options.host.includes(":") ? `[${options.host}]` : options.host
       const url = options.publicUrl ?? `https://${shownHost}:${address.port}`
 
-      const owner = ownerLayer.pipe(
+      const ownerStack = ownerLayer.pipe(
         Layer.provideMerge(CheckpointSchedule.layer().pipe(Layer.provideMerge(projectionsFrom(initialStateRetaining(retain))))),
         Layer.provideMerge(
           Layer.mergeAll(
@@ -140,6 +141,8 @@ export const serve = (options: ServeOptions) =>
           )
         )
       )
+      // The owner's log of workers coming and going, over the same projections and freshness.
+      const owner = Presence.layer.pipe(Layer.provideMerge(ownerStack))
       const runtime = yield* Layer.toRuntime(owner).pipe(Effect.mapError((e) => new ServeError({ message: `opening the journal: ${String((e as { message?: unknown }).message ?? e)}` })))
       server.removeAllListeners("request")
       const handler = makeHandler(runtime)

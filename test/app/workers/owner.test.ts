@@ -7,11 +7,13 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
 import * as TestClock from "effect/TestClock"
 import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
 import { Journal, layerMemory } from "../../../src/app/journal/Journal.js"
 import { layer as projectionsLayer } from "../../../src/app/journal/Projections.js"
 import { layerWithRuns as ownerLayer, Owner, OwnerAddress } from "../../../src/app/workers/Owner.js"
+import * as Presence from "../../../src/app/workers/Presence.js"
 import { Refusal, type WorkerRequest, type WorkerResponse } from "../../../src/app/workers/Protocol.js"
 import { parseJoinToken } from "../../../src/domain/workers/Secrets.js"
 import * as NodeHashing from "../../../src/infra/journal/NodeHashing.js"
@@ -224,6 +226,32 @@ describe("display states", () => {
     }).pipe(Effect.provide(TestOwner))
   )
 
+  it.effect("the owner's log says once when a worker starts advertising and once when it goes Offline; a revoked one is left out", () =>
+    Effect.gen(function* () {
+      const logs: Array<string> = []
+      const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ logLevel, message }) => void logs.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}`)))
+      yield* Effect.gen(function* () {
+        const w = yield* linked()
+        yield* TestClock.adjust("1 second")
+        expect(logs).toEqual([])
+        ok(yield* call(w.credential, offer(w.fence)), "ack")
+        yield* TestClock.adjust("1 second")
+        expect(logs).toEqual([`INFO worker lab-1 (${w.workerId}) is advertising: it can take work`])
+        // No refresh: Offline once the 15 s pass, said once.
+        yield* TestClock.adjust("15 seconds")
+        expect(logs.slice(1)).toEqual([`WARN worker lab-1 (${w.workerId}) is Offline: no advertisement for 15 s`])
+        yield* TestClock.adjust("30 seconds")
+        expect(logs).toHaveLength(2)
+        ok(yield* call(w.credential, offer(w.fence)), "ack")
+        yield* TestClock.adjust("1 second")
+        expect(logs.slice(2)).toEqual([`INFO worker lab-1 (${w.workerId}) is advertising: it can take work`])
+        yield* (yield* Owner).revoke(w.workerId, "operator")
+        yield* TestClock.adjust("30 seconds")
+        expect(logs).toHaveLength(3)
+      }).pipe(Effect.provide(Presence.layer.pipe(Layer.provideMerge(TestOwner))), Effect.provide(capture))
+    })
+  )
+
   it.effect("Needs setup when it holds none of the jobs in its scope", () =>
     Effect.gen(function* () {
       const w = yield* linked(["other:job@2"])
@@ -285,4 +313,28 @@ describe("quick answers (what the route answers without a fiber)", () => {
       expect(yield* same(w.credential, offer(w.fence))).toBe("revoked")
     }).pipe(Effect.provide(TestOwner))
   )
+})
+
+describe("presence lines", () => {
+  it("an Offline worker's line says how many attempts it held are placed again", () => {
+    const gone = { id: "w1", name: "lab-1", alive: false }
+    expect(Presence.lineOf(gone, 0)).toBe("worker lab-1 (w1) is Offline: no advertisement for 15 s")
+    expect(Presence.lineOf(gone, 1)).toBe("worker lab-1 (w1) is Offline: no advertisement for 15 s; the attempt it held is placed again")
+    expect(Presence.lineOf(gone, 3)).toBe("worker lab-1 (w1) is Offline: no advertisement for 15 s; the 3 attempts it held are placed again")
+  })
+
+  it("a worker first seen silent is no news; first seen advertising, or changed since, is", () => {
+    const before = new Map([["w1", true], ["w2", false]])
+    expect(
+      Presence.presenceChanges(before, [
+        { id: "w1", name: "a", alive: false },
+        { id: "w2", name: "b", alive: false },
+        { id: "w3", name: "c", alive: false },
+        { id: "w4", name: "d", alive: true }
+      ])
+    ).toEqual([
+      { id: "w1", name: "a", alive: false },
+      { id: "w4", name: "d", alive: true }
+    ])
+  })
 })
