@@ -12,36 +12,31 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
+import { ACTIVE } from "../../domain/runs/Runs.js"
 import { ADVERTISEMENT_LIFETIME_MS, advertisementAlive } from "../../domain/workers/DisplayState.js"
 import { Projections } from "../journal/Projections.js"
+import { heldBy } from "../runs/WorkerCalls.js"
 import { Freshness } from "./Freshness.js"
 
 export const CHECK_EVERY = Duration.seconds(1)
 
+/** A worker at one check: whether its advertisement is alive. */
 export interface Sighting {
   readonly id: string
   readonly name: string
   readonly alive: boolean
 }
 
-export interface PresenceChange {
-  readonly id: string
-  readonly name: string
-  /** True: it advertises now; false: its advertisement lapsed. */
-  readonly alive: boolean
-}
-
-
 /**
  * What changed since the last check. A worker seen for the first time is news only if it
  * advertises (after the owner starts, every worker is first seen silent until it calls).
  */
-export const presenceChanges = (before: ReadonlyMap<string, boolean>, now: ReadonlyArray<Sighting>): ReadonlyArray<PresenceChange> =>
-  now.filter((w) => (before.get(w.id) ?? false) !== w.alive).map(({ alive, id, name }) => ({ id, name, alive }))
+export const presenceChanges = (before: ReadonlyMap<string, boolean>, now: ReadonlyArray<Sighting>): ReadonlyArray<Sighting> =>
+  now.filter((w) => (before.get(w.id) ?? false) !== w.alive)
 
-export const lineOf = (c: PresenceChange, held: number): string =>
+/** The log line; `held`: the attempts the worker was running, which are placed again once it is Offline. */
+export const lineOf = (c: Sighting, held: number): string =>
   c.alive
     ? `worker ${c.name} (${c.id}) is advertising: it can take work`
     : `worker ${c.name} (${c.id}) is Offline: no advertisement for ${ADVERTISEMENT_LIFETIME_MS / 1000} s${
@@ -53,7 +48,8 @@ export const run = Effect.gen(function* () {
   const freshness = yield* Freshness
   let seen: ReadonlyMap<string, boolean> = new Map()
   const check = Effect.gen(function* () {
-    const { registry, runs } = yield* projections.state
+    const state = yield* projections.state
+    const { registry } = state
     const now = yield* Clock.currentTimeMillis
     const sightings: Array<Sighting> = []
     // Revoked workers are left out: their revocation is in the audit, and they never call again.
@@ -61,7 +57,8 @@ export const run = Effect.gen(function* () {
       if (w.revokedAt === null && w.advertisement !== null) sightings.push({ id: w.id, name: w.name, alive: advertisementAlive(freshness.get(w.id), now) })
     }
     for (const change of presenceChanges(seen, sightings)) {
-      const held = Option.match(HashMap.get(runs.held, change.id), { onNone: () => 0, onSome: (ids) => ids.length })
+      // Its attempts that still count, or that the lapse superseded already (the scheduler may have been first): placed again.
+      const held = change.alive ? 0 : heldBy(state, change.id).filter(({ a }) => ACTIVE.has(a.state) || a.state === "superseded").length
       yield* change.alive ? Effect.logInfo(lineOf(change, held)) : Effect.logWarning(lineOf(change, held))
     }
     seen = new Map(sightings.map((s) => [s.id, s.alive] as const))

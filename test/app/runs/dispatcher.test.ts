@@ -14,6 +14,7 @@ import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
 import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
@@ -24,6 +25,7 @@ import { Dispatcher, OwnerHost, progressOf, type OwnerHostSettings, type RunDeta
 import { JobNotRunnable, type ResolvedJob } from "../../../src/app/runs/JobCatalog.js"
 import { RunFiles } from "../../../src/app/runs/RunFiles.js"
 import { layerWithRuns, Owner, OwnerAddress } from "../../../src/app/workers/Owner.js"
+import * as Presence from "../../../src/app/workers/Presence.js"
 import type { WorkerRequest, WorkerResponse } from "../../../src/app/workers/Protocol.js"
 import { canonicalState, initialStateRetaining } from "../../../src/domain/journal/OwnerState.js"
 import type { Candidate } from "../../../src/domain/placement/Placement.js"
@@ -730,6 +732,24 @@ describe("a lapsed advertisement", () => {
     }
     return { w1, w2, runId, id }
   })
+
+  it.effect("the owner's log says lab-1 went Offline and that the attempt it held is placed again, once", () =>
+    Effect.gen(function* () {
+      const logs: Array<string> = []
+      const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ logLevel, message }) => void logs.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}`)))
+      yield* Effect.gen(function* () {
+        const { w1, w2 } = yield* silentAfterClaim
+        expect(logs.filter((l) => l.includes("Offline"))).toEqual([])
+        expect(logs).toContain(`INFO worker lab-1 (${w1.workerId}) is advertising: it can take work`)
+        yield* TestClock.adjust(1_100)
+        yield* quiet
+        expect(logs.filter((l) => l.includes("Offline"))).toEqual([`WARN worker lab-1 (${w1.workerId}) is Offline: no advertisement for 15 s; the attempt it held is placed again`])
+        yield* advertise(w2)
+        yield* TestClock.adjust(5_000)
+        expect(logs.filter((l) => l.includes("Offline"))).toHaveLength(1)
+      }).pipe(Effect.provide(Presence.layer.pipe(Layer.provideMerge(TestOwner))), Effect.provide(capture))
+    })
+  )
 
   it.effect("at 14.9 s the attempt still counts; at 15 s the next round supersedes it and places the run again", () =>
     Effect.gen(function* () {
