@@ -8,7 +8,7 @@ import * as http from "node:http"
 import * as net from "node:net"
 import * as nodePath from "node:path"
 
-export const socketPath = (home: string) => nodePath.join(home, "admin.sock")
+const pathIn = (home: string) => nodePath.join(home, "admin.sock")
 
 /**
  * The longest Unix socket path the system takes (its `sun_path` less the final NUL). A longer one
@@ -21,11 +21,21 @@ export class SocketPathTooLong extends Error {}
 
 /** Why this home's admin socket cannot be used, or null: a path longer than the system takes. */
 export const socketPathProblem = (home: string): string | null => {
-  const path = socketPath(home)
+  const path = pathIn(home)
   const bytes = Buffer.byteLength(path)
   return bytes <= SOCKET_PATH_MAX
     ? null
     : `the admin socket ${path} would be ${bytes} bytes long, and a Unix socket path is at most ${SOCKET_PATH_MAX} bytes here: set SVC_HOME to a shorter path (a symbolic link to this directory will do)`
+}
+
+/**
+ * This home's admin socket: every listen and connect takes its path from here, so a path the
+ * system would cut short is refused (SocketPathTooLong) before anything uses it.
+ */
+export const socketPath = (home: string): string => {
+  const problem = socketPathProblem(home)
+  if (problem !== null) throw new SocketPathTooLong(problem)
+  return pathIn(home)
 }
 
 /** A body already written as JSON (a large one, made without holding the owner's thread: app/journal/JsonInTurns.ts). */
@@ -41,12 +51,10 @@ export interface AdminRoute {
 }
 
 /** Whether a runtime answers on this home's admin socket (a stale socket file does not). */
-export const runtimeAnswering = (home: string): Promise<boolean> => answering(socketPath(home))
+export const runtimeAnswering = async (home: string): Promise<boolean> => answering(socketPath(home))
 
 const answering = (path: string): Promise<boolean> =>
   new Promise((resolve) => {
-    // Cut short, the path would name another socket; serveAdmin refuses such a home.
-    if (Buffer.byteLength(path) > SOCKET_PATH_MAX) return resolve(false)
     const socket = net.connect(path)
     socket.once("connect", () => {
       socket.destroy()
@@ -58,8 +66,6 @@ const answering = (path: string): Promise<boolean> =>
 export class AlreadyRunning extends Error {}
 
 export const serveAdmin = async (home: string, routes: ReadonlyArray<AdminRoute>): Promise<http.Server> => {
-  const tooLong = socketPathProblem(home)
-  if (tooLong !== null) throw new SocketPathTooLong(tooLong)
   const path = socketPath(home)
   // One runtime per $SVC_HOME: a second would be a second journal writer.
   if (await answering(path)) throw new AlreadyRunning(`svc serve is already running for ${home}`)
@@ -117,11 +123,11 @@ export class RuntimeNotRunning extends Error {}
 /** One admin call; a missing or dead socket is RuntimeNotRunning. */
 export const adminCall = (home: string, method: "GET" | "POST", path: string, body?: unknown): Promise<{ readonly status: number; readonly body: unknown }> =>
   new Promise((resolve, reject) => {
-    const tooLong = socketPathProblem(home)
-    if (tooLong !== null) return reject(new SocketPathTooLong(tooLong))
+    // Thrown here (a path too long), it rejects the call.
+    const socket = socketPath(home)
     const text = body === undefined ? "" : JSON.stringify(body)
     const req = http.request(
-      { socketPath: socketPath(home), method, path, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(text) } },
+      { socketPath: socket, method, path, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(text) } },
       (res) => {
         const chunks: Array<Buffer> = []
         res.on("data", (c: Buffer) => chunks.push(c))
@@ -135,7 +141,7 @@ export const adminCall = (home: string, method: "GET" | "POST", path: string, bo
       }
     )
     req.on("error", (e: NodeJS.ErrnoException) =>
-      reject(e.code === "ENOENT" || e.code === "ECONNREFUSED" ? new RuntimeNotRunning(`svc serve is not running for ${home} (no ${socketPath(home)})`) : e)
+      reject(e.code === "ENOENT" || e.code === "ECONNREFUSED" ? new RuntimeNotRunning(`svc serve is not running for ${home} (no ${socket})`) : e)
     )
     req.end(text)
   })
