@@ -15,6 +15,7 @@ import { Journal } from "../../app/journal/Journal.js"
 import { auditPlacements, foldJournal, replay, type LiveOwnerState } from "../../app/journal/Replay.js"
 import { parseRetainedRuns, RETAINED_RUNS_VARIABLE } from "../../app/runs/Retention.js"
 import { initialStateRetaining } from "../../domain/journal/OwnerState.js"
+import { hostWords } from "../../domain/placement/Placement.js"
 import { historyOf, type HistoryEntry } from "../../domain/runs/History.js"
 import { isRunId } from "../../domain/runs/Runs.js"
 import type { CanonicalState } from "../../domain/journal/Snapshot.js"
@@ -156,7 +157,7 @@ export const historyLines = (runId: string, entries: ReadonlyArray<HistoryEntry>
     const d = e.decision
     lines.push(`#${e.sequence}  ${new Date(e.at).toISOString()}  ${e.text}${d === undefined ? "" : d.reproduced ? " (reproduced)" : " (DIVERGES)"}`)
     if (d === undefined) continue
-    for (const v of d.verdicts) lines.push(`    ${v.candidate === "owner" ? "owner" : `worker '${v.name}' (${v.candidate})`}: ${v.verdict}`)
+    for (const v of d.verdicts) lines.push(`    ${hostWords(v.candidate, v.name)}${v.candidate === "owner" ? "" : ` (${v.candidate})`}: ${v.verdict}`)
     lines.push(`    selection: ${d.selection}`)
     for (const note of d.notes) lines.push(`    note: ${note}`)
     for (const difference of d.differences) lines.push(`    differs now: ${difference}`)

@@ -187,9 +187,11 @@ export class VerdictList implements VerdictTable {
  */
 export const explain = (o: RecordedOutcome, limit = Infinity): string => explainTable(o.outcome, o.host ?? null, new VerdictList(o.verdicts), limit)
 
+/** A host as explanations name it: `owner`, or `worker 'lab-1'`. */
+export const hostWords = (id: string, name: string): string => (id === "owner" ? "owner" : `worker '${name}'`)
+
 /** `explain` of an outcome whose verdicts are read from `t`. */
 export const explainTable = (outcome: RecordedOutcome["outcome"], host: string | null, t: VerdictTable, limit = Infinity): string => {
-  const who = (id: string, name: string) => (id === "owner" ? "owner" : `worker '${name}'`)
   const named: Array<string> = []
   let excluded = 0
   let hostName: string | undefined
@@ -201,11 +203,11 @@ export const explainTable = (outcome: RecordedOutcome["outcome"], host: string |
     if (named.length >= limit) continue
     const texts: Array<string> = []
     for (let j = 0; j < n; j++) texts.push(t.exclusion(i, j).text)
-    named.push(`${who(t.candidate(i), t.name(i))} (${t.exclusion(i, 0).layer}: ${texts.join("; ")})`)
+    named.push(`${hostWords(t.candidate(i), t.name(i))} (${t.exclusion(i, 0).layer}: ${texts.join("; ")})`)
   }
   const more = excluded - named.length
   const placedOn = outcome === "placed" ? host : null
-  const head = placedOn === null ? outcome : `placed on ${who(placedOn, hostName ?? placedOn)}`
+  const head = placedOn === null ? outcome : `placed on ${hostWords(placedOn, hostName ?? placedOn)}`
   if (excluded === 0) return head
   return `${head}; excluded: ${named.join(", ")}${more === 0 ? "" : `, and ${more} more host${more === 1 ? "" : "s"} (every verdict: svc journal export)`}`
 }

@@ -5,6 +5,7 @@
  * reads to see why the run went where it went, and why it moved. Pure: the events are given.
  */
 import type { Envelope, PlacementDecided } from "../journal/Events.js"
+import { hostWords } from "../placement/Placement.js"
 import { auditPlacement } from "./AuditPlacement.js"
 
 export interface HistoryDecision {
@@ -31,7 +32,6 @@ export interface HistoryEntry {
   readonly decision?: HistoryDecision
 }
 
-const who = (id: string, name: string) => (id === "owner" ? "owner" : `worker '${name}'`)
 
 /** A candidate's verdict in words: its exclusions with their layer, or that it was eligible, with its score. */
 const verdictText = (v: PlacementDecided["verdicts"][number]): string => {
@@ -43,7 +43,7 @@ const verdictText = (v: PlacementDecided["verdicts"][number]): string => {
 export const historyOf = (envelopes: ReadonlyArray<Envelope>): ReadonlyArray<HistoryEntry> => {
   // Host ids as the decisions named them, so that later events say 'lab-1', not its id.
   const names = new Map<string, string>([["owner", "owner"]])
-  const host = (id: string) => who(id, names.get(id) ?? id)
+  const host = (id: string) => hostWords(id, names.get(id) ?? id)
   let decisions = 0
   const entries: Array<HistoryEntry> = []
   for (const { sequence, event: e } of envelopes) {
