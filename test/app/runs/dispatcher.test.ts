@@ -14,7 +14,6 @@ import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
 import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
-import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
@@ -36,6 +35,7 @@ import * as ChildExecutor from "../../../src/infra/runs/ChildExecutor.js"
 import * as FileRunFiles from "../../../src/infra/runs/FileRunFiles.js"
 import { formatValidators } from "../../../src/infra/manifest/FormatValidators.js"
 import * as NodeEntropy from "../../../src/infra/workers/NodeEntropy.js"
+import { capturingLogs } from "../../support/logs.js"
 import { runsDeps } from "../../support/runs.js"
 
 // ---- An owner with one installed bag --------------------------------------------------------
@@ -736,7 +736,7 @@ describe("a lapsed advertisement", () => {
   it.effect("the owner's log says lab-1 went Offline and that the attempt it held is placed again, once", () =>
     Effect.gen(function* () {
       const logs: Array<string> = []
-      const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ logLevel, message }) => void logs.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}`)))
+      const capture = capturingLogs(logs)
       yield* Effect.gen(function* () {
         const { w1, w2 } = yield* silentAfterClaim
         expect(logs.filter((l) => l.includes("Offline"))).toEqual([])

@@ -7,20 +7,17 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
-import * as Logger from "effect/Logger"
 import * as Ref from "effect/Ref"
 import * as TestClock from "effect/TestClock"
 import { runLink, Unreachable, type LinkStatus, type OwnerTransport } from "../../../src/app/workers/Link.js"
 import type { Offer } from "../../../src/app/workers/Offer.js"
 import { Refusal, type WorkerRequest, type WorkerResponse } from "../../../src/app/workers/Protocol.js"
 import { makeSlots } from "../../../src/app/workers/Slots.js"
+import { capturingLogs } from "../../support/logs.js"
 
 const offer: Offer = { capacity: 4, labels: ["arch=x64", "os=linux"], capabilities: ["node"], artifacts: [], withheld: [] }
 const link = { key: "k", url: "https://owner", workerId: "w1", name: "lab-1" }
 
-/** The log lines the link writes, as "LEVEL message", instead of the console. */
-const capturing = (logs: Array<string>) =>
-  Logger.replace(Logger.defaultLogger, Logger.make(({ logLevel, message }) => void logs.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}`)))
 
 /** An owner that answers by a script and records the calls with their time. */
 const scripted = (answer: (request: WorkerRequest, n: number) => Effect.Effect<WorkerResponse, Refusal | Unreachable>) =>
@@ -141,7 +138,7 @@ describe("the worker's link", () => {
       let reason = "https://owner: connect ECONNREFUSED 127.0.0.1:7443"
       const s = yield* scripted((r) => (away ? Effect.fail(new Unreachable({ message: reason })) : Effect.succeed(r.kind === "hello" ? welcome() : ack())))
       const logs: Array<string> = []
-      const fiber = yield* Effect.fork(runLink(link, s.transport, Effect.succeed(offer), s.status).pipe(Effect.provide(capturing(logs))))
+      const fiber = yield* Effect.fork(runLink(link, s.transport, Effect.succeed(offer), s.status).pipe(Effect.provide(capturingLogs(logs))))
       yield* TestClock.adjust("1 second")
       expect(logs).toEqual(["INFO linked to the owner at https://owner as lab-1 (session fence 1)"])
       away = true
@@ -168,7 +165,7 @@ describe("the worker's link", () => {
     Effect.gen(function* () {
       const s = yield* scripted((r) => (r.kind === "hello" ? Effect.succeed(welcome()) : Effect.fail(new Refusal({ code: "revoked", message: "the operator revoked this worker" }))))
       const logs: Array<string> = []
-      yield* Effect.either(runLink(link, s.transport, Effect.succeed(offer), s.status).pipe(Effect.provide(capturing(logs))))
+      yield* Effect.either(runLink(link, s.transport, Effect.succeed(offer), s.status).pipe(Effect.provide(capturingLogs(logs))))
       expect(logs.at(-1)).toBe("ERROR the link to the owner at https://owner as lab-1 has ended (revoked): the operator revoked this worker; its work is stopped")
     })
   )

@@ -7,7 +7,6 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
-import * as Logger from "effect/Logger"
 import * as TestClock from "effect/TestClock"
 import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
 import { Journal, layerMemory } from "../../../src/app/journal/Journal.js"
@@ -18,6 +17,7 @@ import { Refusal, type WorkerRequest, type WorkerResponse } from "../../../src/a
 import { parseJoinToken } from "../../../src/domain/workers/Secrets.js"
 import * as NodeHashing from "../../../src/infra/journal/NodeHashing.js"
 import * as NodeEntropy from "../../../src/infra/workers/NodeEntropy.js"
+import { capturingLogs } from "../../support/logs.js"
 import { runsDeps } from "../../support/runs.js"
 
 const TestOwner = ownerLayer.pipe(
@@ -229,7 +229,7 @@ describe("display states", () => {
   it.effect("the owner's log says once when a worker starts advertising and once when it goes Offline; a revoked one is left out", () =>
     Effect.gen(function* () {
       const logs: Array<string> = []
-      const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ logLevel, message }) => void logs.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}`)))
+      const capture = capturingLogs(logs)
       yield* Effect.gen(function* () {
         const w = yield* linked()
         yield* TestClock.adjust("1 second")
