@@ -8,7 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import { progressOf, type RunDetail, type RunList, type RunView } from "../../app/runs/Dispatcher.js"
-import { RUN_STATES } from "../../domain/runs/Runs.js"
+import { RUN_STATES, TERMINAL } from "../../domain/runs/Runs.js"
 import { admin } from "../admin.js"
 import { refused, usage, type CliFailure } from "../CliFailure.js"
 import { printJson, printLines, table } from "../output.js"
@@ -27,8 +27,6 @@ const readInput = (raw: Option.Option<string>) =>
       catch: (e) => usage(`--input${raw.value.startsWith("@") ? ` ${raw.value}` : ""} is not JSON: ${e instanceof Error ? e.message : String(e)}`)
     })
   })
-
-const TERMINAL = new Set(["succeeded", "failed", "stopped"])
 
 /** How a run `--wait` follows is getting on, while it is not finished. */
 export const progressLine = (r: RunView) =>
