@@ -4,6 +4,15 @@ import { adminCall, RuntimeNotRunning, SocketPathTooLong } from "../infra/http/A
 import { SvcHome } from "../infra/SvcHome.js"
 import { CliFailure, refused, usage } from "./CliFailure.js"
 
+/** Why the admin socket could not be used: not reachable, exit 2 (CLI contract). */
+const notAnswering = (e: unknown): string => {
+  const code = (e as { code?: unknown }).code
+  if (code === "EACCES" || code === "EPERM") {
+    return `the runtime's admin socket refuses this user (${code}): run svc as the user that runs svc serve for this $SVC_HOME`
+  }
+  return `the runtime did not answer: ${e instanceof Error ? e.message : String(e)}`
+}
+
 export const admin = (method: "GET" | "POST", path: string, body?: unknown) =>
   Effect.flatMap(SvcHome, (home) =>
     Effect.tryPromise({
@@ -13,7 +22,7 @@ export const admin = (method: "GET" | "POST", path: string, body?: unknown) =>
           ? new CliFailure({ exitCode: 2, message: `${e.message}: start it with svc serve`, unreachable: true })
           : e instanceof SocketPathTooLong
             ? usage(e.message)
-            : new CliFailure({ exitCode: 1, message: `the runtime did not answer: ${e instanceof Error ? e.message : String(e)}`, unreachable: true })
+            : new CliFailure({ exitCode: 2, message: notAnswering(e), unreachable: true })
     })
   ).pipe(
     Effect.flatMap((r) =>

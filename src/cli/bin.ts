@@ -8,6 +8,7 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import { argumentsProblem } from "./arguments.js"
 import { CliFailure } from "./CliFailure.js"
 import { cli, MainLayer } from "./main.js"
 
@@ -30,6 +31,12 @@ const exitCodeOf = (exit: Exit.Exit<unknown, unknown>): number => {
   return 70
 }
 
-Effect.runPromiseExit(cli(process.argv).pipe(Effect.provide(MainLayer))).then((exit) => {
-  process.exitCode = exitCodeOf(exit)
-})
+const problem = argumentsProblem(process.argv.slice(2))
+if (problem !== undefined) {
+  process.stderr.write(`svc: ${problem}\n`)
+  process.exitCode = 2
+} else {
+  Effect.runPromiseExit(cli(process.argv).pipe(Effect.provide(MainLayer))).then((exit) => {
+    process.exitCode = exitCodeOf(exit)
+  })
+}

@@ -5,6 +5,7 @@
  * runtime is not running (exit 2) and refuse a bad scope (exit 1).
  */
 import { spawn } from "node:child_process"
+import Database from "better-sqlite3"
 import { existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -111,7 +112,7 @@ describe("svc serve configuration", () => {
     expect(statSync(join(workerHome, "links")).mode & 0o777).toBe(0o700)
   }, 60_000)
 
-  it("administrative commands say the runtime is not running (exit 2), and refuse a bad scope (exit 1)", async () => {
+  it("administrative commands say the runtime is not running (exit 2), and refuse a bad --scope, --expires or empty value as usage (exit 2)", async () => {
     const home = tempDir("svc-cfg-none-")
     for (const args of [["workers", "invite"], ["workers", "rotate", "x"], ["workers", "revoke", "x"]]) {
       const r = await svc(args, { cwd: home, home })
@@ -119,10 +120,15 @@ describe("svc serve configuration", () => {
       expect(r.stderr).toMatch(/svc serve is not running for .*: start it with svc serve/)
     }
     const scope = await svc(["workers", "invite", "--scope", "hasher:checksum"], { cwd: home, home })
-    expect(scope.code).toBe(1)
+    expect(scope.code).toBe(2)
     expect(scope.stderr).toContain('--scope names versioned jobs as BAG:JOB@VERSION (such as hasher:checksum@1.0.0); "hasher:checksum" is not')
     const expiry = await svc(["workers", "invite", "--expires", "soon"], { cwd: home, home })
     expect(expiry.code).toBe(2)
+    expect(expiry.stderr).toBe('svc: --expires takes a duration such as 30m, 12h or 7d (or seconds: 90), not "soon"\n')
+    // `--scope "$SCOPE"` with SCOPE unset: not an unscoped invite (every job), a usage error.
+    const empty = await svc(["workers", "invite", "--scope", ""], { cwd: home, home })
+    expect(empty.code).toBe(2)
+    expect(empty.stderr).toBe("svc: --scope was given an empty value (an unset shell variable?): give it one, or leave --scope out\n")
   })
 
   it("a join that cannot reach a loopback owner says what the address means, as the invite did", async () => {
@@ -211,6 +217,25 @@ describe("start-up", () => {
     const invites = await svc(["journal", "replay", "--json"], { cwd: home, home })
     expect(JSON.parse(invites.stdout)).toMatchObject({ checkpoint: { sequence: 1, matches: true }, owner: { compared: true, matches: true }, divergences: [] })
     await second.stop()
+  }, 60_000)
+
+  it("a journal it cannot read stops the start with the reason, closing what it opened", async () => {
+    const home = tempDir("svc-cfg-unreadable-")
+    const first = await startServe("first", home, transcript)
+    expect((await svc(["workers", "invite", "--name", "lab-1"], { cwd: home, home })).code).toBe(0)
+    expect((await first.stop()).code).toBe(0)
+    // What an owner before the check of event times could journal (`--expires 9999999999d`).
+    const db = new Database(join(home, "svc.sqlite"))
+    db.prepare("INSERT INTO events (sequence, stream, stream_version, type, schema_version, payload, recorded_at) VALUES (2, 'invite-x', 1, 'WorkerInvited', 1, ?, 5)").run(
+      JSON.stringify({ inviteId: "x", tokenHash: "0".repeat(64), name: null, scope: [], expiresAt: 864_000_000_000_000_000, actor: "operator", at: 5 })
+    )
+    db.close()
+    // It used to print the error and go on listening on the worker route, with no admin socket.
+    const refused = await serveRefused(home)
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain(`svc: starting the owner from ${join(home, "svc.sqlite")}: an event after sequence 1 cannot be read`)
+    expect(refused.stderr).toContain("must be a whole number of milliseconds since 1970 that a date can hold")
+    expect(existsSync(join(home, "admin.sock"))).toBe(false)
   }, 60_000)
 })
 

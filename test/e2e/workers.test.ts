@@ -273,6 +273,24 @@ describe("svc workers between two real svc serve processes", () => {
     expect((await statusOf(ownerHome)).workers.map((w) => w.name)).toEqual(["lab-1"])
   }, 30_000)
 
+  it("refuses an invite it could not show again, or a name tables cannot, and journals nothing", async () => {
+    const before = await snapshot()
+    // Once journaled as 8.64e20 ms: every fold that showed the invite threw, and the owner could not start.
+    const far = await run(ownerHome, "workers", "invite", "--expires", "9999999999d")
+    expect({ code: far.code, stdout: far.stdout, stderr: far.stderr }).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: "svc: an invite expires within 365 days at most (an unscoped invite given no expiry never expires)\n"
+    })
+    const badName = await run(ownerHome, "workers", "invite", "--name", "evil\nname")
+    expect(badName.code).toBe(1)
+    expect(badName.stderr).toContain(`a worker's name is one word of at most 63 letters, digits, dots, hyphens and underscores, starting with a letter or digit; "evil\\nname" is not`)
+    const lab1 = await workerRow("lab-1")
+    const asId = await run(ownerHome, "workers", "invite", "--name", lab1.id)
+    expect(asId.stderr).toBe(`svc: ${lab1.id} is the id of another worker: choose another name\n`)
+    expect(await snapshot()).toEqual(before)
+  }, 30_000)
+
   it("answers bad input on the route with a documented refusal and changes nothing", async () => {
     const credential = readLink(w1Home).credential
     const fence = (await linkState(w1Home))!.fence!
@@ -407,7 +425,15 @@ describe("svc workers between two real svc serve processes", () => {
     // A token that claims a wider scope (valid checksum, real secret) joins with the owner's scope.
     const claiming = editToken(token, { ...payload, scope: [JOB, "evil:all@1.0.0"], sc: ["*"] }, "recompute")
     tokens.add(claiming)
-    const joined = await run(w3Home, "workers", "join", claiming, "--json")
+    // A home that cannot keep the link is found out before the token is spent.
+    const blocked = tempDir("svc-blocked-")
+    writeFileSync(join(blocked, "links"), "not a directory")
+    const cannot = await run(blocked, "workers", "join", claiming)
+    expect(cannot.code).toBe(2)
+    expect(cannot.stderr).toMatch(new RegExp(`^svc: cannot keep a link in ${join(blocked, "links")}: .*; nothing was redeemed, the token is still good\n$`))
+    expect((await statusOf(ownerHome)).workers.map((w) => w.name)).toEqual(["lab-1"])
+    // Pasted with its line end, the token is the same token (it was a header error once).
+    const joined = await run(w3Home, "workers", "join", `${claiming}\n`, "--json")
     expect(joined.code, joined.stderr).toBe(0)
     expect(JSON.parse(joined.stdout)).toMatchObject({ name: "lab-scope", scope: ["hasher:checksum@2.0.0"] })
     const credential = readLink(w3Home).credential

@@ -161,7 +161,7 @@ export const make = Effect.gen(function* () {
       const secret = base62FromBytes(entropy.bytes(40), 40)
       const envelopes = yield* execute((r) =>
         Decide.decideInvite(
-          { inviteId, tokenHash: sha(secret), name: i.name, scope: i.scope, expiresAt: i.expiresInMs === null ? null : now + i.expiresInMs, actor: i.actor, now },
+          { inviteId, tokenHash: sha(secret), name: i.name, scope: i.scope, expiresAt: i.expiresInMs === null ? null : now + Math.round(i.expiresInMs), actor: i.actor, now },
           r
         )
       )

@@ -11,7 +11,7 @@ import type { WorkerStatus } from "../../app/workers/Owner.js"
 import { JOB_ADDRESS } from "../../domain/manifest/JobAddress.js"
 import { parseJoinToken } from "../../domain/workers/Secrets.js"
 import { SvcHome } from "../../infra/SvcHome.js"
-import { linkKey, readLinks, removeLink, writeLink, type StoredLink } from "../../infra/workers/LinkStore.js"
+import { linkKey, linksDir, checkLinksWritable, readLinks, removeLink, writeLink, type StoredLink } from "../../infra/workers/LinkStore.js"
 import { callOwner, fetchPinnedCertificate, makeAgent } from "../../infra/workers/OwnerClient.js"
 import { admin } from "../admin.js"
 import { exitQuietly, refused, usage } from "../CliFailure.js"
@@ -29,16 +29,16 @@ const invite = Command.make(
   "invite",
   {
     scope: Options.text("scope").pipe(Options.repeated, Options.withDescription("BAG:JOB@VERSION the worker may claim (repeat for several); none: every job")),
-    expires: Options.text("expires").pipe(Options.optional, Options.withDescription("expire the unused invite after DURATION (30m, 12h, 7d); scoped invites expire after 24h at most")),
+    expires: Options.text("expires").pipe(Options.optional, Options.withDescription("expire the unused invite after DURATION (30m, 12h, 7d; a bare number is seconds), 365d at most; scoped invites expire after 24h at most")),
     name: Options.text("name").pipe(Options.optional, Options.withDescription("the worker's human name"))
   },
   ({ expires, name, scope }) =>
     Effect.gen(function* () {
       const bad = scope.filter((s) => !JOB_ADDRESS.test(s))
-      if (bad.length > 0) return yield* refused(`--scope names versioned jobs as BAG:JOB@VERSION (such as hasher:checksum@1.0.0); ${bad.map((b) => JSON.stringify(b)).join(", ")} ${bad.length === 1 ? "is" : "are"} not`)
+      if (bad.length > 0) return yield* usage(`--scope names versioned jobs as BAG:JOB@VERSION (such as hasher:checksum@1.0.0); ${bad.map((b) => JSON.stringify(b)).join(", ")} ${bad.length === 1 ? "is" : "are"} not`)
       const seconds = Option.isSome(expires) ? durationSeconds(expires.value) : null
       const expiresInMs = seconds === undefined ? undefined : seconds === null ? null : seconds * 1000
-      if (expiresInMs === undefined) return yield* usage(`--expires takes a duration such as 30m, 12h or 7d`)
+      if (expiresInMs === undefined) return yield* usage(`--expires takes a duration such as 30m, 12h or 7d (or seconds: 90), not ${JSON.stringify(Option.getOrElse(expires, () => ""))}`)
       const answer = yield* admin("POST", "/invite", { scope, expiresInMs, name: Option.getOrNull(name) })
       // The token alone on stdout, once: TOKEN=$(svc workers invite) works.
       yield* Console.log(String(answer["token"]))
@@ -59,7 +59,9 @@ const join = Command.make(
   { token: Args.text({ name: "TOKEN" }), name: Options.text("name").pipe(Options.optional, Options.withDescription("this worker's human name (default: host name)")), json },
   ({ json, name, token }) =>
     Effect.gen(function* () {
-      const content = parseJoinToken(token)
+      // A token pasted with its line end (or spaces) is the same token.
+      const bearer = token.trim()
+      const content = parseJoinToken(bearer)
       if (typeof content === "string") return yield* refused(content)
       const home = (yield* SvcHome).path
       // A loopback address in the token reaches only the owner's own machine: say so, it is the likely cause.
@@ -69,6 +71,11 @@ const join = Command.make(
       const certificate = yield* Effect.tryPromise({
         try: () => fetchPinnedCertificate(content.url, content.fingerprint),
         catch: (e) => usage(`cannot reach the owner: ${e instanceof Error ? e.message : String(e)}${loopback}`)
+      })
+      // Redeeming spends the token: first make sure the link it brings can be kept here.
+      yield* Effect.tryPromise({
+        try: () => checkLinksWritable(home),
+        catch: (e) => usage(`cannot keep a link in ${linksDir(home)}: ${e instanceof Error ? e.message : String(e)}; nothing was redeemed, the token is still good`)
       })
       const pinned = { url: content.url, fingerprint: content.fingerprint, certificate }
       const agent = makeAgent(pinned)
@@ -80,14 +87,22 @@ const join = Command.make(
         name: Option.getOrElse(name, () => os.hostname()),
         ...(earlier === undefined ? {} : { previousCredential: earlier.link.credential })
       }
-      const answer = yield* callOwner(pinned, agent, token, request).pipe(
+      const answer = yield* callOwner(pinned, agent, bearer, request).pipe(
         Effect.mapError((e) => (e._tag === "Unreachable" ? usage(`cannot reach the owner: ${e.message}${loopback}`) : refused(`the owner refused: ${e.message}`))),
         Effect.ensuring(Effect.sync(() => agent.destroy()))
       )
       if (answer.kind !== "joined") return yield* refused(`the owner answered ${answer.kind} to join`)
-      yield* Effect.promise(() =>
-        writeLink(home, { url: content.url, fingerprint: content.fingerprint, certificate, workerId: answer.workerId, name: answer.name, credential: answer.credential, joinedAt: new Date().toISOString() })
-      )
+      yield* Effect.tryPromise({
+        try: () =>
+          writeLink(home, { url: content.url, fingerprint: content.fingerprint, certificate, workerId: answer.workerId, name: answer.name, credential: answer.credential, joinedAt: new Date().toISOString() }),
+        catch: (e) =>
+          refused(
+            `joined ${content.url} as ${answer.name} (${answer.workerId}), but its link could not be written to ${linksDir(home)} (${e instanceof Error ? e.message : String(e)}), and its credential with it: ask the owner's operator to revoke ${answer.workerId} and invite this machine again`
+          )
+      })
+      // The invite's name wins over --name (the operator chose it): say so rather than drop it silently.
+      const nameUnused = Option.isSome(name) && name.value !== answer.name ? `the invite names this worker ${answer.name}; --name ${name.value} was not used` : undefined
+      if (nameUnused !== undefined) yield* Console.error(`note: ${nameUnused}`)
       if (json) return yield* printJson({ owner: content.url, workerId: answer.workerId, name: answer.name, scope: answer.scope, replaces: answer.replaces })
       yield* Console.log(`joined ${content.url} as ${answer.name} (${answer.workerId}); scope: ${answer.scope.length === 0 ? "every job" : answer.scope.join(", ")}`)
       if (answer.replaces !== null) yield* Console.log(`this replaces the earlier identity ${answer.replaces}: the slots it still holds on the owner are freed when this machine next says hello`)

@@ -9,7 +9,17 @@
  */
 import * as Schema from "effect/Schema"
 
-const Millis = Schema.Number
+/** The latest instant a JavaScript `Date` can hold (8.64e15 ms, in the year 275760). */
+export const LATEST_MILLIS = 8.64e15
+
+/**
+ * An instant in epoch milliseconds: a whole number a `Date` can hold. Checked when an event is
+ * made, so that nothing is journaled that the owner could not show again (an invite's
+ * `expiresAt` of 1e18 once made every later fold that formats it throw).
+ */
+const Millis = Schema.Number.pipe(
+  Schema.filter((n) => (Number.isSafeInteger(n) && n >= 0 && n <= LATEST_MILLIS) || "must be a whole number of milliseconds since 1970 that a date can hold")
+)
 const Sha256Hex = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/))
 
 /** An artifact a worker holds: a versioned job and the digest of its bag. */

@@ -24,12 +24,15 @@ import type { InviteRecord, Registry, WorkerRecord } from "./Registry.js"
 
 /** Spec: an unused scoped invite expires after 24 hours; rotation keeps the old credential 5 minutes. */
 export const SCOPED_INVITE_LIFETIME_MS = 24 * 60 * 60 * 1000
+/** The furthest expiry an invite may be given: a year. An unscoped invite given none never expires. */
+export const MAX_INVITE_LIFETIME_MS = 365 * 24 * 60 * 60 * 1000
 export const ROTATION_GRACE_MS = 5 * 60 * 1000
 export const MAX_CAPACITY = 100
 
 export type RejectionCode =
   | "invalid-scope"
   | "invalid-expiry"
+  | "invalid-name"
   | "unknown-invite"
   | "invite-redeemed"
   | "invite-expired"
@@ -78,12 +81,33 @@ export interface InviteWorker {
   readonly now: number
 }
 
-export const decideInvite = (c: InviteWorker, _state: Registry): Decision | Rejection => {
+/** A worker's name: what tables show and commands take, so one printable word. */
+const WORKER_NAME = /^[\p{L}\p{N}][\p{L}\p{N}._-]{0,62}$/u
+
+/**
+ * Why `name` cannot name a worker, or undefined: it must be one word of at most 63 letters,
+ * digits, dots, hyphens and underscores (a host name is), and not another worker's id, which
+ * commands would take for that worker.
+ */
+export const workerNameProblem = (name: string, state: Registry): string | undefined => {
+  if (!WORKER_NAME.test(name)) {
+    return `a worker's name is one word of at most 63 letters, digits, dots, hyphens and underscores, starting with a letter or digit; ${JSON.stringify(name)} is not`
+  }
+  if (HashMap.has(state.workers, name)) return `${name} is the id of another worker: choose another name`
+  return undefined
+}
+
+export const decideInvite = (c: InviteWorker, state: Registry): Decision | Rejection => {
   const bad = c.scope.filter((s) => !JOB_ADDRESS.test(s))
   if (bad.length > 0) {
     return reject("invalid-scope", `a scope names versioned jobs as BAG:JOB@VERSION; ${bad.map((s) => JSON.stringify(s)).join(", ")} ${bad.length === 1 ? "is" : "are"} not`)
   }
-  if (c.expiresAt !== null && c.expiresAt <= c.now) return reject("invalid-expiry", "the expiry must be in the future")
+  const badName = c.name === null ? undefined : workerNameProblem(c.name, state)
+  if (badName !== undefined) return reject("invalid-name", badName)
+  if (c.expiresAt !== null && !(c.expiresAt > c.now)) return reject("invalid-expiry", "the expiry must be in the future")
+  if (c.expiresAt !== null && c.expiresAt - c.now > MAX_INVITE_LIFETIME_MS) {
+    return reject("invalid-expiry", "an invite expires within 365 days at most (an unscoped invite given no expiry never expires)")
+  }
   const scoped = c.scope.length > 0
   const expiresAt = scoped ? Math.min(c.expiresAt ?? Infinity, c.now + SCOPED_INVITE_LIFETIME_MS) : c.expiresAt
   return decided(inviteStream(c.inviteId), 0, [
@@ -122,6 +146,9 @@ export const decideRedeem = (c: RedeemInvite, state: Registry): Decision | Rejec
   if (!sameDigest(invite.tokenHash, c.tokenHash)) return reject("wrong-token", "this join token is not known to the owner")
   if (invite.redeemedBy !== null) return reject("invite-redeemed", "this join token was already redeemed; ask the owner for a new one")
   if (inviteExpired(invite, c.now)) return reject("invite-expired", "this join token has expired; ask the owner for a new one")
+  // The invite's name was checked when it was made; a name the joiner gives is checked here.
+  const badName = invite.name === null ? workerNameProblem(c.name, state) : undefined
+  if (badName !== undefined) return reject("invalid-name", `${badName} (give one with svc workers join --name)`)
   return decided(inviteStream(c.inviteId), invite.streamVersion, [
     new WorkerJoined({
       workerId: c.workerId,
@@ -231,6 +258,8 @@ export interface RevokeWorker {
 }
 
 export const decideRevoke = (c: RevokeWorker, state: Registry): Decision | Rejection => {
+  const known = HashMap.get(state.workers, c.workerId)
+  if (Option.isSome(known) && known.value.revokedAt !== null) return reject("worker-revoked", `worker ${known.value.name} is already revoked`)
   const w = liveWorker(state, c.workerId)
   if (isRejection(w)) return w
   return decided(workerStream(w.id), w.streamVersion, [new WorkerRevoked({ workerId: w.id, actor: c.actor, at: c.now })])

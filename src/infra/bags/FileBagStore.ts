@@ -60,7 +60,8 @@ export const make = (home: string) => {
     get: (name) => wrap(`reading bag ${name}`, () => read(dirName(name))),
     put: (snapshot, record) =>
       wrap(`installing bag ${record.name}`, async () => {
-        await fs.mkdir(root, { recursive: true })
+        // $SVC_HOME too when it is new: owner-only, as svc serve makes it (it holds credentials).
+        await fs.mkdir(root, { recursive: true, mode: 0o700 })
         const staging = nodePath.join(root, `.staging-${randomBytes(6).toString("hex")}`)
         try {
           for (const dir of [...snapshot.listing.dirs].sort()) await fs.mkdir(nodePath.join(staging, "bag", dir), { recursive: true })

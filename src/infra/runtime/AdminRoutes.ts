@@ -51,6 +51,9 @@ export const adminRoutes = (
         const scope = field(body, "scope")
         const expiresInMs = field(body, "expiresInMs")
         const name = field(body, "name")
+        if (expiresInMs != null && (typeof expiresInMs !== "number" || !Number.isFinite(expiresInMs))) {
+          return Promise.resolve([400, { code: "bad-request", message: `expiresInMs takes a number of milliseconds, not ${JSON.stringify(expiresInMs)}` }] as const)
+        }
         return answer(
           Effect.flatMap(Owner, (o) =>
             o.invite({

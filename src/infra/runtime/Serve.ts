@@ -8,6 +8,7 @@ import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import type { AddressInfo } from "node:net"
+import * as Cause from "effect/Cause"
 import * as Console from "effect/Console"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
@@ -124,6 +125,10 @@ export const serve = (options: ServeOptions) =>
       const tls = yield* wrap("loading the TLS certificate", () => loadOrCreate(options.home, options.tls))
       const server = createServer({ cert: tls.cert, key: tls.key, host: options.host, port: options.port }, () => undefined)
       const address = yield* listen(server, options.port, options.host)
+      // Closed whatever stops the start from here on (an open listener would keep the process
+      // alive), and once running, before the owner's runtime closes (below).
+      const closeRoute = yield* Effect.cached(closeServer(server))
+      yield* Effect.addFinalizer(() => closeRoute)
       const shownHost = options.host === "0.0.0.0" || options.host === "::" ? os.hostname() : options.host.includes(":") ? `[${options.host}]` : options.host
       const url = options.publicUrl ?? `https://${shownHost}:${address.port}`
 
@@ -143,12 +148,18 @@ export const serve = (options: ServeOptions) =>
       )
       // The owner's log of workers coming and going, over the same projections and freshness.
       const owner = Presence.layer.pipe(Layer.provideMerge(ownerStack))
-      const runtime = yield* Layer.toRuntime(owner).pipe(Effect.mapError((e) => new ServeError({ message: `opening the journal: ${String((e as { message?: unknown }).message ?? e)}` })))
+      // A failure or a defect (an event a fold cannot take, say) ends the start with its message.
+      const runtime = yield* Layer.toRuntime(owner).pipe(
+        Effect.catchAllCause((cause) => {
+          const reason = Cause.squash(cause)
+          return new ServeError({ message: `starting the owner from ${storePath(options.home)}: ${reason instanceof Error ? reason.message : String((reason as { message?: unknown })?.message ?? reason)}` })
+        })
+      )
       server.removeAllListeners("request")
       const handler = makeHandler(runtime)
       server.on("request", handler)
       // Calls still running (a claim's long poll) end with the runtime instead of holding the process.
-      yield* Effect.addFinalizer(() => Effect.andThen(Effect.promise(handler.interruptAll), closeServer(server)))
+      yield* Effect.addFinalizer(() => Effect.andThen(Effect.promise(handler.interruptAll), closeRoute))
 
       // Worker side: one link per owner this machine works for; new links are picked up.
       const statuses = yield* Ref.make<ReadonlyMap<string, LinkStatus>>(new Map())

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest"
 import type { Envelope, Event, WorkerAdvertised } from "../../../src/domain/journal/Events.js"
-import { CURRENT_VERSION } from "../../../src/domain/journal/Events.js"
+import { CURRENT_VERSION, WorkerInvited } from "../../../src/domain/journal/Events.js"
 import { evolve, initialState } from "../../../src/domain/journal/OwnerState.js"
 import * as D from "../../../src/domain/workers/Decide.js"
 import type { Registry } from "../../../src/domain/workers/Registry.js"
@@ -52,6 +52,30 @@ describe("invite", () => {
     expect(bad._tag === "Rejected" && bad.message).toBe('a scope names versioned jobs as BAG:JOB@VERSION; "hasher:checksum", "*" are not')
     expect(rejection(invite([], 0, 10))).toBe("invalid-expiry")
   })
+
+  it("an expiry is at most 365 days away, so every journaled one is a time a date can hold", () => {
+    expect(rejection(invite([], D.MAX_INVITE_LIFETIME_MS))).toBe("decided")
+    const far = invite([], D.MAX_INVITE_LIFETIME_MS + 1)
+    expect(far).toMatchObject({ _tag: "Rejected", code: "invalid-expiry" })
+    expect(far._tag === "Rejected" && far.message).toBe("an invite expires within 365 days at most (an unscoped invite given no expiry never expires)")
+    // What `--expires 9999999999d` once journaled (the owner then could not fold its own journal).
+    expect(rejection(invite([], 864_000_000_000_000_000))).toBe("invalid-expiry")
+    expect(rejection(invite([], Number.NaN))).toBe("invalid-expiry")
+  })
+
+  it("a name is one printable word, and not another worker's id", () => {
+    const named = (name: string, registry = given()) => D.decideInvite({ inviteId: "i", tokenHash: hash("t"), name, scope: [], expiresAt: null, actor: "op", now: 0 }, registry)
+    for (const good of ["lab-1", "gpu_box.local", "Büro2", "a".repeat(63)]) expect(rejection(named(good))).toBe("decided")
+    for (const bad of ["", " lab", "lab 1", "evil\nname", "\u001b[31mred", "-lab", "a".repeat(64), "lab/1"]) {
+      const d = named(bad)
+      expect(d).toMatchObject({ _tag: "Rejected", code: "invalid-name" })
+      expect(d._tag === "Rejected" && d.message).toBe(
+        `a worker's name is one word of at most 63 letters, digits, dots, hyphens and underscores, starting with a letter or digit; ${JSON.stringify(bad)} is not`
+      )
+    }
+    const taken = named("w", given(invited("j"), joined("w", "j")))
+    expect(taken._tag === "Rejected" && taken.message).toBe("w is the id of another worker: choose another name")
+  })
 })
 
 describe("redeem", () => {
@@ -73,6 +97,16 @@ describe("redeem", () => {
 
   it("an unscoped invite without expiry never expires", () => {
     expect(rejection(redeem(given(invited("i", 0)), 10_000 * HOUR))).toBe("decided")
+  })
+
+  it("checks the name the joiner gives when the invite names no one; the invite's own name wins", () => {
+    const as = (name: string, registry: Registry) =>
+      D.decideRedeem({ inviteId: "i", tokenHash: hash("token-i"), workerId: "w", name, credentialHash: hash("c"), previousCredentialHash: null, now: 1 }, registry)
+    const bad = as("my box", given(invited("i", 0)))
+    expect(bad).toMatchObject({ _tag: "Rejected", code: "invalid-name" })
+    expect(bad._tag === "Rejected" && bad.message).toContain('"my box" is not (give one with svc workers join --name)')
+    const inviteNamed = new WorkerInvited({ inviteId: "i", tokenHash: hash("token-i"), name: "lab-1", scope: [], expiresAt: null, actor: "operator", at: 0 })
+    expect(events(as("my box", given(inviteNamed)))[0]).toMatchObject({ name: "lab-1" })
   })
 
   it("refuses a wrong token and an unknown invite with the same words", () => {
@@ -130,6 +164,11 @@ describe("sessions and fences", () => {
     expect(events(D.decideStartSession({ workerId: "w", previousSessionLive: false, now: 1 }, given(...linked)))[0]).toMatchObject({ fence: 1, takeover: false })
     expect(events(D.decideStartSession({ workerId: "w", previousSessionLive: true, now: 2 }, given(...linked, session("w", 1))))[0]).toMatchObject({ fence: 2, takeover: true })
     expect(events(D.decideStartSession({ workerId: "w", previousSessionLive: false, now: 2 }, given(...linked, session("w", 1))))[0]).toMatchObject({ fence: 2, takeover: false })
+  })
+
+  it("revoking a revoked worker is refused as already done", () => {
+    const again = D.decideRevoke({ workerId: "w", actor: "op", now: 1 }, given(...linked, revoked("w")))
+    expect(again).toMatchObject({ _tag: "Rejected", code: "worker-revoked", message: "worker box-w is already revoked" })
   })
 
   it("a revoked worker cannot start a session", () => {
