@@ -11,9 +11,10 @@
  * | `lab:beta`     | `pool-b=yes`   | worker b (a lacks the label and is out of scope)         |
  * | `lab:nowhere`  | `pool-c=yes`   | nowhere: blocked, every candidate excluded               |
  * | `lab:slow`     | `pool-a=yes`   | a or b (both in scope, both labelled), by `--prefer host=X` |
+ * | `lab:loud`     | `pool-b=yes`   | worker b: prints more than a body of the route carries   |
  *
  * Workers: a has labels `pool-a=yes,host=a` and scope alpha + slow; b has
- * `pool-a=yes,pool-b=yes,host=b` and scope beta + slow. (Labels are one value per key, so b
+ * `pool-a=yes,pool-b=yes,host=b` and scope beta + slow + loud. (Labels are one value per key, so b
  * cannot carry pool=a and pool=b at once: the pools are separate keys.)
  *
  * `lab:slow` sleeps for `sleepMs[attempt - 1]` (the last entry for later attempts), so its first
@@ -38,6 +39,7 @@ const ALPHA = "lab:alpha@1.0.0"
 const BETA = "lab:beta@1.0.0"
 const NOWHERE = "lab:nowhere@1.0.0"
 const SLOW = "lab:slow@1.0.0"
+const LOUD = "lab:loud@1.0.0"
 
 const temps = tempDirs()
 const tempDir = temps.make
@@ -196,6 +198,10 @@ const jobYaml = (name: string, main: string, labels: ReadonlyArray<string>, inpu
 const DOUBLE_IN = `{ type: object, properties: { n: { type: integer, minimum: 0 } }, required: [n], additionalProperties: false }`
 const DOUBLE_OUT = `{ type: object, properties: { n: { type: integer }, doubled: { type: integer } }, required: [n, doubled], additionalProperties: false }`
 const SLOW_IN = `{ type: object, properties: { sleepMs: { type: array, items: { type: integer, minimum: 0 }, minItems: 1 }, pidDir: { type: string } }, required: [sleepMs, pidDir], additionalProperties: false }`
+const LOUD_IN = `{ type: object, properties: { lines: { type: integer, minimum: 0 } }, required: [lines], additionalProperties: false }`
+const LOUD_OUT = `{ type: object, properties: { lines: { type: integer } }, required: [lines], additionalProperties: false }`
+/** One line of lab:loud's output: quotes, a backslash and characters of 2 to 4 bytes weigh more as JSON. */
+const LOUD_LINE = (i: number) => `line ${i}: "quoted" \\ é € 😀 ${"x".repeat(40)}\n`
 const SLOW_OUT = `{ type: object, properties: { attempt: { type: integer }, sleptMs: { type: integer } }, required: [attempt, sleptMs] }`
 
 const READ_INPUT = `let text = ""
@@ -219,10 +225,19 @@ const writeBag = (dir: string) => {
       jobYaml("beta", "jobs/double.mjs", ["pool-b=yes"], DOUBLE_IN, DOUBLE_OUT),
       jobYaml("nowhere", "jobs/double.mjs", ["pool-c=yes"], DOUBLE_IN, DOUBLE_OUT),
       jobYaml("slow", "jobs/slow.mjs", ["pool-a=yes"], SLOW_IN, SLOW_OUT),
+      jobYaml("loud", "jobs/loud.mjs", ["pool-b=yes"], LOUD_IN, LOUD_OUT),
       ""
     ].join("\n")
   )
   writeFileSync(join(dir, "jobs", "double.mjs"), `${READ_INPUT}console.log(JSON.stringify({ n: input.n, doubled: input.n * 2 }))\n`)
+  writeFileSync(
+    join(dir, "jobs", "loud.mjs"),
+    `${READ_INPUT}const line = (i) => "line " + i + ': "quoted" \\\\ é € 😀 ' + "x".repeat(40) + "\\n"
+for (let i = 0; i < input.lines; i++) process.stdout.write(line(i))
+for (let i = 0; i < input.lines / 4; i++) process.stderr.write("warning " + i + "\\n")
+console.log(JSON.stringify({ lines: input.lines }))
+`
+  )
   writeFileSync(
     join(dir, "jobs", "slow.mjs"),
     `import { renameSync, writeFileSync } from "node:fs"
@@ -286,7 +301,7 @@ beforeAll(async () => {
       expect(r.code, r.stderr).toBe(0)
     })
   )
-  const [tokenA, tokenB] = await Promise.all([invite("a", [ALPHA, SLOW]), invite("b", [BETA, SLOW])])
+  const [tokenA, tokenB] = await Promise.all([invite("a", [ALPHA, SLOW]), invite("b", [BETA, SLOW, LOUD])])
   await Promise.all([join_(aHome, tokenA, "a"), join_(bHome, tokenB, "b")])
   ;[workerA, workerB] = await Promise.all([
     startServe("worker a", aHome, transcript, { env: { SVC_WORKFLOW_LABELS: "pool-a=yes,host=a", SVC_WORKFLOW_CAPACITY: "4" } }),
@@ -467,6 +482,19 @@ describe("runs between an owner and two real worker processes", () => {
     expect(waitedRemote.code, waitedRemote.stderr).toBe(0)
     expect(waitedRemote.stdout.trim().split("\n")).toEqual([JSON.stringify({ n: 5, doubled: 10 })])
     expect(waitedRemote.stderr).toMatch(/succeeded on b/)
+    // More output than one body of the route carries (64 KiB): it goes in pieces, and the run
+    // ends in its first attempt (a report that carried it all was refused, and the run placed
+    // again forever).
+    const loud = await run(ownerHome, "run", LOUD, "--input", '{"lines":3000}', "--wait")
+    expect(loud.code, loud.stderr).toBe(0)
+    expect(JSON.parse(loud.stdout)).toEqual({ lines: 3000 })
+    const loudRun = await showRun(loud.stderr.match(/run (r\w+)/)![1]!)
+    expect(loudRun.attempts).toBe(1)
+    const printed = Array.from({ length: 3000 }, (_, i) => LOUD_LINE(i)).join("") + '{"lines":3000}\n'
+    expect(printed.length).toBeGreaterThan(200_000)
+    expect(printed.endsWith(loudRun.output.stdout)).toBe(true)
+    expect(loudRun.output.stdout.length).toBeGreaterThan(30_000)
+    expect(loudRun.output.stderr.endsWith("warning 749\n")).toBe(true)
 
     // --wait on a run that cannot be placed says so on stderr at once, with every candidate's
     // reason, and keeps waiting; stopping the run ends the wait (exit 1, the run stopped).

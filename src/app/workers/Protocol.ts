@@ -9,6 +9,22 @@ import { HeldArtifact } from "../../domain/journal/Events.js"
 
 export const PROTOCOL_VERSION = 1
 
+/** The largest body the route takes, in bytes (docs/protocol.md, "Limits"). */
+export const MAX_BODY_BYTES = 64 * 1024
+
+/** The bytes of `value` as a JSON body (UTF-8): what it weighs against `MAX_BODY_BYTES`. */
+export const jsonBytes = (value: unknown): number => {
+  const text = JSON.stringify(value) ?? ""
+  let bytes = text.length
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c < 0x80) continue
+    // Two bytes below U+0800, three up to U+FFFF; a surrogate pair (two units) is four.
+    bytes += c < 0x800 ? 1 : c >= 0xd800 && c <= 0xdbff ? 1 : c >= 0xdc00 && c <= 0xdfff ? 1 : 2
+  }
+  return bytes
+}
+
 const Fence = Schema.Int.pipe(Schema.positive())
 const Name = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(100))
 const ShortList = <A, I>(item: Schema.Schema<A, I>, max: number) => Schema.Array(item).pipe(Schema.maxItems(max))

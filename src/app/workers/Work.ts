@@ -9,6 +9,7 @@
  * report goes out with the new session's fence. An attempt the owner says to stop is stopped and
  * not reported; a report the owner refuses (superseded) is dropped: its activity runs elsewhere.
  */
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -16,7 +17,7 @@ import * as Schedule from "effect/Schedule"
 import type { ExecutionOutcome, ExecutorService } from "../runs/Executor.js"
 import type { JobNotRunnable, ResolvedJob } from "../runs/JobCatalog.js"
 import type { RunFilesService } from "../runs/RunFiles.js"
-import type { Assignment, OutputDelta, Refusal, WorkerRequest, WorkerResponse } from "./Protocol.js"
+import { jsonBytes, MAX_BODY_BYTES, type Assignment, type OutputDelta, type Refusal, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
 import type { Slots } from "./Slots.js"
 import type { Unreachable } from "./Link.js"
 
@@ -37,11 +38,20 @@ interface Running {
   readonly fiber: Fiber.RuntimeFiber<void>
   stopped: boolean
   offsets: { stdout: number; stderr: number }
+  /** Its report has begun: the report sends the rest of its output, heartbeats no longer do. */
+  reporting: boolean
   /** Whether it holds a slot yet (an attempt that arrived with none free waits for one). */
   readonly holdsSlot: () => boolean
 }
 
+/** At most this many bytes of one stream in one delta (the protocol's limit on its characters). */
 const MAX_DELTA = 65_536
+/** Room kept in every body for what the estimate of the rest may miss. */
+const BODY_SLACK = 1_024
+/** A report's body without output at most, so that a quarter of a body is left for output. */
+export const MAX_REPORT_BYTES = (MAX_BODY_BYTES / 4) * 3 - BODY_SLACK
+/** What one delta adds to a body besides its text: the field names, the attempt id, the quotes. */
+const deltaOverhead = (attempt: string) => jsonBytes({ attempt, stdout: "", stderr: "" }) + 1
 
 export const makeWork = (side: WorkSide, call: Call) =>
   Effect.gen(function* () {
@@ -58,12 +68,55 @@ export const makeWork = (side: WorkSide, call: Call) =>
     let changes = 0
     let told = 0
 
-    const delta = (attempt: string, r: Running) =>
+    /**
+     * One stream's output from `offset`, as much as `budget` bytes of JSON can carry (escapes and
+     * UTF-8 included); `more` when the read was cut short, by the budget or the delta's limit,
+     * so output may be left.
+     */
+    const readWithin = (attempt: string, stream: "stdout" | "stderr", offset: number, budget: number) =>
       Effect.gen(function* () {
-        const out = yield* side.files.readFrom(attempt, "stdout", r.offsets.stdout, MAX_DELTA)
-        const err = yield* side.files.readFrom(attempt, "stderr", r.offsets.stderr, MAX_DELTA)
-        return { delta: { attempt, stdout: out.text, stderr: err.text } satisfies OutputDelta, next: { stdout: out.next, stderr: err.next } }
+        let max = Math.min(MAX_DELTA, budget - 2)
+        while (max > 0) {
+          const read = yield* side.files.readFrom(attempt, stream, offset, max)
+          const bytes = jsonBytes(read.text)
+          // A read that filled what was asked (but for a character cut at its end) may have left some.
+          if (bytes <= budget) return { text: read.text, next: read.next, bytes, more: read.next - offset > max - 4 }
+          // Escapes made it heavier than its bytes: ask for proportionally fewer.
+          max = Math.floor((max * budget) / bytes) - 8
+        }
+        return { text: "", next: offset, bytes: 2, more: true }
       })
+
+    /**
+     * An attempt's output since the owner last had it, as much as `budget` bytes of a body can
+     * carry, and where the next delta starts; `more` when some may be left.
+     */
+    const delta = (attempt: string, r: Running, budget: number) =>
+      Effect.gen(function* () {
+        const room = budget - deltaOverhead(attempt)
+        const out = yield* readWithin(attempt, "stdout", r.offsets.stdout, room)
+        const err = yield* readWithin(attempt, "stderr", r.offsets.stderr, room - out.bytes + 2)
+        return {
+          delta: { attempt, stdout: out.text, stderr: err.text } satisfies OutputDelta,
+          next: { stdout: out.next, stderr: err.next },
+          bytes: deltaOverhead(attempt) + out.bytes + err.bytes - 4,
+          more: out.more || err.more
+        }
+      })
+
+    /**
+     * An attempt's output goes in one call at a time, so that no piece goes twice: the
+     * heartbeats carry it until its report begins (`Running.reporting`); from then on the report
+     * does, once the heartbeat that may be carrying some of it is answered (`carrying`, `carried`).
+     */
+    const carrying = new Set<string>()
+    let carried = yield* Deferred.make<void>()
+    const notCarried = (attempt: string): Effect.Effect<void> =>
+      carrying.has(attempt) ? Effect.zipRight(Deferred.await(carried), Effect.suspend(() => notCarried(attempt))) : Effect.void
+    const whileUnreachable = {
+      while: (e: Refusal | Unreachable) => e._tag === "Unreachable",
+      schedule: Schedule.exponential(Duration.seconds(1)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(10))))
+    }
 
     const stop = (ids: ReadonlyArray<string>) =>
       Effect.forEach(
@@ -104,29 +157,57 @@ export const makeWork = (side: WorkSide, call: Call) =>
     /**
      * The report, retried while the owner cannot be reached; a refusal ends it (logged).
      * Answers the attempt handed over with it, if it asked for one (decided once, `entry.asking`).
+     * A body is at most 64 KiB: output the report cannot carry goes ahead of it in heartbeats,
+     * and a result it cannot carry fails the attempt, saying so (docs/runs.md, "Output").
      */
     const report = (attempt: string, outcome: ExecutionOutcome, r: Running, entry: Entry) =>
       Effect.gen(function* () {
-        const last = yield* delta(attempt, r)
         const claimNext = mayAskForNext()
         if (claimNext) {
           asking++
           entry.asking = true
         }
-        const send = Effect.suspend(() =>
-          call({
-            kind: "report",
-            fence,
-            attempt,
-            outcome: { ok: outcome.ok, ...(outcome.ok ? { result: outcome.result } : {}), ...(outcome.error === null ? {} : { error: outcome.error.slice(0, 2000) }), exitCode: outcome.exitCode },
-            output: last.delta,
-            // What it runs, listed as of this very call (a retry may list more).
-            ...(claimNext ? { claimNext, ...(asking === 1 ? { running: [...running.keys()].filter((id) => id !== attempt) } : {}) } : {})
-          })
-        )
-        return yield* send.pipe(
+        let sent: Extract<WorkerRequest, { kind: "report" }>["outcome"] = {
+          ok: outcome.ok,
+          ...(outcome.ok ? { result: outcome.result } : {}),
+          ...(outcome.error === null ? {} : { error: outcome.error.slice(0, 2000) }),
+          exitCode: outcome.exitCode
+        }
+        const body = (output?: OutputDelta): WorkerRequest => ({
+          kind: "report",
+          fence,
+          attempt,
+          outcome: sent,
+          ...(output === undefined ? {} : { output }),
+          // What it runs, listed as of this very call (a retry may list more).
+          ...(claimNext ? { claimNext, ...(asking === 1 ? { running: [...running.keys()].filter((id) => id !== attempt) } : {}) } : {})
+        })
+        const roomFor = (request: WorkerRequest) => MAX_BODY_BYTES - BODY_SLACK - jsonBytes(request)
+        // Room for some output too, or the result is more than a report can carry.
+        if (jsonBytes(body()) > MAX_REPORT_BYTES) {
+          sent = {
+            ok: false,
+            error: `its result is ${jsonBytes(sent.result)} bytes of JSON, more than a report from a worker carries (${MAX_REPORT_BYTES} bytes in all); a bigger result belongs in a file`,
+            exitCode: outcome.exitCode
+          }
+        }
+        r.reporting = true
+        yield* notCarried(attempt)
+        return yield* Effect.gen(function* () {
+          // The output first: what the report cannot carry goes in heartbeats ahead of it.
+          for (;;) {
+            const d = yield* delta(attempt, r, roomFor(body()))
+            if (!d.more) {
+              const answer = yield* Effect.suspend(() => call(body(d.delta))).pipe(Effect.retry(whileUnreachable))
+              r.offsets = d.next
+              return answer
+            }
+            const answer = yield* Effect.suspend(() => call({ kind: "heartbeat", fence, running: [...running.keys()], output: [d.delta] })).pipe(Effect.retry(whileUnreachable))
+            r.offsets = d.next
+            if (answer.kind === "ack") yield* stop(answer.stop.filter((id) => id !== attempt))
+          }
+        }).pipe(
           Effect.map((answer) => (answer.kind === "ack" ? (answer.next ?? undefined) : undefined)),
-          Effect.retry({ while: (e) => e._tag === "Unreachable", schedule: Schedule.exponential(Duration.seconds(1)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(10)))) }),
           Effect.catchAll((e) => Effect.as(Effect.logWarning(`the owner refused the report of ${attempt}: ${e.message}`), undefined))
         )
       })
@@ -201,7 +282,7 @@ export const makeWork = (side: WorkSide, call: Call) =>
           ),
           Effect.forkDaemon
         )
-        entry.r = { fiber, stopped: false, offsets: { stdout: 0, stderr: 0 }, holdsSlot: () => holds }
+        entry.r = { fiber, stopped: false, offsets: { stdout: 0, stderr: 0 }, reporting: false, holdsSlot: () => holds }
         running.set(work.attempt, entry.r)
         changes++
       })
@@ -230,30 +311,63 @@ export const makeWork = (side: WorkSide, call: Call) =>
       )
     )
 
+    /**
+     * Every `heartbeatEvery` while anything runs, with the output printed since, as much as one
+     * body carries (the attempts take turns to go first); with output left over, the next one
+     * goes at once.
+     */
+    let backlog = false
+    let turn = 0
     const heartbeating = Effect.forever(
       Effect.gen(function* () {
-        yield* Effect.sleep(side.heartbeatEvery)
+        if (!backlog) yield* Effect.sleep(side.heartbeatEvery)
+        backlog = false
         // While anything runs, and once more after the set last changed: that heartbeat, listing
         // nothing, tells the owner a stopped or superseded attempt has ceased (its slot is freed).
         if (running.size === 0 && told === changes) return
-        const telling = changes
-        const output: Array<OutputDelta> = []
-        const next = new Map<string, Running["offsets"]>()
-        for (const [id, r] of running) {
-          const d = yield* delta(id, r)
-          next.set(id, d.next)
-          if (d.delta.stdout !== "" || d.delta.stderr !== "") output.push(d.delta)
-        }
-        // Those still waiting for a slot here: the owner shows them so (docs/runs.md).
-        const waiting = [...running].filter(([, r]) => !r.holdsSlot()).map(([id]) => id)
-        const answer = yield* call({ kind: "heartbeat", fence, running: [...running.keys()], output, ...(waiting.length > 0 ? { waiting } : {}) })
-        told = telling
-        // Sent: the next heartbeat starts after what this one carried.
-        for (const [id, offsets] of next) {
-          const r = running.get(id)
-          if (r !== undefined) r.offsets = offsets
-        }
-        if (answer.kind === "ack") yield* stop(answer.stop)
+        const done = (carried = yield* Deferred.make<void>())
+        yield* Effect.gen(function* () {
+          const telling = changes
+          // Those still waiting for a slot here: the owner shows them so (docs/runs.md).
+          const waiting = [...running].filter(([, r]) => !r.holdsSlot()).map(([id]) => id)
+          const base = { kind: "heartbeat" as const, fence, running: [...running.keys()], ...(waiting.length > 0 ? { waiting } : {}) }
+          let room = MAX_BODY_BYTES - BODY_SLACK - jsonBytes({ ...base, output: [] })
+          const output: Array<OutputDelta> = []
+          const next = new Map<string, Running["offsets"]>()
+          const order = [...running]
+          turn = order.length === 0 ? 0 : (turn + 1) % order.length
+          for (const [id, r] of [...order.slice(turn), ...order.slice(0, turn)]) {
+            // Its report carries the rest.
+            if (r.reporting) continue
+            if (room <= deltaOverhead(id) + 16) {
+              backlog = true
+              continue
+            }
+            carrying.add(id)
+            const d = yield* delta(id, r, room)
+            backlog ||= d.more
+            next.set(id, d.next)
+            if (d.delta.stdout !== "" || d.delta.stderr !== "") {
+              output.push(d.delta)
+              room -= d.bytes
+            }
+          }
+          const answer = yield* call({ ...base, output })
+          told = telling
+          // Sent: the next heartbeat starts after what this one carried.
+          for (const [id, offsets] of next) {
+            const r = running.get(id)
+            if (r !== undefined) r.offsets = offsets
+          }
+          if (answer.kind === "ack") yield* stop(answer.stop)
+        }).pipe(
+          Effect.ensuring(
+            Effect.suspend(() => {
+              carrying.clear()
+              return Deferred.succeed(done, undefined)
+            })
+          )
+        )
       })
     )
 

@@ -18,12 +18,12 @@ import * as Fiber from "effect/Fiber"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
 import { Owner } from "../../app/workers/Owner.js"
-import { Refusal, STATUS, WorkerRequest, WorkerResponse } from "../../app/workers/Protocol.js"
+import { MAX_BODY_BYTES, Refusal, STATUS, WorkerRequest, WorkerResponse } from "../../app/workers/Protocol.js"
 import { CREDENTIAL_PREFIX } from "../../domain/workers/Secrets.js"
 import { strictGuard } from "../schema/Guard.js"
 
 export const ROUTE = "/api/worker"
-export const MAX_BODY_BYTES = 64 * 1024
+export { MAX_BODY_BYTES }
 
 const decodeRequest = ParseResult.decodeUnknownEither(WorkerRequest, { errors: "all", onExcessProperty: "error" })
 /** A body this lets through is one the decoder accepts as it is: the decoder is skipped (schema/Guard.ts). */

@@ -14,8 +14,8 @@ import * as Fiber from "effect/Fiber"
 import type { ExecutorService } from "../../../src/app/runs/Executor.js"
 import type { ResolvedJob } from "../../../src/app/runs/JobCatalog.js"
 import { Unreachable } from "../../../src/app/workers/Link.js"
-import { Refusal, type WorkerRequest, type WorkerResponse } from "../../../src/app/workers/Protocol.js"
-import { makeWork, type WorkSide } from "../../../src/app/workers/Work.js"
+import { jsonBytes, MAX_BODY_BYTES, Refusal, type WorkerRequest, type WorkerResponse } from "../../../src/app/workers/Protocol.js"
+import { makeWork, MAX_REPORT_BYTES, type WorkSide } from "../../../src/app/workers/Work.js"
 import { makeSlots, type Slots } from "../../../src/app/workers/Slots.js"
 import * as ChildExecutor from "../../../src/infra/runs/ChildExecutor.js"
 import * as FileRunFiles from "../../../src/infra/runs/FileRunFiles.js"
@@ -47,6 +47,13 @@ const job: ResolvedJob = {
   inputProblem: () => undefined,
   outputProblem: () => undefined
 }
+
+// Prints what its input says on stdout and stderr, then a result of `result` characters.
+fs.writeFileSync(
+  nodePath.join(bagDir, "print.mjs"),
+  `let s = ""; process.stdin.setEncoding("utf8"); for await (const c of process.stdin) s += c; const i = JSON.parse(s); process.stderr.write(i.err); await new Promise((r) => process.stdout.write(i.out, r)); console.log(JSON.stringify({ pad: "r".repeat(i.result) }))\n`
+)
+const printing: ResolvedJob = { ...job, job: { ...job.job, address: "print:lots@1.0.0" }, runs: { using: "node", main: "print.mjs" } }
 
 /** The real executor, counting how many children run at once. */
 const counting = () => {
@@ -521,6 +528,58 @@ describe("the worker side of runs", () => {
       yield* Fiber.interrupt(f)
     })
   )
+
+  describe("output larger than one body (64 KiB)", () => {
+    // Escapes and characters of 2 to 4 bytes weigh more in JSON than in the file.
+    const line = (i: number) => `${i} plain text, "quoted" \\ back, é € 😀, tab\t and bell \u0007 and \u0001\n`
+    const out = Array.from({ length: 6_000 }, (_, i) => line(i)).join("")
+    const err = Array.from({ length: 1_500 }, (_, i) => `warning ${i}: ${"w".repeat(40)}\n`).join("")
+
+    const run = (result: number) =>
+      Effect.gen(function* () {
+        const slots = yield* makeSlots(1)
+        const o = owner("P", 1, 0)
+        const side = { ...sideWith(slots, ChildExecutor.make()), resolve: () => Effect.succeed(printing) }
+        const o2 = {
+          ...o,
+          call: (r: WorkerRequest) => (r.kind === "claim" && o.calls.length === 0 ? Effect.succeed(work("rP.1", { out, err, result })) : o.call(r))
+        }
+        const w = yield* makeWork(side, o2.call)
+        const f = yield* Effect.fork(w.session(1))
+        yield* until("the report", () => o.reports.length === 1, 20_000)
+        yield* Fiber.interrupt(f)
+        const carried = o.calls.flatMap((r) => (r.kind === "heartbeat" ? (r.output ?? []) : r.kind === "report" && r.output !== undefined ? [r.output] : []))
+        return { calls: o.calls, report: o.reports[0]!, stdout: carried.map((d) => d.stdout).join(""), stderr: carried.map((d) => d.stderr).join("") }
+      })
+
+    it.live("goes to the owner whole, once, in bodies of at most 64 KiB: heartbeats ahead of the report", () =>
+      Effect.gen(function* () {
+        const r = yield* run(10)
+        expect(jsonBytes(out)).toBeGreaterThan(4 * MAX_BODY_BYTES)
+        // The report was once refused for its size, and the attempt placed again forever.
+        for (const call of r.calls) expect(jsonBytes(call)).toBeLessThanOrEqual(MAX_BODY_BYTES)
+        expect(r.report).toMatchObject({ attempt: "rP.1", ok: true, result: { pad: "r".repeat(10) } })
+        expect(r.stdout).toBe(`${out}{"pad":"rrrrrrrrrr"}\n`)
+        expect(r.stderr).toBe(err)
+        expect(r.calls.filter((c) => c.kind === "report")).toHaveLength(1)
+      })
+    )
+
+    it.live("a result a report cannot carry fails the attempt, saying why, instead of a report the owner refuses", () =>
+      Effect.gen(function* () {
+        const r = yield* run(60_000)
+        for (const call of r.calls) expect(jsonBytes(call)).toBeLessThanOrEqual(MAX_BODY_BYTES)
+        const report = r.calls.find((c) => c.kind === "report")
+        expect(report?.kind === "report" && report.outcome).toEqual({
+          ok: false,
+          error: `its result is 60010 bytes of JSON, more than a report from a worker carries (${MAX_REPORT_BYTES} bytes in all); a bigger result belongs in a file`,
+          exitCode: 0
+        })
+        // Its output still arrives whole.
+        expect(r.stdout).toBe(`${out}{"pad":"${"r".repeat(60_000)}"}\n`)
+      })
+    )
+  })
 
   it.live("stopAll (the link ended: revoked or fenced) stops everything it runs", () =>
     Effect.gen(function* () {
