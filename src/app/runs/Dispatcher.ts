@@ -83,7 +83,7 @@ export interface DispatcherService {
    */
   readonly wait: (runId: string, ms: number, seen?: string) => Effect.Effect<RunView, RunRefused>
   /** The operator confirms a (revoked) worker no longer runs anything: its slots are freed. */
-  readonly release: (workerId: string, actor: string) => Effect.Effect<number, RunRefused>
+  readonly release: (workerId: string, actor: string, force?: boolean) => Effect.Effect<number, RunRefused>
   // The worker route, after authentication and the fence check:
   readonly hello: (worker: WorkerRecord, running: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, Refusal>
   /** With `running` (the worker's attempts, no other claim in flight), a started attempt it does not list is placed again first. */
@@ -537,7 +537,20 @@ export const make = Effect.gen(function* () {
       return freed
     })
 
-  const release: DispatcherService["release"] = (workerId, _actor) => releaseHeld(workerId, "the operator confirmed its worker stopped", new Set())
+  const release: DispatcherService["release"] = (workerId, _actor, force = false) =>
+    Effect.gen(function* () {
+      const w = HashMap.get((yield* state).registry.workers, workerId)
+      const now = yield* Clock.currentTimeMillis
+      // Releasing tells the owner the worker runs nothing: not to be said of one still calling.
+      if (!force && Option.isSome(w) && w.value.revokedAt === null && workerAlive(w.value, now)) {
+        const seen = freshness.get(workerId)?.lastSeenAt ?? null
+        return yield* new RunRefused({
+          code: "worker-alive",
+          message: `worker ${w.value.name} is still advertising${seen === null ? "" : ` (it last called ${Math.max(0, Math.round((now - seen) / 1000))} s ago)`}, so it may still be running what it holds: stop or revoke it first, or pass --force if you know it runs nothing`
+        })
+      }
+      return yield* releaseHeld(workerId, "the operator confirmed its worker stopped", new Set())
+    })
 
   // ---- The worker route (WorkerCalls.ts) ---------------------------------------------------
 

@@ -200,9 +200,11 @@ const status = Command.make("status", { json }, ({ json }) =>
   })
 ).pipe(Command.withDescription("List workers (on an owner) and owners served (on a worker), with states and reasons"))
 
-const release = Command.make("release", { worker: workerArg, json }, ({ json, worker }) =>
+const force = Options.boolean("force").pipe(Options.withDescription("release a worker that is still advertising (you know it runs nothing)"))
+
+const release = Command.make("release", { worker: workerArg, force, json }, ({ force, json, worker }) =>
   Effect.gen(function* () {
-    const answer = yield* admin("POST", "/release", { worker })
+    const answer = yield* admin("POST", "/release", { worker, force })
     if (json) return yield* printJson(answer)
     yield* Console.log(`released ${String(answer["freed"])} slot(s) of ${String(answer["name"])}: its attempts are recorded as stopped, and those of unfinished runs are placed again`)
   })

@@ -130,7 +130,9 @@ export const adminRoutes = (
       handle: (body) =>
         answer(
           Effect.flatMap(Owner, (o) =>
-            Effect.flatMap(o.find(worker(body)), (w) => Effect.map(Effect.flatMap(Dispatcher, (d) => d.release(w.id, options.actor)), (freed) => ({ id: w.id, name: w.name, freed })))
+            Effect.flatMap(o.find(worker(body)), (w) =>
+              Effect.map(Effect.flatMap(Dispatcher, (d) => d.release(w.id, options.actor, field(body, "force") === true)), (freed) => ({ id: w.id, name: w.name, freed }))
+            )
           )
         )
     }

@@ -1110,6 +1110,21 @@ describe("revocation", () => {
     }).pipe(Effect.provide(TestOwner))
   )
 
+  it.effect("release refuses a worker still advertising (it may be running what it holds) unless forced", () =>
+    Effect.gen(function* () {
+      const dispatcher = yield* Dispatcher
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const { runId } = yield* runningOn(w)
+      const refused = yield* Effect.flip(dispatcher.release(w.workerId, "operator"))
+      expect(refused).toMatchObject({ code: "worker-alive" })
+      expect(refused.message).toMatch(/^worker lab-1 is still advertising \(it last called \d+ s ago\), so it may still be running what it holds: stop or revoke it first, or pass --force if you know it runs nothing$/)
+      expect(attempt(yield* show(runId), 1)).toMatchObject({ state: "running", holdsSlot: true })
+      expect(yield* dispatcher.release(w.workerId, "operator", true)).toBe(1)
+      expect(attempt(yield* show(runId), 1)).toMatchObject({ state: "ceased", holdsSlot: false })
+    }).pipe(Effect.provide(TestOwner))
+  )
+
   it.effect("release before any round counts every slot it frees, an unclaimed attempt's too", () =>
     Effect.gen(function* () {
       const owner = yield* Owner
