@@ -3,6 +3,7 @@
  * journal adapter, run as the real binary (they work whether the owner runs or not).
  */
 import { mkdirSync } from "node:fs"
+import { join } from "node:path"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -49,6 +50,14 @@ describe("svc journal and svc audit", () => {
     expect(replayed.code).toBe(0)
     expect(JSON.parse(replayed.stdout)).toMatchObject({ events: 0, head: 0, checkpoint: null, divergences: [] })
     expect(JSON.parse((await run("audit", "--json")).stdout)).toEqual({ rows: [] })
+  })
+
+  it("say so when SVC_HOME names no home (a typo read as an empty journal before)", async () => {
+    const nowhere = join(home, "no-such-home")
+    for (const args of [["audit"], ["journal", "tail"], ["journal", "export"], ["journal", "replay"], ["journal", "history", "r1"]]) {
+      const r = await svc(args, { cwd: home, home: nowhere })
+      expect({ args, code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({ args, code: 1, stdout: "", stderr: `svc: there is no svc home at ${nowhere} (SVC_HOME): no journal to read\n` })
+    }
   })
 
   it("replay rebuilds the projections, reports speed, and agrees with the owner's checkpoint", async () => {

@@ -1,9 +1,11 @@
 /**
  * Read-only access to a journal file for the commands that work whether the owner runs or not
  * (`svc journal *`, `svc audit`): a read-only better-sqlite3 connection, no migration, no
- * writer; a missing file, or a file without the journal's tables, reads as an empty journal.
+ * writer; a missing file in an existing home (an owner that never started there), or a file
+ * without the journal's tables, reads as an empty journal; a missing or unreadable home fails.
  */
-import { existsSync } from "node:fs"
+import { statSync } from "node:fs"
+import { dirname } from "node:path"
 import Database from "better-sqlite3"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -66,4 +68,30 @@ const fromFile = (filename: string) =>
     })
   )
 
-export const layer = (filename: string) => (existsSync(filename) ? fromFile(filename) : empty)
+/**
+ * Why `filename` cannot be read, or "none yet" when it is simply not there yet (an owner that
+ * never started in that home), or undefined when it is there. A home that does not exist or
+ * cannot be read is said so: read as empty, a mistyped SVC_HOME looked like an empty journal.
+ */
+const absence = (filename: string): string | undefined => {
+  const code = (path: string) => {
+    try {
+      statSync(path)
+      return undefined
+    } catch (e) {
+      return String((e as NodeJS.ErrnoException).code ?? e)
+    }
+  }
+  const file = code(filename)
+  if (file === undefined) return undefined
+  if (file !== "ENOENT") return `cannot read ${filename} (${file})`
+  const home = dirname(filename)
+  const dir = code(home)
+  if (dir === undefined) return "none yet"
+  return dir === "ENOENT" ? `there is no svc home at ${home} (SVC_HOME): no journal to read` : `cannot read ${home} (${dir})`
+}
+
+export const layer = (filename: string) => {
+  const why = absence(filename)
+  return why === undefined ? fromFile(filename) : why === "none yet" ? empty : Layer.fail(new JournalError({ reason: "Io", message: why }))
+}
