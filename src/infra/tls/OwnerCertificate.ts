@@ -3,7 +3,7 @@
  * certificate generated at first start and kept in `$SVC_HOME/tls/` (key mode 0600). Workers pin
  * its SHA-256 fingerprint, carried in join tokens, so no trust-on-first-use is involved.
  */
-import { X509Certificate } from "node:crypto"
+import { createPrivateKey, X509Certificate, type KeyObject } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as nodePath from "node:path"
@@ -18,12 +18,33 @@ export interface TlsMaterial {
 
 export const fingerprintOf = (pem: string): string => new X509Certificate(pem).fingerprint256.replace(/:/g, "").toLowerCase()
 
+/**
+ * The operator's certificate and key, checked before anything listens: each a PEM of its kind,
+ * and the key the certificate's. Answers the certificate's fingerprint.
+ */
+const checkedPair = (cert: string, key: string, given: { readonly certFile: string; readonly keyFile: string }): string => {
+  let certificate: X509Certificate
+  try {
+    certificate = new X509Certificate(cert)
+  } catch {
+    throw new Error(`--tls-cert ${given.certFile} is not a PEM certificate`)
+  }
+  let privateKey: KeyObject
+  try {
+    privateKey = createPrivateKey(key)
+  } catch {
+    throw new Error(`--tls-key ${given.keyFile} is not a PEM private key`)
+  }
+  if (!certificate.checkPrivateKey(privateKey)) throw new Error(`--tls-key ${given.keyFile} is not the key of the certificate in --tls-cert ${given.certFile}`)
+  return certificate.fingerprint256.replace(/:/g, "").toLowerCase()
+}
+
 const exists = (path: string) => fs.access(path).then(() => true, () => false)
 
 export const loadOrCreate = async (home: string, given?: { readonly certFile: string; readonly keyFile: string }): Promise<TlsMaterial> => {
   if (given !== undefined) {
     const [cert, key] = await Promise.all([fs.readFile(given.certFile, "utf8"), fs.readFile(given.keyFile, "utf8")])
-    return { cert, key, fingerprint: fingerprintOf(cert) }
+    return { cert, key, fingerprint: checkedPair(cert, key, given) }
   }
   const dir = nodePath.join(home, "tls")
   const certFile = nodePath.join(dir, "owner.crt")

@@ -1,0 +1,39 @@
+/** The owner's TLS material: generated once and kept, or the operator's own pair, checked before anything listens. */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { fingerprintOf, loadOrCreate } from "../../../src/infra/tls/OwnerCertificate.js"
+
+const dirs: Array<string> = []
+const temp = () => {
+  const d = mkdtempSync(join(tmpdir(), "svc-tls-"))
+  dirs.push(d)
+  return d
+}
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
+
+describe("the owner's certificate", () => {
+  it("is generated at first start and kept: the same fingerprint the next time", async () => {
+    const home = temp()
+    const first = await loadOrCreate(home)
+    expect(first.fingerprint).toMatch(/^[0-9a-f]{64}$/)
+    expect((await loadOrCreate(home)).fingerprint).toBe(first.fingerprint)
+  }, 30_000)
+
+  it("takes the operator's pair, and refuses one that is not a certificate, not a key, or not its key, naming the file", async () => {
+    const [one, other] = [temp(), temp()]
+    await Promise.all([loadOrCreate(one), loadOrCreate(other)])
+    const cert = join(one, "tls", "owner.crt")
+    const key = join(one, "tls", "owner.key")
+    expect((await loadOrCreate(temp(), { certFile: cert, keyFile: key })).fingerprint).toBe(fingerprintOf(readFileSync(cert, "utf8")))
+    // Once a decoder error thrown where the server was made: an internal error (exit 70).
+    await expect(loadOrCreate(temp(), { certFile: cert, keyFile: cert })).rejects.toThrow(`--tls-key ${cert} is not a PEM private key`)
+    await expect(loadOrCreate(temp(), { certFile: key, keyFile: key })).rejects.toThrow(`--tls-cert ${key} is not a PEM certificate`)
+    const otherKey = join(other, "tls", "owner.key")
+    await expect(loadOrCreate(temp(), { certFile: cert, keyFile: otherKey })).rejects.toThrow(`--tls-key ${otherKey} is not the key of the certificate in --tls-cert ${cert}`)
+    const text = join(temp(), "notes.txt")
+    writeFileSync(text, "hello\n")
+    await expect(loadOrCreate(temp(), { certFile: text, keyFile: key })).rejects.toThrow(`--tls-cert ${text} is not a PEM certificate`)
+  }, 30_000)
+})
