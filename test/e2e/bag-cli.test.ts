@@ -118,7 +118,7 @@ describe("the bag store", () => {
     expect(shown.jobs).toEqual([
       expect.objectContaining({ name: "checksum", address: "hasher:checksum@1.0.0", digest: record.digest, remote: { eligible: true } })
     ])
-    expect((await run("bag", "show", "hasher")).stdout).toMatch(/checksum\s+hasher:checksum@1\.0\.0\s+node\s+remote-eligible/)
+    expect((await run("bag", "show", "hasher")).stdout).toMatch(/checksum\s+hasher:checksum@1\.0\.0\s+node\s+-\s+remote-eligible/)
 
     expect((await run("bag", "install", "hasher", "--json")).stdout).toContain('"status": "unchanged"')
     expect((await run("bag", "remove", "hasher")).code).toBe(0)
@@ -186,18 +186,32 @@ describe("svc bag show and svc bag doctor judge what depends on this machine", (
         "  node: {reason: runs the jobs}",
         "  surely-not-installed-xyz: {reason: converts files, install: {linux: apt-get install xyz, macos: brew install xyz}}",
         "  also-missing-abc: {reason: nice to have, optional: true}",
+        "jobs:",
+        "  convert:",
+        "    description: converts with a program the bag does not list among its dependencies",
+        "    runs: {using: process, command: [zzz-missing-tool, --all]}",
+        "    requires: {bins: [node, zzz-missing-tool], labels: [gpu=true]}",
+        "  also:",
+        "    description: needs it too",
+        "    runs: {using: process, command: [zzz-missing-tool]}",
+        "    requires: {bins: [zzz-missing-tool]}",
         ""
       ].join("\n")
     )
-    expect((await run("bag", "install", "tooling")).code).toBe(0)
+    const installed = await run("bag", "install", "tooling")
+    expect(installed.code, installed.stderr).toBe(0)
     const doctor = await svc(["bag", "doctor", "tooling", "--json"], { cwd, home, env: { PATH: `${process.execPath.replace(/\/node$/, "")}` } })
     expect(doctor.code).toBe(1)
     const [report] = JSON.parse(doctor.stdout).bags
     const platformInstall = process.platform === "darwin" ? "brew install xyz" : "apt-get install xyz"
     expect(report.findings).toEqual([
       { severity: "error", message: `surely-not-installed-xyz is not on PATH (converts files); install it with: ${platformInstall}` },
-      { severity: "warning", message: "also-missing-abc is not on PATH (nice to have); no install command is given for this platform" }
+      { severity: "warning", message: "also-missing-abc is not on PATH (nice to have); no install command is given for this platform" },
+      // A job's requires.bins (once not looked at: "ok" while every run of it was blocked).
+      { severity: "error", message: "zzz-missing-tool is not on PATH, and jobs convert, also require it (requires.bins): no run of them is placed on this machine" }
     ])
+    // And what each job requires of a host, beside its address.
+    expect((await run("bag", "show", "tooling")).stdout).toMatch(/convert\s+\(unversioned\)\s+process\s+labels gpu=true; programs node, zzz-missing-tool\s/)
   })
 
   it("drops tools for an unmet requirement with one message, and warns for an optional one", async () => {

@@ -27,6 +27,9 @@ export interface JobSummary {
   readonly digest: string
   readonly remote: RemoteEligibility
   readonly explanation: string
+  /** What a host must have to run it (`requires.labels`, `requires.bins`). */
+  readonly requiredLabels: ReadonlyArray<string>
+  readonly requiredBins: ReadonlyArray<string>
 }
 
 export interface BagSummary {
@@ -95,7 +98,9 @@ export const showBag = (name: string) =>
         runs: job.runs.using,
         digest: bag.digest,
         remote,
-        explanation: explainEligibility(remote)
+        explanation: explainEligibility(remote),
+        requiredLabels: job.requires?.labels ?? [],
+        requiredBins: job.requires?.bins ?? []
       }
     })
     return {
@@ -163,6 +168,19 @@ export const doctorBag = (name: string) =>
       findings.push({
         severity: spec.optional === true ? "warning" : "error",
         message: `${program} is not on PATH (${spec.reason}); ${how}`
+      })
+    }
+    // The programs its jobs require (`requires.bins`): without them here, their runs are placed elsewhere or not at all.
+    const checked = new Set(Object.entries(packages).map(([pkg, spec]) => spec.bin ?? pkg))
+    const needers = new Map<string, Array<string>>()
+    for (const [jobName, job] of Object.entries(manifest.jobs ?? {})) {
+      for (const bin of job.requires?.bins ?? []) if (!checked.has(bin)) needers.set(bin, [...(needers.get(bin) ?? []), jobName])
+    }
+    for (const [bin, jobs] of needers) {
+      if ((yield* host.which(bin)) !== undefined) continue
+      findings.push({
+        severity: "error",
+        message: `${bin} is not on PATH, and ${jobs.length === 1 ? `job ${jobs[0]} requires it` : `jobs ${jobs.join(", ")} require it`} (requires.bins): no run of ${jobs.length === 1 ? "it" : "them"} is placed on this machine`
       })
     }
     const installed = yield* (yield* BagStore).list

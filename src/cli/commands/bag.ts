@@ -73,6 +73,10 @@ const list = Command.make("list", { json }, ({ json }) =>
   }).pipe(Effect.catchTag("BagStoreError", (e) => Effect.fail(storeFailure(e))))
 ).pipe(Command.withDescription("List installed bags"))
 
+/** A job's host requirements in words: `labels gpu=true; programs ffmpeg`, or `-`. */
+const requiresText = (j: { readonly requiredLabels: ReadonlyArray<string>; readonly requiredBins: ReadonlyArray<string> }) =>
+  [j.requiredLabels.length > 0 ? `labels ${j.requiredLabels.join(", ")}` : "", j.requiredBins.length > 0 ? `programs ${j.requiredBins.join(", ")}` : ""].filter((x) => x !== "").join("; ") || "-"
+
 const findingLines = (findings: ReadonlyArray<Finding>) => findings.map((f) => `${f.severity}: ${f.message}`)
 
 const show = Command.make("show", { name: Args.text({ name: "NAME" }), json }, ({ json, name }) =>
@@ -85,7 +89,7 @@ const show = Command.make("show", { name: Args.text({ name: "NAME" }), json }, (
       `installed: ${summary.installedAt} from ${summary.source}`,
       ...(summary.jobs.length === 0
         ? ["jobs: none"]
-        : ["jobs:", ...table(["  JOB", "ADDRESS", "RUNS", "REMOTE"], summary.jobs.map((j) => [`  ${j.name}`, j.address ?? "(unversioned)", j.runs, j.explanation]))]),
+        : ["jobs:", ...table(["  JOB", "ADDRESS", "RUNS", "REQUIRES", "REMOTE"], summary.jobs.map((j) => [`  ${j.name}`, j.address ?? "(unversioned)", j.runs, requiresText(j), j.explanation]))]),
       ...(summary.services.length > 0 ? [`services: ${summary.services.join(", ")}`] : []),
       ...(summary.schedules.length > 0 ? [`schedules: ${summary.schedules.join(", ")}`] : []),
       ...(summary.scripts.length > 0 ? [`scripts: ${summary.scripts.join(", ")}`] : []),
