@@ -2,7 +2,7 @@
  * The format validators the manifest check is given (domain `FormatValidators`), backed by
  * well-kept libraries: croner for cron expressions, Intl for IANA zones, ajv for JSON Schema.
  */
-import { Ajv, type ValidateFunction } from "ajv"
+import { Ajv, type ErrorObject, type ValidateFunction } from "ajv"
 import { Ajv2020 } from "ajv/dist/2020.js"
 import addFormatsModule from "ajv-formats"
 import { Cron } from "croner"
@@ -85,6 +85,45 @@ export const formatValidators: FormatValidators = {
     const result = compile(schema)
     if (!result.ok) return result.why
     if (result.validate(value)) return undefined
-    return draft7.errorsText(result.validate.errors, { dataVar: "inputs" })
+    return describeErrors(result.validate.errors ?? [], "inputs")
   }
 }
+
+/** `/items/0/name` as `inputs.items[0].name`: where in the value a problem is. */
+const pathOf = (root: string, pointer: string): string =>
+  pointer === ""
+    ? root
+    : root +
+      pointer
+        .slice(1)
+        .split("/")
+        .map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"))
+        .map((part) => (/^\d+$/.test(part) ? `[${part}]` : /^[A-Za-z_$][\w$]*$/.test(part) ? `.${part}` : `[${JSON.stringify(part)}]`))
+        .join("")
+
+/**
+ * ajv's errors in words that name what is wrong and where: the property the schema does not
+ * allow, the one missing, the values allowed (ajv's own text says "must NOT have additional
+ * properties" without naming the property). One problem per error, joined by "; ".
+ */
+export const describeErrors = (errors: ReadonlyArray<ErrorObject>, root: string): string =>
+  [
+    ...new Set(
+      errors.map((e) => {
+        const at = pathOf(root, e.instancePath)
+        const p = e.params as Record<string, unknown>
+        switch (e.keyword) {
+          case "additionalProperties":
+            return `${at} has a property ${JSON.stringify(p["additionalProperty"])} the schema does not allow`
+          case "required":
+            return `${at} lacks the required property ${JSON.stringify(p["missingProperty"])}`
+          case "enum":
+            return `${at} must be one of ${(p["allowedValues"] as ReadonlyArray<unknown>).map((v) => JSON.stringify(v)).join(", ")}`
+          case "const":
+            return `${at} must be ${JSON.stringify(p["allowedValue"])}`
+          default:
+            return `${at} ${e.message ?? "is not valid"}`
+        }
+      })
+    )
+  ].join("; ")

@@ -248,9 +248,9 @@ describe("admission", () => {
         Effect.flip(dispatcher.submit({ address: i.address, input: i.input, prefer: i.prefer ?? [], actor: "operator" }))
       expect(yield* refused({ address: ECHO, input: {} })).toMatchObject({
         code: "invalid-input",
-        message: "input does not match the job's input_schema: input must have required property 'text'"
+        message: "input does not match the job's input_schema: input lacks the required property \"text\""
       })
-      expect(yield* refused({ address: ECHO, input: { text: 5 } })).toMatchObject({ code: "invalid-input", message: "input does not match the job's input_schema: input/text must be string" })
+      expect(yield* refused({ address: ECHO, input: { text: 5 } })).toMatchObject({ code: "invalid-input", message: "input does not match the job's input_schema: input.text must be string" })
       expect(yield* refused({ address: "demo:nope@1.0.0", input: { text: "hi" } })).toMatchObject({ code: "not-runnable", message: "no installed bag holds demo:nope@1.0.0" })
       expect(yield* refused({ address: ECHO, input: { text: "hi" }, prefer: ["fast"] })).toMatchObject({ code: "bad-preference", message: '--prefer takes KEY=VALUE labels; "fast" is not one' })
       expect(yield* refused({ address: ECHO, input: { text: "x".repeat(1024 * 1024) } })).toMatchObject({ code: "input-too-large" })
@@ -286,7 +286,7 @@ describe("on the owner", () => {
     Effect.gen(function* () {
       const submitted = yield* submit(ECHO, { text: "hi", misfit: true })
       const done = yield* (yield* Dispatcher).wait(submitted.id, 60_000)
-      expect(done).toMatchObject({ state: "failed", host: "owner", result: null, error: "output does not match the job's output_schema: output must have required property 'text', output must have required property 'length'" })
+      expect(done).toMatchObject({ state: "failed", host: "owner", result: null, error: "output does not match the job's output_schema: output lacks the required property \"text\"; output lacks the required property \"length\"" })
     }).pipe(Effect.provide(TestOwner))
   )
 })
@@ -693,7 +693,7 @@ describe("on a worker", () => {
       yield* advertise(w)
       const { runId, id } = yield* runningOn(w)
       ok(yield* report(w, id, { text: "hi", length: "two" }), "ack")
-      expect(yield* show(runId)).toMatchObject({ state: "failed", result: null, error: "output does not match the job's output_schema: output/length must be integer" })
+      expect(yield* show(runId)).toMatchObject({ state: "failed", result: null, error: "output does not match the job's output_schema: output.length must be integer" })
     }).pipe(Effect.provide(TestOwner))
   )
 
