@@ -38,6 +38,35 @@ export interface OwnerTransport {
   readonly saveCredential: (credential: string) => Effect.Effect<void>
 }
 
+/**
+ * The transport over one link's credential, kept here: `send` calls the route with the
+ * credential given; `persist` writes a handed-over one before it is used. A call refused as
+ * unauthenticated after its credential was replaced meanwhile is sent again with the new one:
+ * calls overlap (a claim waits at the owner while heartbeats go on), and an answer to a call
+ * made with the old credential may hand over yet another one, replacing the credential a call
+ * in flight carries (docs/protocol.md, "Rotation"). A refusal says nothing happened on the
+ * owner, so sending again is safe.
+ */
+export const credentialTransport = (
+  send: (credential: string, request: WorkerRequest) => Effect.Effect<WorkerResponse, Refusal | Unreachable>,
+  initial: string,
+  persist: (credential: string) => Effect.Effect<void>
+): OwnerTransport => {
+  let credential = initial
+  return {
+    call: (request) => {
+      const used = credential
+      return send(used, request).pipe(
+        Effect.catchIf(
+          (e) => e._tag === "Refusal" && e.code === "unauthenticated" && credential !== used,
+          () => Effect.suspend(() => send(credential, request))
+        )
+      )
+    },
+    saveCredential: (next) => Effect.tap(persist(next), () => void (credential = next))
+  }
+}
+
 export type LinkPhase = "connecting" | "linked" | "backing-off" | "fenced" | "revoked" | "refused"
 
 export interface LinkStatus {

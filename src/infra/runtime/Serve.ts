@@ -22,7 +22,7 @@ import * as CheckpointSchedule from "../../app/journal/CheckpointSchedule.js"
 import { layerFrom as projectionsFrom, Projections } from "../../app/journal/Projections.js"
 import { parseRetainedRuns, RETAINED_RUNS_VARIABLE } from "../../app/runs/Retention.js"
 import { initialStateRetaining } from "../../domain/journal/OwnerState.js"
-import { runLink, type LinkStatus } from "../../app/workers/Link.js"
+import { credentialTransport, runLink, type LinkStatus } from "../../app/workers/Link.js"
 import { computeOffer, type Offer } from "../../app/workers/Offer.js"
 import { makeSlots } from "../../app/workers/Slots.js"
 import { OwnerHost } from "../../app/runs/Dispatcher.js"
@@ -192,17 +192,13 @@ export const serve = (options: ServeOptions) =>
           // `svc workers join` again (after a revocation, say) wrote a new identity: the old link,
           // ended or not, gives way to it (its work stops), and the new one says hello.
           if (current !== undefined) yield* Fiber.interrupt(current.fiber)
-          let credential = link.credential
           const pinned = { url: link.url, fingerprint: link.fingerprint, certificate: link.certificate }
           const agent = makeAgent(pinned)
-          const transport = {
-            call: (request: Parameters<typeof callOwner>[3]) => callOwner(pinned, agent, credential, request),
-            saveCredential: (next: string) =>
-              Effect.promise(async () => {
-                await writeLink(options.home, { ...link, credential: next })
-                credential = next
-              })
-          }
+          const transport = credentialTransport(
+            (credential, request) => callOwner(pinned, agent, credential, request),
+            link.credential,
+            (next) => Effect.promise(() => writeLink(options.home, { ...link, credential: next }))
+          )
           const side = {
             slots,
             resolve,

@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Ref from "effect/Ref"
 import * as TestClock from "effect/TestClock"
-import { runLink, Unreachable, type LinkStatus, type OwnerTransport } from "../../../src/app/workers/Link.js"
+import { credentialTransport, runLink, Unreachable, type LinkStatus, type OwnerTransport } from "../../../src/app/workers/Link.js"
 import type { Offer } from "../../../src/app/workers/Offer.js"
 import { Refusal, type WorkerRequest, type WorkerResponse } from "../../../src/app/workers/Protocol.js"
 import { makeSlots } from "../../../src/app/workers/Slots.js"
@@ -180,6 +180,45 @@ describe("the worker's link", () => {
       const exit = yield* Effect.either(runLink(link, s.transport, Effect.succeed(offer), s.status))
       expect(exit._tag === "Left" && exit.left.phase).toBe(phase)
       expect((yield* Ref.get(s.status)).get("k")?.phase).toBe(phase)
+    })
+  )
+})
+
+describe("the link's credential", () => {
+  const ack: WorkerResponse = { kind: "ack", stop: [], newCredential: null }
+  const heartbeat: WorkerRequest = { kind: "heartbeat", fence: 1, running: [] }
+
+  it.effect("a call refused because its credential was replaced while it was in flight goes again with the new one", () =>
+    Effect.gen(function* () {
+      const sent: Array<string> = []
+      const saved: Array<string> = []
+      let transport: OwnerTransport | undefined
+      // The owner knows only c3: c2's call is refused, after a claim's answer handed c3 over meanwhile.
+      const send = (credential: string, _request: WorkerRequest) =>
+        Effect.suspend(() => {
+          sent.push(credential)
+          if (credential === "c3") return Effect.succeed(ack)
+          return Effect.zipRight(transport!.saveCredential("c3"), Effect.fail(new Refusal({ code: "unauthenticated", message: "this credential was replaced" })))
+        })
+      transport = credentialTransport(send, "c2", (c) => Effect.sync(() => void saved.push(c)))
+      expect(yield* transport.call(heartbeat)).toEqual(ack)
+      expect({ sent, saved }).toEqual({ sent: ["c2", "c3"], saved: ["c3"] })
+    })
+  )
+
+  it.effect("a refusal of the credential it still holds is not sent again, and a credential is used only once saved", () =>
+    Effect.gen(function* () {
+      const sent: Array<string> = []
+      const transport = credentialTransport(
+        (credential) => Effect.suspend(() => (sent.push(credential), Effect.fail(new Refusal({ code: "unauthenticated", message: "not known" })))),
+        "c1",
+        () => Effect.fail(new Error("disk full")).pipe(Effect.orDie)
+      )
+      expect((yield* Effect.flip(transport.call(heartbeat)))).toMatchObject({ code: "unauthenticated" })
+      expect(sent).toEqual(["c1"])
+      yield* Effect.exit(transport.saveCredential("c9"))
+      yield* Effect.flip(transport.call(heartbeat))
+      expect(sent).toEqual(["c1", "c1"])
     })
   )
 })
