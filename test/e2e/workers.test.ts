@@ -61,6 +61,7 @@ interface LinkState {
 interface StatusDoc {
   readonly runtime: string
   readonly workers: ReadonlyArray<WorkerRow>
+  readonly invites?: ReadonlyArray<Record<string, unknown>>
   readonly owners: ReadonlyArray<{ readonly key: string; readonly url: string; readonly workerId: string; readonly name: string; readonly status: LinkState | null }>
 }
 interface StoredLink {
@@ -289,6 +290,25 @@ describe("svc workers between two real svc serve processes", () => {
     const asId = await run(ownerHome, "workers", "invite", "--name", lab1.id)
     expect(asId.stderr).toBe(`svc: ${lab1.id} is the id of another worker: choose another name\n`)
     expect(await snapshot()).toEqual(before)
+  }, 30_000)
+
+  it("lists the invites whose tokens still work, and revokes one: its token is refused, the audit says who", async () => {
+    const token = await invite("--name", "spare")
+    const inviteId = String(tokenPayload(token)["i"])
+    const listed = await statusOf(ownerHome)
+    expect(listed.invites).toEqual([{ id: inviteId, name: "spare", scope: [], invitedAt: expect.any(String), expiresAt: null, actor: expect.stringMatching(/^operator /) }])
+    const text = await run(ownerHome, "workers", "status")
+    expect(text.stdout).toMatch(new RegExp(`invites not yet redeemed \\(svc workers revoke INVITE withdraws one\\):\\n.*\\n${inviteId}\\s+spare\\s+all\\s+\\S+\\s+never\\s+operator `))
+    const revoked = await run(ownerHome, "workers", "revoke", inviteId)
+    expect({ code: revoked.code, stdout: revoked.stdout }).toEqual({ code: 0, stdout: `revoked invite ${inviteId} (for spare): its token can no longer be redeemed\n` })
+    expect((await statusOf(ownerHome)).invites).toEqual([])
+    const home = tempDir("svc-spare-")
+    const refused = await run(home, "workers", "join", token)
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toBe("svc: the owner refused: this join token was revoked by the owner's operator; ask the owner for a new one\n")
+    const again = await run(ownerHome, "workers", "revoke", inviteId)
+    expect(again.stderr).toBe(`svc: invite ${inviteId} is already revoked\n`)
+    expect((await auditRows()).at(-1)).toMatchObject({ kind: "revocation", workerId: null, detail: `invite ${inviteId} revoked unused; its token can no longer be redeemed` })
   }, 30_000)
 
   it("answers bad input on the route with a documented refusal and changes nothing", async () => {

@@ -16,7 +16,7 @@ import type { Envelope } from "../../domain/journal/Events.js"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import * as Decide from "../../domain/workers/Decide.js"
 import { advertisementAlive, displayState, type DisplayState } from "../../domain/workers/DisplayState.js"
-import type { Registry, WorkerRecord } from "../../domain/workers/Registry.js"
+import type { InviteRecord, Registry, WorkerRecord } from "../../domain/workers/Registry.js"
 import { base62FromBytes, credentialProblem, CREDENTIAL_PREFIX, formatJoinToken, makeCredential, parseJoinToken } from "../../domain/workers/Secrets.js"
 import { Hashing } from "../journal/Hashing.js"
 import { Projections, type CommandRejected } from "../journal/Projections.js"
@@ -62,6 +62,20 @@ export interface InviteOutcome {
   readonly expiresAt: number | null
 }
 
+/** An invite not yet redeemed, revoked nor expired: its token still works. */
+export interface PendingInvite {
+  readonly id: string
+  readonly name: string | null
+  readonly scope: ReadonlyArray<string>
+  readonly invitedAt: string
+  /** null: it never expires (an unscoped invite given no expiry). */
+  readonly expiresAt: string | null
+  readonly actor: string
+}
+
+/** What `svc workers revoke REF` revoked: a worker, or an invite not yet redeemed. */
+export type Revoked = { readonly kind: "worker"; readonly worker: WorkerRecord } | { readonly kind: "invite"; readonly invite: InviteRecord }
+
 type CommandError = CommandRejected | StreamConflict | JournalError
 
 export interface OwnerService {
@@ -76,7 +90,11 @@ export interface OwnerService {
   readonly answerNow: (bearer: string | undefined, request: WorkerRequest, now: number) => WorkerResponse | Refusal | undefined
   readonly rotate: (worker: string, actor: string) => Effect.Effect<WorkerRecord, CommandError | Refusal>
   readonly revoke: (worker: string, actor: string) => Effect.Effect<WorkerRecord, CommandError | Refusal>
+  /** A worker by id or name as `revoke`; else an unused invite by its id (its token then fails). */
+  readonly revokeWorkerOrInvite: (ref: string, actor: string) => Effect.Effect<Revoked, CommandError | Refusal>
   readonly status: Effect.Effect<ReadonlyArray<WorkerStatus>>
+  /** The invites whose tokens can still be redeemed, oldest first. */
+  readonly pendingInvites: Effect.Effect<ReadonlyArray<PendingInvite>>
   /** A worker by id or (unique) name. */
   readonly find: (worker: string) => Effect.Effect<WorkerRecord, Refusal>
 }
@@ -383,6 +401,35 @@ export const make = Effect.gen(function* () {
       return yield* findWorker(w.id)
     })
 
+  const revokeWorkerOrInvite: OwnerService["revokeWorkerOrInvite"] = (ref, actor) =>
+    Effect.gen(function* () {
+      const r = yield* registry
+      const isWorker = HashMap.has(r.workers, ref) || [...HashMap.values(r.workers)].some((w) => w.name === ref)
+      if (isWorker) return { kind: "worker" as const, worker: yield* revoke(ref, actor) }
+      if (!HashMap.has(r.invites, ref)) return yield* refuse("unauthenticated", `no worker and no invite ${JSON.stringify(ref)} is known to this owner (svc workers status lists both)`)
+      const now = yield* Clock.currentTimeMillis
+      yield* execute((st) => Decide.decideRevokeInvite({ inviteId: ref, actor, now }, st))
+      return { kind: "invite" as const, invite: Option.getOrThrow(HashMap.get((yield* registry).invites, ref)) }
+    })
+
+  const pendingInvites = Effect.gen(function* () {
+    const r = yield* registry
+    const now = yield* Clock.currentTimeMillis
+    return [...HashMap.values(r.invites)]
+      .filter((i) => i.redeemedBy === null && i.revokedAt === undefined && !Decide.inviteExpired(i, now))
+      .sort((a, b) => a.invitedAt - b.invitedAt || a.id.localeCompare(b.id))
+      .map(
+        (i): PendingInvite => ({
+          id: i.id,
+          name: i.name,
+          scope: i.scope,
+          invitedAt: new Date(i.invitedAt).toISOString(),
+          expiresAt: i.expiresAt === null ? null : new Date(i.expiresAt).toISOString(),
+          actor: i.actor
+        })
+      )
+  })
+
   const status = Effect.gen(function* () {
     const { registry: r, ledger } = yield* projections.state
     const now = yield* Clock.currentTimeMillis
@@ -422,7 +469,7 @@ export const make = Effect.gen(function* () {
   })
 
   // `find` serves release, which is for revoked workers too: a shared name is refused there.
-  return Owner.of({ invite, handle, answerNow, rotate, revoke, status, find: (ref) => findWorker(ref) })
+  return Owner.of({ invite, handle, answerNow, rotate, revoke, revokeWorkerOrInvite, status, pendingInvites, find: (ref) => findWorker(ref) })
 })
 
 export const layer = Layer.effect(Owner, make)

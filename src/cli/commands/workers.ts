@@ -7,7 +7,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { durationSeconds } from "../../domain/manifest/Formats.js"
-import type { WorkerStatus } from "../../app/workers/Owner.js"
+import type { PendingInvite, WorkerStatus } from "../../app/workers/Owner.js"
 import { JOB_ADDRESS } from "../../domain/manifest/JobAddress.js"
 import { parseJoinToken } from "../../domain/workers/Secrets.js"
 import { SvcHome } from "../../infra/SvcHome.js"
@@ -120,13 +120,17 @@ const rotate = Command.make("rotate", { worker: workerArg, json }, ({ json, work
   })
 ).pipe(Command.withDescription("Issue a new credential to a worker (the old one works 5 more minutes)"))
 
-const revoke = Command.make("revoke", { worker: workerArg, json }, ({ json, worker }) =>
+const revoke = Command.make("revoke", { worker: Args.text({ name: "WORKER" }).pipe(Args.withDescription("worker id or name, or the id of an invite not yet redeemed")), json }, ({ json, worker }) =>
   Effect.gen(function* () {
     const answer = yield* admin("POST", "/revoke", { worker })
     if (json) return yield* printJson({ ...answer, revoked: true })
+    if (answer["kind"] === "invite") {
+      const name = answer["name"] === null ? "" : ` (for ${String(answer["name"])})`
+      return yield* Console.log(`revoked invite ${String(answer["id"])}${name}: its token can no longer be redeemed`)
+    }
     yield* Console.log(`revoked ${String(answer["name"])}: its next call is refused and it is told to stop its work`)
   })
-).pipe(Command.withDescription("Revoke a worker: its next call is refused and its running work stopped"))
+).pipe(Command.withDescription("Revoke a worker (its next call is refused and its running work stopped), or an invite not yet redeemed"))
 
 /** What a person can do about a link that has ended (docs/protocol.md, "The worker's link"). */
 const nextStep = (phase: string, url: string): string | undefined => {
@@ -149,6 +153,7 @@ const status = Command.make("status", { json }, ({ json }) =>
     const running = yield* Effect.either(admin("GET", "/workers"))
     if (running._tag === "Left" && running.left.exitCode === 1) return yield* running.left
     const workers = running._tag === "Right" ? (running.right["workers"] as ReadonlyArray<WorkerStatus>) : []
+    const invites = running._tag === "Right" ? ((running.right["invites"] as ReadonlyArray<PendingInvite> | undefined) ?? []) : []
     const linksAnswer = running._tag === "Right" ? yield* admin("GET", "/links") : undefined
     const links = linksAnswer !== undefined
       ? (linksAnswer["links"] as ReadonlyArray<Record<string, unknown>>)
@@ -156,22 +161,36 @@ const status = Command.make("status", { json }, ({ json }) =>
     // Asking the live runtime is the point: when it is not running, show what the files say, then exit 2.
     const notRunning = running._tag === "Left" ? exitQuietly(2) : undefined
     if (json) {
-      yield* printJson({ runtime: running._tag === "Right" ? "running" : "not running", workers, owners: links })
+      yield* printJson({ runtime: running._tag === "Right" ? "running" : "not running", workers, invites, owners: links })
       if (notRunning !== undefined) return yield* notRunning
       return
     }
-    if (running._tag === "Left") yield* Console.error(`svc: ${running.left.message}; the links below are read from $SVC_HOME`)
+    if (running._tag === "Left") {
+      yield* Console.error(
+        `svc: ${running.left.message}; ${links.length > 0 ? "the links below are read from $SVC_HOME" : "and this machine works for no owner (svc workers join TOKEN links it to one)"}`
+      )
+    }
     // A machine that only works for others has no workers of its own: say nothing about them.
     if (workers.length > 0 || (running._tag === "Right" && links.length === 0)) {
       yield* Console.log(workers.length === 0 ? "workers: none linked; invite one with: svc workers invite" : "workers linked to this owner:")
       if (workers.length > 0) {
         yield* printLines(
           table(
-            ["NAME", "STATE", "USED/CAP", "LABELS", "CAPABILITIES", "SCOPE", "LAST SEEN", "WHY"],
-            workers.map((w) => [w.name, w.state, `${w.used}/${w.capacity}`, w.labels.join(",") || "-", w.capabilities.join(",") || "-", w.scope.join(",") || "all", w.lastSeen ?? "never", w.reason])
+            ["NAME", "ID", "STATE", "USED/CAP", "LABELS", "CAPABILITIES", "SCOPE", "LAST SEEN", "WHY"],
+            workers.map((w) => [w.name, w.id, w.state, `${w.used}/${w.capacity}`, w.labels.join(",") || "-", w.capabilities.join(",") || "-", w.scope.join(",") || "all", w.lastSeen ?? "never", w.reason])
           )
         )
       }
+    }
+    // Tokens that still work: what an operator may want to withdraw (svc workers revoke INVITE).
+    if (invites.length > 0) {
+      yield* Console.log("invites not yet redeemed (svc workers revoke INVITE withdraws one):")
+      yield* printLines(
+        table(
+          ["INVITE", "NAME", "SCOPE", "MADE", "EXPIRES", "BY"],
+          invites.map((i) => [i.id, i.name ?? "-", i.scope.join(",") || "all", i.invitedAt, i.expiresAt ?? "never", i.actor])
+        )
+      )
     }
     if (links.length > 0) {
       yield* Console.log("owners this machine works for:")

@@ -38,6 +38,13 @@ export class WorkerInvited extends Schema.TaggedClass<WorkerInvited>()("WorkerIn
   at: Millis
 }) {}
 
+/** The operator withdrew an invite before it was redeemed: its token can no longer be. */
+export class InviteRevoked extends Schema.TaggedClass<InviteRevoked>()("InviteRevoked", {
+  inviteId: Schema.String,
+  actor: Schema.String,
+  at: Millis
+}) {}
+
 export class WorkerJoined extends Schema.TaggedClass<WorkerJoined>()("WorkerJoined", {
   workerId: Schema.String,
   inviteId: Schema.String,
@@ -253,6 +260,7 @@ export class RunStopRequested extends Schema.TaggedClass<RunStopRequested>()("Ru
 
 export const Event = Schema.Union(
   WorkerInvited,
+  InviteRevoked,
   WorkerJoined,
   CredentialRotationRequested,
   CredentialRotated,
@@ -274,6 +282,7 @@ export type EventType = Event["_tag"]
 /** The schema version each event type is written with now. */
 export const CURRENT_VERSION: { readonly [K in EventType]: number } = {
   WorkerInvited: 1,
+  InviteRevoked: 1,
   WorkerJoined: 2,
   CredentialRotationRequested: 1,
   CredentialRotated: 1,

@@ -41,6 +41,8 @@ export const auditRowOf = (envelope: Envelope): AuditRow | undefined => {
         e.actor,
         `invite ${e.inviteId}${e.name === null ? "" : ` for ${e.name}`}; scope ${e.scope.length === 0 ? "all jobs" : e.scope.join(", ")}; ${e.expiresAt === null ? "no expiry" : `expires ${new Date(e.expiresAt).toISOString()}`}`
       )
+    case "InviteRevoked":
+      return row("revocation", null, e.inviteId, e.actor, `invite ${e.inviteId} revoked unused; its token can no longer be redeemed`)
     case "WorkerJoined":
       return row("join", e.workerId, e.inviteId, `worker ${e.workerId}`, `${e.name} joined with invite ${e.inviteId}${e.replaces === null ? "" : `, replacing worker ${e.replaces}`}`)
     case "CredentialRotationRequested":

@@ -10,6 +10,7 @@ import { JOB_ADDRESS } from "../manifest/JobAddress.js"
 import {
   CredentialRotated,
   CredentialRotationRequested,
+  InviteRevoked,
   inviteStream,
   SessionStarted,
   WorkerAdvertised,
@@ -36,6 +37,7 @@ export type RejectionCode =
   | "unknown-invite"
   | "invite-redeemed"
   | "invite-expired"
+  | "invite-revoked"
   | "wrong-token"
   | "unknown-worker"
   | "worker-revoked"
@@ -145,6 +147,7 @@ export const decideRedeem = (c: RedeemInvite, state: Registry): Decision | Rejec
   const invite = found.value
   if (!sameDigest(invite.tokenHash, c.tokenHash)) return reject("wrong-token", "this join token is not known to the owner")
   if (invite.redeemedBy !== null) return reject("invite-redeemed", "this join token was already redeemed; ask the owner for a new one")
+  if (invite.revokedAt !== undefined) return reject("invite-revoked", "this join token was revoked by the owner's operator; ask the owner for a new one")
   if (inviteExpired(invite, c.now)) return reject("invite-expired", "this join token has expired; ask the owner for a new one")
   // The invite's name was checked when it was made; a name the joiner gives is checked here.
   const badName = invite.name === null ? workerNameProblem(c.name, state) : undefined
@@ -160,6 +163,28 @@ export const decideRedeem = (c: RedeemInvite, state: Registry): Decision | Rejec
       at: c.now
     })
   ])
+}
+
+export interface RevokeInvite {
+  readonly inviteId: string
+  readonly actor: string
+  readonly now: number
+}
+
+/**
+ * Withdraws an unused invite: its token can no longer be redeemed. Appended at the invite's
+ * stream version, so of a revocation and a redemption made at once exactly one wins.
+ */
+export const decideRevokeInvite = (c: RevokeInvite, state: Registry): Decision | Rejection => {
+  const found = HashMap.get(state.invites, c.inviteId)
+  if (Option.isNone(found)) return reject("unknown-invite", `no invite ${JSON.stringify(c.inviteId)} was made by this owner`)
+  const invite = found.value
+  if (invite.redeemedBy !== null) {
+    return reject("invite-redeemed", `invite ${invite.id} was redeemed by worker ${invite.redeemedBy}: revoke the worker instead (svc workers revoke ${invite.redeemedBy})`)
+  }
+  if (invite.revokedAt !== undefined) return reject("invite-revoked", `invite ${invite.id} is already revoked`)
+  if (inviteExpired(invite, c.now)) return reject("invite-expired", `invite ${invite.id} has expired already: its token cannot be redeemed`)
+  return decided(inviteStream(invite.id), invite.streamVersion, [new InviteRevoked({ inviteId: invite.id, actor: c.actor, at: c.now })])
 }
 
 const liveWorker = (state: Registry, workerId: string): WorkerRecord | Rejection => {

@@ -52,6 +52,13 @@ export interface InviteRecord {
   readonly actor: string
   readonly redeemedBy: string | null
   readonly redeemedAt: number | null
+  /**
+   * When and by whom it was revoked unused (`InviteRevoked`). Absent rather than null while it
+   * is not: the projections' canonical form, and so the snapshots and checkpoints written before
+   * invites could be revoked, stay as they were.
+   */
+  readonly revokedAt?: number
+  readonly revokedBy?: string
   /** Version of the stream `invite-<id>`. */
   readonly streamVersion: number
 }
@@ -96,6 +103,11 @@ export const applyRegistry = (maps: RegistryMaps, envelope: Envelope): void => {
         streamVersion: envelope.streamVersion
       })
       return
+    case "InviteRevoked": {
+      const invite = maps.invite(e.inviteId)
+      if (invite !== undefined) maps.updateInvite(e.inviteId, invite, { revokedAt: e.at, revokedBy: e.actor, streamVersion: envelope.streamVersion })
+      return
+    }
     case "WorkerJoined": {
       const invite = maps.invite(e.inviteId)
       if (invite !== undefined) maps.updateInvite(e.inviteId, invite, { redeemedBy: e.workerId, redeemedAt: e.at, streamVersion: envelope.streamVersion })

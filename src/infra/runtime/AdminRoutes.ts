@@ -74,9 +74,18 @@ export const adminRoutes = (
     {
       method: "POST",
       path: "/revoke",
-      handle: (body) => answer(Effect.map(Effect.flatMap(Owner, (o) => o.revoke(worker(body), options.actor)), (w) => ({ id: w.id, name: w.name })))
+      handle: (body) =>
+        answer(
+          Effect.map(Effect.flatMap(Owner, (o) => o.revokeWorkerOrInvite(worker(body), options.actor)), (r) =>
+            r.kind === "worker" ? { kind: r.kind, id: r.worker.id, name: r.worker.name } : { kind: r.kind, id: r.invite.id, name: r.invite.name }
+          )
+        )
     },
-    { method: "GET", path: "/workers", handle: () => answer(Effect.map(Effect.flatMap(Owner, (o) => o.status), (workers) => ({ workers }))) },
+    {
+      method: "GET",
+      path: "/workers",
+      handle: () => answer(Effect.flatMap(Owner, (o) => Effect.zipWith(o.status, o.pendingInvites, (workers, invites) => ({ workers, invites }))))
+    },
     {
       method: "GET",
       path: "/state",

@@ -92,6 +92,35 @@ describe("joining", () => {
     }).pipe(Effect.provide(TestOwner))
   )
 
+  it.effect("pending invites are those whose tokens still work: not redeemed, revoked nor expired (24 h for a scoped one)", () =>
+    Effect.gen(function* () {
+      const owner = yield* Owner
+      const scoped = yield* owner.invite({ scope: ["hasher:checksum@1.0.0"], expiresInMs: null, name: "lab-2", actor: "op" })
+      const used = yield* owner.invite({ scope: [], expiresInMs: null, name: null, actor: "op" })
+      const withdrawn = yield* owner.invite({ scope: [], expiresInMs: null, name: "spare", actor: "op" })
+      const open = yield* owner.invite({ scope: [], expiresInMs: null, name: null, actor: "op" })
+      ok(yield* call(used.token, { kind: "join", name: "box" }), "joined")
+      expect(yield* owner.revokeWorkerOrInvite(withdrawn.inviteId, "op")).toMatchObject({ kind: "invite", invite: { id: withdrawn.inviteId, name: "spare", revokedBy: "op" } })
+      const late = yield* call(withdrawn.token, { kind: "join", name: "x" })
+      expect(Either.isLeft(late) && late.left.message).toBe("this join token was revoked by the owner's operator; ask the owner for a new one")
+      expect((yield* owner.pendingInvites).map((i) => i.id)).toEqual([scoped.inviteId, open.inviteId])
+      expect((yield* owner.pendingInvites)[0]).toEqual({
+        id: scoped.inviteId,
+        name: "lab-2",
+        scope: ["hasher:checksum@1.0.0"],
+        invitedAt: "1970-01-01T00:00:00.000Z",
+        expiresAt: "1970-01-02T00:00:00.000Z",
+        actor: "op"
+      })
+      yield* TestClock.adjust("24 hours")
+      expect((yield* owner.pendingInvites).map((i) => i.id)).toEqual([open.inviteId])
+      // A worker's name or id is revoked as a worker; a name neither worker nor invite has is refused.
+      expect(yield* owner.revokeWorkerOrInvite("box", "op")).toMatchObject({ kind: "worker", worker: { name: "box" } })
+      const none = yield* Effect.flip(owner.revokeWorkerOrInvite("nobody", "op"))
+      expect(none.message).toBe('no worker and no invite "nobody" is known to this owner (svc workers status lists both)')
+    }).pipe(Effect.provide(TestOwner))
+  )
+
   it.effect("an edited or mistyped token is refused before any lookup", () =>
     Effect.gen(function* () {
       const { token } = yield* (yield* Owner).invite({ scope: [], expiresInMs: null, name: null, actor: "op" })

@@ -2,9 +2,10 @@
  * Worker-protocol deciders, given / when / then: given past events, when a command, then these
  * events or this rejection. Time bounds (24 h, 5 min) are tested at both sides.
  */
+import * as HashMap from "effect/HashMap"
 import { describe, expect, it } from "vitest"
 import type { Envelope, Event, WorkerAdvertised } from "../../../src/domain/journal/Events.js"
-import { CURRENT_VERSION, WorkerInvited } from "../../../src/domain/journal/Events.js"
+import { CURRENT_VERSION, InviteRevoked, WorkerInvited } from "../../../src/domain/journal/Events.js"
 import { evolve, initialState } from "../../../src/domain/journal/OwnerState.js"
 import * as D from "../../../src/domain/workers/Decide.js"
 import type { Registry } from "../../../src/domain/workers/Registry.js"
@@ -15,7 +16,7 @@ const given = (...events: ReadonlyArray<Event>): Registry => {
   const versions = new Map<string, number>()
   let state = initialState
   events.forEach((event, i) => {
-    const stream = event._tag === "WorkerInvited" || event._tag === "WorkerJoined" ? `invite-${event.inviteId}` : "workerId" in event ? `worker-${event.workerId}` : `run-${event.runId}`
+    const stream = event._tag === "WorkerInvited" || event._tag === "InviteRevoked" || event._tag === "WorkerJoined" ? `invite-${event.inviteId}` : "workerId" in event ? `worker-${event.workerId}` : `run-${event.runId}`
     const v = (versions.get(stream) ?? 0) + 1
     versions.set(stream, v)
     const envelope: Envelope = { sequence: i + 1, stream, streamVersion: v, type: event._tag, schemaVersion: CURRENT_VERSION[event._tag], recordedAt: 0, event }
@@ -75,6 +76,30 @@ describe("invite", () => {
     }
     const taken = named("w", given(invited("j"), joined("w", "j")))
     expect(taken._tag === "Rejected" && taken.message).toBe("w is the id of another worker: choose another name")
+  })
+})
+
+describe("revoking an invite", () => {
+  const revokeInvite = (registry: Registry, now = 2_000, inviteId = "i") => D.decideRevokeInvite({ inviteId, actor: "op", now }, registry)
+
+  it("withdraws an unused invite at its stream version; its token is then refused at join", () => {
+    const d = revokeInvite(given(invited("i")))
+    expect(d).toMatchObject({ _tag: "Decided", stream: "invite-i", expectedVersion: 1 })
+    expect(events(d)).toEqual([new InviteRevoked({ inviteId: "i", actor: "op", at: 2_000 })])
+    const after = given(invited("i"), ...events(d))
+    expect(HashMap.get(after.invites, "i")).toMatchObject({ _tag: "Some", value: { revokedAt: 2_000, revokedBy: "op", streamVersion: 2 } })
+    const join = D.decideRedeem({ inviteId: "i", tokenHash: hash("token-i"), workerId: "w", name: "box", credentialHash: hash("c"), previousCredentialHash: null, now: 3_000 }, after)
+    expect(join).toMatchObject({ _tag: "Rejected", code: "invite-revoked", message: "this join token was revoked by the owner's operator; ask the owner for a new one" })
+  })
+
+  it("refuses an unknown, redeemed, revoked or expired invite, saying what to do", () => {
+    const cases: ReadonlyArray<readonly [Registry, number, string, string]> = [
+      [given(), 2_000, "unknown-invite", 'no invite "i" was made by this owner'],
+      [given(invited("i"), joined("w", "i")), 3_000, "invite-redeemed", "invite i was redeemed by worker w: revoke the worker instead (svc workers revoke w)"],
+      [given(invited("i"), new InviteRevoked({ inviteId: "i", actor: "op", at: 1_500 })), 3_000, "invite-revoked", "invite i is already revoked"],
+      [given(invited("i", 0, ["hasher:checksum@1.0.0"])), 24 * HOUR, "invite-expired", "invite i has expired already: its token cannot be redeemed"]
+    ]
+    for (const [registry, now, code, message] of cases) expect(revokeInvite(registry, now)).toMatchObject({ _tag: "Rejected", code, message })
   })
 })
 
