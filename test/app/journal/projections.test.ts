@@ -36,6 +36,7 @@ const ownerLayer = (file: string) => projectionsLayer.pipe(Layer.provideMerge(sq
 type Op =
   | { readonly kind: "invite"; readonly scoped: boolean }
   | { readonly kind: "redeem"; readonly invite: number; readonly wrongToken: boolean }
+  | { readonly kind: "revokeInvite"; readonly invite: number }
   | { readonly kind: "requestRotation" | "completeRotation" | "revoke"; readonly worker: number }
   | { readonly kind: "session"; readonly worker: number; readonly live: boolean }
   | { readonly kind: "advertise"; readonly worker: number; readonly capacity: number; readonly gpu: boolean }
@@ -43,6 +44,7 @@ type Op =
 const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constant("invite" as const), scoped: fc.boolean() }),
   fc.record({ kind: fc.constant("redeem" as const), invite: fc.nat(8), wrongToken: fc.boolean() }),
+  fc.record({ kind: fc.constant("revokeInvite" as const), invite: fc.nat(8) }),
   fc.record({ kind: fc.constantFrom("requestRotation" as const, "completeRotation" as const, "revoke" as const), worker: fc.nat(8) }),
   fc.record({ kind: fc.constant("session" as const), worker: fc.nat(8), live: fc.boolean() }),
   fc.record({ kind: fc.constant("advertise" as const), worker: fc.nat(8), capacity: fc.integer({ min: 0, max: 101 }), gpu: fc.boolean() })
@@ -64,6 +66,10 @@ const run = (o: Op, i: number) =>
             { inviteId: id, tokenHash: o.wrongToken ? hash("wrong") : hash(`t${id.slice(1)}`), workerId: `w${i}`, name: `box-${i}`, credentialHash: hash(`c${i}`), previousCredentialHash: i % 3 === 2 ? hash(`c${i - 1}`) : null, now },
             registry
           )
+        }
+        case "revokeInvite": {
+          const invites = [...registry.invites].map(([id]) => id).sort()
+          return Decide.decideRevokeInvite({ inviteId: invites[o.invite % Math.max(1, invites.length)] ?? "none", actor: "operator", now }, registry)
         }
         default: {
           const workers = [...registry.workers].map(([id]) => id).sort()
