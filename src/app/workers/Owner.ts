@@ -417,7 +417,7 @@ export const make = Effect.gen(function* () {
     const now = yield* Clock.currentTimeMillis
     return [...HashMap.values(r.invites)]
       .filter((i) => i.redeemedBy === null && i.revokedAt === undefined && !Decide.inviteExpired(i, now))
-      .sort((a, b) => a.invitedAt - b.invitedAt || a.id.localeCompare(b.id))
+      .sort((a, b) => a.invitedAt - b.invitedAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
       .map(
         (i): PendingInvite => ({
           id: i.id,

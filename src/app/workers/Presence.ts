@@ -1,19 +1,23 @@
 /**
  * The owner's log says when a worker starts advertising (it can take work) and when it goes
  * Offline (no advertisement for 15 s: the attempts it held are placed again), once per change:
- * what an operator watching `svc serve`'s log, or alerting on it, wants to see.
+ * what an operator watching `svc serve`'s log, or alerting on it, wants to see. And each audit
+ * row as it is recorded (a takeover or a revocation as a warning), checked on the same beat.
  *
  * Display states stay what they are, computed at query time and never journaled (Owner.status);
  * this watches the one part of them that changes with time alone, whether the advertisement is
  * alive, checking every second. `svc serve` mounts it.
  */
+import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import { ACTIVE } from "../../domain/runs/Runs.js"
+import type { AuditRow } from "../../domain/workers/Audit.js"
 import { ADVERTISEMENT_LIFETIME_MS, advertisementAlive } from "../../domain/workers/DisplayState.js"
 import { Projections } from "../journal/Projections.js"
 import { heldBy } from "../runs/WorkerCalls.js"
@@ -43,13 +47,34 @@ export const lineOf = (c: Sighting, held: number): string =>
         held === 0 ? "" : `; the ${held === 1 ? "attempt" : `${held} attempts`} it held ${held === 1 ? "is" : "are"} placed again`
       }`
 
+/**
+ * An audit row as a line of the owner's log (invites, joins, rotations, revocations, takeovers:
+ * the spec's audit rows, also in `svc audit`); `name`: the worker's, when the row is about one.
+ */
+export const auditLine = (row: AuditRow, name: string | undefined): string =>
+  `audit: ${row.kind}${row.workerId === null ? "" : ` of worker ${name ?? "?"} (${row.workerId})`}: ${row.detail}; by ${row.actor}`
+
+/** Rows an operator must not miss: another process took a session over, a worker or invite was revoked. */
+const WARNING_KINDS: ReadonlySet<AuditRow["kind"]> = new Set(["takeover", "revocation"])
+
 export const run = Effect.gen(function* () {
   const projections = yield* Projections
   const freshness = yield* Freshness
   let seen: ReadonlyMap<string, boolean> = new Map()
+  // The audit rows from the start are history: only those after it are news.
+  let audited = Option.match(Chunk.last((yield* projections.state).audit), { onNone: () => 0, onSome: (r) => r.sequence })
   const check = Effect.gen(function* () {
     const state = yield* projections.state
     const { registry } = state
+    // The rows after the last one logged, found from the end (usually none).
+    let first = Chunk.size(state.audit)
+    while (first > 0 && Chunk.unsafeGet(state.audit, first - 1).sequence > audited) first--
+    for (const row of Chunk.drop(state.audit, first)) {
+      const worker = row.workerId === null ? undefined : HashMap.get(registry.workers, row.workerId).pipe(Option.getOrUndefined)
+      const line = auditLine(row, worker?.name)
+      yield* WARNING_KINDS.has(row.kind) ? Effect.logWarning(line) : Effect.logInfo(line)
+      audited = row.sequence
+    }
     const now = yield* Clock.currentTimeMillis
     const sightings: Array<Sighting> = []
     // Revoked workers are left out: their revocation is in the audit, and they never call again.

@@ -103,8 +103,9 @@ describe("joining", () => {
       expect(yield* owner.revokeWorkerOrInvite(withdrawn.inviteId, "op")).toMatchObject({ kind: "invite", invite: { id: withdrawn.inviteId, name: "spare", revokedBy: "op" } })
       const late = yield* call(withdrawn.token, { kind: "join", name: "x" })
       expect(Either.isLeft(late) && late.left.message).toBe("this join token was revoked by the owner's operator; ask the owner for a new one")
-      expect((yield* owner.pendingInvites).map((i) => i.id)).toEqual([scoped.inviteId, open.inviteId])
-      expect((yield* owner.pendingInvites)[0]).toEqual({
+      // Oldest first; made in the same millisecond here, so in id order.
+      expect((yield* owner.pendingInvites).map((i) => i.id)).toEqual([scoped.inviteId, open.inviteId].sort())
+      expect((yield* owner.pendingInvites).find((i) => i.id === scoped.inviteId)).toEqual({
         id: scoped.inviteId,
         name: "lab-2",
         scope: ["hasher:checksum@1.0.0"],
@@ -257,15 +258,17 @@ describe("display states", () => {
 
   it.effect("the owner's log says once when a worker starts advertising and once when it goes Offline; a revoked one is left out", () =>
     Effect.gen(function* () {
-      const logs: Array<string> = []
-      const capture = capturingLogs(logs)
+      // The audit rows the same log carries are the next test's.
+      const all: Array<string> = []
+      const logs = { get length() { return all.filter((l) => !l.includes(" audit: ")).length }, slice: (n: number) => all.filter((l) => !l.includes(" audit: ")).slice(n) }
+      const capture = capturingLogs(all)
       yield* Effect.gen(function* () {
         const w = yield* linked()
         yield* TestClock.adjust("1 second")
-        expect(logs).toEqual([])
+        expect(logs.slice(0)).toEqual([])
         ok(yield* call(w.credential, offer(w.fence)), "ack")
         yield* TestClock.adjust("1 second")
-        expect(logs).toEqual([`INFO worker lab-1 (${w.workerId}) is advertising: it can take work`])
+        expect(logs.slice(0)).toEqual([`INFO worker lab-1 (${w.workerId}) is advertising: it can take work`])
         // No refresh: Offline once the 15 s pass, said once.
         yield* TestClock.adjust("15 seconds")
         expect(logs.slice(1)).toEqual([`WARN worker lab-1 (${w.workerId}) is Offline: no advertisement for 15 s`])
@@ -279,6 +282,35 @@ describe("display states", () => {
         expect(logs).toHaveLength(3)
       }).pipe(Effect.provide(Presence.layer.pipe(Layer.provideMerge(TestOwner))), Effect.provide(capture))
     })
+  )
+
+  it.effect("the owner's log carries each audit row as it is recorded, a takeover and a revocation as warnings; not those from before it started", () =>
+    Effect.gen(function* () {
+      const logs: Array<string> = []
+      const owner = yield* Owner
+      const early = yield* owner.invite({ scope: [], expiresInMs: null, name: null, actor: "operator" })
+      yield* Effect.gen(function* () {
+        yield* TestClock.adjust("1 second")
+        expect(logs).toEqual([])
+        const w = yield* linked()
+        const copy = ok(yield* call(w.credential, { kind: "hello", protocol: 1, running: [] }), "welcome")
+        yield* owner.revoke(w.workerId, "operator")
+        yield* owner.revokeWorkerOrInvite(early.inviteId, "operator")
+        yield* TestClock.adjust("1 second")
+        const invite = logs.find((l) => l.includes("audit: invite"))!
+        expect(invite).toMatch(/^INFO audit: invite: invite \w+ for lab-1; scope all jobs; no expiry; by operator$/)
+        expect(logs.filter((l) => l.includes(" audit: "))).toEqual([
+          invite,
+          expect.stringMatching(new RegExp(`^INFO audit: join of worker lab-1 \\(${w.workerId}\\): lab-1 joined with invite \\w+; by worker ${w.workerId}$`)),
+          `WARN audit: takeover of worker lab-1 (${w.workerId}): a new process took the session over with fence ${copy.fence}; the old one is fenced out; by worker ${w.workerId}`,
+          `WARN audit: revocation of worker lab-1 (${w.workerId}): revoked; its next call is refused; by operator`,
+          `WARN audit: revocation: invite ${early.inviteId} revoked unused; its token can no longer be redeemed; by operator`
+        ])
+        // Each once.
+        yield* TestClock.adjust("10 seconds")
+        expect(logs.filter((l) => l.includes(" audit: "))).toHaveLength(5)
+      }).pipe(Effect.provide(Presence.layer), Effect.provide(capturingLogs(logs)))
+    }).pipe(Effect.provide(TestOwner))
   )
 
   it.effect("Needs setup when it holds none of the jobs in its scope", () =>
