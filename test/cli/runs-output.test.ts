@@ -1,7 +1,7 @@
 /** What `svc runs show` and `svc run --wait` print, from the owner's answers. */
 import { describe, expect, it } from "vitest"
 import type { RunDetail, RunView } from "../../src/app/runs/Dispatcher.js"
-import { progressLine, showLines, worthSaying } from "../../src/cli/commands/runs.js"
+import { preferenceEffect, progressLine, showLines, worthSaying } from "../../src/cli/commands/runs.js"
 
 const view: RunView = {
   id: "rAbc123",
@@ -50,6 +50,18 @@ describe("svc runs show", () => {
       "attempt rAbc123.1 on lab-1: running; holds a slot; not started yet: waiting there since 2026-11-24T20:55:01.120Z for a free slot (other work holds the machine's slots)"
     )
     expect(showLines(detail())).toContain("attempt rAbc123.1 on lab-1: running; holds a slot")
+  })
+
+  it("shows the stated preference, and what it did: locality comes before it", () => {
+    const record = { executionHost: "owner", inferenceEndpoint: null, requestedModel: null, resolvedModel: null, selectionProvenance: "locality: the owner keeps what it can run", limits: { timeoutMs: null, bounds: [] } }
+    const placement = { outcome: "placed", host: "owner", explanation: "placed on owner", key: "k", record, notes: [], at: 0, sequence: 1 }
+    const lines = showLines(detail({ preferredLabels: ["pool=lab"], placement } as unknown as Partial<RunDetail>))
+    expect(lines).toContain("  preferred: pool=lab; not weighed: the owner keeps what it can run, before any preference")
+    expect(showLines(detail({ placement } as unknown as Partial<RunDetail>)).some((l) => l.includes("preferred:"))).toBe(false)
+    expect(preferenceEffect("stated preference")).toBe("it chose the host")
+    expect(preferenceEffect("the only eligible candidate with room")).toBe("not weighed: one eligible host had room")
+    expect(preferenceEffect("deterministic tie-break among 3 equally ranked candidates")).toBe("no host with room had more of it than the others")
+    expect(preferenceEffect("none: no candidate is eligible")).toBe("weighed once a host can take it")
   })
 
   it("points to the run's history once it was placed more than once", () => {

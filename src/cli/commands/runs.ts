@@ -71,7 +71,7 @@ export const runCommand = Command.make(
   {
     address: Args.text({ name: "BAG:JOB@VERSION" }),
     input: Options.text("input").pipe(Options.optional, Options.withDescription("the job's input: JSON, or @FILE holding JSON (default {})")),
-    prefer: Options.text("prefer").pipe(Options.repeated, Options.withDescription("KEY=VALUE label a host should have, when several can run it (repeatable)")),
+    prefer: Options.text("prefer").pipe(Options.repeated, Options.withDescription("KEY=VALUE label a host should have, weighed among the workers that can run it (the owner keeps what it can run; repeatable)")),
     wait: Options.boolean("wait").pipe(Options.withDescription("wait for the outcome: print the result (exit 0) or why it failed (exit 1)")),
     json
   },
@@ -79,6 +79,10 @@ export const runCommand = Command.make(
     Effect.gen(function* () {
       const value = yield* readInput(input)
       let run = (yield* admin("POST", "/runs/submit", { address, input: value, prefer })) as unknown as RunView
+      // A preference is weighed only among workers: the owner keeps what it can run (locality first).
+      if (prefer.length > 0 && run.host === "owner") {
+        yield* Console.error(`note: --prefer ${prefer.join(" --prefer ")} was not weighed: the owner can run this job, and keeps what it can run (docs/placement.md)`)
+      }
       if (!wait) {
         if (json) return yield* printJson(run)
         yield* Console.log(run.id)
@@ -131,6 +135,21 @@ const list = Command.make(
     })
 ).pipe(Command.withDescription("List the runs on this owner with their state and where they are, the most recent last"))
 
+/**
+ * What the stated preference did in a placement, read from its selection (placement layer 3:
+ * locality first, then the preference, then a deterministic tie-break; docs/placement.md).
+ */
+export const preferenceEffect = (selection: string): string =>
+  selection.startsWith("locality")
+    ? "not weighed: the owner keeps what it can run, before any preference"
+    : selection === "stated preference"
+      ? "it chose the host"
+      : selection === "the only eligible candidate with room"
+        ? "not weighed: one eligible host had room"
+        : selection.startsWith("deterministic tie-break")
+          ? "no host with room had more of it than the others"
+          : "weighed once a host can take it"
+
 /** `svc runs show RUN` as text: the run, its placement record, its attempts, its outcome and output. */
 export const showLines = (r: RunDetail): ReadonlyArray<string> => {
   const lines = [
@@ -144,6 +163,7 @@ export const showLines = (r: RunDetail): ReadonlyArray<string> => {
       `  execution host: ${p.executionHost === null ? "none" : (r.attemptRecords.find((a) => a.host === p.executionHost)?.hostName ?? p.executionHost)}`,
       `  inference endpoint: ${p.inferenceEndpoint ?? "none"}; requested model: ${p.requestedModel ?? "none"}; resolved model: ${p.resolvedModel ?? "none"}`,
       `  selection: ${p.selectionProvenance}`,
+      ...(r.preferredLabels.length === 0 ? [] : [`  preferred: ${r.preferredLabels.join(", ")}; ${preferenceEffect(p.selectionProvenance)}`]),
       `  limits: timeout ${p.limits.timeoutMs === null ? "none" : `${p.limits.timeoutMs / 1000} s`}; bounds ${p.limits.bounds.join(", ") || "none"}`
     )
     for (const note of r.placement.notes) lines.push(`  note: ${note}`)
