@@ -518,7 +518,7 @@ describe("svc workers between two real svc serve processes", () => {
     expect(beat.json).toEqual({ kind: "ack", stop: [], newCredential: null })
   }, 60_000)
 
-  it("keeps the old credential working for its grace after a rotation, handing the new one over again", async () => {
+  it("keeps the old credential working for its grace after a rotation, without minting again for a call that overlapped the hand-over", async () => {
     // lab-scope's session is the test's own (its hello in the scope test).
     const c1 = readLink(w3Home).credential
     const hello = await send("lab-scope hello before rotation", c1, { kind: "hello", protocol: 1, running: [] })
@@ -543,18 +543,17 @@ describe("svc workers between two real svc serve processes", () => {
     // The new credential works and hands nothing over.
     const second = await send("heartbeat with the handed-over credential", c2, { kind: "heartbeat", fence, running: [] })
     expect(second.json).toEqual({ kind: "ack", stop: [], newCredential: null })
-    // The old one still opens the route in its grace (and, as after a lost hand-over, is answered with a credential again).
+    // The old one still opens the route in its grace. Within 35 s of the hand-over nothing more
+    // is minted: the call may have been made before the answer arrived (a lost answer is answered
+    // with another credential after that: owner.test.ts, on the test clock).
     const old = await send("claim with the old credential in its grace", c1, { kind: "claim", fence, waitSeconds: 0 })
     expect(old.status, old.text).toBe(200)
-    expect(old.json).toMatchObject({ kind: "no-work", newCredential: { credential: expect.stringMatching(/^svc_wk_/), previousValidUntil: handed.newCredential!.previousValidUntil } })
-    const c3 = (old.json as { newCredential: { credential: string } }).newCredential.credential
-    credentials.add(c3)
-    const third = await send("heartbeat with the credential handed over again", c3, { kind: "heartbeat", fence, running: [] })
+    expect(old.json).toMatchObject({ kind: "no-work", newCredential: null })
+    const third = await send("heartbeat with the handed-over credential after it", c2, { kind: "heartbeat", fence, running: [] })
     expect(third.json).toEqual({ kind: "ack", stop: [], newCredential: null })
     const workerId = readLink(w3Home).workerId
     expect((await auditRows()).filter((r) => r.kind === "rotation" && r.workerId === workerId).map((r) => r.detail)).toEqual([
       expect.stringMatching(/rotation requested/),
-      expect.stringMatching(/new credential issued/),
       expect.stringMatching(/new credential issued/)
     ])
   }, 30_000)

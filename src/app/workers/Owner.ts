@@ -237,10 +237,7 @@ export const make = Effect.gen(function* () {
   }
 
   /** A pending rotation (or a lost hand-over) is answered with a new credential now. */
-  const handOverDue = (worker: WorkerRecord, presentedHash: string, now: number) => {
-    const previous = worker.credentials[1]
-    return (worker.rotationPending && Decide.credentialStanding(worker, presentedHash, now) === "current") || (previous !== undefined && Decide.sameDigest(previous.hash, presentedHash))
-  }
+  const handOverDue = (worker: WorkerRecord, presentedHash: string, now: number) => Decide.handOverDue(worker, presentedHash, now) !== undefined
   const mintHandOver = (worker: WorkerRecord, presentedHash: string, now: number) =>
     Effect.gen(function* () {
       const credential = makeCredential(entropy.bytes(30))
@@ -301,7 +298,9 @@ export const make = Effect.gen(function* () {
 
   /** Every call after hello, its fence checked: the credential hand-over if one is due, then the call. */
   const call = ({ worker, presentedHash, now }: Authenticated, request: Exclude<WorkerRequest, Join | Hello>) =>
-    Effect.flatMap(handOver(worker, presentedHash, now), (newCredential): Effect.Effect<WorkerResponse, Refusal> => {
+    // Not in the answer to a claim that may wait: that answer can arrive after the worker's other
+    // calls, with a credential older than one they brought (docs/protocol.md, "Rotation").
+    Effect.flatMap(request.kind === "claim" && request.waitSeconds > 0 ? noHandOver : handOver(worker, presentedHash, now), (newCredential): Effect.Effect<WorkerResponse, Refusal> => {
       switch (request.kind) {
         case "advertise":
           return advertise(worker, now, request, newCredential)

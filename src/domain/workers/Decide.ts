@@ -229,6 +229,28 @@ export const decideCompleteRotation = (c: CompleteRotation, state: Registry): De
   ])
 }
 
+/**
+ * How long after a hand-over a call with the previous credential is taken for one made before
+ * that answer arrived, not for a lost answer: a worker's calls overlap (a claim waits at the
+ * owner up to 30 s while its heartbeats and advertisements go on), and minting again for such a
+ * call would replace the credential on its way to the worker. 35 s: the longest claim wait and
+ * some margin. Past it, within the grace, the answer is taken as lost and another one minted.
+ */
+export const HAND_OVER_IN_FLIGHT_MS = 35_000
+
+/**
+ * Whether a call presenting `presentedHash` must be answered with a new credential now: a
+ * rotation is pending and it presents the current one; or it presents the previous one, within
+ * its grace and past the in-flight window of the hand-over (HAND_OVER_IN_FLIGHT_MS). The grace end
+ * is set by the first hand-over of a rotation and never moves, so the window counts from it.
+ */
+export const handOverDue = (w: WorkerRecord, presentedHash: string, now: number): "rotation" | "lost" | undefined => {
+  const [current, previous] = w.credentials
+  if (w.rotationPending && current !== undefined && sameDigest(current.hash, presentedHash)) return "rotation"
+  if (previous === undefined || previous.validUntil === null || now >= previous.validUntil || !sameDigest(previous.hash, presentedHash)) return undefined
+  return now >= previous.validUntil - ROTATION_GRACE_MS + HAND_OVER_IN_FLIGHT_MS ? "lost" : undefined
+}
+
 export interface HandOverCredential {
   readonly workerId: string
   /** SHA-256 of the credential the worker presented on this call. */
@@ -242,23 +264,25 @@ export interface HandOverCredential {
  * Whether this call's answer must carry a new credential, and the event that records it.
  * - A rotation is pending and the worker presents its current credential: the new one starts
  *   now and the old one works 5 more minutes.
- * - The worker presents the previous credential within its 5 minutes: the answer that carried
- *   the new one was lost (or the owner restarted before the worker saved it). Another new one
- *   is minted, replacing the unreceived one; the grace end stays where it was, so a lost answer
- *   never extends the old credential's life.
- * Otherwise nothing is handed over (no events).
+ * - The worker presents the previous credential within its 5 minutes, and more than 35 s after
+ *   the hand-over (before that the call may have been made before the answer arrived): the
+ *   answer that carried the new one was lost (or the owner restarted before the worker saved
+ *   it). Another new one is minted, replacing the unreceived one; the grace end stays where it
+ *   was, so a lost answer never extends the old credential's life.
+ * Otherwise nothing is handed over (no events). `handOverDue` says which, on its own.
  */
 export const decideHandOver = (c: HandOverCredential, state: Registry): Decision | Rejection => {
   const w = liveWorker(state, c.workerId)
   if (isRejection(w)) return w
   const [current, previous] = w.credentials
   const stream = workerStream(w.id)
-  if (w.rotationPending && current !== undefined && sameDigest(current.hash, c.presentedHash)) {
+  const due = handOverDue(w, c.presentedHash, c.now)
+  if (due === "rotation") {
     return decided(stream, w.streamVersion, [
-      new CredentialRotated({ workerId: w.id, credentialHash: c.newHash, previousHash: current.hash, previousValidUntil: c.now + ROTATION_GRACE_MS, at: c.now })
+      new CredentialRotated({ workerId: w.id, credentialHash: c.newHash, previousHash: current!.hash, previousValidUntil: c.now + ROTATION_GRACE_MS, at: c.now })
     ])
   }
-  if (previous !== undefined && previous.validUntil !== null && c.now < previous.validUntil && sameDigest(previous.hash, c.presentedHash)) {
+  if (due === "lost" && previous !== undefined && previous.validUntil !== null) {
     return decided(stream, w.streamVersion, [
       new CredentialRotated({ workerId: w.id, credentialHash: c.newHash, previousHash: previous.hash, previousValidUntil: previous.validUntil, at: c.now })
     ])

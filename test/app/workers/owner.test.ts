@@ -6,6 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as TestClock from "effect/TestClock"
 import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
@@ -14,6 +15,7 @@ import { layer as projectionsLayer } from "../../../src/app/journal/Projections.
 import { layerWithRuns as ownerLayer, Owner, OwnerAddress } from "../../../src/app/workers/Owner.js"
 import * as Presence from "../../../src/app/workers/Presence.js"
 import { Refusal, type WorkerRequest, type WorkerResponse } from "../../../src/app/workers/Protocol.js"
+import * as Decide from "../../../src/domain/workers/Decide.js"
 import { parseJoinToken } from "../../../src/domain/workers/Secrets.js"
 import * as NodeHashing from "../../../src/infra/journal/NodeHashing.js"
 import * as NodeEntropy from "../../../src/infra/workers/NodeEntropy.js"
@@ -142,6 +144,30 @@ describe("credentials", () => {
       expect(refusal(yield* call("svc_wk_" + "A".repeat(36), offer(w.fence)))).toBe("unauthenticated")
       expect(refusal(yield* call(undefined, offer(w.fence)))).toBe("unauthenticated")
       ok(yield* call(w.credential, offer(w.fence)), "ack")
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("rotation: calls that overlap the hand-over keep the credential on its way; a waiting claim hands nothing over", () =>
+    Effect.gen(function* () {
+      const w = yield* linked()
+      const owner = yield* Owner
+      yield* owner.rotate(w.workerId, "operator")
+      // A claim that may wait carries no credential: its answer could arrive after another call's.
+      const waiting = yield* Effect.fork(call(w.credential, { kind: "claim", fence: w.fence, waitSeconds: 1 }))
+      yield* TestClock.adjust("1 second")
+      expect(ok(yield* Fiber.join(waiting), "no-work").newCredential).toBeNull()
+      const handed = ok(yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [] }), "ack").newCredential!.credential
+      // Calls made with the old credential before that answer arrived: answered, nothing minted
+      // (once, minting again here replaced the credential on its way, and the worker was refused).
+      yield* TestClock.adjust(Decide.HAND_OVER_IN_FLIGHT_MS - 1)
+      const overlapping = ok(yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [] }), "ack")
+      expect(overlapping.newCredential).toBeNull()
+      ok(yield* call(handed, { kind: "heartbeat", fence: w.fence, running: [] }), "ack")
+      // Past the window, within the grace: the answer is taken as lost, and another one minted.
+      yield* TestClock.adjust("1 millis")
+      const lost = ok(yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [] }), "ack")
+      expect(lost.newCredential?.credential).toMatch(/^svc_wk_/)
+      expect(refusal(yield* call(handed, { kind: "heartbeat", fence: w.fence, running: [] }))).toBe("unauthenticated")
     }).pipe(Effect.provide(TestOwner))
   )
 
