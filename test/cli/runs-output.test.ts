@@ -64,6 +64,15 @@ describe("svc runs show", () => {
     expect(preferenceEffect("none: no candidate is eligible")).toBe("weighed once a host can take it")
   })
 
+  it("says when the output shown is its end, how much is not shown, and where all of it is", () => {
+    const output = { attempt: "rAbc123.1", stdout: "line 9\n", stderr: "", removed: false, skipped: { stdout: 123456, stderr: 0 }, files: { stdout: "/h/runs/rAbc123.1.stdout", stderr: "/h/runs/rAbc123.1.stderr" } }
+    expect(showLines(detail({ output } as unknown as Partial<RunDetail>)).slice(-2)).toEqual([
+      "stdout (rAbc123.1, its end: 123,456 bytes before it are not shown; all of it: /h/runs/rAbc123.1.stdout):",
+      "  line 9"
+    ])
+    expect(showLines(detail({ output: { ...output, skipped: { stdout: 0, stderr: 0 } } } as unknown as Partial<RunDetail>)).slice(-2)).toEqual(["stdout (rAbc123.1):", "  line 9"])
+  })
+
   it("points to the run's history once it was placed more than once", () => {
     const hint = "every placement decision, and why each attempt ended: svc journal history rAbc123"
     expect(showLines(detail())).not.toContain(hint)

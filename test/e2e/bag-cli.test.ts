@@ -147,7 +147,9 @@ describe("the bag store", () => {
     appendFileSync(join(cwd, "hasher", "jobs", "checksum.mjs"), "// changed\n")
     const refused = await run("bag", "install", "hasher")
     expect(refused.code).toBe(1)
-    expect(refused.stderr).toMatch(/hasher:checksum@1\.0\.0 is already installed with digest [0-9a-f]{12}.*bump the job's version/)
+    expect(refused.stderr).toMatch(
+      /^svc: hasher:checksum@1\.0\.0 is already installed with digest [0-9a-f]{12}, and this bag's content \([0-9a-f]{12}\) differs \(the digest covers the whole bag, not one job\): a versioned job address never changes meaning, so give this job a new version; or, to replace the copy installed here anyway \(runs already recorded name the old digest\), svc bag remove hasher first\n$/
+    )
     const manifest = readFileSync(join(cwd, "hasher", "bag.yaml"), "utf8").replace("version: 1.0.0", "version: 1.1.0")
     writeFileSync(join(cwd, "hasher", "bag.yaml"), manifest)
     const bumped = await run("bag", "install", "hasher", "--json")

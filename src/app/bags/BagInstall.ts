@@ -30,9 +30,11 @@ export class AddressTaken extends Data.TaggedError("AddressTaken")<{
   readonly addresses: ReadonlyArray<string>
   readonly installedDigest: string
   readonly newDigest: string
+  readonly bag: string
 }> {
   override get message() {
-    return `${this.addresses.join(", ")} ${this.addresses.length === 1 ? "is" : "are"} already installed with digest ${shortDigest(this.installedDigest)}, and this bag's content (${shortDigest(this.newDigest)}) differs: a versioned job address never changes meaning; bump the job's version`
+    const these = this.addresses.length === 1 ? "this job a new version" : "these jobs new versions"
+    return `${this.addresses.join(", ")} ${this.addresses.length === 1 ? "is" : "are"} already installed with digest ${shortDigest(this.installedDigest)}, and this bag's content (${shortDigest(this.newDigest)}) differs (the digest covers the whole bag, not one job): a versioned job address never changes meaning, so give ${these}; or, to replace the copy installed here anyway (runs already recorded name the old digest), svc bag remove ${this.bag} first`
   }
 }
 
@@ -73,7 +75,7 @@ export const installBag = (dir: string) =>
     if (current !== undefined) {
       const taken = new Set(current.jobs.flatMap((j) => (j.address === undefined ? [] : [j.address])))
       const clashes = jobs.flatMap((j) => (j.address !== undefined && taken.has(j.address) ? [j.address] : []))
-      if (clashes.length > 0) return yield* new AddressTaken({ addresses: clashes, installedDigest: current.digest, newDigest: digest })
+      if (clashes.length > 0) return yield* new AddressTaken({ addresses: clashes, installedDigest: current.digest, newDigest: digest, bag: name })
     }
     const now = yield* Clock.currentTimeMillis
     const bag = yield* store.put(snapshot, {

@@ -13,8 +13,11 @@ export interface RunFilesService {
   /** The files an executor appends to. */
   readonly paths: (attempt: string) => { readonly stdout: string; readonly stderr: string }
   readonly append: (attempt: string, stream: OutputStream, text: string) => Effect.Effect<void>
-  /** The last `maxBytes` of a stream ("" when there is none yet). */
-  readonly tail: (attempt: string, stream: OutputStream, maxBytes: number) => Effect.Effect<string>
+  /**
+   * The end of a stream, at most `maxBytes`, from the start of a line when it had to be cut ("" when
+   * there is none yet); `skipped`: how many bytes before it are not shown.
+   */
+  readonly tail: (attempt: string, stream: OutputStream, maxBytes: number) => Effect.Effect<{ readonly text: string; readonly skipped: number }>
   /** At most `max` bytes from `offset`, and the offset after them (whole UTF-8 characters only). */
   readonly readFrom: (attempt: string, stream: OutputStream, offset: number, max: number) => Effect.Effect<{ readonly text: string; readonly next: number }>
   /** Every attempt that has output files here. */

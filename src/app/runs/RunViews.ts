@@ -54,8 +54,20 @@ export interface RunDetail extends RunView {
       readonly waitingForSlotSince: string | null
     }
   >
-  /** The latest attempt's output so far; `removed`: the run was forgotten from memory, and its output files with it. */
-  readonly output: { readonly attempt: string | null; readonly stdout: string; readonly stderr: string; readonly removed: boolean }
+  /**
+   * The latest attempt's output so far, the last 64 KiB of each stream from a line's start;
+   * `skipped`: the bytes before that not shown; `files`: where each stream is whole (on the
+   * owner; null when there is no attempt); `removed`: the run was forgotten from memory, and its
+   * output files with it.
+   */
+  readonly output: {
+    readonly attempt: string | null
+    readonly stdout: string
+    readonly stderr: string
+    readonly removed: boolean
+    readonly skipped: { readonly stdout: number; readonly stderr: number }
+    readonly files: { readonly stdout: string; readonly stderr: string } | null
+  }
 }
 
 export interface RunList {
@@ -151,13 +163,17 @@ export const makeRunViews = ({ state, readRun, files, nextChange, slotWaits }: R
           const waitingSince = a.state === "running" ? slotWaits.since(a.host, id) : undefined
           return { ...a, id, hostName: nameOf(s, a.host), waitingForSlotSince: iso(waitingSince ?? null) }
         }),
-        output: {
-          attempt: id,
-          stdout: id === null || !kept ? "" : yield* files.tail(id, "stdout", OUTPUT_TAIL_BYTES),
-          stderr: id === null || !kept ? "" : yield* files.tail(id, "stderr", OUTPUT_TAIL_BYTES),
-          removed: !kept
-        }
+        output: yield* outputOf(id, kept)
       }
+    })
+
+  /** The latest attempt's output: the end of each stream, what is not shown of it, and where it all is. */
+  const outputOf = (id: string | null, kept: boolean) =>
+    Effect.gen(function* () {
+      if (id === null || !kept) return { attempt: id, stdout: "", stderr: "", removed: !kept, skipped: { stdout: 0, stderr: 0 }, files: null }
+      const out = yield* files.tail(id, "stdout", OUTPUT_TAIL_BYTES)
+      const err = yield* files.tail(id, "stderr", OUTPUT_TAIL_BYTES)
+      return { attempt: id, stdout: out.text, stderr: err.text, removed: false, skipped: { stdout: out.skipped, stderr: err.skipped }, files: files.paths(id) }
     })
 
   const wait = (runId: string, ms: number, seen?: string): Effect.Effect<RunView, RunRefused> =>

@@ -182,8 +182,15 @@ export const showLines = (r: RunDetail): ReadonlyArray<string> => {
   if (r.state === "succeeded") lines.push(`result: ${JSON.stringify(r.result)}`)
   if (r.error !== null) lines.push(`error: ${r.error}`)
   if (r.output.removed === true) lines.push(`output: removed (the run is no longer kept in memory, and its output files went with it)`)
-  if (r.output.stdout !== "") lines.push(`stdout (${r.output.attempt}):`, ...r.output.stdout.replace(/\n$/, "").split("\n").map((l) => `  ${l}`))
-  if (r.output.stderr !== "") lines.push(`stderr (${r.output.attempt}):`, ...r.output.stderr.replace(/\n$/, "").split("\n").map((l) => `  ${l}`))
+  for (const stream of ["stdout", "stderr"] as const) {
+    const text = r.output[stream]
+    if (text === "") continue
+    // An owner from before these fields does not say.
+    const skipped = r.output.skipped?.[stream] ?? 0
+    const file = r.output.files?.[stream]
+    const cut = skipped === 0 ? "" : `, its end: ${skipped.toLocaleString("en-US")} bytes before it are not shown${file === undefined ? "" : `; all of it: ${file}`}`
+    lines.push(`${stream} (${r.output.attempt}${cut}):`, ...text.replace(/\n$/, "").split("\n").map((l) => `  ${l}`))
+  }
   return lines
 }
 

@@ -43,10 +43,12 @@ export const make = (dir: string): RunFilesService => {
         const size = await fs.stat(file(attempt, stream)).then((s) => s.size, () => 0)
         const start = Math.max(0, size - maxBytes)
         const bytes = await readRange(file(attempt, stream), start, Math.min(size, maxBytes))
-        // Starting mid-file may cut a character: drop continuation bytes at the start.
-        let i = 0
-        while (start > 0 && i < bytes.length && (bytes[i]! & 0xc0) === 0x80) i++
-        return bytes.subarray(i).toString("utf8")
+        if (start === 0) return { text: bytes.toString("utf8"), skipped: 0 }
+        // Cut short: from the start of its first whole line (or, with none, its first whole character).
+        const newline = bytes.indexOf(0x0a)
+        let i = newline >= 0 && newline < bytes.length - 1 ? newline + 1 : 0
+        while (i < bytes.length && (bytes[i]! & 0xc0) === 0x80) i++
+        return { text: bytes.subarray(i).toString("utf8"), skipped: start + i }
       }),
     attempts: Effect.promise(async () => {
       await ready

@@ -350,10 +350,10 @@ describe("runs kept in memory", () => {
       expect(shown).toMatchObject({ id: first!.runId, state: "succeeded", host: "lab-1", result: { text: "hi", length: 2 }, explanation: "placed on worker 'lab-1'; excluded: owner (eligibility: lacks label gpu=true)" })
       expect(shown.attemptRecords).toEqual([expect.objectContaining({ id: first!.id, host: w.workerId, hostName: "lab-1", state: "reported", holdsSlot: false })])
       // The output of forgotten runs is removed with them; that of runs kept stays.
-      expect(shown.output).toEqual({ attempt: first!.id, stdout: "", stderr: "", removed: true })
+      expect(shown.output).toEqual({ attempt: first!.id, stdout: "", stderr: "", removed: true, skipped: { stdout: 0, stderr: 0 }, files: null })
       yield* until("the forgotten runs' output removed", files.attempts, (ids) => ids.length === 3)
       expect([...(yield* files.attempts)].sort()).toEqual(done.slice(2).map((r) => r.id).sort())
-      expect((yield* show(done[4]!.runId)).output).toEqual({ attempt: done[4]!.id, stdout: "working on 4\n", stderr: "", removed: false })
+      expect((yield* show(done[4]!.runId)).output).toMatchObject({ attempt: done[4]!.id, stdout: "working on 4\n", stderr: "", removed: false, skipped: { stdout: 0, stderr: 0 } })
       expect(yield* dispatcher.wait(first!.runId, 60_000)).toMatchObject({ id: first!.runId, state: "succeeded" })
       const before = [yield* head, yield* sequence]
       expect(yield* Effect.flip(dispatcher.stop(first!.runId, "operator"))).toMatchObject({ code: "run-finished", message: `run ${first!.runId} has already succeeded` })

@@ -80,7 +80,7 @@ describe("the worker's link", () => {
         files: {
           paths: () => ({ stdout: "", stderr: "" }),
           append: () => Effect.void,
-          tail: () => Effect.succeed(""),
+          tail: () => Effect.succeed({ text: "", skipped: 0 }),
           readFrom: (_attempt: string, _stream: "stdout" | "stderr", offset: number) => Effect.succeed({ text: "", next: offset }),
           attempts: Effect.succeed([]),
           remove: () => Effect.void
