@@ -3,7 +3,7 @@
  * real $SVC_HOME and real bag directories.
  */
 import { spawnSync } from "node:child_process"
-import { appendFileSync, chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { appendFileSync, chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Ajv } from "ajv"
 import { parse } from "yaml"
@@ -177,6 +177,29 @@ describe("svc bag show and svc bag doctor judge what depends on this machine", (
       writeFileSync(join(cwd, name, path), content)
     }
   }
+
+  it("keeps the installed copy read-only, and finds one that was written into all the same", async () => {
+    await run("new", "hasher")
+    expect((await run("bag", "install", "hasher")).code).toBe(0)
+    const copy = join(home, "bags", "hasher", "bag")
+    // Jobs run in their bag's directory: one writing there would change what the digest stands for.
+    expect(statSync(copy).mode & 0o777).toBe(0o555)
+    expect(statSync(join(copy, "bag.yaml")).mode & 0o222).toBe(0)
+    expect((await run("bag", "doctor", "hasher")).stdout).toBe("hasher: ok\n")
+    // Root is not held back by modes (nor a job run as root): doctor checks the digest again.
+    chmodSync(copy, 0o755)
+    writeFileSync(join(copy, "out.txt"), "written by a job\n")
+    const doctor = await run("bag", "doctor", "hasher", "--json")
+    expect(doctor.code).toBe(1)
+    expect(JSON.parse(doctor.stdout).bags[0].findings[0]).toEqual({
+      severity: "error",
+      message: expect.stringMatching(new RegExp(`^the installed copy no longer has the digest recorded at install \\([0-9a-f]{12}, now [0-9a-f]{12}\\): something wrote into ${copy} \\(a job writing to its working directory\\?\\); install the bag again$`))
+    })
+    // Removing and installing again go through the read-only copy.
+    expect((await run("bag", "remove", "hasher")).code).toBe(0)
+    expect((await run("bag", "install", "hasher")).code).toBe(0)
+    expect((await run("bag", "doctor", "hasher")).stdout).toBe("hasher: ok\n")
+  })
 
   it("reports missing programs with their install command, optional ones as warnings", async () => {
     writeBag(

@@ -14,6 +14,7 @@ import { checkSnapshot } from "./BagCheck.js"
 import { BagStore, BagStoreError, HostPrograms, type InstalledBag } from "./BagStore.js"
 import { ManifestSource } from "./ManifestSource.js"
 import { pinDrift, pinnedResolver } from "./BagConstants.js"
+import { shortDigest } from "../../domain/bags/Digest.js"
 
 export interface Finding {
   readonly severity: "error" | "warning"
@@ -153,12 +154,27 @@ const dependencyMap = (bag: InstalledBag, manifest: Manifest) =>
     return { packages, findings: [] as Array<Finding> }
   })
 
+/** Whether the installed copy still has the digest recorded at install (a job may have written into it). */
+const integrityFindings = (bag: InstalledBag) =>
+  Effect.gen(function* () {
+    const directory = yield* BagDirectory
+    const now = yield* directory.digest(yield* directory.read(bag.path))
+    if (now === bag.digest) return [] as Array<Finding>
+    return [
+      {
+        severity: "error",
+        message: `the installed copy no longer has the digest recorded at install (${shortDigest(bag.digest)}, now ${shortDigest(now)}): something wrote into ${bag.path} (a job writing to its working directory?); install the bag again`
+      }
+    ] as Array<Finding>
+  }).pipe(Effect.catchTag("BagDirectoryError", (e) => Effect.succeed([{ severity: "error", message: `the installed copy cannot be read: ${e.message}` }] as Array<Finding>)))
+
 export const doctorBag = (name: string) =>
   Effect.gen(function* () {
     const bag = yield* getInstalled(name)
     const manifest = yield* loadManifest(bag)
     const host = yield* HostPrograms
-    const { packages, findings } = yield* dependencyMap(bag, manifest)
+    const { packages, findings: dependencyFindings } = yield* dependencyMap(bag, manifest)
+    const findings = [...(yield* integrityFindings(bag)), ...dependencyFindings]
     for (const [pkg, spec] of Object.entries(packages)) {
       const program = spec.bin ?? pkg
       const found = yield* host.which(program)

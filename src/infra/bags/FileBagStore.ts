@@ -30,6 +30,31 @@ const dirName = (name: string) => name.replace(/\//g, "+")
 const io = (what: string) => (e: unknown) =>
   new BagStoreError({ reason: "Io", message: `${what}: ${(e as NodeJS.ErrnoException)?.code ?? String(e)}` })
 
+/**
+ * The installed copy is read-only (files r--/r-x, directories r-x): a job runs in its bag's
+ * directory (the spec's default working directory), and one that wrote there would change
+ * what the recorded digest stands for. (Root is not held back by modes; `svc bag doctor`
+ * checks the digest again.) Directories are made writable again before the copy is removed.
+ */
+const readOnly = async (dir: string): Promise<void> => {
+  for (const e of await fs.readdir(dir, { withFileTypes: true })) {
+    const path = nodePath.join(dir, e.name)
+    if (e.isDirectory()) await readOnly(path)
+    else if (e.isFile()) await fs.chmod(path, (await fs.stat(path)).mode & 0o555)
+  }
+  await fs.chmod(dir, 0o555)
+}
+const writable = async (dir: string): Promise<void> => {
+  const stat = await fs.lstat(dir).catch(() => undefined)
+  if (stat === undefined || !stat.isDirectory()) return
+  await fs.chmod(dir, 0o700)
+  for (const e of await fs.readdir(dir, { withFileTypes: true })) if (e.isDirectory()) await writable(nodePath.join(dir, e.name))
+}
+const removeTree = async (dir: string): Promise<void> => {
+  await writable(dir)
+  await fs.rm(dir, { recursive: true, force: true })
+}
+
 export const make = (home: string) => {
   const root = nodePath.join(home, "bags")
   const read = async (dir: string): Promise<InstalledBag | undefined> => {
@@ -68,17 +93,18 @@ export const make = (home: string) => {
           for (const f of snapshot.files) await fs.copyFile(nodePath.join(snapshot.dir, f.path), nodePath.join(staging, "bag", f.path))
           const json = { ...record, jobs: record.jobs.map((j) => (j.address === undefined ? { name: j.name } : j)) }
           await fs.writeFile(nodePath.join(staging, "install.json"), JSON.stringify(json, null, 2) + "\n")
+          await readOnly(nodePath.join(staging, "bag"))
           const target = nodePath.join(root, dirName(record.name))
           const old = `${staging}-old`
           const hadOld = await fs.rename(target, old).then(() => true, () => false)
           await fs.rename(staging, target)
-          if (hadOld) await fs.rm(old, { recursive: true, force: true })
+          if (hadOld) await removeTree(old)
           return { ...record, path: nodePath.join(target, "bag") }
         } finally {
-          await fs.rm(staging, { recursive: true, force: true })
+          await removeTree(staging)
         }
       }),
-    remove: (name) => wrap(`removing bag ${name}`, () => fs.rm(nodePath.join(root, dirName(name)), { recursive: true, force: true }))
+    remove: (name) => wrap(`removing bag ${name}`, () => removeTree(nodePath.join(root, dirName(name))))
   })
 }
 
