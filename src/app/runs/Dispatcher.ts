@@ -101,6 +101,8 @@ export interface DispatcherService {
   readonly stopsFor: (workerId: string) => Effect.Effect<ReadonlyArray<string>>
   /** Something changed that may let a run be placed: the scheduler looks again. */
   readonly kick: Effect.Effect<void>
+  /** Why this owner cannot run `address` now (its bag is not installed, say), or undefined: what an invite's scope is checked against. */
+  readonly jobProblem: (address: string) => Effect.Effect<string | undefined>
 }
 
 export class Dispatcher extends Context.Tag("svc/Dispatcher")<Dispatcher, DispatcherService>() {}
@@ -581,7 +583,13 @@ export const make = Effect.gen(function* () {
   )
   yield* kick
 
-  return Dispatcher.of({ submit, list, show, stop, wait, release, hello, claim, heartbeat, decline, report, stopsFor, kick })
+  const jobProblem: DispatcherService["jobProblem"] = (address) =>
+    host.resolve(address).pipe(
+      Effect.as(undefined),
+      Effect.catchAll((e) => Effect.succeed(e.message))
+    )
+
+  return Dispatcher.of({ submit, list, show, stop, wait, release, hello, claim, heartbeat, decline, report, stopsFor, kick, jobProblem })
 })
 
 export const layer = Layer.scoped(Dispatcher, make)

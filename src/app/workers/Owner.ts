@@ -60,6 +60,8 @@ export interface InviteOutcome {
   readonly inviteId: string
   readonly scope: ReadonlyArray<string>
   readonly expiresAt: number | null
+  /** What the operator may not expect: a scope naming a job this owner cannot run, a name a linked worker has, an expiry cut to 24 h. */
+  readonly notes: ReadonlyArray<string>
 }
 
 /** An invite not yet redeemed, revoked nor expired: its token still works. */
@@ -184,7 +186,17 @@ export const make = Effect.gen(function* () {
         )
       )
       const event = envelopes[0]!.event as { expiresAt: number | null; scope: ReadonlyArray<string> }
-      return { token: formatJoinToken({ url: address.url, fingerprint: address.fingerprint, inviteId, secret }), inviteId, scope: event.scope, expiresAt: event.expiresAt }
+      const notes: Array<string> = []
+      for (const job of event.scope) {
+        const problem = yield* dispatcher.jobProblem(job)
+        if (problem !== undefined) notes.push(`the scope names ${job}, which this owner cannot run now (${problem}): no run of it is placed until it can`)
+      }
+      const namesake = i.name === null ? undefined : [...HashMap.values((yield* registry).workers)].find((w) => w.name === i.name && w.revokedAt === null)
+      if (namesake !== undefined) notes.push(`worker ${namesake.id} is already named ${i.name}: once this invite is redeemed, commands take their ids, not the name`)
+      if (i.expiresInMs !== null && event.expiresAt !== null && event.expiresAt < now + Math.round(i.expiresInMs)) {
+        notes.push("a scoped invite expires within 24 hours at most: the expiry asked for was cut to that")
+      }
+      return { token: formatJoinToken({ url: address.url, fingerprint: address.fingerprint, inviteId, secret }), inviteId, scope: event.scope, expiresAt: event.expiresAt, notes }
     })
 
   const join = (bearer: string | undefined, name: string, previousCredential: string | undefined) =>

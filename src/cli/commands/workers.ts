@@ -44,6 +44,8 @@ const invite = Command.make(
       yield* Console.log(String(answer["token"]))
       const until = answer["expiresAt"] === null ? "never expires" : `expires ${new Date(Number(answer["expiresAt"])).toISOString()} if unused`
       yield* Console.error(`invite ${String(answer["inviteId"])}: ${scope.length === 0 ? "every job" : scope.join(", ")}; ${until}. Redeem it on the worker with: svc workers join TOKEN`)
+      // An owner from before notes does not send them.
+      for (const note of (answer["notes"] as ReadonlyArray<string> | undefined) ?? []) yield* Console.error(`note: ${note}`)
       // The address in the token (never the token itself) is what a worker will call.
       const content = parseJoinToken(String(answer["token"]))
       if (typeof content !== "string" && onlyThisMachine(content.url)) {

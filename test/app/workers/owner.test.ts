@@ -124,6 +124,21 @@ describe("joining", () => {
     }).pipe(Effect.provide(TestOwner))
   )
 
+  it.effect("an invite notes what the operator may not expect: a job this owner cannot run, a name a linked worker has, an expiry cut to 24 h", () =>
+    Effect.gen(function* () {
+      const owner = yield* Owner
+      const plain = yield* owner.invite({ scope: [], expiresInMs: null, name: "lab-2", actor: "op" })
+      expect(plain.notes).toEqual([])
+      const w = yield* linked()
+      const noted = yield* owner.invite({ scope: ["nosuch:job@9.0.0"], expiresInMs: 48 * 3_600_000, name: "lab-1", actor: "op" })
+      expect(noted.notes).toEqual([
+        "the scope names nosuch:job@9.0.0, which this owner cannot run now (no bag holds nosuch:job@9.0.0 here): no run of it is placed until it can",
+        `worker ${w.workerId} is already named lab-1: once this invite is redeemed, commands take their ids, not the name`,
+        "a scoped invite expires within 24 hours at most: the expiry asked for was cut to that"
+      ])
+    }).pipe(Effect.provide(TestOwner))
+  )
+
   it.effect("an edited or mistyped token is refused before any lookup", () =>
     Effect.gen(function* () {
       const { token } = yield* (yield* Owner).invite({ scope: [], expiresInMs: null, name: null, actor: "op" })
