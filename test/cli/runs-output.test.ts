@@ -1,7 +1,7 @@
 /** What `svc runs show` and `svc run --wait` print, from the owner's answers. */
 import { describe, expect, it } from "vitest"
 import type { RunDetail, RunView } from "../../src/app/runs/Dispatcher.js"
-import { preferenceEffect, progressLine, showLines, worthSaying } from "../../src/cli/commands/runs.js"
+import { lasted, preferenceEffect, progressLine, showLines, worthSaying } from "../../src/cli/commands/runs.js"
 
 const view: RunView = {
   id: "rAbc123",
@@ -71,6 +71,13 @@ describe("svc runs show", () => {
       "  line 9"
     ])
     expect(showLines(detail({ output: { ...output, skipped: { stdout: 0, stderr: 0 } } } as unknown as Partial<RunDetail>)).slice(-2)).toEqual(["stdout (rAbc123.1):", "  line 9"])
+  })
+
+  it("says how long an attempt that ended took", () => {
+    const ended = { ...attempt, state: "reported", holdsSlot: false, startedAt: 1_000, endedAt: 13_345 }
+    expect(showLines(detail({ attemptRecords: [ended] } as unknown as Partial<RunDetail>))).toContain("attempt rAbc123.1 on lab-1: reported; 12.3 s from its start to its end")
+    expect(showLines(detail()).find((l) => l.startsWith("attempt "))).not.toContain("from its start")
+    expect([lasted(350), lasted(9_999), lasted(12_340), lasted(252_000), lasted(7_500_000)]).toEqual(["0.35 s", "10.00 s", "12.3 s", "4 min 12 s", "2 h 5 min"])
   })
 
   it("points to the run's history once it was placed more than once", () => {

@@ -150,6 +150,15 @@ export const preferenceEffect = (selection: string): string =>
           ? "no host with room had more of it than the others"
           : "weighed once a host can take it"
 
+/** A span of time in words: `0.35 s`, `12.3 s`, `4 min 12 s`, `2 h 5 min`. */
+export const lasted = (ms: number): string => {
+  if (ms < 10_000) return `${(Math.max(0, ms) / 1000).toFixed(2)} s`
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`
+  const s = Math.round(ms / 1000)
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`
+}
+
 /** `svc runs show RUN` as text: the run, its placement record, its attempts, its outcome and output. */
 export const showLines = (r: RunDetail): ReadonlyArray<string> => {
   const lines = [
@@ -172,7 +181,9 @@ export const showLines = (r: RunDetail): ReadonlyArray<string> => {
     // An owner from before this field does not say.
     const waiting = a.waitingForSlotSince ?? null
     lines.push(
-      `attempt ${a.id} on ${a.hostName}: ${a.state}${a.reason === null ? "" : ` (${a.reason})`}${a.holdsSlot ? "; holds a slot" : ""}${
+      `attempt ${a.id} on ${a.hostName}: ${a.state}${a.reason === null ? "" : ` (${a.reason})`}${
+        a.startedAt !== null && a.endedAt !== null ? `; ${lasted(a.endedAt - a.startedAt)} from its start to its end` : ""
+      }${a.holdsSlot ? "; holds a slot" : ""}${
         waiting === null ? "" : `; not started yet: waiting there since ${waiting} for a free slot (other work holds the machine's slots)`
       }`
     )
