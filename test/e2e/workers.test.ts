@@ -662,7 +662,7 @@ describe("svc workers between two real svc serve processes", () => {
     await expectCleanExit(w2)
   }, 60_000)
 
-  it("svc workers leave ends a link (its file removed): the worker falls silent, and the output it kept for that owner goes", async () => {
+  it("svc workers leave tells the owner (it revokes the worker) and ends the link: the worker falls silent, and the output it kept for that owner goes", async () => {
     // Output left for an owner this machine has no link to is removed when the runtime starts.
     const stray = join(w3Home, "work", "0000000000000000")
     mkdirSync(stray, { recursive: true })
@@ -687,8 +687,12 @@ describe("svc workers between two real svc serve processes", () => {
     // Named by the owner's host:port, as a person would type it.
     const left = await run(w3Home, "workers", "leave", url.replace(/^https:\/\//, ""), "--json")
     expect(left.code, left.stderr).toBe(0)
-    expect(JSON.parse(left.stdout)).toEqual({ owner: url, workerId, name: "lab-scope" })
-    expect(left.stderr).toContain("svc workers revoke lab-scope")
+    expect(JSON.parse(left.stdout)).toEqual({ owner: url, workerId, name: "lab-scope", ownerTold: true })
+    // The owner was told (it used to list the worker Offline until its operator revoked it).
+    expect(left.stderr).toContain("the owner was told: it lists lab-scope as revoked (it left)")
+    expect(await workerRow("lab-scope")).toMatchObject({ revoked: true })
+    expect((await auditRows()).at(-1)).toMatchObject({ kind: "revocation", workerId, detail: "revoked; its next call is refused" })
+    expect((await run(ownerHome, "audit", "--json")).stdout).toContain(`"actor": "worker ${workerId} (it left)"`)
     expect(existsSync(linkFile)).toBe(false)
     const again = await run(w3Home, "workers", "leave", "lab-scope")
     expect(again.code).toBe(1)

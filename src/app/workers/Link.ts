@@ -116,7 +116,7 @@ export const runLink = (link: LinkRecord, transport: OwnerTransport, offer: Effe
         return next
       })
     const takeCredential = (answer: WorkerResponse) =>
-      answer.kind !== "joined" && answer.newCredential !== null ? transport.saveCredential(answer.newCredential.credential) : Effect.void
+      answer.kind !== "joined" && answer.kind !== "left" && answer.newCredential !== null ? transport.saveCredential(answer.newCredential.credential) : Effect.void
 
     const call = (request: WorkerRequest) => Effect.tap(transport.call(request), takeCredential)
     // Attempts outlive sessions: a reconnect says hello listing them, and they carry on.

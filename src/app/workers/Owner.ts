@@ -24,7 +24,7 @@ import type { JournalError, StreamConflict } from "../journal/Journal.js"
 import { Dispatcher, layer as DispatcherLayer, stopsIn } from "../runs/Dispatcher.js"
 import { Entropy } from "./Entropy.js"
 import { Freshness, layer as FreshnessLayer } from "./Freshness.js"
-import { fenceRefusal, Refusal, revokedRefusal, type Ack, type Advertise, type Assignment, type Claim, type CredentialHandOver, type Hello, type Join, type NoWork, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
+import { fenceRefusal, Refusal, revokedRefusal, type Ack, type Advertise, type Assignment, type Claim, type CredentialHandOver, type Hello, type Join, type Leave, type NoWork, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
 
 interface Authenticated {
   readonly worker: WorkerRecord
@@ -309,7 +309,7 @@ export const make = Effect.gen(function* () {
   const assignmentOf = ({ attempt, runId, address, digest, input, timeoutMs }: Assignment): Assignment => ({ attempt, runId, address, digest, input, timeoutMs })
 
   /** Every call after hello, its fence checked: the credential hand-over if one is due, then the call. */
-  const call = ({ worker, presentedHash, now }: Authenticated, request: Exclude<WorkerRequest, Join | Hello>) =>
+  const call = ({ worker, presentedHash, now }: Authenticated, request: Exclude<WorkerRequest, Join | Hello | Leave>) =>
     // Not in the answer to a claim that may wait: that answer can arrive after the worker's other
     // calls, with a credential older than one they brought (docs/protocol.md, "Rotation").
     Effect.flatMap(request.kind === "claim" && request.waitSeconds > 0 ? noHandOver : handOver(worker, presentedHash, now), (newCredential): Effect.Effect<WorkerResponse, Refusal> => {
@@ -370,7 +370,7 @@ export const make = Effect.gen(function* () {
   /** What every call after join passes first, on one state: authentication, the fence, the quick answer. */
   const quick = (s: OwnerState, bearer: string | undefined, request: Exclude<WorkerRequest, Join>, now: number) => {
     const authenticated = authenticateIn(s.registry, bearer, now)
-    if (authenticated instanceof Refusal || request.kind === "hello") return { authenticated }
+    if (authenticated instanceof Refusal || request.kind === "hello" || request.kind === "leave") return { authenticated }
     const fenced = fenceRefusal(authenticated.worker, request.fence)
     if (fenced !== undefined) return { authenticated: fenced }
     return { authenticated, answer: request.kind === "advertise" ? unchangedRefresh(s, authenticated, request) : undefined }
@@ -389,10 +389,19 @@ export const make = Effect.gen(function* () {
         const { authenticated, answer } = quick(s, bearer, request, now)
         if (authenticated instanceof Refusal) return Effect.fail(authenticated)
         if (answer !== undefined) return Effect.succeed(answer)
-        return request.kind === "hello" ? hello(authenticated, request) : call(authenticated, request)
+        return request.kind === "hello" ? hello(authenticated, request) : request.kind === "leave" ? leave(authenticated) : call(authenticated, request)
       })
     )
   }
+
+  /** The installation left (`svc workers leave`): revoked as on the operator's word, the actor saying so. */
+  const leave = ({ worker, now }: Authenticated) =>
+    Effect.gen(function* () {
+      yield* execute((r) => Decide.decideRevoke({ workerId: worker.id, actor: `worker ${worker.id} (it left)`, now }, r)).pipe(Effect.mapError(commandRefusal("unauthenticated")))
+      // Its attempts no longer count: the scheduler supersedes them and places their runs again now.
+      yield* dispatcher.kick
+      return { kind: "left" as const, workerId: worker.id, name: worker.name } satisfies WorkerResponse
+    })
 
   const rotate: OwnerService["rotate"] = (ref, actor) =>
     Effect.gen(function* () {

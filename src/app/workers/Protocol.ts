@@ -151,7 +151,15 @@ export const Report = Schema.Struct({
 export type Report = typeof Report.Type
 
 /** The body of a call, told apart by `kind`. */
-export const WorkerRequest = Schema.Union(Join, Hello, Advertise, Heartbeat, Claim, Decline, Report)
+/**
+ * This installation stops working for the owner (`svc workers leave`): the owner revokes the
+ * worker as it would on its operator's word, saying it left. No session needed (no fence): the
+ * command is not the runtime.
+ */
+export const Leave = Schema.Struct({ kind: Schema.Literal("leave") })
+export type Leave = typeof Leave.Type
+
+export const WorkerRequest = Schema.Union(Join, Hello, Advertise, Heartbeat, Claim, Decline, Report, Leave)
 export type WorkerRequest = typeof WorkerRequest.Type
 
 /** A new credential, handed over in the answer to the worker's next call after a rotation. */
@@ -224,7 +232,15 @@ export const Work = Schema.Struct({
 })
 export type Work = typeof Work.Type
 
-export const WorkerResponse = Schema.Union(Joined, Welcome, Ack, NoWork, Work)
+/** The answer to `leave`: the worker is revoked; its credential opens nothing any more. */
+export const Left = Schema.Struct({
+  kind: Schema.Literal("left"),
+  workerId: Schema.String,
+  name: Schema.String
+})
+export type Left = typeof Left.Type
+
+export const WorkerResponse = Schema.Union(Joined, Welcome, Ack, NoWork, Work, Left)
 export type WorkerResponse = typeof WorkerResponse.Type
 
 /**

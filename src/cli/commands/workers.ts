@@ -253,14 +253,30 @@ const leave = Command.make(
         )
       if (matching.length > 1) return yield* refused(`${owner} names ${matching.length} links: ${matching.map((l) => linkLine(l.link)).join("; ")}; name the one to leave by its owner's URL`)
       const { key, link } = matching[0]!
+      // The owner is told first (the credential is needed for that): it revokes the worker, saying it left.
+      const agent = makeAgent({ url: link.url, fingerprint: link.fingerprint, certificate: link.certificate })
+      const told = yield* Effect.either(callOwner({ url: link.url, fingerprint: link.fingerprint, certificate: link.certificate }, agent, link.credential, { kind: "leave" })).pipe(
+        Effect.ensuring(Effect.sync(() => agent.destroy()))
+      )
       yield* Effect.tryPromise({ try: () => removeLink(home, key), catch: (e) => refused(`cannot remove the link to ${link.url}: ${e instanceof Error ? e.message : String(e)}`) })
-      if (json) yield* printJson({ owner: link.url, workerId: link.workerId, name: link.name })
+      const outcome: { readonly kind: "told" } | { readonly kind: "revoked already" } | { readonly kind: "not told"; readonly why: string } =
+        told._tag === "Right"
+          ? { kind: "told" as const }
+          : told.left._tag === "Refusal" && told.left.code === "revoked"
+            ? { kind: "revoked already" as const }
+            : { kind: "not told" as const, why: told.left.message }
+      if (json) yield* printJson({ owner: link.url, workerId: link.workerId, name: link.name, ownerTold: outcome.kind !== "not told" })
       else yield* Console.log(`left ${linkLine(link)}: its credential is deleted here, and a running svc serve stops what it runs for that owner within 2 s`)
+      const again = "To work for it again, join with a new token."
       yield* Console.error(
-        `the owner still lists ${link.name}, Offline once its advertisement lapses; attempts it had here are placed again. Its operator can revoke it: svc workers revoke ${link.name}. To work for it again, join with a new token.`
+        outcome.kind === "told"
+          ? `the owner was told: it lists ${link.name} as revoked (it left), and places again what ran here; the slots those attempts held stay reserved there until its operator releases them (svc workers release ${link.workerId}). ${again}`
+          : outcome.kind === "revoked already"
+            ? `the owner had revoked ${link.name} already. ${again}`
+            : `the owner could not be told (${outcome.why}): it still lists ${link.name}, Offline once its advertisement lapses; attempts it had here are placed again. Its operator can revoke it: svc workers revoke ${link.workerId}. ${again}`
       )
     })
-).pipe(Command.withDescription("Stop working for an owner: remove this machine's link to it (its credential with it)"))
+).pipe(Command.withDescription("Stop working for an owner: tell it (it revokes this worker) and remove this machine's link to it, its credential with it"))
 
 export const workersCommand = Command.make("workers").pipe(
   Command.withDescription("Workers: invite, join, rotate, revoke, release, status, leave"),

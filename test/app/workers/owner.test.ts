@@ -11,7 +11,7 @@ import * as Layer from "effect/Layer"
 import * as TestClock from "effect/TestClock"
 import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
 import { Journal, layerMemory } from "../../../src/app/journal/Journal.js"
-import { layer as projectionsLayer } from "../../../src/app/journal/Projections.js"
+import { layer as projectionsLayer, Projections } from "../../../src/app/journal/Projections.js"
 import { layerWithRuns as ownerLayer, Owner, OwnerAddress } from "../../../src/app/workers/Owner.js"
 import * as Presence from "../../../src/app/workers/Presence.js"
 import { Refusal, type WorkerRequest, type WorkerResponse } from "../../../src/app/workers/Protocol.js"
@@ -203,6 +203,19 @@ describe("credentials", () => {
       yield* TestClock.adjust("1 millis")
       expect(refusal(yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [] }))).toBe("unauthenticated")
       ok(yield* call(again.newCredential!.credential, { kind: "heartbeat", fence: w.fence, running: [] }), "ack")
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("leave: the installation says it leaves, and is revoked as on the operator's word, the audit saying it left", () =>
+    Effect.gen(function* () {
+      const w = yield* linked()
+      // No session needed: the command that leaves is not the runtime.
+      expect(ok(yield* call(w.credential, { kind: "leave" }), "left")).toEqual({ kind: "left", workerId: w.workerId, name: "lab-1" })
+      expect(refusal(yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [] }))).toBe("revoked")
+      expect(refusal(yield* call(w.credential, { kind: "leave" }))).toBe("revoked")
+      const audit = [...(yield* Effect.flatMap(Projections, (p) => p.state)).audit]
+      expect(audit.at(-1)).toMatchObject({ kind: "revocation", workerId: w.workerId, actor: `worker ${w.workerId} (it left)` })
+      expect(refusal(yield* call(undefined, { kind: "leave" }))).toBe("unauthenticated")
     }).pipe(Effect.provide(TestOwner))
   )
 
