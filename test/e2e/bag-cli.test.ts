@@ -41,10 +41,14 @@ describe("svc new and svc bag check", () => {
     expect(new Ajv().validate(job.output_schema, result)).toBe(true)
   })
 
-  it("refuses an invalid name and an existing directory (exit 1, one sentence on stderr)", async () => {
-    const bad = await run("new", "no/slashes")
+  it("takes a path whose last part is the name; refuses an invalid name and an existing directory (exit 1, one sentence on stderr)", async () => {
+    const pathed = await run("new", "bags/deep/pathed", "--json")
+    expect(pathed.code, pathed.stderr).toBe(0)
+    expect(JSON.parse(pathed.stdout)).toEqual({ name: "pathed", dir: join(cwd, "bags", "deep", "pathed") })
+    expect((await run("bag", "check", "bags/deep/pathed")).code).toBe(0)
+    const bad = await run("new", "no/sl@shes")
     expect(bad.code).toBe(1)
-    expect(bad.stderr).toMatch(/is not a bag name/)
+    expect(bad.stderr).toBe('svc: "sl@shes" is not a bag name: use letters, digits, dots, underscores and hyphens, starting with a letter or digit\n')
     expect((await run("new", "twice")).code).toBe(0)
     const again = await run("new", "twice")
     expect(again.code).toBe(1)

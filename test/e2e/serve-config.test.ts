@@ -119,6 +119,16 @@ describe("svc serve configuration", () => {
       expect(r.code).toBe(2)
       expect(r.stderr).toMatch(/svc serve is not running for .*: start it with svc serve/)
     }
+    // What @effect/cli does not take as an option arrives as the job address: named as an option.
+    const option = await svc(["run", "--wat"], { cwd: home, home })
+    expect({ code: option.code, stderr: option.stderr }).toEqual({ code: 2, stderr: "svc: svc run does not know the option --wat: it takes BAG:JOB@VERSION, --input, --prefer, --wait and --json\n" })
+    const shown = await svc(["runs", "show", "r1"], { cwd: home, home })
+    expect({ code: shown.code, stderr: shown.stderr }).toEqual({
+      code: 2,
+      stderr: `svc: svc serve is not running for ${home} (no ${home}/admin.sock): start it with svc serve (svc journal history r1 reads the run from the journal meanwhile)\n`
+    })
+    const negative = await svc(["journal", "tail", "-n", "-1"], { cwd: home, home })
+    expect({ code: negative.code, stderr: negative.stderr }).toEqual({ code: 2, stderr: "svc: --lines takes how many of the last events to show, 0 or more, not -1\n" })
     const scope = await svc(["workers", "invite", "--scope", "hasher:checksum"], { cwd: home, home })
     expect(scope.code).toBe(2)
     expect(scope.stderr).toContain('--scope names versioned jobs as BAG:JOB@VERSION (such as hasher:checksum@1.0.0); "hasher:checksum" is not')

@@ -112,6 +112,7 @@ const follow = Options.boolean("follow").pipe(Options.withAlias("f"), Options.wi
 const tailCommand = Command.make("tail", { json, lines, follow }, ({ follow, json, lines }) =>
   journalFailure(
     Effect.gen(function* () {
+      if (lines < 0) return yield* usage(`--lines takes how many of the last events to show, 0 or more, not ${lines}`)
       const journal = yield* Journal
       const head = yield* journal.head
       const last = yield* journal.read(Math.max(0, head - Math.max(0, lines)), Math.max(0, lines))

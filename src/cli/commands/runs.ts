@@ -10,7 +10,7 @@ import * as Schedule from "effect/Schedule"
 import { progressOf, type RunDetail, type RunList, type RunView } from "../../app/runs/Dispatcher.js"
 import { RUN_STATES, TERMINAL } from "../../domain/runs/Runs.js"
 import { admin } from "../admin.js"
-import { refused, usage, type CliFailure } from "../CliFailure.js"
+import { CliFailure, refused, usage } from "../CliFailure.js"
 import { printJson, printLines, table } from "../output.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("print one JSON document on stdout"))
@@ -77,6 +77,8 @@ export const runCommand = Command.make(
   },
   ({ address, input, json, prefer, wait }) =>
     Effect.gen(function* () {
+      // What @effect/cli could not take as an option arrives as the address.
+      if (address.startsWith("-")) return yield* usage(`svc run does not know the option ${address}: it takes BAG:JOB@VERSION, --input, --prefer, --wait and --json`)
       const value = yield* readInput(input)
       let run = (yield* admin("POST", "/runs/submit", { address, input: value, prefer })) as unknown as RunView
       // A preference is weighed only among workers: the owner keeps what it can run (locality first).
@@ -207,7 +209,10 @@ export const showLines = (r: RunDetail): ReadonlyArray<string> => {
 
 const show = Command.make("show", { run: runArg, json }, ({ json, run }) =>
   Effect.gen(function* () {
-    const r = (yield* admin("POST", "/runs/show", { run })) as unknown as RunDetail
+    const r = (yield* admin("POST", "/runs/show", { run }).pipe(
+      // The journal can be read without the owner: say so.
+      Effect.mapError((e) => (e.unreachable === true ? new CliFailure({ exitCode: e.exitCode, unreachable: true, message: `${e.message} (svc journal history ${run} reads the run from the journal meanwhile)` }) : e))
+    )) as unknown as RunDetail
     if (json) return yield* printJson(r)
     yield* printLines(showLines(r))
   })
