@@ -10,6 +10,7 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import { argumentsProblem } from "./arguments.js"
 import { CliFailure } from "./CliFailure.js"
+import { plainText } from "./output.js"
 import { cli, MainLayer } from "./main.js"
 
 const exitCodeOf = (exit: Exit.Exit<unknown, unknown>): number => {
@@ -36,7 +37,10 @@ if (problem !== undefined) {
   process.stderr.write(`svc: ${problem}\n`)
   process.exitCode = 2
 } else {
-  Effect.runPromiseExit(cli(process.argv).pipe(Effect.provide(MainLayer))).then((exit) => {
+  const program = cli(process.argv).pipe(Effect.provide(MainLayer))
+  // Colour only for a terminal, and not when NO_COLOR is set (no-color.org).
+  const plain = !process.stdout.isTTY || (process.env["NO_COLOR"] ?? "") !== ""
+  Effect.runPromiseExit(plain ? plainText(program) : program).then((exit) => {
     process.exitCode = exitCodeOf(exit)
   })
 }

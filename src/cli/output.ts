@@ -13,3 +13,23 @@ export const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<Readonl
     cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd()
   return [line(header), ...rows.map(line)]
 }
+
+/** Colour and style escapes (SGR): what @effect/cli puts in its help and usage messages. */
+const SGR = /\u001b\[[0-9;]*m/g
+export const withoutColour = (text: unknown): unknown => (typeof text === "string" ? text.replace(SGR, "") : text)
+
+/**
+ * `effect` with its console's text stripped of colour: for a pipe or a file, or when NO_COLOR is
+ * set (no-color.org), the help and usage messages come as plain text.
+ */
+export const plainText = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Console.consoleWith((c) => {
+    const strip = (f: (...args: ReadonlyArray<unknown>) => Effect.Effect<void>) => (...args: ReadonlyArray<unknown>) => f(...args.map(withoutColour))
+    const stripUnsafe = (f: (...args: ReadonlyArray<unknown>) => void) => (...args: ReadonlyArray<unknown>) => f(...args.map(withoutColour))
+    return Console.withConsole(effect, {
+      ...c,
+      log: strip(c.log),
+      error: strip(c.error),
+      unsafe: { ...c.unsafe, log: stripUnsafe(c.unsafe.log), error: stripUnsafe(c.unsafe.error) }
+    })
+  })

@@ -95,13 +95,16 @@ describe("svc new and svc bag check", () => {
     expect(noManifest.stderr).toMatch(/has no bag\.yaml/)
   })
 
-  it("answers a usage error with exit 2 and lists every command in --help", async () => {
+  it("answers a usage error with exit 2 and lists every command in --help, without colour in a pipe", async () => {
     expect((await run("bag", "frobnicate")).code).toBe(2)
     const help = await run("--help")
     expect(help.code).toBe(0)
     for (const command of ["new", "bag check", "bag install", "bag list", "bag show", "bag doctor", "bag remove"]) {
       expect(help.stdout).toContain(command)
     }
+    // Into a pipe (as here), plain text: no colour escapes in the help or a usage message.
+    expect(help.stdout).not.toContain("\u001b[")
+    expect((await run("bag", "frobnicate")).stderr).not.toContain("\u001b[")
   })
 })
 
