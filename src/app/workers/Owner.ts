@@ -271,6 +271,12 @@ export const make = Effect.gen(function* () {
         Effect.mapError(commandRefusal("unauthenticated"))
       )
       touch(worker.id, now, false)
+      // The identity this installation had before it joined again (its credential proved it) is
+      // no longer anyone's: revoked, so that it does not linger as a second worker of the same name.
+      const replaced = worker.replaces === null ? undefined : Option.getOrUndefined(HashMap.get((yield* registry).workers, worker.replaces))
+      if (replaced !== undefined && replaced.revokedAt === null) {
+        yield* execute((r) => Decide.decideRevoke({ workerId: replaced.id, actor: `worker ${worker.id} (its installation joined again)`, now }, r)).pipe(Effect.ignore)
+      }
       const newCredential = yield* handOver(yield* findWorker(worker.id), presentedHash, now)
       const fence = (envelopes[0]!.event as { fence: number }).fence
       // What it still runs, against what the owner placed on it (slots are not leaked).

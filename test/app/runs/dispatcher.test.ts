@@ -1095,6 +1095,27 @@ describe("revocation", () => {
     }).pipe(Effect.provide(TestOwner))
   )
 
+  it.effect("an installation that joins again with its old identity still linked: the new identity's hello revokes the old one", () =>
+    Effect.gen(function* () {
+      const owner = yield* Owner
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const { token } = yield* owner.invite({ scope: [], expiresInMs: null, name: null, actor: "operator" })
+      const joined = ok(yield* call(token, { kind: "join", name: "lab-1b", previousCredential: w.credential }), "joined")
+      expect(joined.replaces).toBe(w.workerId)
+      // Until the new identity says hello, the old one is as it was.
+      expect((yield* owner.status).find((s) => s.id === w.workerId)).toMatchObject({ revoked: false })
+      ok(yield* call(joined.credential, { kind: "hello", protocol: 1, running: [] }), "welcome")
+      expect((yield* owner.status).find((s) => s.id === w.workerId)).toMatchObject({ revoked: true })
+      const audit = [...(yield* Effect.flatMap(Projections, (p) => p.state)).audit]
+      expect(audit.at(-1)).toMatchObject({ kind: "revocation", workerId: w.workerId, actor: `worker ${joined.workerId} (its installation joined again)` })
+      expect(refusal(yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [] }))).toBe("revoked")
+      // A second hello changes nothing more.
+      ok(yield* call(joined.credential, { kind: "hello", protocol: 1, running: [] }), "welcome")
+      expect([...(yield* Effect.flatMap(Projections, (p) => p.state)).audit].filter((r) => r.kind === "revocation")).toHaveLength(1)
+    }).pipe(Effect.provide(TestOwner))
+  )
+
   it.effect("a join presenting a credential the owner never issued links nothing and frees nothing", () =>
     Effect.gen(function* () {
       const owner = yield* Owner
