@@ -15,7 +15,7 @@ import * as Option from "effect/Option"
 import type { Envelope } from "../../domain/journal/Events.js"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import * as Decide from "../../domain/workers/Decide.js"
-import { advertisementAlive, displayState, type DisplayState } from "../../domain/workers/DisplayState.js"
+import { advertisementAlive } from "../../domain/workers/DisplayState.js"
 import type { InviteRecord, Registry, WorkerRecord } from "../../domain/workers/Registry.js"
 import { base62FromBytes, credentialProblem, CREDENTIAL_PREFIX, formatJoinToken, makeCredential, parseJoinToken } from "../../domain/workers/Secrets.js"
 import { Hashing } from "../journal/Hashing.js"
@@ -24,6 +24,7 @@ import type { JournalError, StreamConflict } from "../journal/Journal.js"
 import { Dispatcher, layer as DispatcherLayer, stopsIn } from "../runs/Dispatcher.js"
 import { Entropy } from "./Entropy.js"
 import { Freshness, layer as FreshnessLayer } from "./Freshness.js"
+import { pendingInvitesOf, workerStatuses, type PendingInvite, type WorkerStatus } from "./OwnerViews.js"
 import { fenceRefusal, Refusal, revokedRefusal, type Ack, type Advertise, type Assignment, type Claim, type CredentialHandOver, type Hello, type Join, type Leave, type NoWork, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
 
 interface Authenticated {
@@ -32,28 +33,10 @@ interface Authenticated {
   readonly now: number
 }
 
+export type { PendingInvite, WorkerStatus } from "./OwnerViews.js"
+
 /** Where workers reach this owner, and the certificate they pin: written into join tokens. */
 export class OwnerAddress extends Context.Tag("svc/OwnerAddress")<OwnerAddress, { readonly url: string; readonly fingerprint: string }>() {}
-
-export interface WorkerStatus {
-  readonly id: string
-  readonly name: string
-  readonly state: DisplayState
-  readonly reason: string
-  readonly capacity: number
-  /** Slots in use: this owner's attempts, and `elsewhere`. */
-  readonly used: number
-  /** Slots the worker's last advertisement said other work holds (other owners, its own runs). */
-  readonly elsewhere: number
-  readonly free: number
-  readonly labels: ReadonlyArray<string>
-  readonly capabilities: ReadonlyArray<string>
-  readonly artifacts: ReadonlyArray<{ readonly address: string; readonly digest: string; readonly inScope: boolean }>
-  readonly scope: ReadonlyArray<string>
-  readonly lastSeen: string | null
-  readonly revoked: boolean
-  readonly rotationPending: boolean
-}
 
 export interface InviteOutcome {
   readonly token: string
@@ -62,17 +45,6 @@ export interface InviteOutcome {
   readonly expiresAt: number | null
   /** What the operator may not expect: a scope naming a job this owner cannot run, a name a linked worker has, an expiry cut to 24 h. */
   readonly notes: ReadonlyArray<string>
-}
-
-/** An invite not yet redeemed, revoked nor expired: its token still works. */
-export interface PendingInvite {
-  readonly id: string
-  readonly name: string | null
-  readonly scope: ReadonlyArray<string>
-  readonly invitedAt: string
-  /** null: it never expires (an unscoped invite given no expiry). */
-  readonly expiresAt: string | null
-  readonly actor: string
 }
 
 /** What `svc workers revoke REF` revoked: a worker, or an invite not yet redeemed. */
@@ -438,61 +410,8 @@ export const make = Effect.gen(function* () {
       return { kind: "invite" as const, invite: Option.getOrThrow(HashMap.get((yield* registry).invites, ref)) }
     })
 
-  const pendingInvites = Effect.gen(function* () {
-    const r = yield* registry
-    const now = yield* Clock.currentTimeMillis
-    return [...HashMap.values(r.invites)]
-      .filter((i) => i.redeemedBy === null && i.revokedAt === undefined && !Decide.inviteExpired(i, now))
-      .sort((a, b) => a.invitedAt - b.invitedAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-      .map(
-        (i): PendingInvite => ({
-          id: i.id,
-          name: i.name,
-          scope: i.scope,
-          invitedAt: new Date(i.invitedAt).toISOString(),
-          expiresAt: i.expiresAt === null ? null : new Date(i.expiresAt).toISOString(),
-          actor: i.actor
-        })
-      )
-  })
-
-  const status = Effect.gen(function* () {
-    const { registry: r, ledger } = yield* projections.state
-    const now = yield* Clock.currentTimeMillis
-    // A revoked identity whose installation joined again: the identity that replaced it.
-    const replacedBy = new Map<string, string>()
-    for (const w of HashMap.values(r.workers)) if (w.replaces !== null) replacedBy.set(w.replaces, w.id)
-    // Revoked identities last: they only ever show what became of them.
-    const revokedLast = (w: WorkerRecord) => (w.revokedAt === null ? 0 : 1)
-    return [...HashMap.values(r.workers)]
-      .sort((a, b) => revokedLast(a) - revokedLast(b) || a.name.localeCompare(b.name) || a.id.localeCompare(b.id))
-      .map((w): WorkerStatus => {
-        const f = freshness.get(w.id)
-        const elsewhere = f?.busy ?? 0
-        const used = Option.match(HashMap.get(ledger.physical, w.id), { onNone: () => 0, onSome: (p) => p.reserved }) + elsewhere
-        const shown = displayState(w, f, used, now)
-        const successor = replacedBy.get(w.id)
-        const display = successor === undefined ? shown : { ...shown, reason: `${shown.reason}; its installation joined again as ${successor}` }
-        const capacity = w.advertisement !== null && advertisementAlive(f, now) ? w.advertisement.capacity : 0
-        return {
-          id: w.id,
-          name: w.name,
-          state: display.state,
-          reason: display.reason,
-          capacity,
-          used,
-          elsewhere,
-          free: Math.max(0, capacity - used),
-          labels: w.advertisement?.labels ?? [],
-          capabilities: w.advertisement?.capabilities ?? [],
-          artifacts: (w.advertisement?.artifacts ?? []).map((a) => ({ ...a, inScope: w.scope.length === 0 || w.scope.includes(a.address) })),
-          scope: w.scope,
-          lastSeen: f?.lastSeenAt == null ? null : new Date(f.lastSeenAt).toISOString(),
-          revoked: w.revokedAt !== null,
-          rotationPending: w.rotationPending
-        }
-      })
-  })
+  const pendingInvites = Effect.map(Effect.zip(registry, Clock.currentTimeMillis), ([r, now]) => pendingInvitesOf(r, now))
+  const status = Effect.map(Effect.zip(projections.state, Clock.currentTimeMillis), ([state, now]) => workerStatuses(state, freshness.get, now))
 
   // `find` serves release, which is for revoked workers too: a shared name is refused there.
   return Owner.of({ invite, handle, answerNow, rotate, revoke, revokeWorkerOrInvite, status, pendingInvites, find: (ref) => findWorker(ref) })

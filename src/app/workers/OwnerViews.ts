@@ -1,0 +1,95 @@
+/**
+ * What the owner shows of its workers and invites (`svc workers status`): pure functions of the
+ * projections, the freshness of each worker's calls (runtime state, never journaled) and the
+ * time; display states are computed here, at query time (docs/protocol.md, "Display states").
+ */
+import * as HashMap from "effect/HashMap"
+import * as Option from "effect/Option"
+import type { OwnerState } from "../../domain/journal/OwnerState.js"
+import { inviteExpired } from "../../domain/workers/Decide.js"
+import { advertisementAlive, displayState, type DisplayState, type Freshness } from "../../domain/workers/DisplayState.js"
+import type { Registry, WorkerRecord } from "../../domain/workers/Registry.js"
+
+export interface WorkerStatus {
+  readonly id: string
+  readonly name: string
+  readonly state: DisplayState
+  readonly reason: string
+  readonly capacity: number
+  /** Slots in use: this owner's attempts, and `elsewhere`. */
+  readonly used: number
+  /** Slots the worker's last advertisement said other work holds (other owners, its own runs). */
+  readonly elsewhere: number
+  readonly free: number
+  readonly labels: ReadonlyArray<string>
+  readonly capabilities: ReadonlyArray<string>
+  readonly artifacts: ReadonlyArray<{ readonly address: string; readonly digest: string; readonly inScope: boolean }>
+  readonly scope: ReadonlyArray<string>
+  readonly lastSeen: string | null
+  readonly revoked: boolean
+  readonly rotationPending: boolean
+}
+
+/** An invite not yet redeemed, revoked nor expired: its token still works. */
+export interface PendingInvite {
+  readonly id: string
+  readonly name: string | null
+  readonly scope: ReadonlyArray<string>
+  readonly invitedAt: string
+  /** null: it never expires (an unscoped invite given no expiry). */
+  readonly expiresAt: string | null
+  readonly actor: string
+}
+
+/** Every worker, revoked identities last (they only ever show what became of them), by name. */
+export const workerStatuses = (state: OwnerState, freshness: (workerId: string) => Freshness | undefined, now: number): ReadonlyArray<WorkerStatus> => {
+  const { registry: r, ledger } = state
+  // A revoked identity whose installation joined again: the identity that replaced it.
+  const replacedBy = new Map<string, string>()
+  for (const w of HashMap.values(r.workers)) if (w.replaces !== null) replacedBy.set(w.replaces, w.id)
+  const revokedLast = (w: WorkerRecord) => (w.revokedAt === null ? 0 : 1)
+  return [...HashMap.values(r.workers)]
+    .sort((a, b) => revokedLast(a) - revokedLast(b) || a.name.localeCompare(b.name) || a.id.localeCompare(b.id))
+    .map((w): WorkerStatus => {
+      const f = freshness(w.id)
+      const elsewhere = f?.busy ?? 0
+      const used = Option.match(HashMap.get(ledger.physical, w.id), { onNone: () => 0, onSome: (p) => p.reserved }) + elsewhere
+      const shown = displayState(w, f, used, now)
+      const successor = replacedBy.get(w.id)
+      const display = successor === undefined ? shown : { ...shown, reason: `${shown.reason}; its installation joined again as ${successor}` }
+      const capacity = w.advertisement !== null && advertisementAlive(f, now) ? w.advertisement.capacity : 0
+      return {
+        id: w.id,
+        name: w.name,
+        state: display.state,
+        reason: display.reason,
+        capacity,
+        used,
+        elsewhere,
+        free: Math.max(0, capacity - used),
+        labels: w.advertisement?.labels ?? [],
+        capabilities: w.advertisement?.capabilities ?? [],
+        artifacts: (w.advertisement?.artifacts ?? []).map((a) => ({ ...a, inScope: w.scope.length === 0 || w.scope.includes(a.address) })),
+        scope: w.scope,
+        lastSeen: f?.lastSeenAt == null ? null : new Date(f.lastSeenAt).toISOString(),
+        revoked: w.revokedAt !== null,
+        rotationPending: w.rotationPending
+      }
+    })
+}
+
+/** The invites whose tokens can still be redeemed at `now`, oldest first (then by id, in code-unit order). */
+export const pendingInvitesOf = (r: Registry, now: number): ReadonlyArray<PendingInvite> =>
+  [...HashMap.values(r.invites)]
+    .filter((i) => i.redeemedBy === null && i.revokedAt === undefined && !inviteExpired(i, now))
+    .sort((a, b) => a.invitedAt - b.invitedAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    .map(
+      (i): PendingInvite => ({
+        id: i.id,
+        name: i.name,
+        scope: i.scope,
+        invitedAt: new Date(i.invitedAt).toISOString(),
+        expiresAt: i.expiresAt === null ? null : new Date(i.expiresAt).toISOString(),
+        actor: i.actor
+      })
+    )
