@@ -16,8 +16,11 @@ export interface FormatValidators {
   /** Why a five-field cron expression is invalid, or undefined when it is valid. */
   readonly cron: (expression: string) => string | undefined
   readonly isTimeZone: (zone: string) => boolean
-  /** Why a document is not a valid JSON Schema, or undefined when it compiles. */
-  readonly jsonSchema: (schema: unknown) => string | undefined
+  /**
+   * Why a document is not a valid JSON Schema, or undefined when it compiles: where in the
+   * document (keys from its root; empty when the validator cannot say) and what.
+   */
+  readonly jsonSchema: (schema: unknown) => { readonly path: ReadonlyArray<string>; readonly message: string } | undefined
   /** Why `value` does not satisfy `schema` (assumed valid), or undefined when it does. */
   readonly validate: (schema: unknown, value: unknown) => string | undefined
 }

@@ -54,7 +54,26 @@ const options = {
 const draft7 = makeAjv(new Ajv(options))
 const draft2020 = makeAjv(new Ajv2020(options))
 
-type Compiled = { readonly ok: true; readonly validate: ValidateFunction } | { readonly ok: false; readonly why: string }
+type Compiled = { readonly ok: true; readonly validate: ValidateFunction } | { readonly ok: false; readonly why: string; readonly path: ReadonlyArray<string> }
+
+/** The value at `path` (JSON pointer parts) in `doc`. */
+const at = (doc: unknown, path: ReadonlyArray<string>): unknown =>
+  path.reduce<unknown>((v, k) => (typeof v === "object" && v !== null ? (v as Record<string, unknown>)[k] : undefined), doc)
+
+/**
+ * Where a schema breaks its meta-schema, and how, from ajv's first error there: the key
+ * (`properties.sha256.type`) and, for a value outside a set, the set and the value.
+ */
+const metaProblem = (ajv: Ajv | Ajv2020, schema: unknown): { readonly why: string; readonly path: ReadonlyArray<string> } | undefined => {
+  if (ajv.validateSchema(schema as object) === true) return undefined
+  const first = ajv.errors?.[0]
+  if (first === undefined) return undefined
+  const path = first.instancePath === "" ? [] : first.instancePath.slice(1).split("/").map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"))
+  const value = at(schema, path)
+  const allowed = first.keyword === "enum" ? (first.params as { allowedValues?: ReadonlyArray<unknown> }).allowedValues : undefined
+  const why = allowed !== undefined ? `must be one of ${allowed.map((v) => JSON.stringify(v)).join(", ")}, not ${JSON.stringify(value)}` : `${first.message ?? "is not valid"}, not ${JSON.stringify(value)}`
+  return { why, path }
+}
 const compiled = new Map<string, Compiled>()
 
 const compile = (schema: unknown): Compiled => {
@@ -66,7 +85,7 @@ const compile = (schema: unknown): Compiled => {
     try {
       result = { ok: true, validate: ajv.compile(schema as object) }
     } catch (e) {
-      result = { ok: false, why: e instanceof Error ? e.message : String(e) }
+      result = { ok: false, ...(metaProblem(ajv, schema) ?? { why: e instanceof Error ? e.message : String(e), path: [] }) }
     }
     if (compiled.size >= 1_000) compiled.delete(compiled.keys().next().value!)
     compiled.set(key, result)
@@ -79,7 +98,7 @@ export const formatValidators: FormatValidators = {
   isTimeZone,
   jsonSchema: (schema) => {
     const result = compile(schema)
-    return result.ok ? undefined : result.why
+    return result.ok ? undefined : { path: result.path, message: result.why }
   },
   validate: (schema, value) => {
     const result = compile(schema)

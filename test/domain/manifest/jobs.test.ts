@@ -171,7 +171,15 @@ describe("input_schema and output_schema", () => {
   })
 
   rejects([
-    { name: "an input_schema with an unknown type", yaml: job("input_schema: {type: nope}"), path: "jobs.build.input_schema", line: 6, message: "is not a valid JSON Schema" },
+    // At the key that is wrong, with what it may be (it used to point at the schema, quoting ajv's "data/type must be ...").
+    { name: "an input_schema with an unknown type", yaml: job("input_schema: {type: nope}"), path: "jobs.build.input_schema.type", line: 6, message: 'must be one of "array", "boolean", "integer", "null", "number", "object", "string", not "nope" (JSON Schema)' },
+    {
+      name: "an output_schema with a property of an unknown type",
+      yaml: job("output_schema:", "  type: object", "  properties:", "    sha256: {type: strin}"),
+      path: "jobs.build.output_schema.properties.sha256.type",
+      line: 9,
+      message: 'must be one of "array", "boolean", "integer", "null", "number", "object", "string", not "strin" (JSON Schema)'
+    },
     { name: "an output_schema with a misspelt keyword", yaml: job("output_schema: {tpye: object}"), path: "jobs.build.output_schema", line: 6, message: 'is not a valid JSON Schema: strict mode: unknown keyword: "tpye"' },
     { name: "an input_schema that is a string", yaml: job("input_schema: object"), path: "jobs.build.input_schema", line: 6, message: "a JSON Schema object" },
     { name: "an input_schema on an action job", yaml: doc("jobs:", "  triage:", "    runs: {using: action, action: triage}", "    input_schema: {type: object}"), path: "jobs.triage.input_schema", line: 6, message: "is not allowed on an action job" },

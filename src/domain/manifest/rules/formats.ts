@@ -15,7 +15,8 @@ export const formatRules = (raw: Record<string, unknown>, v: FormatValidators): 
       const schema = job[key]
       if (!isMap(schema)) continue
       const why = v.jsonSchema(schema)
-      if (why !== undefined) out.push(error(["jobs", name, key], `is not a valid JSON Schema: ${why}`))
+      // At the key that is wrong when the validator says which, so that bag.yaml's line points at it.
+      if (why !== undefined) out.push(error(["jobs", name, key, ...why.path], why.path.length === 0 ? `is not a valid JSON Schema: ${why.message}` : `${why.message} (JSON Schema)`))
       else if (key === "input_schema") validSchemas.set(name, schema)
     }
   }
