@@ -268,7 +268,7 @@ export class Refusal extends Schema.TaggedError<Refusal>()("Refusal", {
 }) {}
 
 /** The refusal of a revoked worker's call: it must stop all its work. */
-export const revokedRefusal = () => new Refusal({ code: "revoked", message: "this worker was revoked by the owner's operator: stop all its work", stopAll: true })
+export const revokedRefusal = () => new Refusal({ code: "revoked", message: "this worker is revoked (by the owner's operator, or as its installation left or joined again): stop all its work", stopAll: true })
 
 /** The refusal of a call under a fence that is not the worker's current session's, if it is not. */
 export const fenceRefusal = (worker: { readonly fence: number }, fence: number): Refusal | undefined =>
