@@ -207,7 +207,8 @@ const status = Command.make("status", { json }, ({ json }) =>
         yield* Console.log(`  ${String(l["url"])} as ${String(l["name"])} (${String(l["workerId"])}): ${s === null ? "not linked now" : `${s.phase}, ${s.detail}`}`)
         const next = s === null ? undefined : nextStep(s.phase, String(l["url"]))
         if (next !== undefined) yield* Console.log(`    ${next}`)
-        if (s?.offer) {
+        // An ended link offers nothing any more: what it offered is not shown.
+        if (s?.offer && next === undefined) {
           yield* Console.log(`    offers ${s.offer.capacity} slots; labels ${s.offer.labels.join(",")}; jobs ${s.offer.artifacts.map((a) => a.address).join(", ") || "none"}`)
           // Its slots are shared with every other owner and this machine's own runs (docs/runs.md, "On a worker").
           const running = s.running ?? 0
