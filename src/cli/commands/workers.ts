@@ -9,6 +9,7 @@ import * as Option from "effect/Option"
 import { durationSeconds } from "../../domain/manifest/Formats.js"
 import type { PendingInvite, WorkerStatus } from "../../app/workers/Owner.js"
 import { JOB_ADDRESS } from "../../domain/manifest/JobAddress.js"
+import { workerNameFromHost } from "../../domain/workers/Decide.js"
 import { parseJoinToken } from "../../domain/workers/Secrets.js"
 import { SvcHome } from "../../infra/SvcHome.js"
 import { linkKey, linksDir, checkLinksWritable, readLinks, removeLink, writeLink, type StoredLink } from "../../infra/workers/LinkStore.js"
@@ -86,7 +87,7 @@ const join = Command.make(
       const earlier = (yield* Effect.promise(() => readLinks(home))).find((l) => l.key === linkKey(content.url, content.fingerprint))
       const request = {
         kind: "join" as const,
-        name: Option.getOrElse(name, () => os.hostname()),
+        name: Option.getOrElse(name, () => workerNameFromHost(os.hostname())),
         ...(earlier === undefined ? {} : { previousCredential: earlier.link.credential })
       }
       const answer = yield* callOwner(pinned, agent, bearer, request).pipe(

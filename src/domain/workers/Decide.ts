@@ -99,6 +99,17 @@ export const workerNameProblem = (name: string, state: Registry): string | undef
   return undefined
 }
 
+/**
+ * A worker's name made from a host name, for a join that gives none: the host name when it is a
+ * valid name, else its first label (an FQDN can be longer than 63 characters), with other
+ * characters as hyphens, at most 63 characters; `worker` when nothing is left.
+ */
+export const workerNameFromHost = (host: string): string => {
+  if (WORKER_NAME.test(host)) return host
+  const label = (host.split(".")[0] ?? "").replace(/[^\p{L}\p{N}._-]/gu, "-").replace(/^[._-]+/, "").slice(0, 63)
+  return WORKER_NAME.test(label) ? label : "worker"
+}
+
 export const decideInvite = (c: InviteWorker, state: Registry): Decision | Rejection => {
   const bad = c.scope.filter((s) => !JOB_ADDRESS.test(s))
   if (bad.length > 0) {

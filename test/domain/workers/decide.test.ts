@@ -124,6 +124,18 @@ describe("redeem", () => {
     expect(rejection(redeem(given(invited("i", 0)), 10_000 * HOUR))).toBe("decided")
   })
 
+  it("a join that gives no name takes the host's, made into a valid one when it is not", () => {
+    expect(D.workerNameFromHost("lab-1")).toBe("lab-1")
+    expect(D.workerNameFromHost("ip-10-0-1-23.eu-west-1.compute.internal")).toBe("ip-10-0-1-23.eu-west-1.compute.internal")
+    const long = `${"a".repeat(40)}.${"b".repeat(40)}.example.com`
+    expect(D.workerNameFromHost(long)).toBe("a".repeat(40))
+    expect(D.workerNameFromHost("my box")).toBe("my-box")
+    expect(D.workerNameFromHost(`${"x".repeat(80)}`)).toBe("x".repeat(63))
+    expect(D.workerNameFromHost("")).toBe("worker")
+    expect(D.workerNameFromHost("-.-")).toBe("worker")
+    for (const host of ["lab-1", long, "my box", "x".repeat(80), "", "-.-"]) expect(D.workerNameProblem(D.workerNameFromHost(host), given())).toBeUndefined()
+  })
+
   it("checks the name the joiner gives when the invite names no one; the invite's own name wins", () => {
     const as = (name: string, registry: Registry) =>
       D.decideRedeem({ inviteId: "i", tokenHash: hash("token-i"), workerId: "w", name, credentialHash: hash("c"), previousCredentialHash: null, now: 1 }, registry)
