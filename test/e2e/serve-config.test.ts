@@ -221,6 +221,7 @@ describe("start-up", () => {
     await said(first, "svc serve: projections rebuilt from the whole journal (0 events)")
     expect((await svc(["workers", "invite", "--name", "lab-1"], { cwd: home, home })).code).toBe(0)
     expect((await first.stop()).code).toBe(0)
+    expect(first.output()).toMatch(/INFO checkpoint at sequence 1 written: the next start folds only what comes after it/)
     // The clean stop wrote a checkpoint at the invite, with the projections as its snapshot.
     const second = await startServe("second", home, transcript)
     await said(second, "svc serve: projections from the snapshot at sequence 1 and the 0 events after it")

@@ -22,7 +22,13 @@ export const run = (interval: Duration.DurationInput = DEFAULT_INTERVAL) =>
       yield* Ref.set(last, written.sequence)
     }).pipe(Effect.catchAll((e) => Effect.logWarning(`could not write a projection checkpoint: ${e.message}`)))
     yield* Effect.repeat(writeIfMoved, Schedule.spaced(interval)).pipe(Effect.delay(interval), Effect.forkScoped)
-    yield* Effect.addFinalizer(() => writeIfMoved)
+    // The last word of a clean stop: where the next start takes over from.
+    yield* Effect.addFinalizer(() =>
+      Effect.zipRight(
+        writeIfMoved,
+        Effect.flatMap(Ref.get(last), (n) => (n < 0 ? Effect.void : Effect.logInfo(`checkpoint at sequence ${n} written: the next start folds only what comes after it`)))
+      )
+    )
   })
 
 export const layer = (interval: Duration.DurationInput = DEFAULT_INTERVAL) => Layer.scopedDiscard(run(interval))
