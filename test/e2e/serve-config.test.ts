@@ -127,6 +127,8 @@ describe("svc serve configuration", () => {
       code: 2,
       stderr: `svc: svc serve is not running for ${home} (no ${home}/admin.sock): start it with svc serve (svc journal history r1 reads the run from the journal meanwhile)\n`
     })
+    const listed = await svc(["runs", "list"], { cwd: home, home })
+    expect(listed.stderr).toBe(`svc: svc serve is not running for ${home} (no ${home}/admin.sock): start it with svc serve (svc journal tail reads the journal meanwhile)\n`)
     const negative = await svc(["journal", "tail", "-n", "-1"], { cwd: home, home })
     expect({ code: negative.code, stderr: negative.stderr }).toEqual({ code: 2, stderr: "svc: --lines takes how many of the last events to show, 0 or more, not -1\n" })
     const scope = await svc(["workers", "invite", "--scope", "hasher:checksum"], { cwd: home, home })

@@ -108,6 +108,10 @@ export const runCommand = Command.make(
     })
 ).pipe(Command.withDescription("Submit a run of a versioned job on this owner; prints the run id (with --wait, the result)"))
 
+/** When the owner does not answer, what reads the journal without it (the store is there either way). */
+const meanwhile = (what: string) =>
+  Effect.mapError((e: CliFailure) => (e.unreachable === true ? new CliFailure({ exitCode: e.exitCode, unreachable: true, message: `${e.message} (${what} meanwhile)` }) : e))
+
 const runArg = Args.text({ name: "RUN" }).pipe(Args.withDescription("the run id"))
 
 const DEFAULT_LIMIT = 100
@@ -122,7 +126,7 @@ const list = Command.make(
   ({ json, limit, state }) =>
     Effect.gen(function* () {
       if (limit < 0) return yield* usage(`--limit must be 0 (all) or more, not ${limit}`)
-      const listed = (yield* admin("POST", "/runs/list", { states: state, limit })) as unknown as Partial<RunList>
+      const listed = (yield* admin("POST", "/runs/list", { states: state, limit }).pipe(meanwhile("svc journal tail reads the journal"))) as unknown as Partial<RunList>
       const runs = listed.runs ?? []
       const total = listed.total ?? runs.length
       // An owner from before retention does not say; it forgot nothing.
@@ -209,10 +213,7 @@ export const showLines = (r: RunDetail): ReadonlyArray<string> => {
 
 const show = Command.make("show", { run: runArg, json }, ({ json, run }) =>
   Effect.gen(function* () {
-    const r = (yield* admin("POST", "/runs/show", { run }).pipe(
-      // The journal can be read without the owner: say so.
-      Effect.mapError((e) => (e.unreachable === true ? new CliFailure({ exitCode: e.exitCode, unreachable: true, message: `${e.message} (svc journal history ${run} reads the run from the journal meanwhile)` }) : e))
-    )) as unknown as RunDetail
+    const r = (yield* admin("POST", "/runs/show", { run }).pipe(meanwhile(`svc journal history ${run} reads the run from the journal`))) as unknown as RunDetail
     if (json) return yield* printJson(r)
     yield* printLines(showLines(r))
   })
