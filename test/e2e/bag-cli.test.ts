@@ -202,10 +202,14 @@ describe("svc bag show and svc bag doctor judge what depends on this machine", (
       severity: "error",
       message: expect.stringMatching(new RegExp(`^the installed copy no longer has the digest recorded at install \\([0-9a-f]{12}, now [0-9a-f]{12}\\): something wrote into ${copy} \\(a job writing to its working directory\\?\\); install the bag again$`))
     })
-    // Removing and installing again go through the read-only copy.
+    // Installing the same source again copies it anew (it said "unchanged" and left the copy as it was).
+    const repaired = await run("bag", "install", "hasher", "--json")
+    expect(JSON.parse(repaired.stdout)).toMatchObject({ status: "repaired" })
+    expect((await run("bag", "doctor", "hasher")).stdout).toBe("hasher: ok\n")
+    expect(JSON.parse((await run("bag", "install", "hasher", "--json")).stdout)).toMatchObject({ status: "unchanged" })
+    // Removing goes through the read-only copy.
     expect((await run("bag", "remove", "hasher")).code).toBe(0)
     expect((await run("bag", "install", "hasher")).code).toBe(0)
-    expect((await run("bag", "doctor", "hasher")).stdout).toBe("hasher: ok\n")
   })
 
   it("reports missing programs with their install command, optional ones as warnings", async () => {

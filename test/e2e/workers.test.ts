@@ -700,6 +700,8 @@ describe("svc workers between two real svc serve processes", () => {
     expect(again.code).toBe(1)
     expect(again.stderr).toContain("this machine works for no owner")
     await waitFor("its output removed", async () => existsSync(kept), (there) => !there, { timeoutMs: 6_000, everyMs: 200 })
+    // The worker's log says the link ended (an interrupted link said nothing of it).
+    expect(w3.output()).toContain(`the link to the owner at ${url} as lab-scope was removed (svc workers leave): it has ended`)
     expect((await statusOf(w3Home)).owners).toEqual([])
     // Silent from then on: no call for longer than an advertisement's period (4 s).
     const before = (await workerRow("lab-scope")).lastSeen

@@ -58,7 +58,8 @@ const pins = (used: ReadonlyArray<ExternalConstant>, installed: ReadonlyArray<In
   return out
 }
 
-export type InstallOutcome = { readonly status: "installed" | "replaced" | "unchanged"; readonly bag: InstalledBag }
+/** `repaired`: the source is the one installed, but the installed copy had been written into; it was copied again. */
+export type InstallOutcome = { readonly status: "installed" | "replaced" | "unchanged" | "repaired"; readonly bag: InstalledBag }
 
 export const installBag = (dir: string) =>
   Effect.gen(function* () {
@@ -70,9 +71,13 @@ export const installBag = (dir: string) =>
     const digest = yield* (yield* BagDirectory).digest(snapshot)
     const name = registeredName(manifest)
     const current = yield* store.get(name)
-    if (current !== undefined && current.digest === digest) return { status: "unchanged", bag: current } satisfies InstallOutcome
+    // The same source: nothing to do, unless the installed copy no longer is that (a job wrote into it).
+    const copyIntact = (bag: InstalledBag) =>
+      Effect.flatMap(BagDirectory, (d) => Effect.map(Effect.flatMap(d.read(bag.path), d.digest), (now) => now === bag.digest)).pipe(Effect.orElseSucceed(() => false))
+    const repairing = current !== undefined && current.digest === digest && !(yield* copyIntact(current))
+    if (current !== undefined && current.digest === digest && !repairing) return { status: "unchanged", bag: current } satisfies InstallOutcome
     const jobs = jobsOf(manifest)
-    if (current !== undefined) {
+    if (current !== undefined && !repairing) {
       const taken = new Set(current.jobs.flatMap((j) => (j.address === undefined ? [] : [j.address])))
       const clashes = jobs.flatMap((j) => (j.address !== undefined && taken.has(j.address) ? [j.address] : []))
       if (clashes.length > 0) return yield* new AddressTaken({ addresses: clashes, installedDigest: current.digest, newDigest: digest, bag: name })
@@ -88,7 +93,7 @@ export const installBag = (dir: string) =>
       constants: manifest.constants ?? {},
       pinnedConstants: pins(report.externalConstants, installed)
     })
-    return { status: current === undefined ? "installed" : "replaced", bag } satisfies InstallOutcome
+    return { status: current === undefined ? "installed" : repairing ? "repaired" : "replaced", bag } satisfies InstallOutcome
   })
 
 export const removeBag = (name: string) =>

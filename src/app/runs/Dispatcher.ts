@@ -101,7 +101,7 @@ export interface DispatcherService {
   readonly stopsFor: (workerId: string) => Effect.Effect<ReadonlyArray<string>>
   /** Something changed that may let a run be placed: the scheduler looks again. */
   readonly kick: Effect.Effect<void>
-  /** Why this owner cannot run `address` now (its bag is not installed, say), or undefined: what an invite's scope is checked against. */
+  /** Why no worker would run `address` now (its bag is not installed here, or only the owner runs it), or undefined: what an invite's scope is checked against. */
   readonly jobProblem: (address: string) => Effect.Effect<string | undefined>
 }
 
@@ -585,7 +585,8 @@ export const make = Effect.gen(function* () {
 
   const jobProblem: DispatcherService["jobProblem"] = (address) =>
     host.resolve(address).pipe(
-      Effect.as(undefined),
+      // A job only the owner runs is never placed on a worker, whatever its scope says.
+      Effect.map((r) => (r.job.remoteEligible ? undefined : `only the owner runs it: ${r.job.ownerOnly.join("; ")}`)),
       Effect.catchAll((e) => Effect.succeed(e.message))
     )
 

@@ -57,8 +57,8 @@ export interface RunDetail extends RunView {
   /**
    * The latest attempt's output so far, the last 64 KiB of each stream from a line's start;
    * `skipped`: the bytes before that not shown; `files`: where each stream is whole (on the
-   * owner; null when there is no attempt); `removed`: the run was forgotten from memory, and its
-   * output files with it.
+   * owner; null for a stream that printed nothing, or when there is no attempt); `removed`: the
+   * run was forgotten from memory, and its output files with it.
    */
   readonly output: {
     readonly attempt: string | null
@@ -66,7 +66,7 @@ export interface RunDetail extends RunView {
     readonly stderr: string
     readonly removed: boolean
     readonly skipped: { readonly stdout: number; readonly stderr: number }
-    readonly files: { readonly stdout: string; readonly stderr: string } | null
+    readonly files: { readonly stdout: string | null; readonly stderr: string | null } | null
   }
 }
 
@@ -173,7 +173,16 @@ export const makeRunViews = ({ state, readRun, files, nextChange, slotWaits }: R
       if (id === null || !kept) return { attempt: id, stdout: "", stderr: "", removed: !kept, skipped: { stdout: 0, stderr: 0 }, files: null }
       const out = yield* files.tail(id, "stdout", OUTPUT_TAIL_BYTES)
       const err = yield* files.tail(id, "stderr", OUTPUT_TAIL_BYTES)
-      return { attempt: id, stdout: out.text, stderr: err.text, removed: false, skipped: { stdout: out.skipped, stderr: err.skipped }, files: files.paths(id) }
+      const paths = files.paths(id)
+      // A stream that printed nothing has no file to point at.
+      return {
+        attempt: id,
+        stdout: out.text,
+        stderr: err.text,
+        removed: false,
+        skipped: { stdout: out.skipped, stderr: err.skipped },
+        files: { stdout: out.text === "" ? null : paths.stdout, stderr: err.text === "" ? null : paths.stderr }
+      }
     })
 
   const wait = (runId: string, ms: number, seen?: string): Effect.Effect<RunView, RunRefused> =>

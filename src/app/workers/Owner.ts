@@ -161,7 +161,7 @@ export const make = Effect.gen(function* () {
       const notes: Array<string> = []
       for (const job of event.scope) {
         const problem = yield* dispatcher.jobProblem(job)
-        if (problem !== undefined) notes.push(`the scope names ${job}, which this owner cannot run now (${problem}): no run of it is placed until it can`)
+        if (problem !== undefined) notes.push(`the scope names ${job}, which no worker would run now (${problem})`)
       }
       const namesake = i.name === null ? undefined : [...HashMap.values((yield* registry).workers)].find((w) => w.name === i.name && w.revokedAt === null)
       if (namesake !== undefined) notes.push(`worker ${namesake.id} is already named ${i.name}: once this invite is redeemed, commands take their ids, not the name`)

@@ -57,7 +57,8 @@ export const workerStatuses = (state: OwnerState, freshness: (workerId: string) 
       const shown = displayState(w, f, used, now)
       const successor = replacedBy.get(w.id)
       const display = successor === undefined ? shown : { ...shown, reason: `${shown.reason}; its installation joined again as ${successor}` }
-      const capacity = w.advertisement !== null && advertisementAlive(f, now) ? w.advertisement.capacity : 0
+      // A revoked worker offers nothing, whatever it last advertised.
+      const capacity = w.revokedAt === null && w.advertisement !== null && advertisementAlive(f, now) ? w.advertisement.capacity : 0
       return {
         id: w.id,
         name: w.name,

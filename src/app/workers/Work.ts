@@ -185,9 +185,12 @@ export const makeWork = (side: WorkSide, call: Call) =>
         const roomFor = (request: WorkerRequest) => MAX_BODY_BYTES - BODY_SLACK - jsonBytes(request)
         // Room for some output too, or the result is more than a report can carry.
         if (jsonBytes(body()) > MAX_REPORT_BYTES) {
+          const size = jsonBytes(sent.result)
+          // What the result may weigh: the report's limit less the rest of this report.
+          const room = MAX_REPORT_BYTES - (jsonBytes(body()) - size)
           sent = {
             ok: false,
-            error: `its result is ${jsonBytes(sent.result)} bytes of JSON, more than a report from a worker carries (${MAX_REPORT_BYTES} bytes in all); a bigger result belongs in a file`,
+            error: `its result is ${size} bytes of JSON, more than the ${room} a report from a worker can carry beside the rest; a bigger result belongs in a file`,
             exitCode: outcome.exitCode
           }
         }

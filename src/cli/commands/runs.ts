@@ -205,7 +205,7 @@ export const showLines = (r: RunDetail): ReadonlyArray<string> => {
     // An owner from before these fields does not say.
     const skipped = r.output.skipped?.[stream] ?? 0
     const file = r.output.files?.[stream]
-    const cut = skipped === 0 ? "" : `, its end: ${skipped.toLocaleString("en-US")} bytes before it are not shown${file === undefined ? "" : `; all of it: ${file}`}`
+    const cut = skipped === 0 ? "" : `, its end: ${skipped.toLocaleString("en-US")} bytes before it are not shown${file === undefined || file === null ? "" : `; all of it: ${file}`}`
     lines.push(`${stream} (${r.output.attempt}${cut}):`, ...text.replace(/\n$/, "").split("\n").map((l) => `  ${l}`))
   }
   return lines

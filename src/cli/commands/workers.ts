@@ -272,7 +272,7 @@ const leave = Command.make(
       const again = "To work for it again, join with a new token."
       yield* Console.error(
         outcome.kind === "told"
-          ? `the owner was told: it lists ${link.name} as revoked (it left), and places again what ran here; the slots those attempts held stay reserved there until its operator releases them (svc workers release ${link.workerId}). ${again}`
+          ? `the owner was told: it lists ${link.name} as revoked (it left), and places again whatever ran here for it; slots such attempts held stay reserved there until its operator releases them (svc workers release ${link.workerId}). ${again}`
           : outcome.kind === "revoked already"
             ? `the owner had revoked ${link.name} already. ${again}`
             : `the owner could not be told (${outcome.why}): it still lists ${link.name}, Offline once its advertisement lapses; attempts it had here are placed again. Its operator can revoke it: svc workers revoke ${link.workerId}. ${again}`

@@ -163,7 +163,7 @@ export const serve = (options: ServeOptions) =>
 
       // Worker side: one link per owner this machine works for; new links are picked up.
       const statuses = yield* Ref.make<ReadonlyMap<string, LinkStatus>>(new Map())
-      const running = new Map<string, { readonly workerId: string; readonly fiber: Fiber.RuntimeFiber<unknown, unknown> }>()
+      const running = new Map<string, { readonly workerId: string; readonly url: string; readonly name: string; readonly fiber: Fiber.RuntimeFiber<unknown, unknown> }>()
       /** Where a link keeps its copy of the output of the attempts it runs. */
       const workDir = (key: string) => nodePath.join(options.home, "work", key)
       // Output left for owners this machine no longer has a link to (its file was removed while
@@ -179,6 +179,8 @@ export const serve = (options: ServeOptions) =>
           if (present.has(key)) continue
           running.delete(key)
           yield* Fiber.interrupt(gone.fiber)
+          // Interrupted, the link says nothing of its end: said here, once.
+          yield* Effect.logInfo(`the link to the owner at ${gone.url} as ${gone.name} was removed (svc workers leave): it has ended, and what it ran for that owner is stopped`)
           yield* Ref.update(statuses, (m) => {
             const next = new Map(m)
             next.delete(key)
@@ -212,7 +214,7 @@ export const serve = (options: ServeOptions) =>
             Effect.ignore,
             Effect.forkScoped
           )
-          running.set(key, { workerId: link.workerId, fiber })
+          running.set(key, { workerId: link.workerId, url: link.url, name: link.name, fiber })
         }
       })
       yield* startLinks.pipe(Effect.catchAll((e) => Console.error(`svc: ${e.message}`)), Effect.repeat(Schedule.spaced("2 seconds")), Effect.forkScoped)

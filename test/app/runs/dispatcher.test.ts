@@ -83,10 +83,12 @@ const resolved = (name: string, requiredLabels: ReadonlyArray<string>): Resolved
   inputProblem: check(INPUT_SCHEMA, "input"),
   outputProblem: check(OUTPUT_SCHEMA, "output")
 })
-/** `echo` runs anywhere (the owner keeps it); `gpu` needs a label only workers have. */
+/** `echo` runs anywhere (the owner keeps it); `gpu` needs a label only workers have; `local` only the owner runs. */
+const LOCAL = "demo:local@1.0.0"
 const installed = new Map([
   [ECHO, resolved("echo", [])],
-  [GPU, resolved("gpu", ["gpu=true"])]
+  [GPU, resolved("gpu", ["gpu=true"])],
+  [LOCAL, { ...resolved("local", []), job: { ...resolved("local", []).job, remoteEligible: false, ownerOnly: ["it uses the owner's agent runtime"] } }]
 ])
 const host: OwnerHostSettings = {
   capacity: 2,
@@ -353,7 +355,7 @@ describe("runs kept in memory", () => {
       expect(shown.output).toEqual({ attempt: first!.id, stdout: "", stderr: "", removed: true, skipped: { stdout: 0, stderr: 0 }, files: null })
       yield* until("the forgotten runs' output removed", files.attempts, (ids) => ids.length === 3)
       expect([...(yield* files.attempts)].sort()).toEqual(done.slice(2).map((r) => r.id).sort())
-      expect((yield* show(done[4]!.runId)).output).toMatchObject({ attempt: done[4]!.id, stdout: "working on 4\n", stderr: "", removed: false, skipped: { stdout: 0, stderr: 0 } })
+      expect((yield* show(done[4]!.runId)).output).toMatchObject({ attempt: done[4]!.id, stdout: "working on 4\n", stderr: "", removed: false, skipped: { stdout: 0, stderr: 0 }, files: { stdout: expect.stringMatching(/\.stdout$/), stderr: null } })
       expect(yield* dispatcher.wait(first!.runId, 60_000)).toMatchObject({ id: first!.runId, state: "succeeded" })
       const before = [yield* head, yield* sequence]
       expect(yield* Effect.flip(dispatcher.stop(first!.runId, "operator"))).toMatchObject({ code: "run-finished", message: `run ${first!.runId} has already succeeded` })
@@ -1037,6 +1039,17 @@ describe("scope", () => {
       expect(before + 1).toBe(running)
       expect(yield* head).toBe(running)
       expect(yield* show(run.id)).toMatchObject({ state: "running" })
+    }).pipe(Effect.provide(TestOwner))
+  )
+})
+
+describe("what an invite's scope is checked against", () => {
+  it.effect("a job no worker would run: not installed here, or only the owner runs it", () =>
+    Effect.gen(function* () {
+      const dispatcher = yield* Dispatcher
+      expect(yield* dispatcher.jobProblem(GPU)).toBeUndefined()
+      expect(yield* dispatcher.jobProblem(LOCAL)).toBe("only the owner runs it: it uses the owner's agent runtime")
+      expect(yield* dispatcher.jobProblem("demo:nope@1.0.0")).toBe("no installed bag holds demo:nope@1.0.0")
     }).pipe(Effect.provide(TestOwner))
   )
 })

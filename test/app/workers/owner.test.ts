@@ -132,7 +132,7 @@ describe("joining", () => {
       const w = yield* linked()
       const noted = yield* owner.invite({ scope: ["nosuch:job@9.0.0"], expiresInMs: 48 * 3_600_000, name: "lab-1", actor: "op" })
       expect(noted.notes).toEqual([
-        "the scope names nosuch:job@9.0.0, which this owner cannot run now (no bag holds nosuch:job@9.0.0 here): no run of it is placed until it can",
+        "the scope names nosuch:job@9.0.0, which no worker would run now (no bag holds nosuch:job@9.0.0 here)",
         `worker ${w.workerId} is already named lab-1: once this invite is redeemed, commands take their ids, not the name`,
         "a scoped invite expires within 24 hours at most: the expiry asked for was cut to that"
       ])
