@@ -54,6 +54,10 @@ const options = {
 const draft7 = makeAjv(new Ajv(options))
 const draft2020 = makeAjv(new Ajv2020(options))
 
+/** A JSON pointer's keys (`/properties/a~1b` is ["properties", "a/b"]); the root's is none. */
+const pointerParts = (pointer: string): ReadonlyArray<string> =>
+  pointer === "" ? [] : pointer.slice(1).split("/").map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"))
+
 type Compiled = { readonly ok: true; readonly validate: ValidateFunction } | { readonly ok: false; readonly why: string; readonly path: ReadonlyArray<string> }
 
 /** The value at `path` (JSON pointer parts) in `doc`. */
@@ -68,7 +72,7 @@ const metaProblem = (ajv: Ajv | Ajv2020, schema: unknown): { readonly why: strin
   if (ajv.validateSchema(schema as object) === true) return undefined
   const first = ajv.errors?.[0]
   if (first === undefined) return undefined
-  const path = first.instancePath === "" ? [] : first.instancePath.slice(1).split("/").map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"))
+  const path = pointerParts(first.instancePath)
   const value = at(schema, path)
   const allowed = first.keyword === "enum" ? (first.params as { allowedValues?: ReadonlyArray<unknown> }).allowedValues : undefined
   const why = allowed !== undefined ? `must be one of ${allowed.map((v) => JSON.stringify(v)).join(", ")}, not ${JSON.stringify(value)}` : `${first.message ?? "is not valid"}, not ${JSON.stringify(value)}`
@@ -110,15 +114,7 @@ export const formatValidators: FormatValidators = {
 
 /** `/items/0/name` as `inputs.items[0].name`: where in the value a problem is. */
 const pathOf = (root: string, pointer: string): string =>
-  pointer === ""
-    ? root
-    : root +
-      pointer
-        .slice(1)
-        .split("/")
-        .map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"))
-        .map((part) => (/^\d+$/.test(part) ? `[${part}]` : /^[A-Za-z_$][\w$]*$/.test(part) ? `.${part}` : `[${JSON.stringify(part)}]`))
-        .join("")
+  root + pointerParts(pointer).map((part) => (/^\d+$/.test(part) ? `[${part}]` : /^[A-Za-z_$][\w$]*$/.test(part) ? `.${part}` : `[${JSON.stringify(part)}]`)).join("")
 
 /**
  * ajv's errors in words that name what is wrong and where: the property the schema does not
