@@ -151,9 +151,11 @@ export const make = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
       const inviteId = base62FromBytes(entropy.bytes(12), 12)
       const secret = base62FromBytes(entropy.bytes(40), 40)
+      // The expiry asked for (whole milliseconds); a scoped invite may be given an earlier one.
+      const asked = i.expiresInMs === null ? null : now + Math.round(i.expiresInMs)
       const envelopes = yield* execute((r) =>
         Decide.decideInvite(
-          { inviteId, tokenHash: sha(secret), name: i.name, scope: i.scope, expiresAt: i.expiresInMs === null ? null : now + Math.round(i.expiresInMs), actor: i.actor, now },
+          { inviteId, tokenHash: sha(secret), name: i.name, scope: i.scope, expiresAt: asked, actor: i.actor, now },
           r
         )
       )
@@ -165,7 +167,7 @@ export const make = Effect.gen(function* () {
       }
       const namesake = i.name === null ? undefined : [...HashMap.values((yield* registry).workers)].find((w) => w.name === i.name && w.revokedAt === null)
       if (namesake !== undefined) notes.push(`worker ${namesake.id} is already named ${i.name}: once this invite is redeemed, commands take their ids, not the name`)
-      if (i.expiresInMs !== null && event.expiresAt !== null && event.expiresAt < now + Math.round(i.expiresInMs)) {
+      if (asked !== null && event.expiresAt !== null && event.expiresAt < asked) {
         notes.push("a scoped invite expires within 24 hours at most: the expiry asked for was cut to that")
       }
       return { token: formatJoinToken({ url: address.url, fingerprint: address.fingerprint, inviteId, secret }), inviteId, scope: event.scope, expiresAt: event.expiresAt, notes }
@@ -373,13 +375,11 @@ export const make = Effect.gen(function* () {
   }
 
   /** The installation left (`svc workers leave`): revoked as on the operator's word, the actor saying so. */
-  const leave = ({ worker, now }: Authenticated) =>
-    Effect.gen(function* () {
-      yield* execute((r) => Decide.decideRevoke({ workerId: worker.id, actor: `worker ${worker.id} (it left)`, now }, r)).pipe(Effect.mapError(commandRefusal("unauthenticated")))
-      // Its attempts no longer count: the scheduler supersedes them and places their runs again now.
-      yield* dispatcher.kick
-      return { kind: "left" as const, workerId: worker.id, name: worker.name } satisfies WorkerResponse
-    })
+  const leave = ({ worker }: Authenticated) =>
+    revoke(worker.id, `worker ${worker.id} (it left)`).pipe(
+      Effect.mapError((e) => (e instanceof Refusal ? e : commandRefusal("unauthenticated")(e))),
+      Effect.as({ kind: "left" as const, workerId: worker.id, name: worker.name } satisfies WorkerResponse)
+    )
 
   const rotate: OwnerService["rotate"] = (ref, actor) =>
     Effect.gen(function* () {
