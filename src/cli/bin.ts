@@ -3,15 +3,20 @@
  * The `svc` binary. Runs the command tree and turns its outcome into the exit codes of the CLI
  * contract: 0 success, 1 invalid or refused, 2 usage error or runtime not reachable.
  */
+import * as CliConfig from "@effect/cli/CliConfig"
+import * as Descriptor from "@effect/cli/CommandDescriptor"
+import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as ValidationError from "@effect/cli/ValidationError"
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import { argumentsProblem } from "./arguments.js"
 import { CliFailure } from "./CliFailure.js"
-import { plainText } from "./output.js"
-import { cli, MainLayer } from "./main.js"
+import { plainText, withoutColour } from "./output.js"
+import { cli, MainLayer, svc } from "./main.js"
+import { commandTree, parseProblem, wordsProblem } from "./usageProblems.js"
 
 const exitCodeOf = (exit: Exit.Exit<unknown, unknown>): number => {
   if (Exit.isSuccess(exit)) return 0
@@ -22,7 +27,7 @@ const exitCodeOf = (exit: Exit.Exit<unknown, unknown>): number => {
       if (error.silent !== true) process.stderr.write(`svc: ${error.message}\n`)
       return error.exitCode
     }
-    // @effect/cli has already printed the usage problem and the help that fits it.
+    // A usage problem found once the command runs (parsing found none): @effect/cli printed it.
     if (ValidationError.isValidationError(error)) return ValidationError.isHelpRequested(error) ? 0 : 2
     process.stderr.write(`svc: ${error instanceof Error ? error.message : String(error)}\n`)
     return 1
@@ -32,15 +37,44 @@ const exitCodeOf = (exit: Exit.Exit<unknown, unknown>): number => {
   return 70
 }
 
-const problem = argumentsProblem(process.argv.slice(2))
-if (problem !== undefined) {
-  process.stderr.write(`svc: ${problem}\n`)
-  process.exitCode = 2
-} else {
+const tree = commandTree(svc.descriptor)
+
+/**
+ * The words checked against the command tree (wordsProblem), then parsed as @effect/cli will
+ * parse them, before anything runs: a usage problem is said here in svc's words
+ * (usageProblems.ts), and @effect/cli, which would print its own, is not started. Help and
+ * version requests parse fine and go on to @effect/cli.
+ */
+const usageProblem = (args: ReadonlyArray<string>): Effect.Effect<string | undefined> => {
+  const problem = argumentsProblem(args) ?? wordsProblem(tree, args)
+  if (problem !== undefined) return Effect.succeed(problem)
+  return Descriptor.parse(svc.descriptor, ["svc", ...args], CliConfig.defaultConfig).pipe(
+    Effect.map((directive) =>
+      directive._tag === "UserDefined" && directive.leftover.length > 0
+        ? parseProblem(tree, args, `Received unknown argument: '${directive.leftover[0]}'`)
+        : undefined
+    ),
+    Effect.catchAll((error) =>
+      Effect.succeed(
+        ValidationError.isHelpRequested(error) ? undefined : parseProblem(tree, args, String(withoutColour(HelpDoc.toAnsiText(error.error))))
+      )
+    ),
+    Effect.provide(NodeContext.layer)
+  )
+}
+
+const main = async (args: ReadonlyArray<string>): Promise<number> => {
+  const problem = await Effect.runPromise(usageProblem(args))
+  if (problem !== undefined) {
+    process.stderr.write(problem.startsWith("svc") ? `${problem}\n` : `svc: ${problem}\n`)
+    return 2
+  }
   const program = cli(process.argv).pipe(Effect.provide(MainLayer))
   // Colour only for a terminal, and not when NO_COLOR is set (no-color.org).
   const plain = !process.stdout.isTTY || (process.env["NO_COLOR"] ?? "") !== ""
-  Effect.runPromiseExit(plain ? plainText(program) : program).then((exit) => {
-    process.exitCode = exitCodeOf(exit)
-  })
+  return exitCodeOf(await Effect.runPromiseExit(plain ? plainText(program) : program))
 }
+
+main(process.argv.slice(2)).then((code) => {
+  process.exitCode = code
+})

@@ -119,9 +119,19 @@ describe("svc serve configuration", () => {
       expect(r.code).toBe(2)
       expect(r.stderr).toMatch(/svc serve is not running for .*: start it with svc serve/)
     }
-    // What @effect/cli does not take as an option arrives as the job address: named as an option.
+    // Usage problems in svc's words, naming the command, the word and where the usage is.
     const option = await svc(["run", "--wat"], { cwd: home, home })
-    expect({ code: option.code, stderr: option.stderr }).toEqual({ code: 2, stderr: "svc: svc run does not know the option --wat: it takes BAG:JOB@VERSION, --input, --prefer, --wait and --json\n" })
+    expect({ code: option.code, stderr: option.stderr }).toEqual({
+      code: 2,
+      stderr: "svc run: unknown option --wat; its options: --input VALUE, --prefer VALUE, --wait, --json (svc run --help)\n"
+    })
+    const noValue = await svc(["workers", "invite", "--scope"], { cwd: home, home })
+    expect({ code: noValue.code, stderr: noValue.stderr }).toEqual({ code: 2, stderr: "svc workers invite: --scope needs a value (text) (svc workers invite --help)\n" })
+    const subcommand = await svc(["workers", "frob"], { cwd: home, home })
+    expect({ code: subcommand.code, stderr: subcommand.stderr }).toEqual({
+      code: 2,
+      stderr: "svc workers: \"frob\" is not a command; its commands: invite, join, rotate, revoke, release, status, leave (svc workers --help)\n"
+    })
     const shown = await svc(["runs", "show", "r1"], { cwd: home, home })
     expect({ code: shown.code, stderr: shown.stderr }).toEqual({
       code: 2,

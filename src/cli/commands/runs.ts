@@ -77,8 +77,6 @@ export const runCommand = Command.make(
   },
   ({ address, input, json, prefer, wait }) =>
     Effect.gen(function* () {
-      // What @effect/cli could not take as an option arrives as the address.
-      if (address.startsWith("-")) return yield* usage(`svc run does not know the option ${address}: it takes BAG:JOB@VERSION, --input, --prefer, --wait and --json`)
       const value = yield* readInput(input)
       let run = (yield* admin("POST", "/runs/submit", { address, input: value, prefer })) as unknown as RunView
       // A preference is weighed only among workers: the owner keeps what it can run (locality first).

@@ -1,0 +1,104 @@
+import { describe, expect, it } from "vitest"
+import { svc } from "../../src/cli/main.js"
+import { commandOf, commandTree, parseProblem, wordsProblem } from "../../src/cli/usageProblems.js"
+
+// svc's own command tree, read from @effect/cli's descriptor: a release that changes its shape
+// fails here.
+const tree = commandTree(svc.descriptor)
+
+describe("the command tree", () => {
+  it("has every command with its options and arguments", () => {
+    expect(tree.commands.map((c) => c.name)).toEqual(["new", "bag", "serve", "workers", "run", "runs", "journal", "audit"])
+    const invite = commandOf(tree, ["workers", "invite"]).command
+    expect(invite.path).toBe("svc workers invite")
+    expect(invite.options).toEqual([
+      { names: ["--scope"], value: "text" },
+      { names: ["--expires"], value: "text" },
+      { names: ["--name"], value: "text" }
+    ])
+    const tail = commandOf(tree, ["journal", "tail", "-n", "3"])
+    expect(tail.command.options).toContainEqual({ names: ["-n", "--lines"], value: "integer" })
+    expect(tail.command.options).toContainEqual({ names: ["-f", "--follow"], value: undefined })
+    expect(tail.rest).toBe(2)
+    expect(commandOf(tree, ["runs", "show", "r1"]).command.args).toEqual(["<RUN>"])
+    expect(commandOf(tree, ["bag", "check"]).command.args).toEqual(["[<DIR>]"])
+  })
+})
+
+describe("usage problems found in the words", () => {
+  it("takes what the commands take", () => {
+    for (const args of [
+      [],
+      ["workers"],
+      ["--help"],
+      ["workers", "--help"],
+      ["workers", "invite", "--scope", "hasher:checksum@1.0.0", "--scope", "a:b@1", "--name", "lab-1"],
+      ["journal", "tail", "-n", "-1", "-f"],
+      ["journal", "tail", "--lines=5", "--json"],
+      ["runs", "list", "--state", "running", "--limit", "3"],
+      ["run", "hasher:checksum@1.0.0", "--input", "{\"a\":1}", "--prefer", "zone=lab", "--wait"],
+      ["serve", "--log-level", "debug"],
+      ["runs", "list", "--json=true"]
+    ]) {
+      expect(wordsProblem(tree, args), args.join(" ")).toBeUndefined()
+    }
+  })
+
+  it("names a word that is not a command, with the commands there are", () => {
+    expect(wordsProblem(tree, ["workers", "frob"])).toBe(
+      'svc workers: "frob" is not a command; its commands: invite, join, rotate, revoke, release, status, leave (svc workers --help)'
+    )
+    expect(wordsProblem(tree, ["frob"])).toBe('svc: "frob" is not a command; its commands: new, bag, serve, workers, run, runs, journal, audit (svc --help)')
+  })
+
+  it("names an unknown option with the options the command takes, or that it takes none", () => {
+    expect(wordsProblem(tree, ["runs", "list", "--bogus"])).toBe(
+      "svc runs list: unknown option --bogus; its options: --json, --state VALUE, --limit VALUE (svc runs list --help)"
+    )
+    expect(wordsProblem(tree, ["journal", "export", "--json"])).toBe("svc journal export: unknown option --json; it takes no options (svc journal export --help)")
+    expect(wordsProblem(tree, ["workers", "--invite"])).toBe(
+      "svc workers: unknown option --invite (did you mean the command svc workers invite?); it takes no options (svc workers --help)"
+    )
+  })
+
+  it("refuses an option without its value, at the end or before another option", () => {
+    // @effect/cli would take `--scope` at the end as no --scope at all: an every-job invite.
+    expect(wordsProblem(tree, ["workers", "invite", "--scope"])).toBe("svc workers invite: --scope needs a value (text) (svc workers invite --help)")
+    expect(wordsProblem(tree, ["workers", "invite", "--name", "--scope", "a:b@1"])).toBe(
+      "svc workers invite: --name needs a value (text) (svc workers invite --help)"
+    )
+    expect(wordsProblem(tree, ["journal", "tail", "-n"])).toBe("svc journal tail: -n needs a value (integer) (svc journal tail --help)")
+  })
+
+  it("refuses a value given to a flag", () => {
+    expect(wordsProblem(tree, ["runs", "list", "--json=1"])).toBe('svc runs list: --json takes no value, and was given "1" (svc runs list --help)')
+  })
+
+  it("stops at --", () => {
+    expect(wordsProblem(tree, ["run", "--", "--wat"])).toBeUndefined()
+  })
+})
+
+describe("@effect/cli's parse problems reworded", () => {
+  it("names the option a wrong value was given to, and what it takes", () => {
+    expect(parseProblem(tree, ["journal", "tail", "-n", "abc"], "'abc' is not a integer\n")).toBe(
+      'svc journal tail: -n takes an integer, not "abc" (svc journal tail --help)'
+    )
+    expect(parseProblem(tree, ["runs", "list", "--limit=x"], "'x' is not a integer")).toBe('svc runs list: --limit takes an integer, not "x" (svc runs list --help)')
+    expect(parseProblem(tree, ["runs", "list", "--state", "bogus"], "Expected one of the following cases: pending, assigned, running, succeeded, failed, stopped\n")).toBe(
+      'svc runs list: expected one of pending, assigned, running, succeeded, failed, stopped for --state, not "bogus" (svc runs list --help)'
+    )
+  })
+
+  it("names a missing argument and one too many", () => {
+    expect(parseProblem(tree, ["runs", "show"], "Missing argument <RUN>\n")).toBe("svc runs show: <RUN> is missing (svc runs show --help)")
+    expect(parseProblem(tree, ["runs", "show", "a", "b"], "Received unknown argument: 'b'")).toBe(
+      'svc runs show: unexpected argument "b"; it takes <RUN> (svc runs show --help)'
+    )
+    expect(parseProblem(tree, ["audit", "x"], "Received unknown argument: 'x'")).toBe('svc audit: unexpected argument "x"; it takes no arguments (svc audit --help)')
+  })
+
+  it("keeps any other text, naming the command", () => {
+    expect(parseProblem(tree, ["serve"], "something else\n")).toBe("svc serve: something else (svc serve --help)")
+  })
+})
