@@ -1,7 +1,6 @@
 /** `RunFiles` on the file system: `<dir>/<attempt>.stdout|stderr`, directory mode 0700. */
 import * as fs from "node:fs/promises"
 import * as nodePath from "node:path"
-import { StringDecoder } from "node:string_decoder"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { RunFiles, type OutputStream, type RunFilesService } from "../../app/runs/RunFiles.js"
@@ -24,12 +23,6 @@ export const make = (dir: string): RunFilesService => {
     } finally {
       await handle.close()
     }
-  }
-  /** Cuts a trailing partial UTF-8 character, so the next read starts on a character. */
-  const whole = (bytes: Buffer): Buffer => {
-    const decoder = new StringDecoder("utf8")
-    const text = decoder.write(bytes)
-    return bytes.subarray(0, Buffer.byteLength(text))
   }
   return {
     paths: (attempt) => ({ stdout: file(attempt, "stdout"), stderr: file(attempt, "stderr") }),
@@ -64,10 +57,27 @@ export const make = (dir: string): RunFilesService => {
       Effect.promise(() => Promise.all([fs.rm(file(attempt, "stdout"), { force: true }), fs.rm(file(attempt, "stderr"), { force: true })]).then(() => undefined)),
     readFrom: (attempt, stream, offset, max) =>
       Effect.promise(async () => {
-        const bytes = whole(await readRange(file(attempt, stream), offset, max))
+        const read = await readRange(file(attempt, stream), offset, max)
+        const bytes = read.subarray(0, completeUtf8Length(read))
         return { text: bytes.toString("utf8"), next: offset + bytes.length }
       })
   }
+}
+
+/**
+ * How many of `bytes` to take so that they do not end inside a UTF-8 character: a read cut in
+ * the middle of one leaves its start for the next read. Counted on the bytes themselves, not on
+ * their decoded text: a job's output is whatever it wrote, and invalid bytes (each read as one
+ * U+FFFD of three bytes) must not move the next read's offset.
+ */
+export const completeUtf8Length = (bytes: Uint8Array): number => {
+  const n = bytes.length
+  let lead = n - 1
+  while (lead >= 0 && lead > n - 4 && (bytes[lead]! & 0xc0) === 0x80) lead--
+  if (lead < 0) return n
+  const b = bytes[lead]!
+  const length = b >= 0xf0 && b <= 0xf7 ? 4 : b >= 0xe0 && b < 0xf0 ? 3 : b >= 0xc0 && b < 0xe0 ? 2 : 1
+  return n - lead < length ? lead : n
 }
 
 export const layer = (dir: string) => Layer.sync(RunFiles, () => make(dir))

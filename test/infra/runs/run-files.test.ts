@@ -1,5 +1,5 @@
 /** An attempt's output files on the owner: what `svc runs show` reads of them. */
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Effect from "effect/Effect"
@@ -33,5 +33,69 @@ describe("the end of an attempt's output", () => {
     const end = await run(files.tail("r3.1", "stdout", 51))
     expect(end.text).toBe("é".repeat(25))
     expect(end.skipped).toBe(150)
+  })
+})
+
+describe("reading output from an offset (a worker's deltas)", () => {
+  it("ends on a whole character, and the next read starts where it stopped", async () => {
+    const text = "aé€😀".repeat(50)
+    await run(files.append("r4.1", "stdout", text))
+    let offset = 0
+    let got = ""
+    for (const max of [5, 7, 6, 4, 9, 1000]) {
+      const read = await run(files.readFrom("r4.1", "stdout", offset, max))
+      expect(read.next - offset).toBeLessThanOrEqual(max)
+      expect(read.next - offset).toBe(Buffer.byteLength(read.text))
+      got += read.text
+      offset = read.next
+    }
+    expect(got).toBe(text)
+  })
+
+  it("with invalid UTF-8 in the output, reads it all once and splits no valid character", async () => {
+    // What a job may write: stray continuation bytes, a lone lead byte, bytes never valid.
+    const bytes = Buffer.concat([Buffer.from("ok "), Buffer.from([0xff, 0x80, 0x80, 0xe2]), Buffer.from(" é\n"), Buffer.from([0xc3]), Buffer.from("z€")])
+    const dir2 = mkdtempSync(join(tmpdir(), "svc-run-files-raw-"))
+    writeFileSync(join(dir2, "r5.1.stdout"), bytes)
+    const raw = FileRunFiles.make(dir2)
+    for (const max of [1, 2, 3, 4, 5, 7]) {
+      let offset = 0
+      const pieces: Array<Buffer> = []
+      let text = ""
+      for (let reads = 0; offset < bytes.length && reads < 100; reads++) {
+        const read = await run(raw.readFrom("r5.1", "stdout", offset, max))
+        // A read may hold back the start of a character cut at its end, never more than 3 bytes.
+        expect(read.next).toBeGreaterThanOrEqual(offset)
+        pieces.push(bytes.subarray(offset, read.next))
+        text += read.text
+        if (read.next === offset) {
+          expect(max).toBeLessThan(4)
+          break
+        }
+        offset = read.next
+      }
+      if (max >= 4) {
+        expect(offset).toBe(bytes.length)
+        expect(Buffer.concat(pieces)).toEqual(bytes)
+        // Each piece decoded alone reads as the whole does: "é" and "€" arrive whole.
+        expect(text).toBe(bytes.toString("utf8"))
+      }
+    }
+    rmSync(dir2, { recursive: true, force: true })
+  })
+})
+
+describe("completeUtf8Length", () => {
+  it("cuts an incomplete character at the end, and nothing else", () => {
+    expect(FileRunFiles.completeUtf8Length(Buffer.from("abc"))).toBe(3)
+    expect(FileRunFiles.completeUtf8Length(Buffer.from("a€"))).toBe(4)
+    expect(FileRunFiles.completeUtf8Length(Buffer.from("a€").subarray(0, 3))).toBe(1)
+    expect(FileRunFiles.completeUtf8Length(Buffer.from("😀").subarray(0, 3))).toBe(0)
+    expect(FileRunFiles.completeUtf8Length(Buffer.from([0x41, 0xc3]))).toBe(1)
+    // Invalid bytes are not characters in progress: kept, each one byte.
+    expect(FileRunFiles.completeUtf8Length(Buffer.from([0x41, 0xff]))).toBe(2)
+    expect(FileRunFiles.completeUtf8Length(Buffer.from([0x80, 0x80, 0x80, 0x80]))).toBe(4)
+    expect(FileRunFiles.completeUtf8Length(Buffer.from([0x41, 0xe2, 0x82, 0xac, 0x80]))).toBe(5)
+    expect(FileRunFiles.completeUtf8Length(Buffer.alloc(0))).toBe(0)
   })
 })
