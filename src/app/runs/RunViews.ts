@@ -28,6 +28,7 @@ export interface RunView {
   readonly state: RunRecord["state"]
   readonly submittedAt: string
   readonly finishedAt: string | null
+  /** The host of its latest attempt: where it runs or where it ended; null while pending. */
   readonly host: string | null
   readonly attempts: number
   readonly explanation: string | null
@@ -109,7 +110,8 @@ export const makeRunViews = ({ state, readRun, files, nextChange, slotWaits }: R
       state: run.state,
       submittedAt: iso(run.submittedAt)!,
       finishedAt: iso(run.finishedAt),
-      host: last === undefined ? null : nameOf(s, last.host),
+      // A pending run is on no host, whatever its last attempt was (runs show lists them).
+      host: last === undefined || run.state === "pending" ? null : nameOf(s, last.host),
       attempts: run.attempts.length,
       explanation: run.placement?.explanation ?? null,
       result: run.result,

@@ -1071,7 +1071,7 @@ describe("revocation", () => {
       const superseded = yield* until("superseded", show(runId), (d) => attempt(d, 1)?.state === "superseded")
       expect(attempt(superseded, 1)).toMatchObject({ reason: "its worker was revoked", holdsSlot: true })
       const replaced = yield* until("placed again", show(runId), (d) => d.placement?.outcome === "blocked")
-      expect(replaced).toMatchObject({ state: "pending", placement: { outcome: "blocked" } })
+      expect(replaced).toMatchObject({ state: "pending", host: null, attempts: 1, placement: { outcome: "blocked" } })
       expect(replaced.placement!.explanation).toBe("blocked; excluded: owner (eligibility: lacks label gpu=true), worker 'lab-1' (eligibility: revoked)")
       expect(yield* reserved(w.workerId)).toBe(1)
       expect((yield* owner.status).find((s) => s.id === w.workerId)).toMatchObject({ used: 1 })
