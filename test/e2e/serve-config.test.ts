@@ -86,6 +86,10 @@ describe("svc serve configuration", () => {
 
   it("reads capacity and labels from svc.yaml under services.workflows.runtime.env", async () => {
     const owner = await startServe("owner", tempDir("svc-cfg-owner-"), transcript)
+    // A fresh installation: no workers, no owners served; both ways out are named.
+    expect((await svcIn(transcript, owner.home, ["workers", "status"])).stdout).toBe(
+      "workers: none linked, and this machine works for no owner; invite a worker with: svc workers invite (or link this machine to an owner: svc workers join TOKEN)\n"
+    )
     const workerHome = tempDir("svc-cfg-worker-")
     writeFileSync(join(workerHome, "svc.yaml"), "services:\n  workflows:\n    runtime:\n      env:\n        SVC_WORKFLOW_CAPACITY: 7\n        SVC_WORKFLOW_LABELS: gpu=true,zone=lab\n")
     mkdirSync(join(workerHome, "bags-src"))

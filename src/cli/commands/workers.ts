@@ -175,7 +175,12 @@ const status = Command.make("status", { json }, ({ json }) =>
     }
     // A machine that only works for others has no workers of its own: say nothing about them.
     if (workers.length > 0 || (running._tag === "Right" && links.length === 0)) {
-      yield* Console.log(workers.length === 0 ? "workers: none linked; invite one with: svc workers invite" : "workers linked to this owner:")
+      // Every installation is an owner, and may work for others: with neither, both ways out.
+      yield* Console.log(
+        workers.length === 0
+          ? "workers: none linked, and this machine works for no owner; invite a worker with: svc workers invite (or link this machine to an owner: svc workers join TOKEN)"
+          : "workers linked to this owner:"
+      )
       if (workers.length > 0) {
         yield* printLines(
           table(
