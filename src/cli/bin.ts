@@ -14,9 +14,9 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import { argumentsProblem } from "./arguments.js"
 import { CliFailure } from "./CliFailure.js"
-import { plainText, withoutColour } from "./output.js"
+import { mapText, plainText, withoutColour } from "./output.js"
 import { cli, MainLayer, svc } from "./main.js"
-import { commandTree, parseProblem, wordsProblem } from "./usageProblems.js"
+import { commandOf, commandTree, parseProblem, tidyHelp, wordsProblem } from "./usageProblems.js"
 
 const exitCodeOf = (exit: Exit.Exit<unknown, unknown>): number => {
   if (Exit.isSuccess(exit)) return 0
@@ -42,37 +42,44 @@ const tree = commandTree(svc.descriptor)
 /**
  * The words checked against the command tree (wordsProblem), then parsed as @effect/cli will
  * parse them, before anything runs: a usage problem is said here in svc's words
- * (usageProblems.ts), and @effect/cli, which would print its own, is not started. Help and
- * version requests parse fine and go on to @effect/cli.
+ * (usageProblems.ts), and @effect/cli, which would print its own, is not started. A help request
+ * goes on to @effect/cli, its text tidied (`help`: the command's path).
  */
-const usageProblem = (args: ReadonlyArray<string>): Effect.Effect<string | undefined> => {
+const check = (args: ReadonlyArray<string>): Effect.Effect<{ readonly problem?: string; readonly help?: string }> => {
   const problem = argumentsProblem(args) ?? wordsProblem(tree, args)
-  if (problem !== undefined) return Effect.succeed(problem)
+  if (problem !== undefined) return Effect.succeed({ problem })
   return Descriptor.parse(svc.descriptor, ["svc", ...args], CliConfig.defaultConfig).pipe(
     Effect.map((directive) =>
-      directive._tag === "UserDefined" && directive.leftover.length > 0
-        ? parseProblem(tree, args, `Received unknown argument: '${directive.leftover[0]}'`)
-        : undefined
+      directive._tag === "UserDefined"
+        ? directive.leftover.length > 0
+          ? { problem: parseProblem(tree, args, `Received unknown argument: '${directive.leftover[0]}'`) }
+          : // A group named without one of its commands (`svc workers`) answers with its help.
+            commandOf(tree, args).command.commands.length > 0
+            ? { help: commandOf(tree, args).command.path }
+            : {}
+        : directive.option._tag === "ShowHelp"
+          ? { help: commandOf(tree, args).command.path }
+          : {}
     ),
     Effect.catchAll((error) =>
-      Effect.succeed(
-        ValidationError.isHelpRequested(error) ? undefined : parseProblem(tree, args, String(withoutColour(HelpDoc.toAnsiText(error.error))))
-      )
+      Effect.succeed(ValidationError.isHelpRequested(error) ? {} : { problem: parseProblem(tree, args, String(withoutColour(HelpDoc.toAnsiText(error.error)))) })
     ),
     Effect.provide(NodeContext.layer)
   )
 }
 
 const main = async (args: ReadonlyArray<string>): Promise<number> => {
-  const problem = await Effect.runPromise(usageProblem(args))
+  const { problem, help } = await Effect.runPromise(check(args))
   if (problem !== undefined) {
     process.stderr.write(problem.startsWith("svc") ? `${problem}\n` : `svc: ${problem}\n`)
     return 2
   }
   const program = cli(process.argv).pipe(Effect.provide(MainLayer))
-  // Colour only for a terminal, and not when NO_COLOR is set (no-color.org).
+  // Colour only for a terminal, and not when NO_COLOR is set (no-color.org); help is plain text,
+  // tidied (usageProblems.ts, tidyHelp).
   const plain = !process.stdout.isTTY || (process.env["NO_COLOR"] ?? "") !== ""
-  return exitCodeOf(await Effect.runPromiseExit(plain ? plainText(program) : program))
+  const shown = help !== undefined ? mapText(program, (text) => (typeof text === "string" ? tidyHelp(String(withoutColour(text)), help) : text)) : plain ? plainText(program) : program
+  return exitCodeOf(await Effect.runPromiseExit(shown))
 }
 
 main(process.argv.slice(2)).then((code) => {

@@ -22,14 +22,17 @@ export const withoutColour = (text: unknown): unknown => (typeof text === "strin
  * `effect` with its console's text stripped of colour: for a pipe or a file, or when NO_COLOR is
  * set (no-color.org), the help and usage messages come as plain text.
  */
-export const plainText = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+export const plainText = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => mapText(effect, withoutColour)
+
+/** `effect` with every text it prints through its console passed through `f` first. */
+export const mapText = <A, E, R>(effect: Effect.Effect<A, E, R>, f: (text: unknown) => unknown): Effect.Effect<A, E, R> =>
   Console.consoleWith((c) => {
-    const strip = (f: (...args: ReadonlyArray<unknown>) => Effect.Effect<void>) => (...args: ReadonlyArray<unknown>) => f(...args.map(withoutColour))
-    const stripUnsafe = (f: (...args: ReadonlyArray<unknown>) => void) => (...args: ReadonlyArray<unknown>) => f(...args.map(withoutColour))
+    const through = (print: (...args: ReadonlyArray<unknown>) => Effect.Effect<void>) => (...args: ReadonlyArray<unknown>) => print(...args.map(f))
+    const throughUnsafe = (print: (...args: ReadonlyArray<unknown>) => void) => (...args: ReadonlyArray<unknown>) => print(...args.map(f))
     return Console.withConsole(effect, {
       ...c,
-      log: strip(c.log),
-      error: strip(c.error),
-      unsafe: { ...c.unsafe, log: stripUnsafe(c.unsafe.log), error: stripUnsafe(c.unsafe.error) }
+      log: through(c.log),
+      error: through(c.error),
+      unsafe: { ...c.unsafe, log: throughUnsafe(c.unsafe.log), error: throughUnsafe(c.unsafe.error) }
     })
   })

@@ -241,3 +241,23 @@ const suffixOf = (command: CommandSpec, words: ReadonlyArray<string>, cases: str
   }
   return ""
 }
+
+/**
+ * @effect/cli's help for the command `path` (`svc workers invite`), tidied: its usage line names
+ * the command from `svc` (it showed `$ invite`), a repeatable option reads as optional there
+ * (`[--scope text]...`: zero or more), and the lines that only restate an option's type
+ * ("A user-defined piece of text.", "A true or false value.", "An integer.") go, the type being on
+ * the option's own line. Pure: text in, text out.
+ */
+export const tidyHelp = (text: string, path: string): string => {
+  const usageAt = text.indexOf("\n$ ")
+  let tidy = text
+  if (usageAt >= 0) {
+    const end = tidy.indexOf("\n", usageAt + 1)
+    const line = tidy.slice(usageAt + 1, end < 0 ? undefined : end)
+    const rest = line.slice(2).replace(/^\S+/, "")
+    const fixed = `$ ${path}${rest}`.replace(/(?<!\[)(--[A-Za-z][\w-]*(?: [^\s[\]()|]+(?: \| [^\s[\]()|]+)*)?)\.\.\./g, "[$1]...")
+    tidy = tidy.slice(0, usageAt + 1) + fixed + (end < 0 ? "" : tidy.slice(end))
+  }
+  return tidy.replace(/\n {2}(A user-defined piece of text|A true or false value|An integer)\.\n\n/g, "\n")
+}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest"
 import { svc } from "../../src/cli/main.js"
-import { commandOf, commandTree, parseProblem, wordsProblem } from "../../src/cli/usageProblems.js"
+import { commandOf, commandTree, parseProblem, tidyHelp, wordsProblem } from "../../src/cli/usageProblems.js"
 
 // svc's own command tree, read from @effect/cli's descriptor: a release that changes its shape
 // fails here.
@@ -100,5 +100,70 @@ describe("@effect/cli's parse problems reworded", () => {
 
   it("keeps any other text, naming the command", () => {
     expect(parseProblem(tree, ["serve"], "something else\n")).toBe("svc serve: something else (svc serve --help)")
+  })
+})
+
+describe("help, tidied", () => {
+  // What @effect/cli prints for `svc runs list --help` (abridged).
+  const printed = [
+    "svc",
+    "",
+    "svc 0.1.0",
+    "",
+    "USAGE",
+    "",
+    "$ list [--json] --state pending | assigned | stopped... [--limit integer] --tag text...",
+    "",
+    "OPTIONS",
+    "",
+    "--json",
+    "",
+    "  A true or false value.",
+    "",
+    "  print one JSON document on stdout",
+    "",
+    "--limit integer",
+    "",
+    "  An integer.",
+    "",
+    "  how many",
+    "",
+    "--name text",
+    "",
+    "  A user-defined piece of text.",
+    "",
+    "  the name",
+    ""
+  ].join("\n")
+
+  it("names the command from svc in its usage, shows repeatable options as optional, and drops lines that restate a type", () => {
+    expect(tidyHelp(printed, "svc runs list").split("\n")).toEqual([
+      "svc",
+      "",
+      "svc 0.1.0",
+      "",
+      "USAGE",
+      "",
+      "$ svc runs list [--json] [--state pending | assigned | stopped]... [--limit integer] [--tag text]...",
+      "",
+      "OPTIONS",
+      "",
+      "--json",
+      "",
+      "  print one JSON document on stdout",
+      "",
+      "--limit integer",
+      "",
+      "  how many",
+      "",
+      "--name text",
+      "",
+      "  the name",
+      ""
+    ])
+  })
+
+  it("leaves a text without a usage line as it is, but for the type lines", () => {
+    expect(tidyHelp("no usage here\n", "svc")).toBe("no usage here\n")
   })
 })

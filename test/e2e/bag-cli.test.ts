@@ -102,6 +102,14 @@ describe("svc new and svc bag check", () => {
     for (const command of ["new", "bag check", "bag install", "bag list", "bag show", "bag doctor", "bag remove"]) {
       expect(help.stdout).toContain(command)
     }
+    // A command's help names it from svc, and a repeatable option reads as optional.
+    const invite = await run("workers", "invite", "--help")
+    expect(invite.code).toBe(0)
+    expect(invite.stdout).toContain("$ svc workers invite [--scope text]... [--expires text] [--name text]\n")
+    expect(invite.stdout).not.toContain("A user-defined piece of text.")
+    // A group named alone answers with its help.
+    const group = await run("workers")
+    expect({ code: group.code, usage: group.stdout.includes("$ svc workers\n") }).toEqual({ code: 0, usage: true })
     // Into a pipe (as here), plain text: no colour escapes in the help or a usage message.
     expect(help.stdout).not.toContain("\u001b[")
     expect((await run("bag", "frobnicate")).stderr).not.toContain("\u001b[")
