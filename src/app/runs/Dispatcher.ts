@@ -1,7 +1,7 @@
 /**
- * The owner's runs (docs/runs.md): admission, placement, the owner's own executions and stop;
- * the worker side of claims, heartbeats, declines and reports is WorkerCalls.ts, on the same
- * commands, and reading runs (list, show, wait) is RunViews.ts. Every decision is a pure decider of
+ * The owner's runs (docs/runs.md): admission, placement and stop; the owner's own executions
+ * are LocalRuns.ts, the worker side of claims, heartbeats, declines and reports is
+ * WorkerCalls.ts, on the same commands, and reading runs (list, show, wait) is RunViews.ts. Every decision is a pure decider of
  * `domain/runs`, journaled through the projections; this module gathers the inputs (the
  * candidates as the owner sees them now) and acts on what was decided.
  *
@@ -15,7 +15,6 @@ import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
@@ -36,6 +35,7 @@ import { Entropy } from "../workers/Entropy.js"
 import { Freshness } from "../workers/Freshness.js"
 import { type OutputDelta, type Refusal, type Work } from "../workers/Protocol.js"
 import { makeCandidates } from "./Candidates.js"
+import { makeLocalRuns } from "./LocalRuns.js"
 import { Executor } from "./Executor.js"
 import { JobNotRunnable, type ResolvedJob } from "./JobCatalog.js"
 import { RunFiles } from "./RunFiles.js"
@@ -420,81 +420,9 @@ export const make = Effect.gen(function* () {
     return next
   })
 
-  // ---- The owner's own executions ---------------------------------------------------------
+  // ---- The owner's own executions (LocalRuns.ts) ----------------------------------------
 
-  const local = new Map<string, Fiber.RuntimeFiber<void>>()
-
-  const recordReport = (hostId: string, scope: ReadonlyArray<string>, runId: string, n: number, outcome: { ok: boolean; result: unknown; error: string | null; exitCode: number | null }) =>
-    Effect.gen(function* () {
-      const s = yield* state
-      const run = runOf(s, runId)
-      let { ok, result, error } = outcome
-      if (ok && run !== undefined) {
-        // The result must fit the job's output_schema (checked against the owner's copy).
-        const resolved = yield* host.resolve(run.job.address).pipe(Effect.option)
-        const problem = Option.isSome(resolved) ? resolved.value.outputProblem(result) : undefined
-        if (problem !== undefined) [ok, result, error] = [false, null, problem]
-      }
-      const now = yield* Clock.currentTimeMillis
-      return yield* execute((st) => RunDecide.decideReport({ host: hostId, scope, runId, attempt: n, ok, result, error, exitCode: outcome.exitCode, now }, st.runs))
-    })
-
-  const startLocal = (runId: string, n: number) =>
-    Effect.gen(function* () {
-      const id = attemptId(runId, n)
-      const s = yield* state
-      const run = runOf(s, runId)
-      if (run === undefined) return
-      const paths = files.paths(id)
-      const execution = Effect.gen(function* () {
-        const resolved = yield* host.resolve(run.job.address)
-        if (resolved.job.digest !== run.job.digest) {
-          return { ok: false, result: null, error: `the installed bag ${run.job.bag} changed since the run was submitted (digest ${resolved.job.digest}, not ${run.job.digest})`, exitCode: null }
-        }
-        const outcome = yield* host.withSlot(
-          executor.run({
-            attempt: id,
-            runId,
-            bagDir: resolved.bagDir,
-            runs: resolved.runs,
-            env: resolved.env,
-            workingDirectory: resolved.workingDirectory,
-            input: run.input,
-            timeoutMs: run.job.timeoutMs,
-            stdoutFile: paths.stdout,
-            stderrFile: paths.stderr
-          })
-        )
-        return { ok: outcome.ok, result: outcome.result, error: outcome.error, exitCode: outcome.exitCode }
-      }).pipe(Effect.catchAll((e: JobNotRunnable) => Effect.succeed({ ok: false, result: null as unknown, error: e.message, exitCode: null })))
-      const fiber = yield* execution.pipe(
-        Effect.flatMap((outcome) => recordReport("owner", [], runId, n, outcome)),
-        Effect.onInterrupt(() =>
-          // Stopped: the child has exited (the executor waits for it), so the slot is free.
-          Effect.flatMap(Clock.currentTimeMillis, (now) => execute((st) => RunDecide.decideCease({ runId, attempt: n, reason: "stopped on the owner", now }, st.runs))).pipe(Effect.ignore)
-        ),
-        Effect.catchAll((e) => Effect.logError(`recording attempt ${id}: ${e.message}`)),
-        Effect.asVoid,
-        Effect.ensuring(Effect.sync(() => local.delete(id))),
-        Effect.forkIn(scope)
-      )
-      local.set(id, fiber)
-    })
-
-  /** Attempts the owner was running when it stopped did not survive it: superseded and freed. */
-  const reconcileOwnerAtStart = Effect.gen(function* () {
-    const s = yield* state
-    const now = yield* Clock.currentTimeMillis
-    for (const [runId] of s.runs.open) {
-      const last = lastAttempt(runOf(s, runId)!)
-      if (last === undefined || last.host !== "owner" || !ACTIVE.has(last.state)) continue
-      yield* execute((st) => RunDecide.decideSupersede({ runId, attempt: last.n, reason: "the owner restarted while running it", now }, st.runs)).pipe(Effect.ignore)
-      yield* execute((st) => RunDecide.decideCease({ runId, attempt: last.n, reason: "the owner restarted", now }, st.runs)).pipe(Effect.ignore)
-    }
-    for (const { runId, a } of heldBy(s, "owner")) {
-      if (!ACTIVE.has(a.state)) yield* execute((st) => RunDecide.decideCease({ runId, attempt: a.n, reason: "the owner restarted", now }, st.runs)).pipe(Effect.ignore)
-    }
-  })
+  const { recordReport, startLocal, stopLocal, reconcileOwnerAtStart } = makeLocalRuns({ state, execute, host, executor, files, scope })
 
   // ---- Stop and release --------------------------------------------------------------------
 
@@ -510,10 +438,7 @@ export const make = Effect.gen(function* () {
       yield* execute((s) => RunDecide.decideStop({ runId, actor, now }, s.runs)).pipe(Effect.mapError(toRunRefused))
       const [s, run] = yield* find(runId)
       const last = lastAttempt(run)
-      if (last !== undefined && last.host === "owner") {
-        const fiber = local.get(attemptId(runId, last.n))
-        if (fiber !== undefined) yield* Fiber.interrupt(fiber)
-      }
+      if (last !== undefined && last.host === "owner") yield* stopLocal(attemptId(runId, last.n))
       // A remote attempt is told to stop in the answer to its worker's next call.
       return view(s, run)
     })

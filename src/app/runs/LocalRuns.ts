@@ -1,0 +1,132 @@
+/**
+ * The owner's own executions (docs/runs.md, "Lifecycle", "Stop", "After a restart"): an attempt placed on the owner runs
+ * here, in a fiber of the dispatcher's scope, holding one of this machine's slots; its outcome is
+ * reported through the same command a worker's report goes through. Stopped, it is ceased once
+ * its child has exited. At start, attempts the owner was running when it stopped did not survive
+ * it: they are superseded and their slots freed.
+ */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as HashMap from "effect/HashMap"
+import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
+import type { Envelope } from "../../domain/journal/Events.js"
+import type { OwnerState } from "../../domain/journal/OwnerState.js"
+import * as RunDecide from "../../domain/runs/Decide.js"
+import { ACTIVE, attemptId, lastAttempt } from "../../domain/runs/Runs.js"
+import type { JournalError, StreamConflict } from "../journal/Journal.js"
+import type { AnyDecision, AnyRejection, CommandRejected } from "../journal/Projections.js"
+import type { OwnerHostSettings } from "./Dispatcher.js"
+import type { ExecutorService } from "./Executor.js"
+import type { JobNotRunnable } from "./JobCatalog.js"
+import type { RunFilesService } from "./RunFiles.js"
+import { heldBy } from "./WorkerCalls.js"
+
+type Execute = (decide: (s: OwnerState) => AnyDecision | AnyRejection) => Effect.Effect<ReadonlyArray<Envelope>, CommandRejected | StreamConflict | JournalError>
+
+/** What the owner's executions use of the dispatcher. */
+export interface LocalRunsContext {
+  readonly state: Effect.Effect<OwnerState>
+  /** A command, then a round when a run waits to be placed. */
+  readonly execute: Execute
+  readonly host: OwnerHostSettings
+  readonly executor: ExecutorService
+  readonly files: RunFilesService
+  /** Where the executions' fibers live: closing it (the owner stops) stops them. */
+  readonly scope: Scope.Scope
+}
+
+export interface Outcome {
+  readonly ok: boolean
+  readonly result: unknown
+  readonly error: string | null
+  readonly exitCode: number | null
+}
+
+export const makeLocalRuns = ({ state, execute, host, executor, files, scope }: LocalRunsContext) => {
+  const runOf = (s: OwnerState, id: string) => Option.getOrUndefined(HashMap.get(s.runs.runs, id))
+  const local = new Map<string, Fiber.RuntimeFiber<void>>()
+
+  /** An attempt's outcome, from the owner or a worker: a result is checked against the job's output_schema (the owner's copy) first. */
+  const recordReport = (hostId: string, scope: ReadonlyArray<string>, runId: string, n: number, outcome: Outcome) =>
+    Effect.gen(function* () {
+      const s = yield* state
+      const run = runOf(s, runId)
+      let { ok, result, error } = outcome
+      if (ok && run !== undefined) {
+        const resolved = yield* host.resolve(run.job.address).pipe(Effect.option)
+        const problem = Option.isSome(resolved) ? resolved.value.outputProblem(result) : undefined
+        if (problem !== undefined) [ok, result, error] = [false, null, problem]
+      }
+      const now = yield* Clock.currentTimeMillis
+      return yield* execute((st) => RunDecide.decideReport({ host: hostId, scope, runId, attempt: n, ok, result, error, exitCode: outcome.exitCode, now }, st.runs))
+    })
+
+  /** Runs attempt `n` of `runId` on the owner, in the background. */
+  const startLocal = (runId: string, n: number) =>
+    Effect.gen(function* () {
+      const id = attemptId(runId, n)
+      const s = yield* state
+      const run = runOf(s, runId)
+      if (run === undefined) return
+      const paths = files.paths(id)
+      const execution = Effect.gen(function* () {
+        const resolved = yield* host.resolve(run.job.address)
+        if (resolved.job.digest !== run.job.digest) {
+          return { ok: false, result: null, error: `the installed bag ${run.job.bag} changed since the run was submitted (digest ${resolved.job.digest}, not ${run.job.digest})`, exitCode: null }
+        }
+        const outcome = yield* host.withSlot(
+          executor.run({
+            attempt: id,
+            runId,
+            bagDir: resolved.bagDir,
+            runs: resolved.runs,
+            env: resolved.env,
+            workingDirectory: resolved.workingDirectory,
+            input: run.input,
+            timeoutMs: run.job.timeoutMs,
+            stdoutFile: paths.stdout,
+            stderrFile: paths.stderr
+          })
+        )
+        return { ok: outcome.ok, result: outcome.result, error: outcome.error, exitCode: outcome.exitCode }
+      }).pipe(Effect.catchAll((e: JobNotRunnable) => Effect.succeed({ ok: false, result: null as unknown, error: e.message, exitCode: null })))
+      const fiber = yield* execution.pipe(
+        Effect.flatMap((outcome) => recordReport("owner", [], runId, n, outcome)),
+        Effect.onInterrupt(() =>
+          // Stopped: the child has exited (the executor waits for it), so the slot is free.
+          Effect.flatMap(Clock.currentTimeMillis, (now) => execute((st) => RunDecide.decideCease({ runId, attempt: n, reason: "stopped on the owner", now }, st.runs))).pipe(Effect.ignore)
+        ),
+        Effect.catchAll((e) => Effect.logError(`recording attempt ${id}: ${e.message}`)),
+        Effect.asVoid,
+        Effect.ensuring(Effect.sync(() => local.delete(id))),
+        Effect.forkIn(scope)
+      )
+      local.set(id, fiber)
+    })
+
+  /** Stops an attempt running on the owner (none running: nothing to do); answers once it has stopped. */
+  const stopLocal = (id: string) =>
+    Effect.suspend(() => {
+      const fiber = local.get(id)
+      return fiber === undefined ? Effect.void : Fiber.interrupt(fiber)
+    })
+
+  /** Attempts the owner was running when it stopped did not survive it: superseded and freed. */
+  const reconcileOwnerAtStart = Effect.gen(function* () {
+    const s = yield* state
+    const now = yield* Clock.currentTimeMillis
+    for (const [runId] of s.runs.open) {
+      const last = lastAttempt(runOf(s, runId)!)
+      if (last === undefined || last.host !== "owner" || !ACTIVE.has(last.state)) continue
+      yield* execute((st) => RunDecide.decideSupersede({ runId, attempt: last.n, reason: "the owner restarted while running it", now }, st.runs)).pipe(Effect.ignore)
+      yield* execute((st) => RunDecide.decideCease({ runId, attempt: last.n, reason: "the owner restarted", now }, st.runs)).pipe(Effect.ignore)
+    }
+    for (const { runId, a } of heldBy(s, "owner")) {
+      if (!ACTIVE.has(a.state)) yield* execute((st) => RunDecide.decideCease({ runId, attempt: a.n, reason: "the owner restarted", now }, st.runs)).pipe(Effect.ignore)
+    }
+  })
+
+  return { recordReport, startLocal, stopLocal, reconcileOwnerAtStart }
+}
