@@ -1,9 +1,9 @@
 /**
- * The owner's own executions (docs/runs.md, "Lifecycle", "Stop", "After a restart"): an attempt placed on the owner runs
- * here, in a fiber of the dispatcher's scope, holding one of this machine's slots; its outcome is
- * reported through the same command a worker's report goes through. Stopped, it is ceased once
- * its child has exited. At start, attempts the owner was running when it stopped did not survive
- * it: they are superseded and their slots freed.
+ * The owner's own executions (docs/runs.md, "Lifecycle", "Stop", "After a restart"): an
+ * attempt placed on the owner runs here, in a fiber of the dispatcher's scope, holding one of
+ * this machine's slots; its outcome is reported through the same command a worker's report
+ * goes through. Stopped, it is ceased once its child has exited. At start, attempts the owner
+ * was running when it stopped did not survive it: they are superseded and their slots freed.
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
