@@ -410,6 +410,10 @@ describe("manifest check: never throws, never hangs, always a verdict", () => {
         }
       }
     }
+    // A job's JSON Schema that deep: ajv's recursion overflowed the stack, and the check threw.
+    for (const depth of [830, 2_000]) {
+      expectVerdict(`${MINIMAL}jobs:\n  j:\n    runs: {using: node, main: a.js}\n    input_schema: ${nested(depth, "schema", 0)}\n`)
+    }
   })
 
   it("wrong types for every top-level key", () => {

@@ -80,7 +80,31 @@ const metaProblem = (ajv: Ajv | Ajv2020, schema: unknown): { readonly why: strin
 }
 const compiled = new Map<string, Compiled>()
 
+/**
+ * How deep a schema may nest. ajv compiles and checks a schema by recursion, and a schema some
+ * hundreds of levels deep overflowed the stack (an error at best, a crash of `svc bag check` at
+ * worst); real schemas nest a few levels.
+ */
+export const MAX_SCHEMA_DEPTH = 64
+
+/** How deep `value` nests (a scalar 0, `{}` 1), counted without recursion, stopping past `limit`. */
+export const depthOf = (value: unknown, limit: number): number => {
+  let deepest = 0
+  const stack: Array<readonly [unknown, number]> = [[value, 0]]
+  while (stack.length > 0) {
+    const [v, d] = stack.pop()!
+    if (typeof v !== "object" || v === null) continue
+    const here = d + 1
+    if (here > deepest) deepest = here
+    if (deepest > limit) return deepest
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, here])
+  }
+  return deepest
+}
+
 const compile = (schema: unknown): Compiled => {
+  const depth = depthOf(schema, MAX_SCHEMA_DEPTH)
+  if (depth > MAX_SCHEMA_DEPTH) return { ok: false, why: `it nests more than ${MAX_SCHEMA_DEPTH} levels deep (objects and arrays within each other); at most ${MAX_SCHEMA_DEPTH} are taken`, path: [] }
   const key = JSON.stringify(schema)
   let result = compiled.get(key)
   if (result === undefined) {
