@@ -129,6 +129,12 @@ describe("svc serve configuration", () => {
       code: 2,
       stderr: "svc run: unknown option --wat; its options: --input VALUE, --prefer VALUE, --wait, --json (svc run --help)\n"
     })
+    // An input too deep to send is refused before anything is asked of the owner.
+    const deep = await svc(["run", "a:b@1.0.0", "--input", "[".repeat(600) + "]".repeat(600)], { cwd: home, home })
+    expect({ code: deep.code, stderr: deep.stderr }).toEqual({
+      code: 2,
+      stderr: "svc: --input nests more than 512 levels deep (arrays and objects within each other); at most 512 are taken\n"
+    })
     const noValue = await svc(["workers", "invite", "--scope"], { cwd: home, home })
     expect({ code: noValue.code, stderr: noValue.stderr }).toEqual({ code: 2, stderr: "svc workers invite: --scope needs a value (text) (svc workers invite --help)\n" })
     const subcommand = await svc(["workers", "frob"], { cwd: home, home })

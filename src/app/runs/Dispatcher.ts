@@ -27,6 +27,7 @@ import { makeFeasibilityCache } from "../../domain/placement/Feasibility.js"
 import type { Quotas } from "../../domain/placement/Placement.js"
 import * as RunDecide from "../../domain/runs/Decide.js"
 import { ACTIVE, attemptId, lastAttempt, parseAttemptId } from "../../domain/runs/Runs.js"
+import { depthProblem } from "../../domain/runs/Values.js"
 import { ADVERTISEMENT_LIFETIME_MS, advertisementAlive } from "../../domain/workers/DisplayState.js"
 import type { WorkerRecord } from "../../domain/workers/Registry.js"
 import { base62FromBytes } from "../../domain/workers/Secrets.js"
@@ -230,6 +231,9 @@ export const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const bad = i.prefer.filter((p) => !LABEL.test(p))
       if (bad.length > 0) return yield* new RunRefused({ code: "bad-preference", message: `--prefer takes KEY=VALUE labels; ${bad.map((b) => JSON.stringify(b)).join(", ")} is not one` })
+      // Before anything writes it as JSON: too deep a document overflows the stack (domain/runs/Values.ts).
+      const tooDeep = depthProblem(i.input, "the input")
+      if (tooDeep !== undefined) return yield* new RunRefused({ code: "invalid-input", message: tooDeep })
       const size = Buffer.byteLength(JSON.stringify(i.input ?? null))
       if (size > MAX_INPUT_BYTES) return yield* new RunRefused({ code: "input-too-large", message: `the input is ${size} bytes; at most ${MAX_INPUT_BYTES} are accepted` })
       const resolved = yield* host.resolve(i.address).pipe(Effect.mapError((e) => new RunRefused({ code: "not-runnable", message: e.message })))

@@ -7,9 +7,11 @@
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import type { RunJob } from "../../domain/journal/Events.js"
+import type { FormatValidators } from "../../domain/manifest/Environment.js"
 import { JOB_ADDRESS } from "../../domain/manifest/JobAddress.js"
 import { durationSeconds } from "../../domain/manifest/Formats.js"
 import { explainEligibility, remoteEligibility } from "../../domain/manifest/RemoteEligibility.js"
+import { depthProblem } from "../../domain/runs/Values.js"
 import { BagDirectory } from "../bags/BagDirectory.js"
 import { checkSnapshot } from "../bags/BagCheck.js"
 import { pinnedResolver } from "../bags/BagConstants.js"
@@ -31,6 +33,21 @@ export interface ResolvedJob {
 }
 
 const resolved = new Map<string, ResolvedJob>()
+
+/**
+ * A run's input (`what`: "input") or result ("output") checked against its job's schema: too deep
+ * to take (domain/runs/Values.ts) first, then the schema's own problems, or undefined.
+ */
+export const valueCheck =
+  (validators: FormatValidators) =>
+  (schema: unknown, what: "input" | "output") =>
+  (value: unknown): string | undefined => {
+    const tooDeep = depthProblem(value, `the ${what}`)
+    if (tooDeep !== undefined) return tooDeep
+    if (schema === undefined) return undefined
+    const problem = validators.validate(schema, value)
+    return problem === undefined ? undefined : `${what} does not match the job's ${what}_schema: ${problem.replace(/\binputs\b/g, what)}`
+  }
 
 export const resolveJob = (address: string) =>
   Effect.gen(function* () {
@@ -55,11 +72,7 @@ export const resolveJob = (address: string) =>
     if (!report.valid || job === undefined) return yield* new JobNotRunnable({ message: `installed bag ${bagName} no longer passes svc bag check: reinstall it` })
     if (job.runs.using === "action") return yield* new JobNotRunnable({ message: `${address} is an action job: actions run in an agent's context, not as a run` })
     const validators = (yield* ManifestSource).validators
-    const check = (schema: unknown, what: string) => (value: unknown) => {
-      if (schema === undefined) return undefined
-      const problem = validators.validate(schema, value)
-      return problem === undefined ? undefined : `${what} does not match the job's ${what}_schema: ${problem.replace(/\binputs\b/g, what)}`
-    }
+    const check = valueCheck(validators)
     const eligibility = remoteEligibility(job)
     const timeout = job.timeout === undefined ? undefined : durationSeconds(job.timeout)
     const made: ResolvedJob = {

@@ -5,6 +5,7 @@
  * goes through. Stopped, it is ceased once its child has exited. At start, attempts the owner
  * was running when it stopped did not survive it: they are superseded and their slots freed.
  */
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -43,6 +44,8 @@ export interface Outcome {
   readonly error: string | null
   readonly exitCode: number | null
 }
+
+const messageOf = (defect: unknown) => (defect instanceof Error ? defect.message : String(defect))
 
 export const makeLocalRuns = ({ state, execute, host, executor, files, scope }: LocalRunsContext) => {
   const runOf = (s: OwnerState, id: string) => Option.getOrUndefined(HashMap.get(s.runs.runs, id))
@@ -93,7 +96,20 @@ export const makeLocalRuns = ({ state, execute, host, executor, files, scope }: 
         return { ok: outcome.ok, result: outcome.result, error: outcome.error, exitCode: outcome.exitCode }
       }).pipe(Effect.catchAll((e: JobNotRunnable) => Effect.succeed({ ok: false, result: null as unknown, error: e.message, exitCode: null })))
       const fiber = yield* execution.pipe(
-        Effect.flatMap((outcome) => recordReport("owner", [], runId, n, outcome)),
+        // A defect (a bug of svc's) fails the attempt saying so: it must not stay running forever.
+        Effect.catchAllDefect((defect) =>
+          Effect.as(Effect.logError(`running attempt ${id} failed`, Cause.die(defect)), { ok: false, result: null as unknown, error: `svc failed running it: ${messageOf(defect)}`, exitCode: null })
+        ),
+        Effect.flatMap((outcome) =>
+          recordReport("owner", [], runId, n, outcome).pipe(
+            Effect.catchAllDefect((defect) =>
+              Effect.zipRight(
+                Effect.logError(`recording the outcome of attempt ${id} failed`, Cause.die(defect)),
+                recordReport("owner", [], runId, n, { ok: false, result: null, error: `svc could not record its outcome: ${messageOf(defect)}`, exitCode: outcome.exitCode })
+              )
+            )
+          )
+        ),
         Effect.onInterrupt(() =>
           // Stopped: the child has exited (the executor waits for it), so the slot is free.
           Effect.flatMap(Clock.currentTimeMillis, (now) => execute((st) => RunDecide.decideCease({ runId, attempt: n, reason: "stopped on the owner", now }, st.runs))).pipe(Effect.ignore)

@@ -9,6 +9,7 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import { progressOf, type RunDetail, type RunList, type RunView } from "../../app/runs/Dispatcher.js"
 import { RUN_STATES, TERMINAL } from "../../domain/runs/Runs.js"
+import { depthProblem } from "../../domain/runs/Values.js"
 import { admin } from "../admin.js"
 import { CliFailure, refused, usage } from "../CliFailure.js"
 import { printJson, printLines, table } from "../output.js"
@@ -22,10 +23,14 @@ const readInput = (raw: Option.Option<string>) =>
     const text = raw.value.startsWith("@")
       ? yield* Effect.tryPromise({ try: () => fs.readFile(raw.value.slice(1), "utf8"), catch: (e) => usage(`--input ${raw.value}: cannot read the file: ${e instanceof Error ? e.message : String(e)}`) })
       : raw.value
-    return yield* Effect.try({
+    const given = `--input${raw.value.startsWith("@") ? ` ${raw.value}` : ""}`
+    const value = yield* Effect.try({
       try: () => JSON.parse(text) as unknown,
-      catch: (e) => usage(`--input${raw.value.startsWith("@") ? ` ${raw.value}` : ""} is not JSON: ${e instanceof Error ? e.message : String(e)}`)
+      catch: (e) => usage(`${given} is not JSON: ${e instanceof Error ? e.message : String(e)}`)
     })
+    // Refused here, before it is sent: too deep to be written as JSON again.
+    const tooDeep = depthProblem(value, given)
+    return tooDeep === undefined ? value : yield* usage(tooDeep)
   })
 
 /** How a run `--wait` follows is getting on, while it is not finished. */

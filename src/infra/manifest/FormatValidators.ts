@@ -7,6 +7,7 @@ import { Ajv2020 } from "ajv/dist/2020.js"
 import addFormatsModule from "ajv-formats"
 import { Cron } from "croner"
 import type { FormatValidators } from "../../domain/manifest/Environment.js"
+import { depthOf } from "../../domain/runs/Values.js"
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv | Ajv2020) => void
 
@@ -86,21 +87,6 @@ const compiled = new Map<string, Compiled>()
  * worst); real schemas nest a few levels.
  */
 export const MAX_SCHEMA_DEPTH = 64
-
-/** How deep `value` nests (a scalar 0, `{}` 1), counted without recursion, stopping past `limit`. */
-export const depthOf = (value: unknown, limit: number): number => {
-  let deepest = 0
-  const stack: Array<readonly [unknown, number]> = [[value, 0]]
-  while (stack.length > 0) {
-    const [v, d] = stack.pop()!
-    if (typeof v !== "object" || v === null) continue
-    const here = d + 1
-    if (here > deepest) deepest = here
-    if (deepest > limit) return deepest
-    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, here])
-  }
-  return deepest
-}
 
 const compile = (schema: unknown): Compiled => {
   const depth = depthOf(schema, MAX_SCHEMA_DEPTH)

@@ -22,6 +22,7 @@ import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { Executor, type ExecutionOutcome, type ExecutionSpec, type ExecutorService } from "../../app/runs/Executor.js"
+import { depthProblem } from "../../domain/runs/Values.js"
 import { bundle, defaultCacheDir, isTypeScript } from "./TypeScriptMain.js"
 
 export interface ChildExecutorOptions {
@@ -338,11 +339,14 @@ const verdictOf = (running: Running, launch: Launch, timeoutMs: number | null, t
   const last = running.stdoutTail.lastLine()
   if (last === undefined) return { ok: true, result: null, error: null, exitCode, signal: null }
   if (!last.whole) return failed(`its last line of output is longer than ${RESULT_TAIL_BYTES / 1024} KiB`, exitCode)
+  let result: unknown
   try {
-    return { ok: true, result: JSON.parse(last.line) as unknown, error: null, exitCode, signal: null }
+    result = JSON.parse(last.line)
   } catch {
     return failed(`its last line of output is not JSON: ${last.line.slice(0, NOT_JSON_CHARS)}`, exitCode)
   }
+  const tooDeep = depthProblem(result, "its result")
+  return tooDeep === undefined ? { ok: true, result, error: null, exitCode, signal: null } : failed(tooDeep, exitCode)
 }
 
 export const make = (options: ChildExecutorOptions = {}): ExecutorService => {

@@ -21,7 +21,7 @@ import { Journal, layerMemory, makeMemory } from "../../../src/app/journal/Journ
 import { layer as projectionsLayer, layerFrom as projectionsFrom, Projections } from "../../../src/app/journal/Projections.js"
 import { foldJournal } from "../../../src/app/journal/Replay.js"
 import { Dispatcher, OwnerHost, progressOf, type OwnerHostSettings, type RunDetail } from "../../../src/app/runs/Dispatcher.js"
-import { JobNotRunnable, type ResolvedJob } from "../../../src/app/runs/JobCatalog.js"
+import { JobNotRunnable, valueCheck, type ResolvedJob } from "../../../src/app/runs/JobCatalog.js"
 import { RunFiles } from "../../../src/app/runs/RunFiles.js"
 import { layerWithRuns, Owner, OwnerAddress } from "../../../src/app/workers/Owner.js"
 import * as Presence from "../../../src/app/workers/Presence.js"
@@ -57,11 +57,8 @@ const GPU = "demo:gpu@1.0.0"
 const INPUT_SCHEMA = { type: "object", required: ["text"], properties: { text: { type: "string" }, misfit: { type: "boolean" } }, additionalProperties: false }
 const OUTPUT_SCHEMA = { type: "object", required: ["text", "length"], properties: { text: { type: "string" }, length: { type: "integer" } } }
 
-/** As JobCatalog words it. */
-const check = (schema: unknown, what: string) => (value: unknown) => {
-  const problem = formatValidators.validate(schema, value)
-  return problem === undefined ? undefined : `${what} does not match the job's ${what}_schema: ${problem.replace(/\binputs\b/g, what)}`
-}
+/** As JobCatalog checks them. */
+const check = valueCheck(formatValidators)
 const resolved = (name: string, requiredLabels: ReadonlyArray<string>): ResolvedJob => ({
   job: {
     address: `demo:${name}@1.0.0`,
@@ -256,6 +253,11 @@ describe("admission", () => {
       expect(yield* refused({ address: "demo:nope@1.0.0", input: { text: "hi" } })).toMatchObject({ code: "not-runnable", message: "no installed bag holds demo:nope@1.0.0" })
       expect(yield* refused({ address: ECHO, input: { text: "hi" }, prefer: ["fast"] })).toMatchObject({ code: "bad-preference", message: '--prefer takes KEY=VALUE labels; "fast" is not one' })
       expect(yield* refused({ address: ECHO, input: { text: "x".repeat(1024 * 1024) } })).toMatchObject({ code: "input-too-large" })
+      // Too deep to be written as JSON again (it threw inside the owner).
+      expect(yield* refused({ address: ECHO, input: JSON.parse("[".repeat(100_000) + "]".repeat(100_000)) })).toMatchObject({
+        code: "invalid-input",
+        message: "the input nests more than 512 levels deep (arrays and objects within each other); at most 512 are taken"
+      })
       expect([yield* head, yield* sequence]).toEqual(before)
       expect(yield* dispatcher.list()).toEqual({ runs: [], total: 0, forgotten: 0 })
     }).pipe(Effect.provide(TestOwner))
@@ -696,6 +698,21 @@ describe("on a worker", () => {
       const { runId, id } = yield* runningOn(w)
       ok(yield* report(w, id, { text: "hi", length: "two" }), "ack")
       expect(yield* show(runId)).toMatchObject({ state: "failed", result: null, error: "output does not match the job's output_schema: output.length must be integer" })
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("a worker's result nested too deep to be taken fails the run saying so, and the owner goes on", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const { runId, id } = yield* runningOn(w)
+      ok(yield* report(w, id, JSON.parse("[".repeat(30_000) + "]".repeat(30_000))), "ack")
+      expect(yield* show(runId)).toMatchObject({
+        state: "failed",
+        result: null,
+        error: "the output nests more than 512 levels deep (arrays and objects within each other); at most 512 are taken"
+      })
+      expect((yield* submit(ECHO, { text: "after" })).state).toBe("running")
     }).pipe(Effect.provide(TestOwner))
   )
 

@@ -1,6 +1,7 @@
 /** A value checked against a job's JSON Schema: each problem says what is wrong and where. */
 import { describe, expect, it } from "vitest"
-import { depthOf, formatValidators, MAX_SCHEMA_DEPTH } from "../../../src/infra/manifest/FormatValidators.js"
+import { depthOf } from "../../../src/domain/runs/Values.js"
+import { formatValidators, MAX_SCHEMA_DEPTH } from "../../../src/infra/manifest/FormatValidators.js"
 
 const schema = {
   type: "object",

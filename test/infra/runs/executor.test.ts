@@ -176,6 +176,21 @@ describe("ChildExecutor", () => {
       }).pipe(Effect.provide(ExecutorLive))
     )
 
+    it.live("a result nested too deep to be taken fails the attempt saying so (it left the run running forever)", () =>
+      Effect.gen(function* () {
+        const script = "process.stdout.write('['.repeat(30000) + ']'.repeat(30000) + '\\n')"
+        const deep = yield* run(spec({ runs: { using: "process", command: [process.execPath, "-e", script] } }))
+        expect(deep).toMatchObject({
+          ok: false,
+          result: null,
+          error: "its result nests more than 512 levels deep (arrays and objects within each other); at most 512 are taken",
+          exitCode: 0
+        })
+        const justSo = "process.stdout.write('['.repeat(512) + ']'.repeat(512) + '\\n')"
+        expect(yield* run(spec({ runs: { using: "process", command: [process.execPath, "-e", justSo] } }))).toMatchObject({ ok: true })
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+
     it.live("5 MB of output: the result is its last line, and the file holds every byte", () =>
       Effect.gen(function* () {
         const s = spec({ runs: { using: "node", main: "jobs/large.mjs" } })

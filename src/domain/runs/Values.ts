@@ -1,0 +1,36 @@
+/**
+ * A run's input and result are JSON documents that come from outside (a person's `--input`, a
+ * job's last line of output, a worker's report). JSON.stringify, the schema checks and the
+ * journal walk them by recursion, so a document nested some thousands of levels deep overflowed
+ * the stack: a job whose result line was `[[[[...]]]]` left its run running forever. Past
+ * `MAX_VALUE_DEPTH` levels a document is refused where it comes in, saying so.
+ */
+
+/** How deep a run's input or result may nest (arrays and objects within each other). */
+export const MAX_VALUE_DEPTH = 512
+
+/** How deep `value` nests (a scalar 0, `{}` 1), counted without recursion, stopping once past `limit`. */
+export const depthOf = (value: unknown, limit: number): number => {
+  let deepest = 0
+  const stack: Array<unknown> = [value]
+  const depths: Array<number> = [0]
+  while (stack.length > 0) {
+    const v = stack.pop()
+    const d = depths.pop()!
+    if (typeof v !== "object" || v === null) continue
+    const here = d + 1
+    if (here > deepest) {
+      deepest = here
+      if (deepest > limit) return deepest
+    }
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      stack.push(child)
+      depths.push(here)
+    }
+  }
+  return deepest
+}
+
+/** Why `value` (`what`: "input", "its result") nests too deep to be taken, or undefined. */
+export const depthProblem = (value: unknown, what: string, limit: number = MAX_VALUE_DEPTH): string | undefined =>
+  depthOf(value, limit) > limit ? `${what} nests more than ${limit} levels deep (arrays and objects within each other); at most ${limit} are taken` : undefined
