@@ -88,6 +88,23 @@ const compiled = new Map<string, Compiled>()
  */
 export const MAX_SCHEMA_DEPTH = 64
 
+/** The meta-schemas ajv here knows (what `$schema` may name): draft-07, the default, and 2020-12. */
+const DIALECTS: ReadonlyArray<readonly [string, { readonly dialect: "draft-07" | "2020-12" }]> = [
+  ["http://json-schema.org/draft-07/schema", { dialect: "draft-07" }],
+  ["https://json-schema.org/draft/2020-12/schema", { dialect: "2020-12" }]
+]
+
+/**
+ * The dialect `$schema` names (none: draft-07), or why it names none svc checks: ajv throws for
+ * a meta-schema it was not given (draft-04, 2019-09, any other URL), which crashed the check.
+ */
+const dialectOf = (meta: unknown): { readonly dialect: "draft-07" | "2020-12" } | string => {
+  if (meta === undefined) return { dialect: "draft-07" }
+  if (typeof meta !== "string") return `must be a string naming the JSON Schema dialect, not ${JSON.stringify(meta)}`
+  const known = DIALECTS.find(([url]) => meta.replace(/#$/, "") === url)
+  return known?.[1] ?? `svc checks JSON Schema draft-07 ("http://json-schema.org/draft-07/schema#", also when $schema is left out) and 2020-12 ("https://json-schema.org/draft/2020-12/schema"), not ${JSON.stringify(meta)}`
+}
+
 const compile = (schema: unknown): Compiled => {
   const depth = depthOf(schema, MAX_SCHEMA_DEPTH)
   if (depth > MAX_SCHEMA_DEPTH) return { ok: false, why: `it nests more than ${MAX_SCHEMA_DEPTH} levels deep (objects and arrays within each other); at most ${MAX_SCHEMA_DEPTH} are taken`, path: [] }
@@ -95,11 +112,22 @@ const compile = (schema: unknown): Compiled => {
   let result = compiled.get(key)
   if (result === undefined) {
     const meta = typeof schema === "object" && schema !== null ? (schema as Record<string, unknown>)["$schema"] : undefined
-    const ajv = typeof meta === "string" && meta.includes("2020-12") ? draft2020 : draft7
-    try {
-      result = { ok: true, validate: ajv.compile(schema as object) }
-    } catch (e) {
-      result = { ok: false, ...(metaProblem(ajv, schema) ?? { why: e instanceof Error ? e.message : String(e), path: [] }) }
+    const dialect = dialectOf(meta)
+    if (typeof dialect === "string") {
+      result = { ok: false, why: dialect, path: ["$schema"] }
+    } else {
+      const ajv = dialect.dialect === "2020-12" ? draft2020 : draft7
+      try {
+        result = { ok: true, validate: ajv.compile(schema as object) }
+      } catch (e) {
+        let meta: ReturnType<typeof metaProblem>
+        try {
+          meta = metaProblem(ajv, schema)
+        } catch {
+          meta = undefined
+        }
+        result = { ok: false, ...(meta ?? { why: e instanceof Error ? e.message : String(e), path: [] }) }
+      }
     }
     if (compiled.size >= 1_000) compiled.delete(compiled.keys().next().value!)
     compiled.set(key, result)

@@ -182,6 +182,16 @@ describe("input_schema and output_schema", () => {
     },
     { name: "an output_schema with a misspelt keyword", yaml: job("output_schema: {tpye: object}"), path: "jobs.build.output_schema", line: 6, message: 'is not a valid JSON Schema: strict mode: unknown keyword: "tpye"' },
     { name: "an input_schema that is a string", yaml: job("input_schema: object"), path: "jobs.build.input_schema", line: 6, message: "a JSON Schema object" },
+    // ajv threw for a meta-schema it was not given: bag check crashed (exit 70).
+    {
+      name: "an input_schema of a dialect svc does not check",
+      yaml: job("input_schema: {$schema: 'https://json-schema.org/draft/2019-09/schema', type: object}"),
+      path: 'jobs.build.input_schema["$schema"]',
+      line: 6,
+      message:
+        'svc checks JSON Schema draft-07 ("http://json-schema.org/draft-07/schema#", also when $schema is left out) and 2020-12 ("https://json-schema.org/draft/2020-12/schema"), not "https://json-schema.org/draft/2019-09/schema" (JSON Schema)'
+    },
+    { name: "an output_schema whose $schema is no string", yaml: job("output_schema: {$schema: 5}"), path: 'jobs.build.output_schema["$schema"]', line: 6, message: "must be a string naming the JSON Schema dialect, not 5 (JSON Schema)" },
     { name: "an input_schema on an action job", yaml: doc("jobs:", "  triage:", "    runs: {using: action, action: triage}", "    input_schema: {type: object}"), path: "jobs.triage.input_schema", line: 6, message: "is not allowed on an action job" },
     { name: "an output_schema on an action job", yaml: doc("jobs:", "  triage:", "    runs: {using: action, action: triage}", "    output_schema: {type: object}"), path: "jobs.triage.output_schema", line: 6, message: "is not allowed on an action job" }
   ])
