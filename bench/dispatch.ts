@@ -220,6 +220,8 @@ const noop: ResolvedJob = {
   runs: { using: "node", main: "main.mjs" },
   env: [],
   workingDirectory: undefined,
+  preflight: undefined,
+  validate: undefined,
   inputProblem: () => undefined,
   outputProblem: () => undefined
 }

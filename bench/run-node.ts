@@ -114,6 +114,8 @@ const jobAt = (bagDir: string): ResolvedJob => ({
   runs: { using: "node", main: "main.mjs" },
   env: [],
   workingDirectory: undefined,
+  preflight: undefined,
+  validate: undefined,
   inputProblem: () => undefined,
   outputProblem: () => undefined
 })

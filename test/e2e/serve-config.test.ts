@@ -231,6 +231,49 @@ describe("an owner restart", () => {
   }, 60_000)
 })
 
+describe("a job's checks", () => {
+  it("a failing preflight keeps the job from starting and a failing validate fails it, each saying why; passing ones let it succeed", async () => {
+    const home = tempDir("svc-cfg-checks-")
+    const bag = join(home, "bags-src", "checked")
+    mkdirSync(join(bag, "jobs"), { recursive: true })
+    const job = (name: string, checks: string) =>
+      `  ${name}:\n    description: ${name}\n    version: 1.0.0\n    runs:\n      using: node\n      main: jobs/mark.mjs\n${checks}`
+    writeFileSync(
+      join(bag, "bag.yaml"),
+      [
+        "name: checked",
+        "description: jobs with checks",
+        "version: 0.1.0",
+        "jobs:",
+        job("guarded", "    preflight:\n      command: [node, -e, \"console.error('no licence file'); process.exit(1)\"]\n      hint: put the licence in place first\n"),
+        job("verified", "    validate:\n      files_exist: [jobs/mark.mjs, out/report.txt]\n"),
+        job("fine", "    preflight:\n      command: test -f jobs/mark.mjs\n      timeout: 10s\n    validate:\n      files_exist: [jobs/mark.mjs]\n      command: [node, -e, \"process.exit(0)\"]\n"),
+        ""
+      ].join("\n")
+    )
+    // The job says it ran on stderr, then answers.
+    writeFileSync(join(bag, "jobs", "mark.mjs"), 'console.error("the job ran")\nconsole.log(JSON.stringify({ ran: true }))\n')
+    expect((await svcIn(transcript, home, ["bag", "check", bag])).code).toBe(0)
+    expect((await svcIn(transcript, home, ["bag", "install", bag])).code).toBe(0)
+    const owner = await startServe("owner with checked jobs", home, transcript)
+    const guarded = await svcIn(transcript, home, ["run", "checked:guarded@1.0.0", "--wait"])
+    expect({ code: guarded.code, last: guarded.stderr.trim().split("\n").at(-1) }).toEqual({
+      code: 1,
+      last: expect.stringMatching(/^svc: run r\w+ failed on owner: its preflight failed, so it did not start: exited with code 1: no licence file \(put the licence in place first\)$/)
+    })
+    const runId = /run (r\w+) failed/.exec(guarded.stderr)![1]!
+    expect((await svcIn(transcript, home, ["runs", "show", runId])).stdout).not.toContain("the job ran")
+    const verified = await svcIn(transcript, home, ["run", "checked:verified@1.0.0", "--wait"])
+    expect({ code: verified.code, last: verified.stderr.trim().split("\n").at(-1) }).toEqual({
+      code: 1,
+      last: expect.stringMatching(/failed on owner: its validate check failed: out\/report\.txt does not exist$/)
+    })
+    const fine = await svcIn(transcript, home, ["run", "checked:fine@1.0.0", "--wait"])
+    expect({ code: fine.code, stdout: fine.stdout }).toEqual({ code: 0, stdout: '{"ran":true}\n' })
+    expect((await owner.stop()).code).toBe(0)
+  }, 60_000)
+})
+
 describe("start-up", () => {
   it("a runtime stopped cleanly starts again from its snapshot, folding only what came after it", async () => {
     const home = tempDir("svc-cfg-snapshot-")

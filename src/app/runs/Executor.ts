@@ -21,9 +21,30 @@ export interface ExecutionSpec {
   readonly input: unknown
   /** The job's timeout; null: none. */
   readonly timeoutMs: number | null
-  /** Files the child's stdout and stderr are appended to as they arrive (created if missing). */
+  readonly preflight?: Preflight | undefined
+  readonly validate?: Validate | undefined
+  /** Files the child's stdout and stderr are appended to as they arrive (created if missing); a check's output too. */
   readonly stdoutFile: string
   readonly stderrFile: string
+}
+
+/** A check's command: a list of program and arguments (no shell), or a string run with `/bin/sh -c`. */
+export type CheckCommand = ReadonlyArray<string> | string
+
+/** The job's `preflight`: run before it, in its working directory; a failure means it does not start. */
+export interface Preflight {
+  readonly command: CheckCommand
+  readonly timeoutMs: number
+  /** How a person fixes a failure, said with it. */
+  readonly hint: string | undefined
+}
+
+/** The job's `validate`: checks at its finish, once it succeeded; a failure fails the attempt. */
+export interface Validate {
+  /** Paths relative to the bag that must exist. */
+  readonly filesExist: ReadonlyArray<string>
+  readonly command: CheckCommand | undefined
+  readonly timeoutMs: number
 }
 
 export interface ExecutionOutcome {

@@ -17,7 +17,7 @@ import { checkSnapshot } from "../bags/BagCheck.js"
 import { pinnedResolver } from "../bags/BagConstants.js"
 import { BagStore } from "../bags/BagStore.js"
 import { ManifestSource } from "../bags/ManifestSource.js"
-import type { ExecutionSpec } from "./Executor.js"
+import type { ExecutionSpec, Preflight, Validate } from "./Executor.js"
 
 export class JobNotRunnable extends Data.TaggedError("JobNotRunnable")<{ readonly message: string }> {}
 
@@ -27,10 +27,16 @@ export interface ResolvedJob {
   readonly runs: ExecutionSpec["runs"]
   readonly env: ReadonlyArray<string>
   readonly workingDirectory: string | undefined
+  readonly preflight: Preflight | undefined
+  readonly validate: Validate | undefined
   /** Why this input does not fit `input_schema`; undefined when it fits (or there is none). */
   readonly inputProblem: (input: unknown) => string | undefined
   readonly outputProblem: (result: unknown) => string | undefined
 }
+
+/** A job's checks take at most these (bag-manifest spec, "Limits"), and this long when their `timeout` is not given. */
+const PREFLIGHT_TIMEOUT_S = 60
+const VALIDATE_TIMEOUT_S = 600
 
 const resolved = new Map<string, ResolvedJob>()
 
@@ -93,6 +99,14 @@ export const resolveJob = (address: string) =>
       runs: job.runs.using === "node" ? { using: "node", main: job.runs.main } : { using: "process", command: job.runs.command },
       env: job.runs.env ?? [],
       workingDirectory: job.runs["working-directory"],
+      preflight:
+        job.preflight === undefined
+          ? undefined
+          : { command: job.preflight.command, timeoutMs: (durationSeconds(job.preflight.timeout) ?? PREFLIGHT_TIMEOUT_S) * 1000, hint: job.preflight.hint },
+      validate:
+        job.validate === undefined
+          ? undefined
+          : { filesExist: job.validate.files_exist ?? [], command: job.validate.command, timeoutMs: (durationSeconds(job.validate.timeout) ?? VALIDATE_TIMEOUT_S) * 1000 },
       inputProblem: check(job.input_schema, "input"),
       outputProblem: check(job.output_schema, "output")
     }

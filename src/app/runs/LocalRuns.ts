@@ -87,6 +87,8 @@ export const makeLocalRuns = ({ state, execute, host, executor, files, scope }: 
             runs: resolved.runs,
             env: resolved.env,
             workingDirectory: resolved.workingDirectory,
+            preflight: resolved.preflight,
+            validate: resolved.validate,
             input: run.input,
             timeoutMs: run.job.timeoutMs,
             stdoutFile: paths.stdout,

@@ -238,6 +238,8 @@ export const makeWork = (side: WorkSide, call: Call) =>
           runs: job.runs,
           env: job.env,
           workingDirectory: job.workingDirectory,
+          preflight: job.preflight,
+          validate: job.validate,
           input: work.input,
           timeoutMs: work.timeoutMs,
           stdoutFile: paths.stdout,

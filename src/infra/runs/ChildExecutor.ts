@@ -21,7 +21,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { Executor, type ExecutionOutcome, type ExecutionSpec, type ExecutorService } from "../../app/runs/Executor.js"
+import { Executor, type CheckCommand, type ExecutionOutcome, type ExecutionSpec, type ExecutorService } from "../../app/runs/Executor.js"
 import { depthProblem } from "../../domain/runs/Values.js"
 import { bundle, defaultCacheDir, isTypeScript } from "./TypeScriptMain.js"
 
@@ -218,6 +218,13 @@ const openOutput = (spec: ExecutionSpec): Effect.Effect<OutputFiles, Refused> =>
     catch: (e) => new Refused({ message: `its output files cannot be opened: ${e instanceof Error ? e.message : String(e)}` })
   })
 
+/** A child that ran to its end, with its files and whether its time ran out. */
+interface Ran {
+  readonly running: Running
+  readonly files: OutputFiles
+  readonly timedOut: boolean
+}
+
 interface Running {
   readonly child: ChildProcess
   /** The process ended (exit), or never started (spawn error). */
@@ -324,17 +331,29 @@ const failed = (error: string, exitCode: number | null = null, signal: string | 
   signal
 })
 
-/** What the ended child's exit and output mean, under the contract. */
-const verdictOf = (running: Running, launch: Launch, timeoutMs: number | null, timedOut: boolean, files: OutputFiles): Verdict => {
+/** A duration as Effect writes it (`250ms`, `30s`, `1m 30s`), a fraction of a millisecond too (`0.1ms`, not `100000ns`). */
+const durationText = (ms: number): string => (ms < 1 ? `${Number(ms.toPrecision(2))}ms` : Duration.format(Duration.millis(Math.round(ms))))
+
+/** Why an ended child did not end well (did not start, timed out, killed, a non-zero exit), or undefined. */
+const exitFailure = ({ running, timedOut }: Ran, launch: Launch, timeoutMs: number | null): Verdict | undefined => {
   if (running.spawnError !== undefined) return failed(cannotStart(launch.name, running.spawnError))
   const exitCode = running.child.exitCode
   const signal = running.child.signalCode
-  if (timedOut) return failed(`timed out after ${Duration.format(Duration.millis(timeoutMs ?? 0))}`, exitCode, signal)
+  if (timedOut) return failed(`timed out after ${durationText(timeoutMs ?? 0)}`, exitCode, signal)
   if (exitCode === null) return failed(`stopped by ${signal ?? "a signal"}`, null, signal)
   if (exitCode !== 0) {
     const reason = reasonOf(running.stderrTail.lines().lines)
     return failed(`exited with code ${exitCode}${reason === undefined ? "" : `: ${reason.slice(0, STDERR_LINE_CHARS)}`}`, exitCode)
   }
+  return undefined
+}
+
+/** What the ended child's exit and output mean, under the contract. */
+const verdictOf = (ran: Ran, launch: Launch, timeoutMs: number | null): Verdict => {
+  const failure = exitFailure(ran, launch, timeoutMs)
+  if (failure !== undefined) return failure
+  const { running, files } = ran
+  const exitCode = running.child.exitCode
   if (files.error !== undefined) return failed(files.error, exitCode)
   const last = running.stdoutTail.lastLine()
   if (last === undefined) return { ok: true, result: null, error: null, exitCode, signal: null }
@@ -349,9 +368,43 @@ const verdictOf = (running: Running, launch: Launch, timeoutMs: number | null, t
   return tooDeep === undefined ? { ok: true, result, error: null, exitCode, signal: null } : failed(tooDeep, exitCode)
 }
 
+/** A check's command as a launch: a list without a shell, a string through `/bin/sh -c`. */
+const checkLaunch = (command: CheckCommand): Launch =>
+  typeof command === "string" ? { program: "/bin/sh", args: ["-c", command], name: `sh -c ${JSON.stringify(command)}` } : { program: command[0] ?? "", args: command.slice(1), name: command[0] ?? "" }
+
+/** The first of `paths` (relative to the bag) that does not exist there, or undefined. */
+const firstMissing = (bagDir: string, paths: ReadonlyArray<string>) =>
+  Effect.promise(async () => {
+    for (const path of paths) {
+      const exists = await fs.stat(nodePath.resolve(bagDir, path)).then(() => true, () => false)
+      if (!exists) return path
+    }
+    return undefined
+  })
+
 export const make = (options: ChildExecutorOptions = {}): ExecutorService => {
   const graceMs = options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS
   const cacheDir = options.typeScriptCacheDir ?? defaultCacheDir()
+
+  /**
+   * One child to its end (or `timeoutMs`), its output appended to the attempt's files. Meant to
+   * run uninterruptibly: `restore` makes only the wait interruptible, and an interruption stops
+   * the child and completes once it has exited.
+   */
+  const runChild = (restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>, launch: Launch, cwd: string, env: Record<string, string>, input: string, spec: ExecutionSpec, timeoutMs: number | null) =>
+    Effect.gen(function* () {
+      const files = yield* openOutput(spec)
+      const running = yield* start(launch, cwd, env, input, files)
+      const ended = Deferred.await(running.exited)
+      const waited = yield* restore(timeoutMs === null ? Effect.asSome(ended) : Effect.timeoutOption(ended, Duration.millis(timeoutMs))).pipe(
+        Effect.onInterrupt(() => stop(running, graceMs).pipe(Effect.zipRight(finishOutput(running, files))))
+      )
+      const timedOut = Option.isNone(waited)
+      if (timedOut) yield* stop(running, graceMs)
+      yield* finishOutput(running, files)
+      return { running, files, timedOut } satisfies Ran
+    })
+
   return Executor.of({
     run: (spec) =>
       Effect.gen(function* () {
@@ -360,17 +413,28 @@ export const make = (options: ChildExecutorOptions = {}): ExecutorService => {
           Effect.gen(function* () {
             const launch = yield* restore(launchOf(spec, cacheDir))
             const cwd = yield* restore(cwdOf(spec))
+            const env = childEnv(spec)
+            // The job's probe first: when it fails, the job does not start (bag-manifest spec, "Errors").
+            const preflight = spec.preflight
+            if (preflight !== undefined) {
+              const probe = checkLaunch(preflight.command)
+              const failure = exitFailure(yield* runChild(restore, probe, cwd, env, "", spec, preflight.timeoutMs), probe, preflight.timeoutMs)
+              if (failure !== undefined) {
+                // The job never ran: the attempt has no exit code of its own.
+                return failed(`its preflight failed, so it did not start: ${failure.error}${preflight.hint === undefined ? "" : ` (${preflight.hint})`}`)
+              }
+            }
             const input = yield* inputOf(spec.input)
-            const files = yield* openOutput(spec)
-            const running = yield* start(launch, cwd, childEnv(spec), input, files)
-            const ended = Deferred.await(running.exited)
-            const waited = yield* restore(
-              spec.timeoutMs === null ? Effect.asSome(ended) : Effect.timeoutOption(ended, Duration.millis(spec.timeoutMs))
-            ).pipe(Effect.onInterrupt(() => stop(running, graceMs).pipe(Effect.zipRight(finishOutput(running, files)))))
-            const timedOut = Option.isNone(waited)
-            if (timedOut) yield* stop(running, graceMs)
-            yield* finishOutput(running, files)
-            return verdictOf(running, launch, spec.timeoutMs, timedOut, files)
+            const verdict = verdictOf(yield* runChild(restore, launch, cwd, env, input, spec, spec.timeoutMs), launch, spec.timeoutMs)
+            // Checks at its finish, once it succeeded: its files, then its command.
+            const validate = spec.validate
+            if (!verdict.ok || validate === undefined) return verdict
+            const missing = yield* firstMissing(spec.bagDir, validate.filesExist)
+            if (missing !== undefined) return failed(`its validate check failed: ${missing} does not exist`, verdict.exitCode)
+            if (validate.command === undefined) return verdict
+            const check = checkLaunch(validate.command)
+            const failure = exitFailure(yield* runChild(restore, check, cwd, env, "", spec, validate.timeoutMs), check, validate.timeoutMs)
+            return failure === undefined ? verdict : failed(`its validate command failed: ${failure.error}`, verdict.exitCode)
           })
         ).pipe(Effect.catchTag("Refused", (refused) => Effect.succeed(failed(refused.message))))
         const endedAt = yield* Clock.currentTimeMillis

@@ -77,6 +77,8 @@ const resolved = (name: string, requiredLabels: ReadonlyArray<string>): Resolved
   runs: { using: "node", main: "main.mjs" },
   env: [],
   workingDirectory: undefined,
+  preflight: undefined,
+  validate: undefined,
   inputProblem: check(INPUT_SCHEMA, "input"),
   outputProblem: check(OUTPUT_SCHEMA, "output")
 })

@@ -44,6 +44,8 @@ const job: ResolvedJob = {
   runs: { using: "node", main: "main.mjs" },
   env: [],
   workingDirectory: undefined,
+  preflight: undefined,
+  validate: undefined,
   inputProblem: () => undefined,
   outputProblem: () => undefined
 }

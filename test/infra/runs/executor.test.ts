@@ -234,6 +234,77 @@ describe("ChildExecutor", () => {
     )
   })
 
+  describe("checks: preflight before, validate after", () => {
+    const node = (script: string): ExecutionSpec["runs"] => ({ using: "process", command: [process.execPath, "-e", script] })
+    /** A job that leaves a mark where it is told, then answers. */
+    const marking = (mark: string) => node(`require("fs").writeFileSync(${JSON.stringify(mark)}, "ran"); console.log(JSON.stringify({ done: true }))`)
+
+    it.live("a preflight that passes lets the job run; one that fails keeps it from starting, with the reason and the hint", () =>
+      Effect.gen(function* () {
+        const passed = yield* run(spec({ runs: marking(join(scratch, "pf-ok")), preflight: { command: ["true"], timeoutMs: 10_000, hint: undefined } }))
+        expect(passed).toMatchObject({ ok: true, result: { done: true } })
+        expect(existsSync(join(scratch, "pf-ok"))).toBe(true)
+
+        const s = spec({
+          runs: marking(join(scratch, "pf-no")),
+          preflight: { command: [process.execPath, "-e", "console.log('probing'); console.error('config.json is missing'); process.exit(3)"], timeoutMs: 10_000, hint: "create config.json first" }
+        })
+        const refused = yield* run(s)
+        expect(refused).toMatchObject({
+          ok: false,
+          result: null,
+          error: "its preflight failed, so it did not start: exited with code 3: config.json is missing (create config.json first)",
+          exitCode: null
+        })
+        expect(existsSync(join(scratch, "pf-no"))).toBe(false)
+        // Its output is the attempt's, as the job's would be.
+        expect(readFileSync(s.stdoutFile, "utf8")).toBe("probing\n")
+        expect(readFileSync(s.stderrFile, "utf8")).toBe("config.json is missing\n")
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+
+    it.live("a preflight given as a string runs through sh; one that cannot start or runs out of time is said so", () =>
+      Effect.gen(function* () {
+        const viaShell = yield* run(spec({ runs: marking(join(scratch, "pf-sh")), preflight: { command: "test -d / && exit 4", timeoutMs: 10_000, hint: undefined } }))
+        expect(viaShell).toMatchObject({ ok: false, error: 'its preflight failed, so it did not start: exited with code 4' })
+        const missing = yield* run(spec({ runs: marking(join(scratch, "pf-none")), preflight: { command: ["no-such-program-svc"], timeoutMs: 10_000, hint: undefined } }))
+        expect(missing).toMatchObject({ ok: false, error: "its preflight failed, so it did not start: cannot start no-such-program-svc: not found" })
+        const slow = yield* run(spec({ runs: marking(join(scratch, "pf-slow")), preflight: { command: ["sleep", "5"], timeoutMs: 200, hint: undefined } }))
+        expect(slow).toMatchObject({ ok: false, error: "its preflight failed, so it did not start: timed out after 200ms" })
+        expect([existsSync(join(scratch, "pf-sh")), existsSync(join(scratch, "pf-none")), existsSync(join(scratch, "pf-slow"))]).toEqual([false, false, false])
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+
+    it.live("validate checks a job that succeeded: the files it names, then its command; a failed job is not checked", () =>
+      Effect.gen(function* () {
+        const ok = { ok: true, result: { done: true } }
+        const present = yield* run(spec({ runs: marking(join(scratch, "v-1")), validate: { filesExist: ["jobs/echo.mjs"], command: ["true"], timeoutMs: 10_000 } }))
+        expect(present).toMatchObject(ok)
+        const absent = yield* run(spec({ runs: marking(join(scratch, "v-2")), validate: { filesExist: ["jobs/echo.mjs", "out/report.html"], command: undefined, timeoutMs: 10_000 } }))
+        expect(absent).toMatchObject({ ok: false, result: null, error: "its validate check failed: out/report.html does not exist", exitCode: 0 })
+        const command = yield* run(
+          spec({ runs: marking(join(scratch, "v-3")), validate: { filesExist: [], command: [process.execPath, "-e", "console.error('2 rows, expected 3'); process.exit(1)"], timeoutMs: 10_000 } })
+        )
+        expect(command).toMatchObject({ ok: false, error: "its validate command failed: exited with code 1: 2 rows, expected 3", exitCode: 0 })
+        const failing = yield* run(spec({ runs: node("process.exit(2)"), validate: { filesExist: ["nowhere"], command: ["false"], timeoutMs: 10_000 } }))
+        expect(failing).toMatchObject({ ok: false, error: "exited with code 2", exitCode: 2 })
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+
+    it.live("stopping during a preflight stops it, and the job never starts", () =>
+      Effect.gen(function* () {
+        const executor = yield* Executor
+        const s = spec({ runs: marking(join(scratch, "pf-stop")), preflight: { command: ["sleep", "30"], timeoutMs: 60_000, hint: undefined } })
+        const fiber = yield* Effect.fork(executor.run(s))
+        yield* Effect.sleep(Duration.millis(300))
+        const started = Date.now()
+        yield* Fiber.interrupt(fiber)
+        expect(Date.now() - started).toBeLessThan(5_000)
+        expect(existsSync(join(scratch, "pf-stop"))).toBe(false)
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+  })
+
   describe("environment and working directory", () => {
     it.live("the child sees none of the service's environment but a few names, the run's names and the job's literals", () =>
       Effect.gen(function* () {
