@@ -2,6 +2,7 @@
  * `svc journal replay|tail|export` and `svc audit` over a real store file written by the real
  * journal adapter, run as the real binary (they work whether the owner runs or not).
  */
+import Database from "better-sqlite3"
 import { mkdirSync } from "node:fs"
 import { join } from "node:path"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -127,5 +128,35 @@ describe("svc journal and svc audit", () => {
     // The journal holds hashes only: neither the token nor a credential is in it.
     const all = JSON.stringify(exported)
     expect(all).not.toMatch(/"t"|"c1"|"c2"/)
+  })
+
+  it("a damaged row is named by its sequence; export writes every other event whole, and that row as stored", async () => {
+    await writeHistory(storePath(home), false)
+    const db = new Database(storePath(home))
+    db.prepare("UPDATE events SET payload = '{not json' WHERE sequence = 5").run()
+    db.close()
+    const said = "the event at sequence 5 (CredentialRotationRequested, stream worker-w1) cannot be read: "
+    for (const args of [["journal", "replay"], ["audit"], ["journal", "tail", "-n", "20"]]) {
+      const r = await run(...args)
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 1, stderr: expect.stringContaining(`svc: ${said}`) })
+    }
+    const exported = await run("journal", "export")
+    expect(exported.code).toBe(1)
+    expect(exported.stderr).toBe(
+      'svc: 1 event could not be read (sequence 5): exported as stored, with "unreadable" saying why; every other event is exported whole\n'
+    )
+    const lines = exported.stdout.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>)
+    expect(lines.map((l) => l["sequence"])).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
+    expect(lines[4]).toEqual({
+      sequence: 5,
+      stream: "worker-w1",
+      streamVersion: 3,
+      type: "CredentialRotationRequested",
+      schemaVersion: 1,
+      recordedAt: expect.stringMatching(/^\d{4}-/),
+      payload: "{not json",
+      unreadable: expect.stringContaining(said)
+    })
+    expect(lines[5]).toMatchObject({ sequence: 6, type: "CredentialRotated", event: { _tag: "CredentialRotated" } })
   })
 })

@@ -309,7 +309,7 @@ describe("start-up", () => {
     // It used to print the error and go on listening on the worker route, with no admin socket.
     const refused = await serveRefused(home)
     expect(refused.code).toBe(1)
-    expect(refused.stderr).toContain(`svc: starting the owner from ${join(home, "svc.sqlite")}: an event after sequence 1 cannot be read`)
+    expect(refused.stderr).toContain(`svc: starting the owner from ${join(home, "svc.sqlite")}: the event at sequence 2 (WorkerInvited, stream invite-x) cannot be read`)
     expect(refused.stderr).toContain("must be a whole number of milliseconds since 1970 that a date can hold")
     expect(existsSync(join(home, "admin.sock"))).toBe(false)
   }, 60_000)

@@ -29,9 +29,22 @@ export class StreamConflict extends Data.TaggedError("StreamConflict")<{
   }
 }
 
+/** A stored row as it is in the table, for an event that cannot be read (what `svc journal export` still writes of it). */
+export interface StoredRowText {
+  readonly sequence: number
+  readonly stream: string
+  readonly streamVersion: number
+  readonly type: string
+  readonly schemaVersion: number
+  readonly recordedAt: number
+  readonly payload: string
+}
+
 export class JournalError extends Data.TaggedError("JournalError")<{
   readonly reason: "Io" | "Corrupt" | "Closed"
   readonly message: string
+  /** Corrupt: the row that cannot be read, as stored. */
+  readonly row?: StoredRowText
 }> {}
 
 export interface JournalService {

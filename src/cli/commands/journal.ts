@@ -8,10 +8,11 @@ import * as Options from "@effect/cli/Options"
 import * as Chunk from "effect/Chunk"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
-import { Journal } from "../../app/journal/Journal.js"
+import { Journal, type JournalError, type StoredRowText } from "../../app/journal/Journal.js"
 import { auditPlacements, foldJournal, replay, type LiveOwnerState } from "../../app/journal/Replay.js"
 import { parseRetainedRuns, RETAINED_RUNS_VARIABLE } from "../../app/runs/Retention.js"
 import { initialStateRetaining } from "../../domain/journal/OwnerState.js"
@@ -130,16 +131,53 @@ const tailCommand = Command.make("tail", { json, lines, follow }, ({ follow, jso
   )
 ).pipe(Command.withDescription("Print the last events of the journal (--follow keeps printing new ones)"))
 
+/**
+ * An event that cannot be read is still exported: its row as stored (the payload as its text),
+ * with why it cannot be read. An export is what an auditor keeps; one damaged row must not cost
+ * every other event.
+ */
+const unreadableJson = (e: JournalError, row: StoredRowText) => ({
+  sequence: row.sequence,
+  stream: row.stream,
+  streamVersion: row.streamVersion,
+  type: row.type,
+  schemaVersion: row.schemaVersion,
+  recordedAt: Number.isFinite(row.recordedAt) && Math.abs(row.recordedAt) <= 8.64e15 ? new Date(row.recordedAt).toISOString() : row.recordedAt,
+  payload: row.payload,
+  unreadable: e.message
+})
+
 const exportCommand = Command.make("export", {}, () =>
   journalFailure(
     Effect.gen(function* () {
       const journal = yield* Journal
+      const unreadable: Array<number> = []
       let after = 0
       for (;;) {
-        const page = yield* journal.read(after, 10_000)
-        if (page.length === 0) break
-        yield* printLines(page.map((e) => JSON.stringify(envelopeJson(e))))
-        after = page[page.length - 1]!.sequence
+        const page = yield* Effect.either(journal.read(after, 10_000))
+        if (Either.isLeft(page)) {
+          const e = page.left
+          if (e.reason !== "Corrupt" || e.row === undefined) return yield* e
+          // The events before it, one at a time (the page failed as a whole), then the row as stored.
+          for (;;) {
+            const one = yield* Effect.either(journal.read(after, 1))
+            if (Either.isLeft(one) || one.right.length === 0) break
+            yield* printLines([JSON.stringify(envelopeJson(one.right[0]!))])
+            after = one.right[0]!.sequence
+          }
+          yield* printLines([JSON.stringify(unreadableJson(e, e.row))])
+          unreadable.push(e.row.sequence)
+          after = e.row.sequence
+          continue
+        }
+        if (page.right.length === 0) break
+        yield* printLines(page.right.map((e) => JSON.stringify(envelopeJson(e))))
+        after = page.right[page.right.length - 1]!.sequence
+      }
+      if (unreadable.length > 0) {
+        return yield* refused(
+          `${unreadable.length === 1 ? "1 event" : `${unreadable.length} events`} could not be read (sequence ${unreadable.join(", ")}): exported as stored, with "unreadable" saying why; every other event is exported whole`
+        )
       }
     }).pipe(Effect.provide(ReadLayer))
   )

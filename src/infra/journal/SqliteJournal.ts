@@ -180,21 +180,33 @@ export const prepareStream = (db: Database.Database): Database.Statement<[string
 
 /**
  * Rows of a query as envelopes: a failing query is Io (`reading`), an event that cannot be read
- * is Corrupt, naming where (`which`: "after sequence 12", "of stream run-r1").
+ * is Corrupt, naming its sequence, type and stream, and carrying the row as stored.
  */
-const envelopesOf = (query: () => ReadonlyArray<RawRow>, reading: string, which: string) =>
+const envelopesOf = (query: () => ReadonlyArray<RawRow>, reading: string) =>
   Effect.try({ try: query, catch: ioError(reading) }).pipe(
-    Effect.flatMap((rows) =>
-      Effect.try({
-        try: () => rows.map(envelopeOfRaw),
-        catch: (cause) => new JournalError({ reason: "Corrupt", message: `an event ${which} cannot be read: ${cause instanceof Error ? cause.message : String(cause)}` })
+    Effect.flatMap((rows) => {
+      let i = 0
+      return Effect.try({
+        try: () => {
+          const out = new Array<Envelope>(rows.length)
+          for (; i < rows.length; i++) out[i] = envelopeOfRaw(rows[i]!)
+          return out
+        },
+        catch: (cause) => {
+          const [sequence, stream, streamVersion, type, schemaVersion, payload, recordedAt] = rows[i]!
+          return new JournalError({
+            reason: "Corrupt",
+            message: `the event at sequence ${sequence} (${type}, stream ${stream}) cannot be read: ${cause instanceof Error ? cause.message : String(cause)}`,
+            row: { sequence, stream, streamVersion, type, schemaVersion, recordedAt, payload }
+          })
+        }
       })
-    )
+    })
   )
 
 /** Reads one stream. */
 export const readStreamOf = (query: Database.Statement<[string], RawRow>, stream: string) =>
-  envelopesOf(() => query.all(stream), `reading stream ${stream}`, `of stream ${stream}`)
+  envelopesOf(() => query.all(stream), `reading stream ${stream}`)
 
 /** The page query on `db`, answering rows as arrays. */
 export const preparePage = (db: Database.Database): Database.Statement<[number, number], RawRow> =>
@@ -202,7 +214,7 @@ export const preparePage = (db: Database.Database): Database.Statement<[number, 
 
 /** Reads a page. */
 export const readPage = (page: Database.Statement<[number, number], RawRow>, after: number, limit: number) =>
-  envelopesOf(() => page.all(after, limit), "reading the journal", `after sequence ${after}`)
+  envelopesOf(() => page.all(after, limit), "reading the journal")
 
 /**
  * The writer's own connection: better-sqlite3 directly, prepared statements, one synchronous
