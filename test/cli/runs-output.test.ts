@@ -77,6 +77,11 @@ describe("svc runs show", () => {
     const ended = { ...attempt, state: "reported", holdsSlot: false, startedAt: 1_000, endedAt: 13_345 }
     expect(showLines(detail({ attemptRecords: [ended] } as unknown as Partial<RunDetail>))).toContain("attempt rAbc123.1 on lab-1: reported; 12.3 s from its start to its end")
     expect(showLines(detail()).find((l) => l.startsWith("attempt "))).not.toContain("from its start")
+    // Superseded, it no longer counts, but whether it ended there is not known.
+    const superseded = { ...attempt, state: "superseded", holdsSlot: true, reason: "its worker was revoked", startedAt: 1_000, endedAt: 3_630 }
+    expect(showLines(detail({ attemptRecords: [superseded] } as unknown as Partial<RunDetail>))).toContain(
+      "attempt rAbc123.1 on lab-1: superseded (its worker was revoked); 2.63 s from its start until it was superseded; holds a slot"
+    )
     expect([lasted(350), lasted(9_999), lasted(12_340), lasted(252_000), lasted(7_500_000)]).toEqual(["0.35 s", "10.00 s", "12.3 s", "4 min 12 s", "2 h 5 min"])
   })
 

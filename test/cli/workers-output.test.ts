@@ -1,6 +1,6 @@
 /** What `svc workers invite` notes about the address its token carries. */
 import { describe, expect, it } from "vitest"
-import { onlyThisMachine } from "../../src/cli/commands/workers.js"
+import { onlyThisMachine, usedOfCapacity } from "../../src/cli/commands/workers.js"
 
 describe("svc workers invite", () => {
   it.each([
@@ -14,5 +14,13 @@ describe("svc workers invite", () => {
     ["https://[fe80::1]:7443", false]
   ])("%s reaches only this machine: %s", (url, only) => {
     expect(onlyThisMachine(url)).toBe(only)
+  })
+})
+
+describe("svc workers status", () => {
+  it("shows USED/CAP, and for a revoked worker only the slots it still holds", () => {
+    expect(usedOfCapacity({ used: 1, capacity: 4, revoked: false })).toBe("1/4")
+    expect(usedOfCapacity({ used: 1, capacity: 0, revoked: true })).toBe("1 held")
+    expect(usedOfCapacity({ used: 0, capacity: 0, revoked: true })).toBe("-")
   })
 })

@@ -515,7 +515,8 @@ export const make = Effect.gen(function* () {
   const jobProblem: DispatcherService["jobProblem"] = (address) =>
     host.resolve(address).pipe(
       // A job only the owner runs is never placed on a worker, whatever its scope says.
-      Effect.map((r) => (r.job.remoteEligible ? undefined : `only the owner runs it: ${r.job.ownerOnly.join("; ")}`)),
+      // `ownerOnly` says it: "owner only: it touches files on the host (preflight)".
+      Effect.map((r) => (r.job.remoteEligible ? undefined : r.job.ownerOnly.join("; "))),
       Effect.catchAll((e) => Effect.succeed(e.message))
     )
 

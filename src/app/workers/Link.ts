@@ -86,7 +86,8 @@ export class LinkEnded extends Data.TaggedError("LinkEnded")<{ readonly phase: L
 const afterRefusal = (r: Refusal): LinkEnded | null => {
   switch (r.code) {
     case "fenced":
-      return new LinkEnded({ phase: "fenced", message: `another process took this worker's session over: ${r.message}` })
+      // The refusal says it already: another process took the session over (fence N).
+      return new LinkEnded({ phase: "fenced", message: r.message })
     case "revoked":
       return new LinkEnded({ phase: "revoked", message: r.message })
     case "unauthenticated":

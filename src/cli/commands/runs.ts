@@ -171,7 +171,7 @@ export const lasted = (ms: number): string => {
 /** `svc runs show RUN` as text: the run, its placement record, its attempts, its outcome and output. */
 export const showLines = (r: RunDetail): ReadonlyArray<string> => {
   const lines = [
-    `run ${r.id}: ${r.address} (${r.job.executor}${r.job.remoteEligible ? ", remote-eligible" : `, owner only: ${r.job.ownerOnly.join("; ")}`})`,
+    `run ${r.id}: ${r.address} (${r.job.executor}${r.job.remoteEligible ? ", remote-eligible" : `, ${r.job.ownerOnly.join("; ")}`})`,
     `state: ${r.state}${r.finishedAt === null ? "" : ` at ${r.finishedAt}`}; submitted ${r.submittedAt}`,
     `placement: ${r.placement === null ? "not decided yet" : r.placement.explanation}`
   ]
@@ -191,7 +191,10 @@ export const showLines = (r: RunDetail): ReadonlyArray<string> => {
     const waiting = a.waitingForSlotSince ?? null
     lines.push(
       `attempt ${a.id} on ${a.hostName}: ${a.state}${a.reason === null ? "" : ` (${a.reason})`}${
-        a.startedAt !== null && a.endedAt !== null ? `; ${lasted(a.endedAt - a.startedAt)} from its start to its end` : ""
+        a.startedAt !== null && a.endedAt !== null
+          ? // Superseded, it stopped counting; whether its process ended is not known yet.
+            `; ${lasted(a.endedAt - a.startedAt)} from its start ${a.state === "superseded" ? "until it was superseded" : "to its end"}`
+          : ""
       }${a.holdsSlot ? "; holds a slot" : ""}${
         waiting === null ? "" : `; not started yet: waiting there since ${waiting} for a free slot (other work holds the machine's slots)`
       }`

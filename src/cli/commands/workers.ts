@@ -150,6 +150,10 @@ const nextStep = (phase: string, url: string): string | undefined => {
   }
 }
 
+/** USED/CAP; a revoked worker offers nothing, but may still hold slots until they are released: `1 held`. */
+export const usedOfCapacity = (w: Pick<WorkerStatus, "used" | "capacity" | "revoked">): string =>
+  w.revoked ? (w.used === 0 ? "-" : `${w.used} held`) : `${w.used}/${w.capacity}`
+
 const status = Command.make("status", { json }, ({ json }) =>
   Effect.gen(function* () {
     const home = (yield* SvcHome).path
@@ -185,7 +189,7 @@ const status = Command.make("status", { json }, ({ json }) =>
         yield* printLines(
           table(
             ["NAME", "ID", "STATE", "USED/CAP", "LABELS", "CAPABILITIES", "SCOPE", "LAST SEEN", "WHY"],
-            workers.map((w) => [w.name, w.id, w.state, `${w.used}/${w.capacity}`, w.labels.join(",") || "-", w.capabilities.join(",") || "-", w.scope.join(",") || "all", w.lastSeen ?? "never", w.reason])
+            workers.map((w) => [w.name, w.id, w.state, usedOfCapacity(w), w.labels.join(",") || "-", w.capabilities.join(",") || "-", w.scope.join(",") || "all", w.lastSeen ?? "never", w.reason])
           )
         )
       }

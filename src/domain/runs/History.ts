@@ -36,7 +36,14 @@ export interface HistoryEntry {
 /** A candidate's verdict in words: its exclusions with their layer, or that it was eligible, with its score. */
 const verdictText = (v: PlacementDecided["verdicts"][number]): string => {
   if (v.exclusions.length === 0) return v.score === null ? "eligible" : `eligible; score: locality ${v.score.locality}, preference ${v.score.preference}`
-  return `excluded (${v.exclusions.map((x) => `${x.layer}: ${x.text}`).join("; ")})`
+  // Each layer named once, before its exclusions, as a run's explanation does: "eligibility: revoked; lacks label gpu=true".
+  const parts: Array<string> = []
+  let layer: string | undefined
+  for (const x of v.exclusions) {
+    parts.push(x.layer === layer ? x.text : `${x.layer}: ${x.text}`)
+    layer = x.layer
+  }
+  return `excluded (${parts.join("; ")})`
 }
 
 /** The run's entries, from the envelopes of its stream in order. */

@@ -87,7 +87,7 @@ const LOCAL = "demo:local@1.0.0"
 const installed = new Map([
   [ECHO, resolved("echo", [])],
   [GPU, resolved("gpu", ["gpu=true"])],
-  [LOCAL, { ...resolved("local", []), job: { ...resolved("local", []).job, remoteEligible: false, ownerOnly: ["it uses the owner's agent runtime"] } }]
+  [LOCAL, { ...resolved("local", []), job: { ...resolved("local", []).job, remoteEligible: false, ownerOnly: ["owner only: it uses the owner's agent runtime"] } }]
 ])
 const host: OwnerHostSettings = {
   capacity: 2,
@@ -1067,7 +1067,7 @@ describe("what an invite's scope is checked against", () => {
     Effect.gen(function* () {
       const dispatcher = yield* Dispatcher
       expect(yield* dispatcher.jobProblem(GPU)).toBeUndefined()
-      expect(yield* dispatcher.jobProblem(LOCAL)).toBe("only the owner runs it: it uses the owner's agent runtime")
+      expect(yield* dispatcher.jobProblem(LOCAL)).toBe("owner only: it uses the owner's agent runtime")
       expect(yield* dispatcher.jobProblem("demo:nope@1.0.0")).toBe("no installed bag holds demo:nope@1.0.0")
     }).pipe(Effect.provide(TestOwner))
   )

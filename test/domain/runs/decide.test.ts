@@ -916,6 +916,13 @@ describe("historyOf", () => {
     expect(entries.map((e) => e.at)).toEqual([1_000, 2_000, 3_000, 5_000, 5_500, 3_000, 4_000])
   })
 
+  it("names each layer once before its exclusions, as a run's explanation does", () => {
+    const entries = historyOf(streamOf(submit("r1", GPU), place("r1", [ownerHost(), worker("w1", { revoked: true, labels: [] })])))
+    expect(entries.find((e) => e.decision !== undefined)!.decision!.verdicts.find((v) => v.candidate === "w1")?.verdict).toBe(
+      "excluded (eligibility: revoked; lacks label gpu=true)"
+    )
+  })
+
   it("a decision the current code decides otherwise is marked, with what differs", () => {
     const envelopes = streamOf(submit("r1", GPU), place("r1", [ownerHost(), worker("w1"), worker("w2")]))
     const decided = envelopes[1]!
