@@ -256,6 +256,9 @@ describe("svc bag show and svc bag doctor judge what depends on this machine", (
     ])
     // And what each job requires of a host, beside its address.
     expect((await run("bag", "show", "tooling")).stdout).toMatch(/convert\s+\(unversioned\)\s+process\s+labels gpu=true; programs node, zzz-missing-tool\s/)
+    // show reports a missing dependency with its install command too (bag-manifest spec, "dependencies").
+    const shown = await svc(["bag", "show", "tooling", "--json"], { cwd, home, env: { PATH: `${process.execPath.replace(/\/node$/, "")}` } })
+    expect(JSON.parse(shown.stdout).findings).toEqual(report.findings.slice(0, 2))
   })
 
   it("drops tools for an unmet requirement with one message, and warns for an optional one", async () => {

@@ -115,7 +115,7 @@ export const showBag = (name: string) =>
       services: Object.keys(manifest.services ?? {}),
       schedules: Object.keys(manifest.schedules ?? {}),
       scripts: Object.keys(manifest.scripts ?? {}),
-      findings: yield* relationFindings(bag, manifest, installed)
+      findings: [...(yield* relationFindings(bag, manifest, installed)), ...(yield* dependencyFindings(bag, manifest)).findings]
     } satisfies BagSummary
   })
 
@@ -168,13 +168,15 @@ const integrityFindings = (bag: InstalledBag) =>
     ] as Array<Finding>
   }).pipe(Effect.catchTag("BagDirectoryError", (e) => Effect.succeed([{ severity: "error", message: `the installed copy cannot be read: ${e.message}` }] as Array<Finding>)))
 
-export const doctorBag = (name: string) =>
+/**
+ * Each dependency not on PATH here, with its install command for this platform: a failure, or a
+ * warning when `optional` (bag-manifest spec: reported by `svc bag show` and `svc bag doctor`).
+ * Also answers the programs it looked up, so doctor does not look them up twice.
+ */
+const dependencyFindings = (bag: InstalledBag, manifest: Manifest) =>
   Effect.gen(function* () {
-    const bag = yield* getInstalled(name)
-    const manifest = yield* loadManifest(bag)
     const host = yield* HostPrograms
-    const { packages, findings: dependencyFindings } = yield* dependencyMap(bag, manifest)
-    const findings = [...(yield* integrityFindings(bag)), ...dependencyFindings]
+    const { packages, findings } = yield* dependencyMap(bag, manifest)
     for (const [pkg, spec] of Object.entries(packages)) {
       const program = spec.bin ?? pkg
       const found = yield* host.which(program)
@@ -186,8 +188,18 @@ export const doctorBag = (name: string) =>
         message: `${program} is not on PATH (${spec.reason}); ${how}`
       })
     }
+    return { findings, checked: new Set(Object.entries(packages).map(([pkg, spec]) => spec.bin ?? pkg)) }
+  })
+
+export const doctorBag = (name: string) =>
+  Effect.gen(function* () {
+    const bag = yield* getInstalled(name)
+    const manifest = yield* loadManifest(bag)
+    const host = yield* HostPrograms
+    const dependencies = yield* dependencyFindings(bag, manifest)
+    const findings = [...(yield* integrityFindings(bag)), ...dependencies.findings]
     // The programs its jobs require (`requires.bins`): without them here, their runs are placed elsewhere or not at all.
-    const checked = new Set(Object.entries(packages).map(([pkg, spec]) => spec.bin ?? pkg))
+    const checked = dependencies.checked
     const needers = new Map<string, Array<string>>()
     for (const [jobName, job] of Object.entries(manifest.jobs ?? {})) {
       for (const bin of job.requires?.bins ?? []) if (!checked.has(bin)) needers.set(bin, [...(needers.get(bin) ?? []), jobName])
