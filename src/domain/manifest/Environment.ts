@@ -10,6 +10,8 @@ export interface BagListing {
   readonly files: ReadonlySet<string>
   /** Relative POSIX paths of the bag's directories (the root is ""). */
   readonly dirs: ReadonlySet<string>
+  /** Those of `files` that are symbolic links (install refuses a bag holding one). */
+  readonly symlinks?: ReadonlySet<string>
 }
 
 export interface FormatValidators {

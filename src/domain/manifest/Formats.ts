@@ -5,9 +5,13 @@
 import * as Schema from "effect/Schema"
 import { byKind, matching } from "./internal/schemaKit.js"
 
-/** `name`: letters, digits, dots, underscores, hyphens (spec); starting with a letter or digit. */
-export const BAG_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/
-export const BAG_NAME_RULE = "must use only letters, digits, dots, underscores and hyphens, starting with a letter or digit"
+/**
+ * `name`: letters, digits, dots, underscores, hyphens (spec); starting with a letter or digit, and
+ * at most 100 characters: the installed copy's directory is named after it, and a 5,000-character
+ * name passed check and then failed install with the file system's ENAMETOOLONG.
+ */
+export const BAG_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/
+export const BAG_NAME_RULE = "must use only ASCII letters, digits, dots, underscores and hyphens, starting with a letter or digit, 100 characters at most"
 // The description is what a map keyed by bag names (`requires`) says of a bad key.
 export const BagName = matching(BAG_NAME, BAG_NAME_RULE).annotations({ description: BAG_NAME_RULE })
 

@@ -66,7 +66,7 @@ export const make = BagDirectory.of({
           throw e
         })
         const { files, dirs } = await list(abs)
-        return { dir: abs, manifestText, files, listing: { files: new Set(files.map((f) => f.path)), dirs } }
+        return { dir: abs, manifestText, files, listing: { files: new Set(files.map((f) => f.path)), dirs, symlinks: new Set(files.filter((f) => f.symlink).map((f) => f.path)) } }
       },
       catch: (e) => (e instanceof BagDirectoryError ? e : ioError(dir)(e))
     }),

@@ -78,7 +78,7 @@ describe("requires", () => {
     { name: "allow-remote as a number", yaml: doc("requires:", "  mail: {allow-remote: 1}"), path: "requires.mail.allow-remote", line: 4, message: "must be true or false" },
     { name: "reason as a list", yaml: doc("requires:", "  mail: {reason: [a]}"), path: "requires.mail.reason", line: 4, message: "must be a string" },
     { name: "an unknown key", yaml: doc("requires:", "  mail: {version: 2}"), path: "requires.mail.version", line: 4, message: 'unknown key "version"' },
-    { name: "a bag name with a space", yaml: doc("requires:", "  'my mail': {}"), path: 'requires["my mail"]', line: 4, message: '"my mail" is not a valid name: must use only letters, digits' }
+    { name: "a bag name with a space", yaml: doc("requires:", "  'my mail': {}"), path: 'requires["my mail"]', line: 4, message: '"my mail" is not a valid name: must use only ASCII letters, digits' }
   ]
   it.each(rows)("rejects $name", ({ yaml, path, line, message }) => {
     fails(yaml, { path, line, message })

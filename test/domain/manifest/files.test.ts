@@ -82,6 +82,15 @@ describe("file existence", () => {
     fails(MANIFEST, { path, line, message: `${dir} does not exist in the bag` }, { listing: listing(FILES, DIRS.filter((d) => d !== dir)) })
   })
 
+  it("refuses a symbolic link, at the key that names it or at the root, as install would", () => {
+    const withLinks = { ...listing(FILES, DIRS), symlinks: new Set(["jobs/render.js", "docs/readme.md"]) }
+    const r = check(MANIFEST, withLinks)
+    expect(r.errors.map((e) => [e.path, e.message])).toEqual([
+      ["jobs.render.runs.main", "jobs/render.js is a symbolic link; a bag must be self-contained (svc bag install refuses it), so copy the file in instead"],
+      ["(root)", "docs/readme.md is a symbolic link; a bag must be self-contained (svc bag install refuses it), so copy the file in instead"]
+    ])
+  })
+
   it("refuses missing migrations and infra directories", () => {
     const files = FILES.filter((f) => f !== "db/migrations/0001.sql" && f !== "infra/main.tf")
     fails(

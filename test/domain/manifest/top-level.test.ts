@@ -28,7 +28,7 @@ describe("top-level keys", () => {
     expect(m.cli).toEqual({ alias: "dm" })
   })
 
-  it.each(["demo", "my.bag_2-x", "A1", "x"])("accepts the name %s", (name) => {
+  it.each(["demo", "my.bag_2-x", "A1", "x", "a".repeat(100)])("accepts the name %s", (name) => {
     expect(valid(`name: ${name}\ndescription: d\n`).name).toBe(name)
   })
 
@@ -38,6 +38,9 @@ describe("top-level keys", () => {
     { name: "name with a space", yaml: "name: 'my bag'\ndescription: d\n", path: "name", line: 1, message: "letters, digits, dots, underscores and hyphens" },
     { name: "name starting with a hyphen", yaml: "name: -x\ndescription: d\n", path: "name", line: 1, message: "starting with a letter or digit" },
     { name: "name with a colon", yaml: "name: a:b\ndescription: d\n", path: "name", line: 1, message: "letters, digits" },
+    // ASCII, and short enough to name a directory (a 5,000-character one failed install with ENAMETOOLONG).
+    { name: "name with a non-ASCII letter", yaml: "name: héllo\ndescription: d\n", path: "name", line: 1, message: "must use only ASCII letters" },
+    { name: "name of 101 characters", yaml: `name: ${"a".repeat(101)}\ndescription: d\n`, path: "name", line: 1, message: "100 characters at most" },
     { name: "name as a list", yaml: "name: [a]\ndescription: d\n", path: "name", line: 1, message: "must be a string, not a list" },
     { name: "empty description", yaml: "name: demo\ndescription: ''\n", path: "description", line: 2, message: "must not be empty" },
     { name: "description as a number", yaml: "name: demo\ndescription: 5\n", path: "description", line: 2, message: "must be a string, not the number 5" },

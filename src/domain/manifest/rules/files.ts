@@ -50,10 +50,20 @@ export const fileReferences = (raw: Record<string, unknown>): Array<FileReferenc
 
 const TOOLS_FILES = ["tools.ts", "src/tools.ts"]
 
+/** Why a bag holding symbolic links cannot be installed: said where check can say it, so check and install agree. */
+const SYMLINK = "is a symbolic link; a bag must be self-contained (svc bag install refuses it), so copy the file in instead"
+
 export const fileRules = (raw: Record<string, unknown>, listing: BagListing): Array<Problem> => {
   const out: Array<Problem> = []
+  const symlinks = listing.symlinks ?? new Set<string>()
+  const named = new Set<string>()
   for (const ref of fileReferences(raw)) {
     const target = normalizeBagPath(ref.file)
+    if (symlinks.has(target)) {
+      named.add(target)
+      out.push(error(ref.path, `${ref.file} ${SYMLINK}`))
+      continue
+    }
     const found = ref.kind === "file" ? listing.files.has(target) : listing.dirs.has(target)
     if (!found) {
       const other = ref.kind === "file" ? listing.dirs.has(target) : listing.files.has(target)
@@ -62,6 +72,8 @@ export const fileRules = (raw: Record<string, unknown>, listing: BagListing): Ar
       )
     }
   }
+  // The others, which bag.yaml does not name, at its root.
+  for (const link of [...symlinks].sort()) if (!named.has(link)) out.push(error([], `${link} ${SYMLINK}`))
   if (listOf(raw["tools"]).length > 0 && !TOOLS_FILES.some((f) => listing.files.has(f))) {
     out.push(error(["tools"], "overrides tools, but the bag has no tools.ts or src/tools.ts defining them"))
   }
