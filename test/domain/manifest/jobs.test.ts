@@ -68,11 +68,24 @@ describe("jobs", () => {
     })
   })
 
+  it("names a key no kind of runs has even when using is missing or wrong, with its likely spelling", () => {
+    fails(doc("jobs:", "  build:", "    runs: {usign: node, main: a.js}"), [
+      { path: "jobs.build.runs.usign", line: 5, message: 'unknown key "usign"; did you mean "using"?' },
+      { path: "jobs.build.runs.using", line: 5, message: "is required" }
+    ])
+    fails(doc("jobs:", "  build:", "    runs: {using: nodejs, mian: a.js}"), [
+      { path: "jobs.build.runs.using", line: 5, message: "must be one of node, process, action" },
+      { path: "jobs.build.runs.mian", line: 5, message: 'unknown key "mian"; did you mean "main"?' }
+    ])
+  })
+
   rejects([
     { name: "a job without runs", yaml: doc("jobs:", "  build:", "    description: d"), path: "jobs.build.runs", line: 5, message: "is required" },
     { name: "runs that is not a map", yaml: doc("jobs:", "  build: {runs: make}"), path: "jobs.build.runs", line: 4, message: "a map with using: node, process or action" },
     { name: "runs without using", yaml: doc("jobs:", "  build:", "    runs: {main: a.js}"), path: "jobs.build.runs.using", line: 5, message: "is required" },
     { name: "an unknown using", yaml: doc("jobs:", "  build:", "    runs: {using: shell, command: make}"), path: "jobs.build.runs.using", line: 5, message: "must be one of node, process, action" },
+    // Two letters swapped is one slip, not two.
+    { name: "a swapped main", yaml: doc("jobs:", "  build:", "    runs: {using: node, main: a.js, evn: [A=1]}"), path: "jobs.build.runs.evn", line: 5, message: 'unknown key "evn"; did you mean "env"?' },
     { name: "a node job without main", yaml: doc("jobs:", "  build:", "    runs: {using: node}"), path: "jobs.build.runs.main", line: 5, message: "is required" },
     { name: "a process job without command", yaml: doc("jobs:", "  build:", "    runs: {using: process}"), path: "jobs.build.runs.command", line: 5, message: "is required" },
     { name: "a process command as a string", yaml: doc("jobs:", "  build:", "    runs: {using: process, command: make all}"), path: "jobs.build.runs.command", line: 5, message: "must be a list" },

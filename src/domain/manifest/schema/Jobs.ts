@@ -50,11 +50,20 @@ export const ActionRuns = Schema.Struct({
   "working-directory": opt(notForAction)
 })
 
-/** When `using` is missing or wrong, only `using` is reported: the other keys depend on it. */
-const UnknownRuns = Schema.Struct(
-  { using: oneOfValues("node", "process", "action") },
-  Schema.Record({ key: Schema.String, value: Schema.Unknown })
-)
+/**
+ * When `using` is missing or wrong, what the other keys must be depends on it, so only `using`
+ * is judged, and keys no kind of `runs` has (`usign`, `mian`): each is unknown, with the key it
+ * is likely a typo of.
+ */
+const UnknownRuns = Schema.Struct({
+  using: oneOfValues("node", "process", "action"),
+  main: opt(Schema.Unknown),
+  command: opt(Schema.Unknown),
+  action: opt(Schema.Unknown),
+  secrets: opt(Schema.Unknown),
+  env: opt(Schema.Unknown),
+  "working-directory": opt(Schema.Unknown)
+})
 
 export const Runs = choose<typeof NodeRuns.Type | typeof ProcessRuns.Type | typeof ActionRuns.Type>(
   "a map with using: node, process or action",
