@@ -368,6 +368,16 @@ const verdictOf = (ran: Ran, launch: Launch, timeoutMs: number | null): Verdict 
   return tooDeep === undefined ? { ok: true, result, error: null, exitCode, signal: null } : failed(tooDeep, exitCode)
 }
 
+/** The longest a JavaScript timer waits; Effect's clock never fires for a longer sleep. */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
+/**
+ * Sleeps `ms`, in steps a timer can take: a job's `timeout: 30d` (past 24.8 days) never fired,
+ * because Effect's clock does not schedule a sleep longer than a timer can wait.
+ */
+export const sleepFor = (ms: number): Effect.Effect<void> =>
+  ms <= MAX_TIMER_MS ? Effect.sleep(Duration.millis(ms)) : Effect.zipRight(Effect.sleep(Duration.millis(MAX_TIMER_MS)), Effect.suspend(() => sleepFor(ms - MAX_TIMER_MS)))
+
 /** A check's command as a launch: a list without a shell, a string through `/bin/sh -c`. */
 const checkLaunch = (command: CheckCommand): Launch =>
   typeof command === "string" ? { program: "/bin/sh", args: ["-c", command], name: `sh -c ${JSON.stringify(command)}` } : { program: command[0] ?? "", args: command.slice(1), name: command[0] ?? "" }
@@ -396,7 +406,7 @@ export const make = (options: ChildExecutorOptions = {}): ExecutorService => {
       const files = yield* openOutput(spec)
       const running = yield* start(launch, cwd, env, input, files)
       const ended = Deferred.await(running.exited)
-      const waited = yield* restore(timeoutMs === null ? Effect.asSome(ended) : Effect.timeoutOption(ended, Duration.millis(timeoutMs))).pipe(
+      const waited = yield* restore(timeoutMs === null ? Effect.asSome(ended) : Effect.raceFirst(Effect.asSome(ended), Effect.as(sleepFor(timeoutMs), Option.none()))).pipe(
         Effect.onInterrupt(() => stop(running, graceMs).pipe(Effect.zipRight(finishOutput(running, files))))
       )
       const timedOut = Option.isNone(waited)

@@ -12,8 +12,10 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as TestClock from "effect/TestClock"
+import * as Clock from "effect/Clock"
 import { Executor, type ExecutionSpec } from "../../../src/app/runs/Executor.js"
-import { layerWith } from "../../../src/infra/runs/ChildExecutor.js"
+import { layerWith, sleepFor } from "../../../src/infra/runs/ChildExecutor.js"
 
 const bagDir = fileURLToPath(new URL("../../fixtures/executor/bag", import.meta.url))
 const scratch = mkdtempSync(join(tmpdir(), "svc-executor-"))
@@ -336,3 +338,21 @@ describe("ChildExecutor", () => {
   })
 })
 
+
+describe("a timeout longer than a timer can wait", () => {
+  it.effect("still ends the wait: 30 days is slept in steps (Effect's clock never fired past 24.8 days)", () =>
+    Effect.gen(function* () {
+      const fiber = yield* Effect.fork(sleepFor(30 * 24 * 3600 * 1000))
+      yield* TestClock.adjust(Duration.days(29))
+      expect(fiber.unsafePoll()).toBeNull()
+      yield* TestClock.adjust(Duration.days(1))
+      yield* Fiber.join(fiber)
+      // Each step is one a timer can take (the live clock drops a longer one: it never fires).
+      const steps: Array<number> = []
+      yield* sleepFor(2 ** 31 + 5).pipe(
+        Effect.withClock({ ...Clock.make(), sleep: (d) => Effect.sync(() => void steps.push(Duration.toMillis(d))) } as Clock.Clock)
+      )
+      expect(steps).toEqual([2 ** 31 - 1, 6])
+    })
+  )
+})
