@@ -306,6 +306,37 @@ describe("svc bag show and svc bag doctor judge what depends on this machine", (
     ])
   })
 
+  it("installs the children a bag composes from a path first, with their constants; a circle, a misnamed child or a Git remote is said", async () => {
+    writeBag("leaf", "name: leaf\ndescription: the grandchild\n")
+    writeBag("child-c", "name: child-c\ndescription: the child\nconstants: {colour: blue}\nbags:\n  leaf: {path: ../leaf}\n")
+    writeBag(
+      "par",
+      ["name: par", "description: the parent", "bags:", "  child-c: {path: ../child-c}", "  far: {repo: someone/far}", "services:", "  web: {description: {constant: child-c:colour}, command: echo}", ""].join("\n")
+    )
+    const installed = await run("bag", "install", "par")
+    expect(installed.code, installed.stderr).toBe(0)
+    expect(installed.stdout.split("\n").map((l) => l.split(" ").slice(0, 2).join(" "))).toEqual(["installed leaf", "installed child-c", "installed par", ""])
+    expect(installed.stderr).toBe(
+      "note: par composes far from the Git remote someone/far, which svc does not fetch: install it with svc bag install DIR (svc bag doctor reports it missing until then)\n"
+    )
+    expect(JSON.parse((await run("bag", "list", "--json")).stdout).bags.map((b: { name: string }) => b.name).sort()).toEqual(["child-c", "leaf", "par"])
+    // Again: nothing changed anywhere.
+    const again = JSON.parse((await run("bag", "install", "par", "--json")).stdout)
+    expect(again).toMatchObject({ status: "unchanged", name: "par", children: [{ status: "unchanged", name: "child-c", children: [{ status: "unchanged", name: "leaf" }] }] })
+
+    writeBag("ring-a", "name: ring-a\ndescription: a\nbags:\n  ring-b: {path: ../ring-b}\n")
+    writeBag("ring-b", "name: ring-b\ndescription: b\nbags:\n  ring-a: {path: ../ring-a}\n")
+    const ring = await run("bag", "install", "ring-a")
+    expect({ code: ring.code, stderr: ring.stderr }).toEqual({ code: 1, stderr: "svc: bags compose each other in a circle: ring-a composes ring-b composes ring-a\n" })
+    writeBag("misnamed", "name: misnamed\ndescription: m\nbags:\n  kid: {path: ../leaf}\n")
+    const misnamed = await run("bag", "install", "misnamed")
+    expect({ code: misnamed.code, stderr: misnamed.stderr }).toEqual({
+      code: 1,
+      stderr: "svc: misnamed composes kid from ../leaf, but the bag there is named leaf: name it kid in its bag.yaml, or compose leaf\n"
+    })
+    expect(JSON.parse((await run("bag", "list", "--json")).stdout).bags.map((b: { name: string }) => b.name).sort()).toEqual(["child-c", "leaf", "par"])
+  })
+
   it("shows why a job stays on the owner", async () => {
     writeBag(
       "mixed",

@@ -10,10 +10,11 @@ import * as Effect from "effect/Effect"
 import type { Manifest } from "../../domain/manifest/Manifest.js"
 import { formatJobAddress, versionString } from "../../domain/manifest/JobAddress.js"
 import { shortDigest } from "../../domain/bags/Digest.js"
-import { BagDirectory } from "./BagDirectory.js"
+import { BagDirectory, type BagDirectoryError } from "./BagDirectory.js"
 import { checkBag, type ReportedProblem } from "./BagCheck.js"
 import { BagStore, BagStoreError, type InstalledBag, type InstalledJob, type PinnedConstant } from "./BagStore.js"
 import { installedResolver } from "./BagConstants.js"
+import { ManifestSource } from "./ManifestSource.js"
 import type { ExternalConstant } from "../../domain/manifest/Constants.js"
 
 export class BagInvalid extends Data.TaggedError("BagInvalid")<{
@@ -61,7 +62,77 @@ const pins = (used: ReadonlyArray<ExternalConstant>, installed: ReadonlyArray<In
 /** `repaired`: the source is the one installed, but the installed copy had been written into; it was copied again. */
 export type InstallOutcome = { readonly status: "installed" | "replaced" | "unchanged" | "repaired"; readonly bag: InstalledBag }
 
-export const installBag = (dir: string) =>
+/** A bag with the children it composes from a `path` (installed first), and what could not be fetched. */
+export interface TreeOutcome extends InstallOutcome {
+  readonly children: ReadonlyArray<TreeOutcome>
+  readonly notes: ReadonlyArray<string>
+}
+
+/** A composition that cannot be installed as written: a cycle, or a child whose bag.yaml names another bag. */
+export class CompositionProblem extends Data.TaggedError("CompositionProblem")<{ readonly message: string }> {}
+
+/** `relative` (POSIX, `..` allowed) from the absolute directory `base`. */
+const resolveFrom = (base: string, relative: string): string => {
+  const parts = base.split("/").filter((p) => p !== "")
+  for (const part of relative.split("/")) {
+    if (part === "" || part === ".") continue
+    if (part === "..") parts.pop()
+    else parts.push(part)
+  }
+  return `/${parts.join("/")}`
+}
+
+/**
+ * `svc bag install DIR`: the bag, after the children it composes from a `path` (bag-manifest
+ * spec, "bags": "installing the parent fetches it"), each installed as `svc bag install` would,
+ * recursively. A child from a Git remote (`repo`) is not fetched (svc fetches nothing from the
+ * network): a note says so when it is not installed yet.
+ */
+export const installBag = (dir: string): Effect.Effect<TreeOutcome, BagInvalid | AddressTaken | CompositionProblem | BagDirectoryError | BagStoreError, BagStore | BagDirectory | ManifestSource> =>
+  installTree(dir, [])
+
+const installTree = (
+  dir: string,
+  chain: ReadonlyArray<{ readonly dir: string; readonly name: string }>,
+  /** For a child: the name its parent composes it as, and how the parent named where it is. */
+  expected?: { readonly name: string; readonly by: string; readonly path: string }
+): Effect.Effect<TreeOutcome, BagInvalid | AddressTaken | CompositionProblem | BagDirectoryError | BagStoreError, BagStore | BagDirectory | ManifestSource> =>
+  Effect.gen(function* () {
+    // Its children first, read from the bag.yaml as written: the whole check (installOne) comes
+    // once they are installed, since this bag may use their constants.
+    const snapshot = yield* (yield* BagDirectory).read(dir)
+    const raw = (yield* ManifestSource).parse(snapshot.manifestText).value
+    const doc = typeof raw === "object" && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {}
+    const name = typeof doc["name"] === "string" ? (typeof doc["extends"] === "string" ? `${doc["extends"]}/${doc["name"]}` : doc["name"]) : dir
+    if (expected !== undefined && expected.name !== name) {
+      return yield* new CompositionProblem({
+        message: `${expected.by} composes ${expected.name} from ${expected.path}, but the bag there is named ${name}: name it ${expected.name} in its bag.yaml, or compose ${name}`
+      })
+    }
+    const here = [...chain, { dir: snapshot.dir, name }]
+    const children: Array<TreeOutcome> = []
+    const notes: Array<string> = []
+    const bags = doc["bags"]
+    const entries = typeof bags === "object" && bags !== null && !Array.isArray(bags) ? Object.entries(bags as Record<string, unknown>) : []
+    for (const [childName, entry] of entries) {
+      // What the check would refuse is left to it (installOne): only a well-formed source is followed.
+      if (typeof entry !== "object" || entry === null) continue
+      const source = entry as { readonly path?: unknown; readonly repo?: unknown }
+      if (typeof source.path === "string") {
+        const childDir = resolveFrom(snapshot.dir, source.path)
+        const looped = here.findIndex((c) => c.dir === childDir)
+        if (looped >= 0) {
+          return yield* new CompositionProblem({ message: `bags compose each other in a circle: ${[...here.slice(looped).map((c) => c.name), childName].join(" composes ")}` })
+        }
+        children.push(yield* installTree(childDir, here, { name: childName, by: name, path: source.path }))
+      } else if (typeof source.repo === "string" && (yield* (yield* BagStore).get(childName)) === undefined) {
+        notes.push(`${name} composes ${childName} from the Git remote ${source.repo}, which svc does not fetch: install it with svc bag install DIR (svc bag doctor reports it missing until then)`)
+      }
+    }
+    return { ...(yield* installOne(dir)), children, notes }
+  })
+
+const installOne = (dir: string) =>
   Effect.gen(function* () {
     const store = yield* BagStore
     const installed = yield* store.list

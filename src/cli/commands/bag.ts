@@ -6,7 +6,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import { checkBag, type CheckReport } from "../../app/bags/BagCheck.js"
 import type { BagDirectoryError } from "../../app/bags/BagDirectory.js"
-import { installBag, removeBag } from "../../app/bags/BagInstall.js"
+import { installBag, removeBag, type TreeOutcome } from "../../app/bags/BagInstall.js"
 import { doctorAll, doctorBag, showBag, type DoctorReport, type Finding } from "../../app/bags/BagReport.js"
 import { BagStore, type BagStoreError } from "../../app/bags/BagStore.js"
 import { shortDigest } from "../../domain/bags/Digest.js"
@@ -41,15 +41,32 @@ const check = Command.make(
     }).pipe(Effect.catchTag("BagDirectoryError", (e) => Effect.fail(directoryFailure(e))))
 ).pipe(Command.withDescription("Validate a bag directory without installing it (exit 0 valid, 1 invalid)"))
 
+/** The children composed from a `path`, installed first, then the bag: one line each, and its jobs. */
+const installLines = (o: TreeOutcome): Array<string> => [
+  ...o.children.flatMap(installLines),
+  `${o.status} ${o.bag.name} ${o.bag.digest}`,
+  ...(o.bag.jobs.length > 0 ? [`jobs: ${o.bag.jobs.map((j) => j.address ?? `${j.name} (unversioned)`).join(", ")}`] : [])
+]
+const notesOf = (o: TreeOutcome): Array<string> => [...o.children.flatMap(notesOf), ...o.notes]
+type InstallJson = { status: string; name: string; digest: string; jobs: TreeOutcome["bag"]["jobs"]; children: Array<InstallJson>; notes: ReadonlyArray<string> }
+const installJson = (o: TreeOutcome): InstallJson => ({
+  status: o.status,
+  name: o.bag.name,
+  digest: o.bag.digest,
+  jobs: o.bag.jobs,
+  children: o.children.map(installJson),
+  notes: o.notes
+})
+
 const install = Command.make(
   "install",
   { dir: Args.directory({ name: "DIR", exists: "either" }), json },
   ({ dir, json }) =>
     installBag(dir).pipe(
-      Effect.flatMap(({ bag, status }) =>
+      Effect.flatMap((outcome) =>
         json
-          ? printJson({ status, name: bag.name, digest: bag.digest, jobs: bag.jobs })
-          : Console.log(`${status} ${bag.name} ${bag.digest}${bag.jobs.length > 0 ? `\njobs: ${bag.jobs.map((j) => j.address ?? `${j.name} (unversioned)`).join(", ")}` : ""}`)
+          ? printJson(installJson(outcome))
+          : Effect.zipRight(printLines(installLines(outcome)), Effect.forEach(notesOf(outcome), (note) => Console.error(`note: ${note}`), { discard: true }))
       ),
       Effect.catchTags({
         BagDirectoryError: (e) => Effect.fail(directoryFailure(e)),
@@ -59,6 +76,7 @@ const install = Command.make(
             Effect.fail(refused(e.message))
           ),
         AddressTaken: (e) => Effect.fail(refused(e.message)),
+        CompositionProblem: (e) => Effect.fail(refused(e.message)),
         BagStoreError: (e) => Effect.fail(storeFailure(e))
       })
     )
