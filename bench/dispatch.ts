@@ -220,6 +220,7 @@ const noop: ResolvedJob = {
   runs: { using: "node", main: "main.mjs" },
   env: [],
   workingDirectory: undefined,
+  secrets: [],
   preflight: undefined,
   validate: undefined,
   inputProblem: () => undefined,

@@ -114,6 +114,7 @@ const jobAt = (bagDir: string): ResolvedJob => ({
   runs: { using: "node", main: "main.mjs" },
   env: [],
   workingDirectory: undefined,
+  secrets: [],
   preflight: undefined,
   validate: undefined,
   inputProblem: () => undefined,

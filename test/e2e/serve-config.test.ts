@@ -248,11 +248,13 @@ describe("a job's checks", () => {
         job("guarded", "    preflight:\n      command: [node, -e, \"console.error('no licence file'); process.exit(1)\"]\n      hint: put the licence in place first\n"),
         job("verified", "    validate:\n      files_exist: [jobs/mark.mjs, out/report.txt]\n"),
         job("fine", "    preflight:\n      command: test -f jobs/mark.mjs\n      timeout: 10s\n    validate:\n      files_exist: [jobs/mark.mjs]\n      command: [node, -e, \"process.exit(0)\"]\n"),
+        "  secretive:\n    description: needs a secret\n    version: 1.0.0\n    runs:\n      using: node\n      main: jobs/token.mjs\n      secrets: [LAB_TOKEN]\n",
         ""
       ].join("\n")
     )
     // The job says it ran on stderr, then answers.
     writeFileSync(join(bag, "jobs", "mark.mjs"), 'console.error("the job ran")\nconsole.log(JSON.stringify({ ran: true }))\n')
+    writeFileSync(join(bag, "jobs", "token.mjs"), "console.log(JSON.stringify({ length: (process.env.LAB_TOKEN ?? '').length }))\n")
     expect((await svcIn(transcript, home, ["bag", "check", bag])).code).toBe(0)
     expect((await svcIn(transcript, home, ["bag", "install", bag])).code).toBe(0)
     const owner = await startServe("owner with checked jobs", home, transcript)
@@ -270,6 +272,15 @@ describe("a job's checks", () => {
     })
     const fine = await svcIn(transcript, home, ["run", "checked:fine@1.0.0", "--wait"])
     expect({ code: fine.code, stdout: fine.stdout }).toEqual({ code: 0, stdout: '{"ran":true}\n' })
+    // A secret it declares comes from $SVC_HOME/secrets; without it the job does not start.
+    const unset = await svcIn(transcript, home, ["run", "checked:secretive@1.0.0", "--wait"])
+    expect(unset.code).toBe(1)
+    expect(unset.stderr).toContain(`it needs the secret LAB_TOKEN, which is not set on this machine: write its value to ${join(home, "secrets", "LAB_TOKEN")}`)
+    mkdirSync(join(home, "secrets"), { mode: 0o700 })
+    writeFileSync(join(home, "secrets", "LAB_TOKEN"), "tok-123456\n", { mode: 0o600 })
+    const set = await svcIn(transcript, home, ["run", "checked:secretive@1.0.0", "--wait"])
+    expect({ code: set.code, stdout: set.stdout }).toEqual({ code: 0, stdout: '{"length":10}\n' })
+    expect(owner.output()).not.toContain("tok-123456")
     expect((await owner.stop()).code).toBe(0)
   }, 60_000)
 })

@@ -21,6 +21,11 @@ export interface ExecutionSpec {
   readonly input: unknown
   /** The job's timeout; null: none. */
   readonly timeoutMs: number | null
+  /**
+   * Secret names the job needs (`runs.secrets`, `requires.secrets`): each is set in its
+   * environment from this machine's secret store, and a missing one keeps it from starting.
+   */
+  readonly secrets?: ReadonlyArray<string> | undefined
   readonly preflight?: Preflight | undefined
   readonly validate?: Validate | undefined
   /** Files the child's stdout and stderr are appended to as they arrive (created if missing); a check's output too. */

@@ -27,6 +27,7 @@ export interface ResolvedJob {
   readonly runs: ExecutionSpec["runs"]
   readonly env: ReadonlyArray<string>
   readonly workingDirectory: string | undefined
+  readonly secrets: ReadonlyArray<string>
   readonly preflight: Preflight | undefined
   readonly validate: Validate | undefined
   /** Why this input does not fit `input_schema`; undefined when it fits (or there is none). */
@@ -99,6 +100,7 @@ export const resolveJob = (address: string) =>
       runs: job.runs.using === "node" ? { using: "node", main: job.runs.main } : { using: "process", command: job.runs.command },
       env: job.runs.env ?? [],
       workingDirectory: job.runs["working-directory"],
+      secrets: [...new Set([...(job.runs.secrets ?? []), ...(job.requires?.secrets ?? [])])],
       preflight:
         job.preflight === undefined
           ? undefined

@@ -87,6 +87,7 @@ export const makeLocalRuns = ({ state, execute, host, executor, files, scope }: 
             runs: resolved.runs,
             env: resolved.env,
             workingDirectory: resolved.workingDirectory,
+            secrets: resolved.secrets,
             preflight: resolved.preflight,
             validate: resolved.validate,
             input: run.input,

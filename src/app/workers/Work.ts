@@ -238,6 +238,7 @@ export const makeWork = (side: WorkSide, call: Call) =>
           runs: job.runs,
           env: job.env,
           workingDirectory: job.workingDirectory,
+          secrets: job.secrets,
           preflight: job.preflight,
           validate: job.validate,
           input: work.input,

@@ -30,7 +30,39 @@ export interface ChildExecutorOptions {
   readonly typeScriptCacheDir?: string
   /** Between SIGTERM and SIGKILL when a child is stopped; default 5 s. */
   readonly stopGraceMs?: number
+  /** Where a job's secrets are kept, one file per name (`$SVC_HOME/secrets`); none: a job that declares one does not start. */
+  readonly secretsDir?: string
 }
+
+const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+
+/**
+ * The values of the secrets a job declares, from `<dir>/<NAME>` (its content, one trailing line
+ * break dropped). A missing one refuses the run, naming the file to write; the value never
+ * appears in a message.
+ */
+const secretsOf = (names: ReadonlyArray<string>, dir: string | undefined): Effect.Effect<Record<string, string>, Refused> =>
+  Effect.tryPromise({
+    try: async () => {
+      const values: Record<string, string> = {}
+      for (const name of names) {
+        if (!SECRET_NAME.test(name)) throw new Refused({ message: `its secret name ${JSON.stringify(name)} is not an environment variable name` })
+        if (dir === undefined) throw new Refused({ message: `it needs the secret ${name}, and this machine keeps no secrets` })
+        const file = nodePath.join(dir, name)
+        const value = await fs.readFile(file, "utf8").catch((e: NodeJS.ErrnoException) => {
+          throw new Refused({
+            message:
+              e.code === "ENOENT"
+                ? `it needs the secret ${name}, which is not set on this machine: write its value to ${file} (readable by svc alone: chmod 600)`
+                : `its secret ${name} cannot be read from ${file}: ${e.code ?? e.message}`
+          })
+        })
+        values[name] = value.replace(/\r?\n$/, "")
+      }
+      return values
+    },
+    catch: (e) => (e instanceof Refused ? e : new Refused({ message: `its secrets cannot be read: ${e instanceof Error ? e.message : String(e)}` }))
+  })
 
 /** Variables of the service's environment a child may see; nothing else is passed on. */
 export const PASSED_ENV = ["PATH", "HOME", "TMPDIR", "LANG", "TZ"] as const
@@ -423,7 +455,8 @@ export const make = (options: ChildExecutorOptions = {}): ExecutorService => {
           Effect.gen(function* () {
             const launch = yield* restore(launchOf(spec, cacheDir))
             const cwd = yield* restore(cwdOf(spec))
-            const env = childEnv(spec)
+            // A secret goes to the child's environment only, never to a message or a log.
+            const env = { ...childEnv(spec), ...(yield* secretsOf(spec.secrets ?? [], options.secretsDir)) }
             // The job's probe first: when it fails, the job does not start (bag-manifest spec, "Errors").
             const preflight = spec.preflight
             if (preflight !== undefined) {

@@ -31,6 +31,7 @@ import { layerWithRuns as ownerLayer, OwnerAddress } from "../../app/workers/Own
 import * as Presence from "../../app/workers/Presence.js"
 import { HostPrograms } from "../../app/bags/BagStore.js"
 import * as HostProgramsLive from "../bags/HostPrograms.js"
+import { Executor } from "../../app/runs/Executor.js"
 import * as ChildExecutor from "../runs/ChildExecutor.js"
 import * as FileRunFiles from "../runs/FileRunFiles.js"
 import * as NodeBagDirectory from "../bags/NodeBagDirectory.js"
@@ -48,6 +49,10 @@ import { loadOrCreate } from "../tls/OwnerCertificate.js"
 import { linkKeys, readLinks, writeLink } from "../workers/LinkStore.js"
 import * as NodeEntropy from "../workers/NodeEntropy.js"
 import { callOwner, makeAgent } from "../workers/OwnerClient.js"
+
+
+/** Where the jobs' secrets are kept on this machine: one file per name (docs/executors.md, "Secrets"). */
+export const secretsDir = (home: string) => nodePath.join(home, "secrets")
 
 export class ServeError extends Data.TaggedError("ServeError")<{ readonly message: string }> {}
 
@@ -111,7 +116,7 @@ export const serve = (options: ServeOptions) =>
       // One arbiter of this machine's slots: its own runs and the work it does for other owners.
       const slots = yield* makeSlots(firstOffer.capacity)
       const resolve = (address: string) => resolveJob(address).pipe(Effect.provide(bagLayers))
-      const executor = ChildExecutor.make()
+      const executor = ChildExecutor.make({ secretsDir: secretsDir(options.home) })
       const ownerHost = Layer.succeed(OwnerHost, {
         capacity: firstOffer.capacity,
         labels: firstOffer.labels,
@@ -140,7 +145,7 @@ export const serve = (options: ServeOptions) =>
             NodeHashing.layer,
             NodeEntropy.layer,
             Layer.succeed(OwnerAddress, { url, fingerprint: tls.fingerprint }),
-            ChildExecutor.layer,
+            Layer.succeed(Executor, executor),
             FileRunFiles.layer(`${options.home}/runs`),
             ownerHost
           )

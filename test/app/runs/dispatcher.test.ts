@@ -77,6 +77,7 @@ const resolved = (name: string, requiredLabels: ReadonlyArray<string>): Resolved
   runs: { using: "node", main: "main.mjs" },
   env: [],
   workingDirectory: undefined,
+  secrets: [],
   preflight: undefined,
   validate: undefined,
   inputProblem: check(INPUT_SCHEMA, "input"),

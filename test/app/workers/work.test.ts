@@ -44,6 +44,7 @@ const job: ResolvedJob = {
   runs: { using: "node", main: "main.mjs" },
   env: [],
   workingDirectory: undefined,
+  secrets: [],
   preflight: undefined,
   validate: undefined,
   inputProblem: () => undefined,

@@ -307,6 +307,39 @@ describe("ChildExecutor", () => {
     )
   })
 
+  describe("secrets", () => {
+    const secretsDir = join(scratch, "secrets")
+    const WithSecrets = layerWith({ typeScriptCacheDir: join(scratch, "ts-cache"), stopGraceMs: 300, secretsDir })
+    const printsEnv = (name: string): ExecutionSpec["runs"] => ({ using: "process", command: [process.execPath, "-e", `console.log(JSON.stringify(process.env[${JSON.stringify(name)}] ?? null))`] })
+
+    it.live("a declared secret is in the job's environment, from its file; one not set keeps the job from starting, naming the file", () =>
+      Effect.gen(function* () {
+        mkdirSync(secretsDir, { recursive: true })
+        writeFileSync(join(secretsDir, "API_TOKEN"), "s3cr3t-value\n", { mode: 0o600 })
+        const s = spec({ runs: printsEnv("API_TOKEN"), secrets: ["API_TOKEN"] })
+        expect(yield* run(s)).toMatchObject({ ok: true, result: "s3cr3t-value" })
+        const missing = yield* run(spec({ runs: printsEnv("OTHER"), secrets: ["API_TOKEN", "OTHER"] }))
+        expect(missing).toMatchObject({
+          ok: false,
+          error: `it needs the secret OTHER, which is not set on this machine: write its value to ${join(secretsDir, "OTHER")} (readable by svc alone: chmod 600)`
+        })
+        // Never in a message: only names and paths are.
+        expect(JSON.stringify(missing)).not.toContain("s3cr3t-value")
+        const badName = yield* run(spec({ runs: printsEnv("x"), secrets: ["../escape"] }))
+        expect(badName).toMatchObject({ ok: false, error: 'its secret name "../escape" is not an environment variable name' })
+      }).pipe(Effect.provide(WithSecrets))
+    )
+
+    it.live("a machine that keeps no secrets does not start a job that needs one", () =>
+      Effect.gen(function* () {
+        expect(yield* run(spec({ runs: printsEnv("API_TOKEN"), secrets: ["API_TOKEN"] }))).toMatchObject({
+          ok: false,
+          error: "it needs the secret API_TOKEN, and this machine keeps no secrets"
+        })
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+  })
+
   describe("environment and working directory", () => {
     it.live("the child sees none of the service's environment but a few names, the run's names and the job's literals", () =>
       Effect.gen(function* () {
