@@ -205,6 +205,8 @@ export const parseProblem = (root: CommandSpec, args: ReadonlyArray<string>, cli
     const option = optionGiven(command, words, badValue[1]!)
     return `${command.path}: ${option === undefined ? "" : `${option} takes `}${article(badValue[2]!)} ${badValue[2]!}, not ${quote(badValue[1]!)} (${help})`
   }
+  const notDirectory = /^Expected path '(.*)' to be a directory$/s.exec(text)
+  if (notDirectory !== null) return `${command.path}: ${notDirectory[1]} is not a directory (${help})`
   const cases = /^Expected one of the following cases: (.*)$/s.exec(text)
   if (cases !== null) {
     return `${command.path}: expected one of ${cases[1]!.trim()}${suffixOf(command, words, cases[1]!)} (${help})`

@@ -98,6 +98,12 @@ describe("@effect/cli's parse problems reworded", () => {
     expect(parseProblem(tree, ["audit", "x"], "Received unknown argument: 'x'")).toBe('svc audit: unexpected argument "x"; it takes no arguments (svc audit --help)')
   })
 
+  it("says a path is not a directory in plain words", () => {
+    expect(parseProblem(tree, ["bag", "check", "/etc/passwd"], "Expected path '/etc/passwd' to be a directory")).toBe(
+      "svc bag check: /etc/passwd is not a directory (svc bag check --help)"
+    )
+  })
+
   it("keeps any other text, naming the command", () => {
     expect(parseProblem(tree, ["serve"], "something else\n")).toBe("svc serve: something else (svc serve --help)")
   })

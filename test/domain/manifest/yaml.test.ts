@@ -64,6 +64,13 @@ describe("duplicate keys", () => {
 })
 
 describe("aliases", () => {
+  it("says a merge key is not taken, naming it as YAML's", () => {
+    const r = check(doc("constants: {base: &b {x: 1}}", "cli:", "  <<: *b"))
+    const merge = r.errors.find((e) => e.path === 'cli["<<"]')
+    expect(merge?.message).toBe('is a YAML merge key, which bag.yaml does not take: write the keys out (an anchor and alias, "&x" and "*x", may stand for a whole value)')
+    expect(merge?.line).toBe(5)
+  })
+
   const bomb = [
     'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]',
     "b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]",

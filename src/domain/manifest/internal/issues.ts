@@ -118,6 +118,11 @@ export const problemsOfIssue = (root: ParseResult.ParseIssue): Array<Problem> =>
           out.push(error(path, `${JSON.stringify(key)} is not a valid name: ${rule}`, "key"))
           return
         }
+        // YAML's merge key: the parser leaves it as a key, and the keys it would merge missing.
+        if (key === "<<") {
+          out.push(error(path, 'is a YAML merge key, which bag.yaml does not take: write the keys out (an anchor and alias, "&x" and "*x", may stand for a whole value)', "key"))
+          return
+        }
         const candidates = expectedKeys(parent)
         const hint = suggest(key, candidates)
         out.push(error(path, `unknown key ${JSON.stringify(key)}${hint === undefined ? "" : `; did you mean ${JSON.stringify(hint)}?`}`, "key"))
