@@ -15,7 +15,8 @@ import * as Fiber from "effect/Fiber"
 import * as TestClock from "effect/TestClock"
 import * as Clock from "effect/Clock"
 import { Executor, type ExecutionSpec } from "../../../src/app/runs/Executor.js"
-import { layerWith, sleepFor } from "../../../src/infra/runs/ChildExecutor.js"
+import { sleepFor } from "../../../src/infra/runs/Child.js"
+import { layerWith } from "../../../src/infra/runs/ChildExecutor.js"
 
 const bagDir = fileURLToPath(new URL("../../fixtures/executor/bag", import.meta.url))
 const scratch = mkdtempSync(join(tmpdir(), "svc-executor-"))

@@ -1,0 +1,245 @@
+/**
+ * One child process, from its start to its end: spawned without a shell, its output appended to
+ * the attempt's files as it arrives with a bounded tail kept in memory, waited for with a
+ * timeout of any length, and stopped with SIGTERM then SIGKILL; every wait completes only once
+ * the child has exited and its output is written. What a job's child means (its launch, input,
+ * result and checks) is ChildExecutor.ts.
+ */
+import { spawn, type ChildProcess } from "node:child_process"
+import * as fs from "node:fs/promises"
+import type { WriteStream } from "node:fs"
+import * as nodePath from "node:path"
+import { finished } from "node:stream/promises"
+import * as Data from "effect/Data"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
+import type { ExecutionSpec } from "../../app/runs/Executor.js"
+
+/** Stdout kept in memory to find the result line; the result line can be at most this long. */
+export const RESULT_TAIL_BYTES = 64 * 1024
+const STDERR_TAIL_BYTES = 4 * 1024
+/**
+ * After the child exits, its output is read until its pipes close, for at most this long: a
+ * process it left behind may hold them open, and the run must still end.
+ */
+const DRAIN_AFTER_EXIT_MS = 2_000
+
+/** A run refused before anything is started; becomes an outcome with ok false. */
+export class Refused extends Data.TaggedError("Refused")<{ readonly message: string }> {}
+
+/** The last `limit` bytes of a stream (up to twice that in memory between compactions). */
+export class Tail {
+  private chunks: Array<Buffer> = []
+  private size = 0
+  /** Some bytes at the start were let go. */
+  private dropped = false
+  constructor(private readonly limit: number) {}
+
+  push(chunk: Buffer): void {
+    this.chunks.push(chunk)
+    this.size += chunk.length
+    if (this.size > 2 * this.limit) {
+      const all = Buffer.concat(this.chunks)
+      // One byte more than the limit: it tells whether the kept bytes start a line.
+      this.chunks = [Buffer.from(all.subarray(all.length - this.limit - 1))]
+      this.size = this.limit + 1
+      this.dropped = true
+    }
+  }
+
+  /** The lines kept, blank ones left out, trimmed; `firstWhole` false when the first one's start was let go. */
+  lines(): { readonly lines: ReadonlyArray<string>; readonly firstWhole: boolean } {
+    // The same bytes however the output was chunked: the last `limit`, and the one before them,
+    // which is a newline when the first line kept is whole.
+    const all = Buffer.concat(this.chunks)
+    const cut = this.dropped || all.length > this.limit + 1
+    const split = all.subarray(Math.max(0, all.length - this.limit - 1)).toString("utf8").split("\n")
+    const firstWhole = !cut || (split[0] ?? "").trim() === ""
+    return { lines: split.map((line) => line.trimEnd()).filter((line) => line.trim() !== ""), firstWhole }
+  }
+
+  /** The last line that is not blank, trimmed; `whole` false when its start was let go. */
+  lastLine(): { readonly line: string; readonly whole: boolean } | undefined {
+    const { lines, firstWhole } = this.lines()
+    const line = lines[lines.length - 1]
+    return line === undefined ? undefined : { line: line.trim(), whole: lines.length > 1 || firstWhole }
+  }
+}
+
+
+export interface Launch {
+  readonly program: string
+  readonly args: ReadonlyArray<string>
+  /** How the program is named in an error sentence. */
+  readonly name: string
+}
+
+
+export interface OutputFiles {
+  readonly stdout: WriteStream
+  readonly stderr: WriteStream
+  /** The first write error, if any. */
+  error: string | undefined
+}
+
+export const openOutput = (spec: ExecutionSpec): Effect.Effect<OutputFiles, Refused> =>
+  Effect.tryPromise({
+    try: async () => {
+      const open = async (file: string) => {
+        await fs.mkdir(nodePath.dirname(file), { recursive: true })
+        return fs.open(file, "a")
+      }
+      const stdout = await open(spec.stdoutFile)
+      const stderr = await open(spec.stderrFile).catch(async (e: unknown) => {
+        await stdout.close()
+        throw e
+      })
+      const files: OutputFiles = { stdout: stdout.createWriteStream(), stderr: stderr.createWriteStream(), error: undefined }
+      for (const [stream, file] of [[files.stdout, spec.stdoutFile], [files.stderr, spec.stderrFile]] as const) {
+        stream.on("error", (e) => {
+          files.error ??= `its output could not be written to ${file}: ${e.message}`
+        })
+      }
+      return files
+    },
+    catch: (e) => new Refused({ message: `its output files cannot be opened: ${e instanceof Error ? e.message : String(e)}` })
+  })
+
+/** A child that ran to its end, with its files and whether its time ran out. */
+export interface Ran {
+  readonly running: Running
+  readonly files: OutputFiles
+  readonly timedOut: boolean
+}
+
+export interface Running {
+  readonly child: ChildProcess
+  /** The process ended (exit), or never started (spawn error). */
+  readonly exited: Deferred.Deferred<void>
+  /** Its pipes are closed too: all its output was read. */
+  readonly closed: Deferred.Deferred<void>
+  readonly stdoutTail: Tail
+  readonly stderrTail: Tail
+  spawnError: NodeJS.ErrnoException | undefined
+}
+
+
+export const start = (launch: Launch, cwd: string, env: Record<string, string>, input: string, files: OutputFiles) =>
+  Effect.gen(function* () {
+    const exited = yield* Deferred.make<void>()
+    const closed = yield* Deferred.make<void>()
+    const child = yield* Effect.try({
+      try: () => spawn(launch.program, launch.args, { cwd, env, stdio: ["pipe", "pipe", "pipe"], shell: false, detached: false }),
+      // Thrown, not emitted: arguments Node refuses outright (a NUL byte in an argument, say).
+      catch: (e) => new Refused({ message: `cannot start ${launch.name}: ${e instanceof Error ? e.message : String(e)}` })
+    }).pipe(Effect.tapError(() => Effect.sync(() => [files.stdout, files.stderr].forEach((stream) => stream.destroy()))))
+    const running: Running = {
+      child,
+      exited,
+      closed,
+      stdoutTail: new Tail(RESULT_TAIL_BYTES),
+      stderrTail: new Tail(STDERR_TAIL_BYTES),
+      spawnError: undefined
+    }
+    child.on("error", (e: NodeJS.ErrnoException) => {
+      // Also emitted when a kill fails; only a child that never started has no pid.
+      if (child.pid !== undefined) return
+      running.spawnError = e
+      Deferred.unsafeDone(exited, Effect.void)
+    })
+    child.on("exit", () => Deferred.unsafeDone(exited, Effect.void))
+    child.on("close", () => Deferred.unsafeDone(closed, Effect.void))
+    child.stdout!.on("data", (chunk: Buffer) => running.stdoutTail.push(chunk))
+    child.stderr!.on("data", (chunk: Buffer) => running.stderrTail.push(chunk))
+    child.stdout!.pipe(files.stdout)
+    child.stderr!.pipe(files.stderr)
+    // A child that never reads its input closes the pipe under us (EPIPE): that is its choice.
+    child.stdin!.on("error", () => {})
+    child.stdin!.end(input)
+    return running
+  })
+
+/** Waits for `deferred`, doing `act` if it is still pending after `ms`; works uninterruptibly. */
+const awaitOr = (deferred: Deferred.Deferred<void>, ms: number, act: () => void) =>
+  Effect.gen(function* () {
+    const timer = yield* Effect.forkDaemon(Effect.interruptible(Effect.sleep(Duration.millis(ms))).pipe(Effect.zipRight(Effect.sync(act))))
+    yield* Deferred.await(deferred)
+    yield* Fiber.interrupt(timer)
+  })
+
+const hasExited = (running: Running) =>
+  running.spawnError !== undefined || running.child.exitCode !== null || running.child.signalCode !== null
+
+/** SIGTERM, then SIGKILL after the grace; returns once the child has exited. */
+export const stop = (running: Running, graceMs: number) =>
+  Effect.suspend(() => {
+    if (hasExited(running)) return Deferred.await(running.exited)
+    running.child.kill("SIGTERM")
+    return awaitOr(running.exited, graceMs, () => running.child.kill("SIGKILL"))
+  })
+
+/** All output read (or given up on, see DRAIN_AFTER_EXIT_MS) and written to the files. */
+export const finishOutput = (running: Running, files: OutputFiles) =>
+  Effect.gen(function* () {
+    yield* awaitOr(running.closed, DRAIN_AFTER_EXIT_MS, () => {
+      running.child.stdout?.destroy()
+      running.child.stderr?.destroy()
+    })
+    yield* Effect.promise(async () => {
+      for (const stream of [files.stdout, files.stderr]) {
+        // A pipe ends its file when the output ends; a destroyed pipe does not.
+        if (!stream.writableEnded) stream.end()
+        await finished(stream).catch(() => {})
+        stream.destroy()
+      }
+    })
+  })
+
+export const cannotStart = (name: string, e: NodeJS.ErrnoException): string =>
+  e.code === "ENOENT"
+    ? `cannot start ${name}: not found`
+    : e.code === "EACCES"
+      ? `cannot start ${name}: permission denied`
+      : `cannot start ${name}: ${e.message}`
+
+
+/** The longest a JavaScript timer waits; Effect's clock never fires for a longer sleep. */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
+/**
+ * Sleeps `ms`, in steps a timer can take: a job's `timeout: 30d` (past 24.8 days) never fired,
+ * because Effect's clock does not schedule a sleep longer than a timer can wait.
+ */
+export const sleepFor = (ms: number): Effect.Effect<void> =>
+  ms <= MAX_TIMER_MS ? Effect.sleep(Duration.millis(ms)) : Effect.zipRight(Effect.sleep(Duration.millis(MAX_TIMER_MS)), Effect.suspend(() => sleepFor(ms - MAX_TIMER_MS)))
+
+/**
+ * One child to its end (or `timeoutMs`), its output appended to the attempt's files. Meant to
+ * run uninterruptibly: `restore` makes only the wait interruptible, and an interruption stops
+ * the child and completes once it has exited.
+ */
+export const runChild = (
+restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
+launch: Launch,
+cwd: string,
+env: Record<string, string>,
+input: string,
+spec: ExecutionSpec,
+timeoutMs: number | null,
+graceMs: number
+) =>
+  Effect.gen(function* () {
+    const files = yield* openOutput(spec)
+    const running = yield* start(launch, cwd, env, input, files)
+    const ended = Deferred.await(running.exited)
+    const waited = yield* restore(timeoutMs === null ? Effect.asSome(ended) : Effect.raceFirst(Effect.asSome(ended), Effect.as(sleepFor(timeoutMs), Option.none()))).pipe(
+      Effect.onInterrupt(() => stop(running, graceMs).pipe(Effect.zipRight(finishOutput(running, files))))
+    )
+    const timedOut = Option.isNone(waited)
+    if (timedOut) yield* stop(running, graceMs)
+    yield* finishOutput(running, files)
+    return { running, files, timedOut } satisfies Ran
+  })
