@@ -127,6 +127,16 @@ export interface Running {
 }
 
 
+/** Why Node refused to spawn, without the value it refused: its message quotes it, and it may be a secret. */
+const refusedSpawn = (e: unknown): string => {
+  const code = (e as NodeJS.ErrnoException | undefined)?.code
+  if (typeof code === "string" && code.startsWith("ERR_INVALID_ARG")) {
+    const where = /options\.env\['([^']*)'\]/.exec(e instanceof Error ? e.message : "")
+    return where !== null ? `the value of its environment variable ${where[1]} cannot be passed to a process (a NUL byte?)` : "Node refused its program, arguments or environment (a NUL byte in one?)"
+  }
+  return e instanceof Error ? e.message : String(e)
+}
+
 export const start = (launch: Launch, cwd: string, env: Record<string, string>, input: string, files: OutputFiles) =>
   Effect.gen(function* () {
     const exited = yield* Deferred.make<void>()
@@ -134,7 +144,8 @@ export const start = (launch: Launch, cwd: string, env: Record<string, string>, 
     const child = yield* Effect.try({
       try: () => spawn(launch.program, launch.args, { cwd, env, stdio: ["pipe", "pipe", "pipe"], shell: false, detached: false }),
       // Thrown, not emitted: arguments Node refuses outright (a NUL byte in an argument, say).
-      catch: (e) => new Refused({ message: `cannot start ${launch.name}: ${e instanceof Error ? e.message : String(e)}` })
+      // Node's message quotes the value it refused, and an environment value may be a secret.
+      catch: (e) => new Refused({ message: `cannot start ${launch.name}: ${refusedSpawn(e)}` })
     }).pipe(Effect.tapError(() => Effect.sync(() => [files.stdout, files.stderr].forEach((stream) => stream.destroy()))))
     const running: Running = {
       child,

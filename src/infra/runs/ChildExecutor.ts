@@ -52,6 +52,8 @@ const secretsOf = (names: ReadonlyArray<string>, dir: string | undefined): Effec
                 : `its secret ${name} cannot be read from ${file}: ${e.code ?? e.message}`
           })
         })
+        // An environment variable cannot hold a NUL byte; said without the value (Node's own refusal quoted it).
+        if (value.includes("\0")) throw new Refused({ message: `its secret ${name} holds a NUL byte, which an environment variable cannot: rewrite ${file}` })
         values[name] = value.replace(/\r?\n$/, "")
       }
       return values

@@ -326,6 +326,14 @@ describe("ChildExecutor", () => {
         })
         // Never in a message: only names and paths are.
         expect(JSON.stringify(missing)).not.toContain("s3cr3t-value")
+        // A value no environment variable can hold is refused without being quoted (Node's refusal quoted it).
+        writeFileSync(join(secretsDir, "BINARY"), "ab\0cd-SECRETPART", { mode: 0o600 })
+        const binary = yield* run(spec({ runs: printsEnv("BINARY"), secrets: ["BINARY"] }))
+        expect(binary).toMatchObject({ ok: false, error: `its secret BINARY holds a NUL byte, which an environment variable cannot: rewrite ${join(secretsDir, "BINARY")}` })
+        // Nor does Node's own refusal of an environment value reach a message.
+        const literal = yield* run(spec({ runs: printsEnv("X"), env: ["X=a\0SECRETPART"] }))
+        expect(literal).toMatchObject({ ok: false, error: "cannot start " + process.execPath + ": the value of its environment variable X cannot be passed to a process (a NUL byte?)" })
+        expect(JSON.stringify([binary, literal])).not.toContain("SECRETPART")
         const badName = yield* run(spec({ runs: printsEnv("x"), secrets: ["../escape"] }))
         expect(badName).toMatchObject({ ok: false, error: 'its secret name "../escape" is not an environment variable name' })
       }).pipe(Effect.provide(WithSecrets))
