@@ -89,8 +89,9 @@ export const openOutput = (spec: ExecutionSpec): Effect.Effect<OutputFiles, Refu
   Effect.tryPromise({
     try: async () => {
       const open = async (file: string) => {
-        await fs.mkdir(nodePath.dirname(file), { recursive: true })
-        return fs.open(file, "a")
+        // Private, as the runs directory is (docs/operations.md): output may hold what a job printed of a secret.
+        await fs.mkdir(nodePath.dirname(file), { recursive: true, mode: 0o700 })
+        return fs.open(file, "a", 0o600)
       }
       const stdout = await open(spec.stdoutFile)
       const stderr = await open(spec.stderrFile).catch(async (e: unknown) => {
@@ -142,7 +143,8 @@ export const start = (launch: Launch, cwd: string, env: Record<string, string>, 
     const exited = yield* Deferred.make<void>()
     const closed = yield* Deferred.make<void>()
     const child = yield* Effect.try({
-      try: () => spawn(launch.program, launch.args, { cwd, env, stdio: ["pipe", "pipe", "pipe"], shell: false, detached: false }),
+      // A process group of its own (detached), so that stopping it stops what it started too.
+      try: () => spawn(launch.program, launch.args, { cwd, env, stdio: ["pipe", "pipe", "pipe"], shell: false, detached: true }),
       // Thrown, not emitted: arguments Node refuses outright (a NUL byte in an argument, say).
       // Node's message quotes the value it refused, and an environment value may be a secret.
       catch: (e) => new Refused({ message: `cannot start ${launch.name}: ${refusedSpawn(e)}` })
@@ -184,12 +186,29 @@ const awaitOr = (deferred: Deferred.Deferred<void>, ms: number, act: () => void)
 const hasExited = (running: Running) =>
   running.spawnError !== undefined || running.child.exitCode !== null || running.child.signalCode !== null
 
-/** SIGTERM, then SIGKILL after the grace; returns once the child has exited. */
+/**
+ * `signal` to the child's process group: the child and what it started (a check's `sh -c` and
+ * its commands, a job's own helpers), the child alone if the group cannot be signalled.
+ */
+const signalGroup = (running: Running, signal: NodeJS.Signals) => {
+  const pid = running.child.pid
+  try {
+    if (pid === undefined) throw new Error("no pid")
+    process.kill(-pid, signal)
+  } catch {
+    running.child.kill(signal)
+  }
+}
+
+/**
+ * SIGTERM to its process group, then SIGKILL after the grace; returns once the child has exited.
+ * What is left of the group once it has (a helper that ignored SIGTERM) gets SIGKILL then.
+ */
 export const stop = (running: Running, graceMs: number) =>
   Effect.suspend(() => {
     if (hasExited(running)) return Deferred.await(running.exited)
-    running.child.kill("SIGTERM")
-    return awaitOr(running.exited, graceMs, () => running.child.kill("SIGKILL"))
+    signalGroup(running, "SIGTERM")
+    return awaitOr(running.exited, graceMs, () => signalGroup(running, "SIGKILL")).pipe(Effect.zipRight(Effect.sync(() => signalGroup(running, "SIGKILL"))))
   })
 
 /** All output read (or given up on, see DRAIN_AFTER_EXIT_MS) and written to the files. */

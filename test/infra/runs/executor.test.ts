@@ -200,6 +200,8 @@ describe("ChildExecutor", () => {
         const outcome = yield* run(s)
         expect(outcome).toMatchObject({ ok: true, result: { lines: 50_000 } })
         expect(statSync(s.stdoutFile).size).toBe(50_000 * 100 + JSON.stringify({ lines: 50_000 }).length + 1)
+        // Readable by svc alone, whatever the umask (they were 0644 on the owner).
+        expect([statSync(s.stdoutFile).mode & 0o777, statSync(s.stderrFile).mode & 0o777]).toEqual([0o600, 0o600])
       }).pipe(Effect.provide(ExecutorLive))
     )
   })
@@ -291,6 +293,31 @@ describe("ChildExecutor", () => {
         expect(command).toMatchObject({ ok: false, error: "its validate command failed: exited with code 1: 2 rows, expected 3", exitCode: 0 })
         const failing = yield* run(spec({ runs: node("process.exit(2)"), validate: { filesExist: ["nowhere"], command: ["false"], timeoutMs: 10_000 } }))
         expect(failing).toMatchObject({ ok: false, error: "exited with code 2", exitCode: 2 })
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+
+    it.live("a check through sh that times out, or a job that is stopped, takes what it started with it (its process group)", () =>
+      Effect.gen(function* () {
+        const pidFile = (name: string) => join(scratch, `${name}.pid`)
+        const background = (name: string) => `sleep 30 & echo $! > ${pidFile(name)}; wait`
+        const check = yield* run(spec({ runs: marking(join(scratch, "pg-check")), preflight: { command: background("pg-check"), timeoutMs: 500, hint: undefined } }))
+        expect(check).toMatchObject({ ok: false, error: "its preflight failed, so it did not start: timed out after 500ms" })
+        const job = yield* run(spec({ runs: { using: "process", command: ["sh", "-c", background("pg-job")] }, timeoutMs: 500 }))
+        expect(job).toMatchObject({ ok: false, error: "timed out after 500ms" })
+        // The sleeps the shells started were stopped with them (they outlived a stop before). An
+        // orphan killed is a zombie until this machine's init reaps it: dead all the same.
+        const running = (pid: number) => {
+          try {
+            return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.[0] !== "Z"
+          } catch {
+            return false
+          }
+        }
+        for (const name of ["pg-check", "pg-job"]) {
+          const pid = Number(readFileSync(pidFile(name), "utf8"))
+          expect(pid).toBeGreaterThan(0)
+          expect(running(pid), `${name}'s sleep (pid ${pid})`).toBe(false)
+        }
       }).pipe(Effect.provide(ExecutorLive))
     )
 
