@@ -68,6 +68,14 @@ describe("jobs", () => {
     })
   })
 
+  it("refuses secret names that could not name an environment variable (and a file beside it)", () => {
+    fails(doc("jobs:", "  build:", "    runs: {using: process, command: [x], secrets: [../../etc/passwd, LAB_TOKEN]}", "    requires: {secrets: ['a b']}"), [
+      { path: "jobs.build.runs.secrets[0]", line: 5, message: "must be a secret name usable as an environment variable" },
+      { path: "jobs.build.requires.secrets[0]", line: 6, message: "must be a secret name usable as an environment variable" }
+    ])
+    valid(doc("jobs:", "  build:", "    runs: {using: process, command: [x], secrets: [LAB_TOKEN, _x1]}"))
+  })
+
   it("names a key no kind of runs has even when using is missing or wrong, with its likely spelling", () => {
     fails(doc("jobs:", "  build:", "    runs: {usign: node, main: a.js}"), [
       { path: "jobs.build.runs.usign", line: 5, message: 'unknown key "usign"; did you mean "using"?' },

@@ -15,8 +15,14 @@ const Command = byKind("a command string or a list of program and arguments", {
   list: nonEmptyList(Schema.String, "program")
 })
 
+/**
+ * A job's secret names: each becomes an environment variable of the job, read from a file of that
+ * name (docs/executors.md, "Secrets"), so it must be a variable name (no `/`, no `..`).
+ */
+const SecretNames = Schema.Array(matching(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be a secret name usable as an environment variable: letters, digits and underscores, not starting with a digit"))
+
 const execution = {
-  secrets: opt(StrList),
+  secrets: opt(SecretNames),
   env: opt(Schema.Array(EnvLiteral)),
   "working-directory": opt(BagPath)
 }
@@ -97,7 +103,7 @@ export const Job = Schema.Struct({
   requires: opt(
     Schema.Struct({
       tools: opt(StrList),
-      secrets: opt(StrList),
+      secrets: opt(SecretNames),
       bins: opt(StrList),
       labels: opt(Schema.Array(Label))
     })
