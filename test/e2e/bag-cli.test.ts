@@ -335,6 +335,18 @@ describe("svc bag show and svc bag doctor judge what depends on this machine", (
       stderr: "svc: misnamed composes kid from ../leaf, but the bag there is named leaf: name it kid in its bag.yaml, or compose leaf\n"
     })
     expect(JSON.parse((await run("bag", "list", "--json")).stdout).bags.map((b: { name: string }) => b.name).sort()).toEqual(["child-c", "leaf", "par"])
+    // A child path that leads to no bag: check says so at that key; install refuses (exit 1) naming parent and child.
+    writeBag("orphan", "name: orphan\ndescription: o\nbags:\n  ghost: {path: ../ghost}\n")
+    const checked = await run("bag", "check", "orphan")
+    expect({ code: checked.code, stdout: checked.stdout }).toEqual({
+      code: 1,
+      stdout: `bag.yaml:4:17: bags.ghost.path: there is no bag at ../ghost: ${join(cwd, "ghost")} does not exist\n`
+    })
+    const refused = await run("bag", "install", "orphan")
+    expect({ code: refused.code, stderr: refused.stderr }).toEqual({
+      code: 1,
+      stderr: `svc: orphan composes ghost from ../ghost, where there is no bag: ${join(cwd, "ghost")} does not exist\n`
+    })
   })
 
   it("shows why a job stays on the owner", async () => {

@@ -7,7 +7,7 @@ import { checkManifest, type ManifestCheck } from "../../domain/manifest/Check.j
 import type { ConstantResolver } from "../../domain/manifest/Constants.js"
 import type { BagListing } from "../../domain/manifest/Environment.js"
 import type { Manifest } from "../../domain/manifest/Manifest.js"
-import { formatPath, type Severity } from "../../domain/manifest/Problem.js"
+import { error, formatPath, type Problem, type Severity } from "../../domain/manifest/Problem.js"
 import { BagDirectory, type BagSnapshot } from "./BagDirectory.js"
 import { ManifestSource } from "./ManifestSource.js"
 
@@ -29,8 +29,8 @@ export interface CheckReport {
 
 const byPosition = (a: ReportedProblem, b: ReportedProblem) => a.line - b.line || a.column - b.column
 
-/** Checks manifest text; with a listing, also that the files it names exist. */
-export const checkText = (text: string, listing?: BagListing, constants?: ConstantResolver) =>
+/** Checks manifest text; with a listing, also that the files it names exist; `found` adds what was found beside it. */
+export const checkText = (text: string, listing?: BagListing, constants?: ConstantResolver, found: ReadonlyArray<Problem> = []) =>
   Effect.map(ManifestSource, (source): CheckReport => {
     const parsed = source.parse(text)
     if (parsed.problems.length > 0) {
@@ -44,7 +44,7 @@ export const checkText = (text: string, listing?: BagListing, constants?: Consta
       ...(listing === undefined ? {} : { listing }),
       ...(constants === undefined ? {} : { constants })
     })
-    const problems = result.problems
+    const problems = [...result.problems, ...found]
       .map((p) => ({ path: formatPath(p.path), ...parsed.locate(p.path, p.at), message: p.message, severity: p.severity }))
       .sort(byPosition)
     return {
@@ -58,9 +58,45 @@ export const checkText = (text: string, listing?: BagListing, constants?: Consta
 export const checkSnapshot = (snapshot: BagSnapshot, constants?: ConstantResolver) =>
   checkText(snapshot.manifestText, snapshot.listing, constants)
 
+/** `relative` (POSIX, `..` allowed) from the absolute directory `base`. */
+export const resolveFrom = (base: string, relative: string): string => {
+  const parts = base.split("/").filter((p) => p !== "")
+  for (const part of relative.split("/")) {
+    if (part === "" || part === ".") continue
+    if (part === "..") parts.pop()
+    else parts.push(part)
+  }
+  return `/${parts.join("/")}`
+}
+
+/** The composed children a bag's `bags` map names by `path` (as written: the check judges the rest). */
+export const composedPaths = (manifestText: string) =>
+  Effect.map(ManifestSource, (source) => {
+    const raw = source.parse(manifestText).value
+    const bags = typeof raw === "object" && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>)["bags"] : undefined
+    const out: Array<{ readonly name: string; readonly path: string }> = []
+    if (typeof bags !== "object" || bags === null || Array.isArray(bags)) return out
+    for (const [name, entry] of Object.entries(bags as Record<string, unknown>)) {
+      const path = typeof entry === "object" && entry !== null ? (entry as { readonly path?: unknown }).path : undefined
+      if (typeof path === "string") out.push({ name, path })
+    }
+    return out
+  })
+
+/**
+ * `svc bag check DIR`: the bag, and beside it each child it composes from a `path`, which must be
+ * a bag directory (install fetches it from there). A directory alone (an installed copy, whose
+ * relative paths lead nowhere) is judged by checkSnapshot.
+ */
 export const checkBag = (dir: string, constants?: ConstantResolver) =>
   Effect.gen(function* () {
-    const snapshot = yield* (yield* BagDirectory).read(dir)
-    const report = yield* checkSnapshot(snapshot, constants)
+    const directory = yield* BagDirectory
+    const snapshot = yield* directory.read(dir)
+    const found: Array<Problem> = []
+    for (const child of yield* composedPaths(snapshot.manifestText)) {
+      const read = yield* Effect.either(directory.read(resolveFrom(snapshot.dir, child.path)))
+      if (read._tag === "Left") found.push(error(["bags", child.name, "path"], `there is no bag at ${child.path}: ${read.left.message}`))
+    }
+    const report = yield* checkText(snapshot.manifestText, snapshot.listing, constants, found)
     return { snapshot, report }
   })

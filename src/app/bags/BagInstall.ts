@@ -11,7 +11,7 @@ import type { Manifest } from "../../domain/manifest/Manifest.js"
 import { formatJobAddress, versionString } from "../../domain/manifest/JobAddress.js"
 import { shortDigest } from "../../domain/bags/Digest.js"
 import { BagDirectory, type BagDirectoryError } from "./BagDirectory.js"
-import { checkBag, type ReportedProblem } from "./BagCheck.js"
+import { checkBag, composedPaths, resolveFrom, type ReportedProblem } from "./BagCheck.js"
 import { BagStore, BagStoreError, type InstalledBag, type InstalledJob, type PinnedConstant } from "./BagStore.js"
 import { installedResolver } from "./BagConstants.js"
 import { ManifestSource } from "./ManifestSource.js"
@@ -71,17 +71,6 @@ export interface TreeOutcome extends InstallOutcome {
 /** A composition that cannot be installed as written: a cycle, or a child whose bag.yaml names another bag. */
 export class CompositionProblem extends Data.TaggedError("CompositionProblem")<{ readonly message: string }> {}
 
-/** `relative` (POSIX, `..` allowed) from the absolute directory `base`. */
-const resolveFrom = (base: string, relative: string): string => {
-  const parts = base.split("/").filter((p) => p !== "")
-  for (const part of relative.split("/")) {
-    if (part === "" || part === ".") continue
-    if (part === "..") parts.pop()
-    else parts.push(part)
-  }
-  return `/${parts.join("/")}`
-}
-
 /**
  * `svc bag install DIR`: the bag, after the children it composes from a `path` (bag-manifest
  * spec, "bags": "installing the parent fetches it"), each installed as `svc bag install` would,
@@ -112,21 +101,24 @@ const installTree = (
     const here = [...chain, { dir: snapshot.dir, name }]
     const children: Array<TreeOutcome> = []
     const notes: Array<string> = []
+    // What the check would refuse is left to it (installOne): only a well-formed source is followed.
+    for (const { name: childName, path } of yield* composedPaths(snapshot.manifestText)) {
+      const childDir = resolveFrom(snapshot.dir, path)
+      const looped = here.findIndex((c) => c.dir === childDir)
+      if (looped >= 0) {
+        return yield* new CompositionProblem({ message: `bags compose each other in a circle: ${[...here.slice(looped).map((c) => c.name), childName].join(" composes ")}` })
+      }
+      const child = installTree(childDir, here, { name: childName, by: name, path }).pipe(
+        // Said as the parent's: which child, from where (a bare "does not exist" named neither).
+        Effect.catchTag("BagDirectoryError", (e) => Effect.fail(new CompositionProblem({ message: `${name} composes ${childName} from ${path}, where there is no bag: ${e.message}` })))
+      )
+      children.push(yield* child)
+    }
     const bags = doc["bags"]
-    const entries = typeof bags === "object" && bags !== null && !Array.isArray(bags) ? Object.entries(bags as Record<string, unknown>) : []
-    for (const [childName, entry] of entries) {
-      // What the check would refuse is left to it (installOne): only a well-formed source is followed.
-      if (typeof entry !== "object" || entry === null) continue
-      const source = entry as { readonly path?: unknown; readonly repo?: unknown }
-      if (typeof source.path === "string") {
-        const childDir = resolveFrom(snapshot.dir, source.path)
-        const looped = here.findIndex((c) => c.dir === childDir)
-        if (looped >= 0) {
-          return yield* new CompositionProblem({ message: `bags compose each other in a circle: ${[...here.slice(looped).map((c) => c.name), childName].join(" composes ")}` })
-        }
-        children.push(yield* installTree(childDir, here, { name: childName, by: name, path: source.path }))
-      } else if (typeof source.repo === "string" && (yield* (yield* BagStore).get(childName)) === undefined) {
-        notes.push(`${name} composes ${childName} from the Git remote ${source.repo}, which svc does not fetch: install it with svc bag install DIR (svc bag doctor reports it missing until then)`)
+    for (const [childName, entry] of typeof bags === "object" && bags !== null && !Array.isArray(bags) ? Object.entries(bags as Record<string, unknown>) : []) {
+      const repo = typeof entry === "object" && entry !== null ? (entry as { readonly repo?: unknown }).repo : undefined
+      if (typeof repo === "string" && (yield* (yield* BagStore).get(childName)) === undefined) {
+        notes.push(`${name} composes ${childName} from the Git remote ${repo}, which svc does not fetch: install it with svc bag install DIR (svc bag doctor reports it missing until then)`)
       }
     }
     return { ...(yield* installOne(dir)), children, notes }
