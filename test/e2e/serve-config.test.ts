@@ -44,6 +44,13 @@ describe("svc serve configuration", () => {
     const retained = await serveRefused(home, { SVC_WORKFLOW_RETAINED_RUNS: "0" })
     expect(retained.code).toBe(1)
     expect(retained.stderr).toContain('SVC_WORKFLOW_RETAINED_RUNS must be a whole number from 1 to 50,000, not "0"')
+    // A misspelt setting left its default in force, silently.
+    writeFileSync(join(home, "svc.yaml"), "services:\n  workflows:\n    runtime:\n      env:\n        SVC_WORKFLOW_CAPACTY: 3\n")
+    const typo = await serveRefused(home)
+    expect(typo.code).toBe(1)
+    expect(typo.stderr).toContain(
+      `${join(home, "svc.yaml")}: services.workflows.runtime.env sets SVC_WORKFLOW_CAPACTY, which svc does not know; did you mean SVC_WORKFLOW_CAPACITY? (it knows SVC_WORKFLOW_CAPACITY, SVC_WORKFLOW_LABELS, SVC_WORKFLOW_RETAINED_RUNS)`
+    )
   }, 60_000)
 
   it("keeps as many settled runs in memory as svc.yaml says; older ones are counted by runs list, shown from the journal, and replayed alike", async () => {
