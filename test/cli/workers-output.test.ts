@@ -22,5 +22,7 @@ describe("svc workers status", () => {
     expect(usedOfCapacity({ used: 1, capacity: 4, revoked: false })).toBe("1/4")
     expect(usedOfCapacity({ used: 1, capacity: 0, revoked: true })).toBe("1 held")
     expect(usedOfCapacity({ used: 0, capacity: 0, revoked: true })).toBe("-")
+    // Offline, its advertisement lapsed: it offers nothing, and holds what its attempts held.
+    expect(usedOfCapacity({ used: 1, capacity: 0, revoked: false })).toBe("1 held")
   })
 })

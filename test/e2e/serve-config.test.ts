@@ -142,6 +142,12 @@ describe("svc serve configuration", () => {
       code: 2,
       stderr: "svc: --input nests more than 512 levels deep (arrays and objects within each other); at most 512 are taken\n"
     })
+    // A public URL with a user and password would go into every token and the log: refused, and not repeated.
+    const secretUrl = await svc(["serve", "--listen", "127.0.0.1:0", "--public-url", "https://user:pw-XYZ@owner.lan:7443"], { cwd: home, home })
+    expect({ code: secretUrl.code, stderr: secretUrl.stderr }).toEqual({
+      code: 2,
+      stderr: "svc: --public-url takes https://HOST[:PORT] (no user or password: workers authenticate with their credential)\n"
+    })
     const noValue = await svc(["workers", "invite", "--scope"], { cwd: home, home })
     expect({ code: noValue.code, stderr: noValue.stderr }).toEqual({ code: 2, stderr: "svc workers invite: --scope needs a value (text) (svc workers invite --help)\n" })
     const subcommand = await svc(["workers", "frob"], { cwd: home, home })

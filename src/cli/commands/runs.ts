@@ -229,7 +229,7 @@ const stop = Command.make("stop", { run: runArg, json }, ({ json, run }) =>
   Effect.gen(function* () {
     const r = (yield* admin("POST", "/runs/stop", { run })) as unknown as RunView
     if (json) return yield* printJson(r)
-    yield* Console.log(`stopped run ${r.id}${r.host === null ? "" : `; ${r.host} is told to stop it`}`)
+    yield* Console.log(`stopped run ${r.id}${r.host === null ? "" : r.host === "owner" ? "; its attempt on the owner is stopped" : `; ${r.host} is told to stop it`}`)
   })
 ).pipe(Command.withDescription("Stop a run wherever it is (a worker is told in the answer to its next call)"))
 

@@ -29,13 +29,17 @@ export const serveCommand = Command.make("serve", { listen, publicUrl, tlsCert, 
     if (address === undefined) return yield* usage(`--listen takes HOST:PORT, such as 127.0.0.1:7443, not ${JSON.stringify(o.listen)}`)
     if (Option.isSome(o.tlsCert) !== Option.isSome(o.tlsKey)) return yield* usage("--tls-cert and --tls-key go together")
     const url = Option.getOrUndefined(o.publicUrl)
-    if (url !== undefined && !/^https:\/\/[^/]+$/.test(url)) return yield* usage(`--public-url takes https://HOST[:PORT], not ${JSON.stringify(url)}`)
+    // A trailing slash is the same address; a user and password would go into every join token and the log.
+    const given = url?.replace(/\/+$/, "")
+    if (given !== undefined && !/^https:\/\/[^/@]+$/.test(given)) {
+      return yield* usage(`--public-url takes https://HOST[:PORT]${given.includes("@") ? " (no user or password: workers authenticate with their credential)" : `, not ${JSON.stringify(url)}`}`)
+    }
     const home = (yield* SvcHome).path
     yield* serve({
       home,
       host: address.host,
       port: address.port,
-      publicUrl: url,
+      publicUrl: given,
       tls: Option.isSome(o.tlsCert) && Option.isSome(o.tlsKey) ? { certFile: o.tlsCert.value, keyFile: o.tlsKey.value } : undefined
     }).pipe(Effect.mapError((e) => refused(e.message)), Effect.provide(ServeLogger.layer))
   })

@@ -150,9 +150,9 @@ const nextStep = (phase: string, url: string): string | undefined => {
   }
 }
 
-/** USED/CAP; a revoked worker offers nothing, but may still hold slots until they are released: `1 held`. */
+/** USED/CAP; a revoked or Offline worker offers nothing (capacity 0), but may still hold slots until they are released: `1 held`. */
 export const usedOfCapacity = (w: Pick<WorkerStatus, "used" | "capacity" | "revoked">): string =>
-  w.revoked ? (w.used === 0 ? "-" : `${w.used} held`) : `${w.used}/${w.capacity}`
+  w.revoked || w.capacity === 0 ? (w.used === 0 ? "-" : `${w.used} held`) : `${w.used}/${w.capacity}`
 
 const status = Command.make("status", { json }, ({ json }) =>
   Effect.gen(function* () {
@@ -238,7 +238,12 @@ const release = Command.make("release", { worker: workerArg, force, json }, ({ f
   Effect.gen(function* () {
     const answer = yield* admin("POST", "/release", { worker, force })
     if (json) return yield* printJson(answer)
-    yield* Console.log(`released ${String(answer["freed"])} slot(s) of ${String(answer["name"])}: its attempts are recorded as stopped, and those of unfinished runs are placed again`)
+    const freed = Number(answer["freed"])
+    yield* Console.log(
+      freed === 0
+        ? `nothing to release: no attempt holds a slot of ${String(answer["name"])}`
+        : `released ${freed} slot${freed === 1 ? "" : "s"} of ${String(answer["name"])}: its attempts are recorded as stopped, and those of unfinished runs are placed again`
+    )
   })
 ).pipe(Command.withDescription("Confirm a worker (say, a revoked one) no longer runs anything: free the slots its attempts hold"))
 
