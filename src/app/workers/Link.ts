@@ -125,6 +125,8 @@ export const runLink = (link: LinkRecord, transport: OwnerTransport, offer: Effe
     // Whatever ends the link stops the work it holds (revoked: the owner says so; fenced: another process has the session).
     yield* Effect.addFinalizer(() => (work === undefined ? Effect.void : work.stopAll))
 
+    /** The session this process holds, to resume when it says hello again (its key lives in memory only). */
+    let held: { readonly fence: number; readonly key: string } | undefined
     let backoff = BACKOFF_FIRST
     // The failure last logged: a run of failed retries is logged once (and again if its reason changes).
     let trouble: string | null = null
@@ -133,8 +135,9 @@ export const runLink = (link: LinkRecord, transport: OwnerTransport, offer: Effe
       const session = yield* Effect.either(
         Effect.scoped(
           Effect.gen(function* () {
-            const welcome = yield* call({ kind: "hello", protocol: 1, running: work === undefined ? [] : work.running() })
+            const welcome = yield* call({ kind: "hello", protocol: 1, running: work === undefined ? [] : work.running(), ...(held === undefined ? {} : { resumes: held }) })
             if (welcome.kind !== "welcome") return yield* new Unreachable({ message: `unexpected answer ${welcome.kind} to hello` })
+            held = welcome.sessionKey === undefined ? undefined : { fence: welcome.fence, key: welcome.sessionKey }
             backoff = BACKOFF_FIRST
             yield* set({ phase: "linked", detail: `session fence ${welcome.fence}`, fence: welcome.fence })
             yield* Effect.logInfo(`linked to the owner at ${link.url} as ${link.name}${trouble === null ? "" : " again"} (session fence ${welcome.fence})`)

@@ -241,9 +241,12 @@ export const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const f = freshness.get(worker.id)
       const live = f !== undefined && f.lastSeenAt !== null && now - f.lastSeenAt < 15_000
-      const envelopes = yield* execute((r) => Decide.decideStartSession({ workerId: worker.id, previousSessionLive: live, now }, r)).pipe(
-        Effect.mapError(commandRefusal("unauthenticated"))
-      )
+      // The process that holds the latest session, saying hello again, proves it with the session's key.
+      const resumes = request.resumes !== undefined && Decide.resumesSession(worker, request.resumes.fence, sha(request.resumes.key))
+      const sessionKey = base62FromBytes(entropy.bytes(24), 24)
+      const envelopes = yield* execute((r) =>
+        Decide.decideStartSession({ workerId: worker.id, previousSessionLive: live, resumes, keyHash: sha(sessionKey), now }, r)
+      ).pipe(Effect.mapError(commandRefusal("unauthenticated")))
       touch(worker.id, now, false)
       // The identity this installation had before it joined again (its credential proved it) is
       // no longer anyone's: revoked, so that it does not linger as a second worker of the same name.
@@ -255,7 +258,7 @@ export const make = Effect.gen(function* () {
       const fence = (envelopes[0]!.event as { fence: number }).fence
       // What it still runs, against what the owner placed on it (slots are not leaked).
       const stop = yield* dispatcher.hello(worker, request.running)
-      return { kind: "welcome" as const, workerId: worker.id, name: worker.name, fence, scope: worker.scope, advertiseEverySeconds: 5, stop, newCredential } satisfies WorkerResponse
+      return { kind: "welcome" as const, workerId: worker.id, name: worker.name, fence, scope: worker.scope, advertiseEverySeconds: 5, stop, newCredential, sessionKey } satisfies WorkerResponse
     })
 
   /** What an advertisement offers, as the decider takes it. */

@@ -52,7 +52,13 @@ export const Hello = Schema.Struct({
   kind: Schema.Literal("hello"),
   protocol: Schema.Literal(PROTOCOL_VERSION),
   /** Activity attempts this process still runs (reconciled by placement). */
-  running: ShortList(Schema.String, 100)
+  running: ShortList(Schema.String, 100),
+  /**
+   * Sent by a process saying hello again (it lost the owner, or the owner restarted): the fence
+   * and key of the session it held. When they are the worker's latest session's, the new session
+   * resumes it, which is no takeover (docs/protocol.md, "Sessions and fencing").
+   */
+  resumes: Schema.optionalWith(Schema.Struct({ fence: Fence, key: Schema.String.pipe(Schema.maxLength(100)) }), { exact: true })
 })
 export type Hello = typeof Hello.Type
 export type Join = typeof Join.Type
@@ -190,7 +196,9 @@ export const Welcome = Schema.Struct({
   advertiseEverySeconds: Schema.Number,
   /** Attempts the hello listed that this worker must stop (superseded, stopped or unknown). */
   stop: Schema.Array(Schema.String),
-  newCredential: Schema.NullOr(CredentialHandOver)
+  newCredential: Schema.NullOr(CredentialHandOver),
+  /** This session's key: kept by the process in memory only, presented in its next hello (`resumes`). */
+  sessionKey: Schema.optionalWith(Schema.String, { exact: true })
 })
 export type Welcome = typeof Welcome.Type
 

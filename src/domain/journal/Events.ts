@@ -86,7 +86,14 @@ export class SessionStarted extends Schema.TaggedClass<SessionStarted>()("Sessio
   fence: Schema.Int.pipe(Schema.positive()),
   /** A live session of the same worker was displaced (a copied credential took it over). */
   takeover: Schema.Boolean,
-  at: Millis
+  at: Millis,
+  /**
+   * SHA-256 of the session key handed to the process in its welcome (never the key): the same
+   * process proves with it, in its next hello, that it resumes its own session (after losing the
+   * owner, or the owner's restart), which is then no takeover. Absent from sessions started
+   * before it existed.
+   */
+  keyHash: Schema.optionalWith(Schema.String, { exact: true })
 }) {}
 
 /** Version 2: labels are `KEY=VALUE` strings (version 1 stored them as a map; see Upcasting). */

@@ -37,6 +37,8 @@ export interface WorkerRecord {
   /** The fence of the latest session; 0 before the first hello. */
   readonly fence: number
   readonly sessionStartedAt: number | null
+  /** SHA-256 of the latest session's key (SessionStarted.keyHash); absent until a session had one. */
+  readonly sessionKeyHash?: string
   readonly advertisement: AdvertisementRecord | null
   /** Version of the stream `worker-<id>` (0 until the first event after the join). */
   readonly streamVersion: number
@@ -153,7 +155,13 @@ export const applyRegistry = (maps: RegistryMaps, envelope: Envelope): void => {
         case "WorkerRevoked":
           return maps.updateWorker(e.workerId, w, { revokedAt: w.revokedAt ?? e.at, streamVersion })
         case "SessionStarted":
-          return maps.updateWorker(e.workerId, w, { fence: Math.max(w.fence, e.fence), sessionStartedAt: e.at, streamVersion })
+          return maps.updateWorker(e.workerId, w, {
+            fence: Math.max(w.fence, e.fence),
+            sessionStartedAt: e.at,
+            // Kept only when the session has one, so that states from before it are unchanged (and their digests).
+            ...(e.keyHash === undefined ? {} : { sessionKeyHash: e.keyHash }),
+            streamVersion
+          })
         case "WorkerAdvertised":
           return maps.updateWorker(e.workerId, w, {
             advertisement: { capacity: e.capacity, labels: e.labels, capabilities: e.capabilities, artifacts: e.artifacts, at: e.at },

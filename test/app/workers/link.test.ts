@@ -115,6 +115,35 @@ describe("the worker's link", () => {
     })
   )
 
+  it.effect("says hello again with the session it held (fence and key), so that the owner sees it resumes, not a takeover", () =>
+    Effect.gen(function* () {
+      const hellos: Array<WorkerRequest> = []
+      let fence = 0
+      let lose = false
+      const s = yield* scripted((r) => {
+        if (r.kind === "hello") {
+          hellos.push(r)
+          fence++
+          return Effect.succeed({ ...welcome(fence), sessionKey: `key-${fence}` } as WorkerResponse)
+        }
+        // The owner goes away once (a restart, say), after the first session began.
+        if (lose) {
+          lose = false
+          return Effect.fail(new Unreachable({ message: "connection refused" }))
+        }
+        return Effect.succeed(ack())
+      })
+      const fiber = yield* Effect.fork(runLink(link, s.transport, Effect.succeed(offer), s.status))
+      yield* TestClock.adjust("1 second")
+      lose = true
+      yield* TestClock.adjust("60 seconds")
+      expect(hellos.length).toBeGreaterThanOrEqual(2)
+      expect(hellos[0]).not.toHaveProperty("resumes")
+      expect(hellos[1]).toMatchObject({ kind: "hello", resumes: { fence: 1, key: "key-1" } })
+      yield* Fiber.interrupt(fiber)
+    })
+  )
+
   it.effect("backs off while the owner is away, with growing waits, then links again", () =>
     Effect.gen(function* () {
       let away = true

@@ -338,6 +338,34 @@ describe("display states", () => {
     })
   )
 
+  it.effect("a hello that proves it holds the latest session (its fence and key) resumes it: no takeover; a copy without the key takes over", () =>
+    Effect.gen(function* () {
+      const owner = yield* Owner
+      const { token } = yield* owner.invite({ scope: [], expiresInMs: null, name: "lab-1", actor: "operator" })
+      const joined = ok(yield* call(token, { kind: "join", name: "ignored" }), "joined")
+      const first = ok(yield* call(joined.credential, { kind: "hello", protocol: 1, running: [] }), "welcome")
+      expect(first.sessionKey).toMatch(/^[0-9A-Za-z]{24}$/)
+      ok(yield* call(joined.credential, offer(first.fence)), "ack")
+      const takeovers = Effect.map(Effect.flatMap(Projections, (p) => p.state), (s) => [...s.audit].filter((a) => a.kind === "takeover").length)
+      // The same process, its session live (it called just now), says hello again: it resumes.
+      const again = ok(yield* call(joined.credential, { kind: "hello", protocol: 1, running: [], resumes: { fence: first.fence, key: first.sessionKey! } }), "welcome")
+      expect(again.fence).toBe(first.fence + 1)
+      expect(again.sessionKey).not.toBe(first.sessionKey)
+      expect(yield* takeovers).toBe(0)
+      // An old key, a wrong key, or none: another process, which takes the live session over.
+      let fence = again.fence
+      for (const resumes of [{ fence: first.fence, key: first.sessionKey! }, { fence: again.fence + 1, key: "x".repeat(24) }, undefined]) {
+        ok(yield* call(joined.credential, offer(fence)), "ack")
+        const before = yield* takeovers
+        fence = ok(yield* call(joined.credential, { kind: "hello", protocol: 1, running: [], ...(resumes === undefined ? {} : { resumes }) }), "welcome").fence
+        expect(yield* takeovers).toBe(before + 1)
+      }
+      // The journal holds the key's hash, never the key.
+      const journaled = JSON.stringify([...(yield* Effect.flatMap(Projections, (p) => p.state)).registry.workers])
+      expect(journaled).not.toContain(again.sessionKey!)
+    }).pipe(Effect.provide(TestOwner))
+  )
+
   it.effect("the owner's log carries each audit row as it is recorded, a takeover and a revocation as warnings; not those from before it started", () =>
     Effect.gen(function* () {
       const logs: Array<string> = []
