@@ -258,8 +258,29 @@ export const tidyHelp = (text: string, path: string): string => {
     const end = tidy.indexOf("\n", usageAt + 1)
     const line = tidy.slice(usageAt + 1, end < 0 ? undefined : end)
     const rest = line.slice(2).replace(/^\S+/, "")
-    const fixed = `$ ${path}${rest}`.replace(/(?<!\[)(--[A-Za-z][\w-]*(?: [^\s[\]()|]+(?: \| [^\s[\]()|]+)*)?)\.\.\./g, "[$1]...")
-    tidy = tidy.slice(0, usageAt + 1) + fixed + (end < 0 ? "" : tidy.slice(end))
+    tidy = tidy.slice(0, usageAt + 1) + optionalRepeats(`$ ${path}${rest}`) + (end < 0 ? "" : tidy.slice(end))
   }
-  return tidy.replace(/\n {2}(A user-defined piece of text|A true or false value|An integer)\.\n\n/g, "\n")
+  // The commands a group lists, each with its usage: the same for their repeatable options.
+  tidy = tidy.replace(/^( {2}- .*)$/gm, (line) => optionalRepeats(line))
+  tidy = tidy.replace(/\n {2}(A user-defined piece of text|A true or false value|An integer)\.\n\n/g, "\n")
+  // @effect/cli's own options, in every command's help: said once, in svc --help.
+  return path === "svc" ? tidy : withoutBlocks(tidy, BUILT_IN_BLOCKS)
+}
+
+/** `--scope text...` as `[--scope text]...`: a repeatable option may be given no times at all. */
+const optionalRepeats = (line: string): string =>
+  line.replace(/(?<!\[)(--[A-Za-z][\w-]*(?: [^\s[\]()|]+(?: \| [^\s[\]()|]+)*)?)\.\.\./g, "[$1]...")
+
+const BUILT_IN_BLOCKS = ["--completions", "--log-level", "--wizard", "--version"]
+
+/** The help without the option blocks (a header line, then its indented lines) whose header starts with one of `names`. */
+const withoutBlocks = (text: string, names: ReadonlyArray<string>): string => {
+  const out: Array<string> = []
+  let skipping = false
+  for (const line of text.split("\n")) {
+    const header = line !== "" && !line.startsWith(" ")
+    if (header) skipping = names.some((name) => line === name || line.startsWith(`${name} `))
+    if (!skipping) out.push(line)
+  }
+  return out.join("\n")
 }

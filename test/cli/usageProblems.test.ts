@@ -169,6 +169,31 @@ describe("help, tidied", () => {
     ])
   })
 
+  it("leaves @effect/cli's own options to svc --help, and shows repeatable options as optional in a group's list", () => {
+    const help = ["USAGE", "", "$ invite --scope text...", "", "OPTIONS", "", "--name text", "", "  the name", "", "--completions sh | bash", "", "  Generate.", "", "(-h, --help)", "", "  Show the help.", "", "--wizard", "", "  Start wizard mode.", "", "--version", "", "  Show the version.", "", "COMMANDS", "", "  - invite --scope text... [--name text]  Print a token", ""].join("\n")
+    expect(tidyHelp(help, "svc workers invite").split("\n")).toEqual([
+      "USAGE",
+      "",
+      "$ svc workers invite [--scope text]...",
+      "",
+      "OPTIONS",
+      "",
+      "--name text",
+      "",
+      "  the name",
+      "",
+      "(-h, --help)",
+      "",
+      "  Show the help.",
+      "",
+      "COMMANDS",
+      "",
+      "  - invite [--scope text]... [--name text]  Print a token",
+      ""
+    ])
+    expect(tidyHelp(help, "svc")).toContain("--completions sh | bash")
+  })
+
   it("leaves a text without a usage line as it is, but for the type lines", () => {
     expect(tidyHelp("no usage here\n", "svc")).toBe("no usage here\n")
   })
