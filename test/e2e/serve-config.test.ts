@@ -6,7 +6,7 @@
  */
 import { spawn } from "node:child_process"
 import Database from "better-sqlite3"
-import { existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
@@ -44,6 +44,12 @@ describe("svc serve configuration", () => {
     const retained = await serveRefused(home, { SVC_WORKFLOW_RETAINED_RUNS: "0" })
     expect(retained.code).toBe(1)
     expect(retained.stderr).toContain('SVC_WORKFLOW_RETAINED_RUNS must be a whole number from 1 to 50,000, not "0"')
+    // A home every user may write to is refused (anyone could replace its socket, journal or secrets).
+    const open = tempDir("svc-cfg-open-")
+    chmodSync(open, 0o777)
+    const shared = await serveRefused(open)
+    expect(shared.code).toBe(1)
+    expect(shared.stderr).toContain(`${open} (SVC_HOME) is writable by every user (mode 0777), who could replace its admin socket, journal or secrets: chmod 700 ${open}`)
     // A misspelt setting left its default in force, silently.
     writeFileSync(join(home, "svc.yaml"), "services:\n  workflows:\n    runtime:\n      env:\n        SVC_WORKFLOW_CAPACTY: 3\n")
     const typo = await serveRefused(home)

@@ -44,13 +44,21 @@ const secretsOf = (names: ReadonlyArray<string>, dir: string | undefined): Effec
         if (!SECRET_NAME.test(name)) throw new Refused({ message: `its secret name ${JSON.stringify(name)} is not an environment variable name` })
         if (dir === undefined) throw new Refused({ message: `it needs the secret ${name}, and this machine keeps no secrets` })
         const file = nodePath.join(dir, name)
-        const value = await fs.readFile(file, "utf8").catch((e: NodeJS.ErrnoException) => {
+        const stat = await fs.stat(file).catch((e: NodeJS.ErrnoException) => {
           throw new Refused({
             message:
               e.code === "ENOENT"
                 ? `it needs the secret ${name}, which is not set on this machine: write its value to ${file} (readable by svc alone: chmod 600)`
                 : `its secret ${name} cannot be read from ${file}: ${e.code ?? e.message}`
           })
+        })
+        if (!stat.isFile()) throw new Refused({ message: `its secret ${name} must be a file holding its value, and ${file} is not one` })
+        // A secret others can read is not one: said rather than used (a link's target is what counts).
+        if ((stat.mode & 0o077) !== 0) {
+          throw new Refused({ message: `its secret ${name} is readable by other users (${file} has mode ${(stat.mode & 0o777).toString(8).padStart(4, "0")}): chmod 600 ${file}` })
+        }
+        const value = await fs.readFile(file, "utf8").catch((e: NodeJS.ErrnoException) => {
+          throw new Refused({ message: `its secret ${name} cannot be read from ${file}: ${e.code ?? e.message}` })
         })
         // An environment variable cannot hold a NUL byte; said without the value (Node's own refusal quoted it).
         if (value.includes("\0")) throw new Refused({ message: `its secret ${name} holds a NUL byte, which an environment variable cannot: rewrite ${file}` })

@@ -101,6 +101,14 @@ export const serve = (options: ServeOptions) =>
       const tooLong = socketPathProblem(options.home)
       if (tooLong !== null) return yield* new ServeError({ message: tooLong })
       yield* wrap("creating $SVC_HOME", () => fs.mkdir(options.home, { recursive: true, mode: 0o700 }))
+      // A home others may write to is anyone's runtime: they could replace its admin socket, its
+      // journal or a job's secret.
+      const homeMode = (yield* wrap("reading $SVC_HOME", () => fs.stat(options.home))).mode & 0o777
+      if ((homeMode & 0o002) !== 0) {
+        return yield* new ServeError({
+          message: `${options.home} (SVC_HOME) is writable by every user (mode ${homeMode.toString(8).padStart(4, "0")}), who could replace its admin socket, journal or secrets: chmod 700 ${options.home}`
+        })
+      }
       // One runtime per $SVC_HOME: a second one would be a second writer of the same journal.
       if (yield* wrap("checking for a running runtime", () => runtimeAnswering(options.home))) {
         return yield* new ServeError({ message: `svc serve is already running for ${options.home} (its admin socket answers)` })

@@ -4,7 +4,7 @@
  * not type-check (the TypeScript error) is written to a temporary bag instead, since tsc checks
  * every .ts file under test/. `it.live`: timeouts and the stop grace use the real clock.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -361,6 +361,18 @@ describe("ChildExecutor", () => {
         const literal = yield* run(spec({ runs: printsEnv("X"), env: ["X=a\0SECRETPART"] }))
         expect(literal).toMatchObject({ ok: false, error: "cannot start " + process.execPath + ": the value of its environment variable X cannot be passed to a process (a NUL byte?)" })
         expect(JSON.stringify([binary, literal])).not.toContain("SECRETPART")
+        // One others can read, or a directory, is refused saying what to do.
+        writeFileSync(join(secretsDir, "OPEN"), "v", { mode: 0o644 })
+        chmodSync(join(secretsDir, "OPEN"), 0o644)
+        expect(yield* run(spec({ runs: printsEnv("OPEN"), secrets: ["OPEN"] }))).toMatchObject({
+          ok: false,
+          error: `its secret OPEN is readable by other users (${join(secretsDir, "OPEN")} has mode 0644): chmod 600 ${join(secretsDir, "OPEN")}`
+        })
+        mkdirSync(join(secretsDir, "FOLDER"), { recursive: true })
+        expect(yield* run(spec({ runs: printsEnv("FOLDER"), secrets: ["FOLDER"] }))).toMatchObject({
+          ok: false,
+          error: `its secret FOLDER must be a file holding its value, and ${join(secretsDir, "FOLDER")} is not one`
+        })
         const badName = yield* run(spec({ runs: printsEnv("x"), secrets: ["../escape"] }))
         expect(badName).toMatchObject({ ok: false, error: 'its secret name "../escape" is not an environment variable name' })
       }).pipe(Effect.provide(WithSecrets))
