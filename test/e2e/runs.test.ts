@@ -465,8 +465,9 @@ describe("runs between an owner and two real worker processes", () => {
     const unknownBag = await run(ownerHome, "run", "nope:alpha@1.0.0", "--input", '{"n":1}')
     expect(unknownBag.code).toBe(1)
     expect(unknownBag.stderr).toMatch(/bag nope is not installed here/)
+    // A malformed address is a usage error, said before the owner is asked.
     const notAddress = await run(ownerHome, "run", "lab-alpha", "--input", '{"n":1}')
-    expect(notAddress.code).toBe(1)
+    expect(notAddress.code).toBe(2)
     expect(notAddress.stderr).toMatch(/is not a job address/)
 
     // Nothing was recorded for any of them.

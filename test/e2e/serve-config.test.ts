@@ -142,6 +142,11 @@ describe("svc serve configuration", () => {
       code: 2,
       stderr: "svc run: unknown option --wat; its options: --input VALUE, --prefer VALUE, --wait, --json (svc run --help)\n"
     })
+    // A malformed address or preference is a usage error too (it was the owner's refusal, exit 1).
+    const address = await svc(["run", "tb:ok"], { cwd: home, home })
+    expect({ code: address.code, stderr: address.stderr }).toEqual({ code: 2, stderr: 'svc: "tb:ok" is not a job address: use BAG:JOB@VERSION, such as hasher:checksum@1.0.0\n' })
+    const preference = await svc(["run", "a:b@1.0.0", "--prefer", "nokv"], { cwd: home, home })
+    expect({ code: preference.code, stderr: preference.stderr }).toEqual({ code: 2, stderr: 'svc: --prefer takes KEY=VALUE labels; "nokv" is not one\n' })
     // An input too deep to send is refused before anything is asked of the owner.
     const deep = await svc(["run", "a:b@1.0.0", "--input", "[".repeat(600) + "]".repeat(600)], { cwd: home, home })
     expect({ code: deep.code, stderr: deep.stderr }).toEqual({
