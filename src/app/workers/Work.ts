@@ -118,14 +118,17 @@ export const makeWork = (side: WorkSide, call: Call) =>
       schedule: Schedule.exponential(Duration.seconds(1)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(10))))
     }
 
-    const stop = (ids: ReadonlyArray<string>) =>
+    /** Stops the attempts named that run here (the owner listed them: stopped, superseded or unknown to it), saying so once each. */
+    const stop = (ids: ReadonlyArray<string>, why = "the owner says it is no longer this worker's to run (stopped, or placed again)") =>
       Effect.forEach(
         ids,
         (id) => {
           const r = running.get(id)
           if (r === undefined) return Effect.void
+          // Stopped already: wait for it all the same (a link that ends waits for its work), without saying it twice.
+          if (r.stopped) return Fiber.interrupt(r.fiber)
           r.stopped = true
-          return Fiber.interrupt(r.fiber)
+          return Effect.zipRight(Effect.logInfo(`stopping attempt ${id}: ${why}`), Fiber.interrupt(r.fiber))
         },
         { discard: true }
       )
@@ -381,7 +384,7 @@ export const makeWork = (side: WorkSide, call: Call) =>
       running: () => [...running.keys()],
       busyElsewhere,
       stop,
-      stopAll: Effect.suspend(() => stop([...running.keys()])),
+      stopAll: Effect.suspend(() => stop([...running.keys()], "its link to the owner has ended")),
       /** Claims and heartbeats under this session's fence, until one of them fails. */
       session: (f: number) =>
         Effect.suspend(() => {
