@@ -6,6 +6,7 @@
 import * as fs from "node:fs/promises"
 import * as nodePath from "node:path"
 import { parse } from "yaml"
+import { suggest } from "../domain/manifest/internal/suggest.js"
 
 export class ConfigFileError extends Error {}
 
@@ -30,7 +31,7 @@ export const runtimeEnv = async (home: string, env: NodeJS.ProcessEnv = process.
   // A misspelt setting would leave its default in force without a word (SVC_WORKFLOW_CAPACTY: 3).
   for (const [name, where] of [...Object.keys(fromFile).map((k) => [k, `${file}: services.workflows.runtime.env`] as const), ...Object.keys(fromEnv).map((k) => [k, "the environment"] as const)]) {
     if (!name.startsWith("SVC_WORKFLOW_") || SETTINGS.includes(name)) continue
-    const near = SETTINGS.find((known) => editDistance(known, name) <= 2)
+    const near = suggest(name, SETTINGS)
     throw new ConfigFileError(`${where} sets ${name}, which svc does not know${near === undefined ? "" : `; did you mean ${near}?`} (it knows ${SETTINGS.join(", ")})`)
   }
   return { ...fromFile, ...fromEnv }
@@ -38,13 +39,3 @@ export const runtimeEnv = async (home: string, env: NodeJS.ProcessEnv = process.
 
 /** The settings svc reads (docs/operations.md). */
 export const SETTINGS: ReadonlyArray<string> = ["SVC_WORKFLOW_CAPACITY", "SVC_WORKFLOW_LABELS", "SVC_WORKFLOW_RETAINED_RUNS"]
-
-const editDistance = (a: string, b: string): number => {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i]
-    for (let j = 1; j <= b.length; j++) row.push(Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)))
-    previous = row
-  }
-  return previous[b.length]!
-}
