@@ -248,7 +248,7 @@ export const make = (options: ChildExecutorOptions = {}): ExecutorService => {
             const launch = yield* restore(launchOf(spec, cacheDir))
             const cwd = yield* restore(cwdOf(spec))
             // A secret goes to the child's environment only, never to a message or a log.
-            const env = { ...childEnv(spec), ...(yield* secretsOf(spec.secrets ?? [], options.secretsDir)) }
+            const env = { ...childEnv(spec), ...(yield* restore(secretsOf(spec.secrets ?? [], options.secretsDir))) }
             // The job's probe first: when it fails, the job does not start (bag-manifest spec, "Errors").
             const preflight = spec.preflight
             if (preflight !== undefined) {
