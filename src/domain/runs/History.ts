@@ -14,8 +14,11 @@ export interface HistoryDecision {
   readonly host: string | null
   readonly attempt: number | null
   readonly selection: string
-  /** Every candidate, in the recorded order: what excluded it, or its score. */
-  readonly verdicts: ReadonlyArray<{ readonly candidate: string; readonly name: string; readonly verdict: string }>
+  /**
+   * Every candidate, in the recorded order: what excluded it, or its score, in words (`verdict`)
+   * and as recorded (`exclusions`: layer, code, text and, for capacity, the numbers).
+   */
+  readonly verdicts: ReadonlyArray<{ readonly candidate: string; readonly name: string; readonly verdict: string; readonly exclusions: PlacementDecided["verdicts"][number]["exclusions"] }>
   readonly notes: ReadonlyArray<string>
   /** Re-run through the current placement code from its recorded inputs. */
   readonly reproduced: boolean
@@ -64,7 +67,7 @@ export const historyOf = (envelopes: ReadonlyArray<Envelope>): ReadonlyArray<His
         decisions++
         const verdicts = e.verdicts.map((v) => {
           names.set(v.candidate, v.name)
-          return { candidate: v.candidate, name: v.name, verdict: verdictText(v) }
+          return { candidate: v.candidate, name: v.name, verdict: verdictText(v), exclusions: v.exclusions }
         })
         const audit = auditPlacement(e)
         const head = e.outcome === "placed" && e.host !== null ? `placed on ${host(e.host)}${e.attempt === null ? "" : ` as attempt ${e.attempt}`}` : e.outcome

@@ -918,9 +918,13 @@ describe("historyOf", () => {
 
   it("names each layer once before its exclusions, as a run's explanation does", () => {
     const entries = historyOf(streamOf(submit("r1", GPU), place("r1", [ownerHost(), worker("w1", { revoked: true, labels: [] })])))
-    expect(entries.find((e) => e.decision !== undefined)!.decision!.verdicts.find((v) => v.candidate === "w1")?.verdict).toBe(
-      "excluded (eligibility: revoked; lacks label gpu=true)"
-    )
+    const w1 = entries.find((e) => e.decision !== undefined)!.decision!.verdicts.find((v) => v.candidate === "w1")!
+    expect(w1.verdict).toBe("excluded (eligibility: revoked; lacks label gpu=true)")
+    // And as recorded, with their codes (what --json gives an auditor's script).
+    expect(w1.exclusions.map((x) => [x.layer, x.code])).toEqual([
+      ["eligibility", "revoked"],
+      ["eligibility", "missing-label"]
+    ])
   })
 
   it("a decision the current code decides otherwise is marked, with what differs", () => {
