@@ -591,8 +591,11 @@ describe("svc workers between two real svc serve processes", () => {
     await expectCleanExit(w1)
   }, 60_000)
 
-  it("shows a stopped worker Offline no later than 15 s after its last advertisement", async () => {
-    await expectCleanExit(w2)
+  it("shows a worker that fell silent Offline no later than 15 s after its last advertisement", async () => {
+    // Killed, it says nothing (a clean stop says bye, and is Offline at once: the next test).
+    process.kill(w2.pid, "SIGKILL")
+    await waitFor("worker-2 to die", async () => w2.exited(), (gone) => gone, { timeoutMs: 5_000, everyMs: 50 })
+    await w2.stop()
     const lastSeen = (await workerRow("lab-1")).lastSeen
     expect(lastSeen).not.toBeNull()
     const last = Date.parse(lastSeen!)
@@ -612,6 +615,13 @@ describe("svc workers between two real svc serve processes", () => {
     expect(seen.filter((s) => s.at < last + 14_000).every((s) => s.state === "Ready")).toBe(true)
     expect(offline.value).toMatchObject({ capacity: 0, free: 0, revoked: false })
     expect(offline.value.reason).toMatch(/last advertisement \d+ s ago \(expires after 15 s\)/)
+  }, 60_000)
+
+  it("shows a worker whose svc serve stopped cleanly Offline at once: it said bye", async () => {
+    w2 = await startServe("worker-2 back", w2Home, transcript)
+    await waitFor("lab-1 Ready", () => workerRow("lab-1"), (w) => w.state === "Ready", { timeoutMs: 15_000, everyMs: 250 })
+    await expectCleanExit(w2)
+    expect(await workerRow("lab-1")).toMatchObject({ state: "Offline", capacity: 0, reason: expect.stringMatching(/^its svc serve stopped cleanly \d+ s ago \(it said so\)/) })
   }, 60_000)
 
   it("revokes: the worker's next call is refused and it is told to stop all its work", async () => {

@@ -14,22 +14,31 @@ export interface FreshnessService {
   readonly touch: (workerId: string, now: number, advertised: boolean, busy?: number) => void
   /** Whether `busy` is fewer slots than the worker said other work held before: room may have freed up. */
   readonly busyFell: (workerId: string, busy: number) => boolean
+  /** Its process stopped cleanly (`bye`): its advertisement is over and its session no longer live. */
+  readonly end: (workerId: string) => void
 }
 
 export class Freshness extends Context.Tag("svc/Freshness")<Freshness, FreshnessService>() {}
 
 export const make = (): FreshnessService => {
-  const seen = new Map<string, { lastSeenAt: number | null; lastAdvertisedAt: number | null; busy: number }>()
+  const seen = new Map<string, { lastSeenAt: number | null; lastAdvertisedAt: number | null; busy: number; sessionEnded?: boolean }>()
   return {
     get: (id) => seen.get(id),
     touch: (id, now, advertised, busy) => {
       const f = seen.get(id) ?? { lastSeenAt: null, lastAdvertisedAt: null, busy: 0 }
       f.lastSeenAt = now
+      f.sessionEnded = false
       if (advertised) f.lastAdvertisedAt = now
       if (busy !== undefined) f.busy = busy
       seen.set(id, f)
     },
-    busyFell: (id, busy) => busy < (seen.get(id)?.busy ?? 0)
+    busyFell: (id, busy) => busy < (seen.get(id)?.busy ?? 0),
+    end: (id) => {
+      const f = seen.get(id)
+      if (f === undefined) return
+      f.busy = 0
+      f.sessionEnded = true
+    }
   }
 }
 

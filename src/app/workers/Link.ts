@@ -122,11 +122,18 @@ export const runLink = (link: LinkRecord, transport: OwnerTransport, offer: Effe
     const call = (request: WorkerRequest) => Effect.tap(transport.call(request), takeCredential)
     // Attempts outlive sessions: a reconnect says hello listing them, and they carry on.
     const work = side === undefined ? undefined : yield* makeWork(side, call)
-    // Whatever ends the link stops the work it holds (revoked: the owner says so; fenced: another process has the session).
-    yield* Effect.addFinalizer(() => (work === undefined ? Effect.void : work.stopAll))
-
     /** The session this process holds, to resume when it says hello again (its key lives in memory only). */
     let held: { readonly fence: number; readonly key: string } | undefined
+    // Whatever ends the link stops the work it holds (revoked: the owner says so; fenced: another
+    // process has the session). Then, best effort, the session is said to be over (a clean stop:
+    // the owner places that work again now, and the next process is no takeover); refused when
+    // the link ended for a refusal, which is the end anyway.
+    yield* Effect.addFinalizer(() =>
+      Effect.zipRight(
+        work === undefined ? Effect.void : work.stopAll,
+        Effect.suspend(() => (held === undefined ? Effect.void : Effect.ignore(Effect.timeout(transport.call({ kind: "bye", fence: held.fence }), Duration.seconds(2)))))
+      )
+    )
     let backoff = BACKOFF_FIRST
     // The failure last logged: a run of failed retries is logged once (and again if its reason changes).
     let trouble: string | null = null

@@ -240,7 +240,7 @@ export const make = Effect.gen(function* () {
   const hello = ({ worker, presentedHash, now }: Authenticated, request: Hello) =>
     Effect.gen(function* () {
       const f = freshness.get(worker.id)
-      const live = f !== undefined && f.lastSeenAt !== null && now - f.lastSeenAt < 15_000
+      const live = f !== undefined && f.lastSeenAt !== null && f.sessionEnded !== true && now - f.lastSeenAt < 15_000
       // The process that holds the latest session, saying hello again, proves it with the session's key.
       const resumes = request.resumes !== undefined && Decide.resumesSession(worker, request.resumes.fence, sha(request.resumes.key))
       const sessionKey = base62FromBytes(entropy.bytes(24), 24)
@@ -295,8 +295,12 @@ export const make = Effect.gen(function* () {
   const call = ({ worker, presentedHash, now }: Authenticated, request: Exclude<WorkerRequest, Join | Hello | Leave>) =>
     // Not in the answer to a claim that may wait: that answer can arrive after the worker's other
     // calls, with a credential older than one they brought (docs/protocol.md, "Rotation").
-    Effect.flatMap(request.kind === "claim" && request.waitSeconds > 0 ? noHandOver : handOver(worker, presentedHash, now), (newCredential): Effect.Effect<WorkerResponse, Refusal> => {
+    Effect.flatMap((request.kind === "claim" && request.waitSeconds > 0) || request.kind === "bye" ? noHandOver : handOver(worker, presentedHash, now), (newCredential): Effect.Effect<WorkerResponse, Refusal> => {
       switch (request.kind) {
+        case "bye":
+          // A clean stop: its session and advertisement end now; what it held is placed again at the next round.
+          freshness.end(worker.id)
+          return Effect.as(dispatcher.kick, { kind: "ack", stop: [], newCredential } satisfies Ack)
         case "advertise":
           return advertise(worker, now, request, newCredential)
         case "heartbeat":

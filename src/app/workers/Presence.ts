@@ -30,6 +30,8 @@ export interface Sighting {
   readonly id: string
   readonly name: string
   readonly alive: boolean
+  /** Not alive because its runtime said goodbye (`bye`, a clean stop), not because it fell silent. */
+  readonly ended?: boolean
 }
 
 /**
@@ -43,7 +45,7 @@ export const presenceChanges = (before: ReadonlyMap<string, boolean>, now: Reado
 export const lineOf = (c: Sighting, held: number): string =>
   c.alive
     ? `worker ${c.name} (${c.id}) is advertising: it can take work`
-    : `worker ${c.name} (${c.id}) is Offline: no advertisement for ${ADVERTISEMENT_LIFETIME_MS / 1000} s${
+    : `worker ${c.name} (${c.id}) is Offline: ${c.ended === true ? "its svc serve stopped cleanly (it said so)" : `no advertisement for ${ADVERTISEMENT_LIFETIME_MS / 1000} s`}${
         held === 0 ? "" : `; the ${held === 1 ? "attempt" : `${held} attempts`} it held ${held === 1 ? "is" : "are"} placed again`
       }`
 
@@ -79,12 +81,16 @@ export const run = Effect.gen(function* () {
     const sightings: Array<Sighting> = []
     // Revoked workers are left out: their revocation is in the audit, and they never call again.
     for (const w of HashMap.values(registry.workers)) {
-      if (w.revokedAt === null && w.advertisement !== null) sightings.push({ id: w.id, name: w.name, alive: advertisementAlive(freshness.get(w.id), now) })
+      if (w.revokedAt === null && w.advertisement !== null) {
+        const f = freshness.get(w.id)
+        sightings.push({ id: w.id, name: w.name, alive: advertisementAlive(f, now), ended: f?.sessionEnded === true })
+      }
     }
     for (const change of presenceChanges(seen, sightings)) {
       // Its attempts that still count, or that the lapse superseded already (the scheduler may have been first): placed again.
       const held = change.alive ? 0 : heldBy(state, change.id).filter(({ a }) => ACTIVE.has(a.state) || a.state === "superseded").length
-      yield* change.alive ? Effect.logInfo(lineOf(change, held)) : Effect.logWarning(lineOf(change, held))
+      // Falling silent is a warning; a clean stop, said, is not.
+      yield* change.alive || change.ended === true ? Effect.logInfo(lineOf(change, held)) : Effect.logWarning(lineOf(change, held))
     }
     seen = new Map(sightings.map((s) => [s.id, s.alive] as const))
   })

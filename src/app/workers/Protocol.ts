@@ -165,7 +165,16 @@ export type Report = typeof Report.Type
 export const Leave = Schema.Struct({ kind: Schema.Literal("leave") })
 export type Leave = typeof Leave.Type
 
-export const WorkerRequest = Schema.Union(Join, Hello, Advertise, Heartbeat, Claim, Decline, Report, Leave)
+/**
+ * The worker's process stops cleanly (`svc serve` asked to stop), having stopped what it ran for
+ * the owner: its session ends now rather than when its advertisement lapses, so the owner places
+ * that work again at once, and the process that starts next is no takeover (docs/protocol.md,
+ * "Sessions and fencing"). Answered with an ack.
+ */
+export const Bye = Schema.Struct({ kind: Schema.Literal("bye"), fence: Fence })
+export type Bye = typeof Bye.Type
+
+export const WorkerRequest = Schema.Union(Join, Hello, Advertise, Heartbeat, Claim, Decline, Report, Leave, Bye)
 export type WorkerRequest = typeof WorkerRequest.Type
 
 /** A new credential, handed over in the answer to the worker's next call after a rotation. */

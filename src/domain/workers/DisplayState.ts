@@ -18,10 +18,12 @@ export interface Freshness {
   readonly lastSeenAt: number | null
   /** Slots its last advertisement said were in use by other work (other owners, its own runs). */
   readonly busy: number
+  /** Its process said goodbye (`bye`, a clean stop): its session is over, whenever it last called. */
+  readonly sessionEnded?: boolean
 }
 
 export const advertisementAlive = (f: Freshness | undefined, now: number): boolean =>
-  f !== undefined && f.lastAdvertisedAt !== null && now - f.lastAdvertisedAt < ADVERTISEMENT_LIFETIME_MS
+  f !== undefined && f.sessionEnded !== true && f.lastAdvertisedAt !== null && now - f.lastAdvertisedAt < ADVERTISEMENT_LIFETIME_MS
 
 export interface Display {
   readonly state: DisplayState
@@ -37,6 +39,9 @@ export const displayState = (w: WorkerRecord, f: Freshness | undefined, used: nu
       : { state: "Offline", reason: "no advertisement since the owner started" }
   }
   if (!advertisementAlive(f, now)) {
+    if (f.sessionEnded === true) {
+      return { state: "Offline", reason: `its svc serve stopped cleanly${f.lastSeenAt === null ? "" : ` ${Math.round((now - f.lastSeenAt) / 1000)} s ago`} (it said so): back when it says hello again` }
+    }
     return { state: "Offline", reason: `last advertisement ${Math.round((now - f.lastAdvertisedAt) / 1000)} s ago (expires after 15 s)` }
   }
   const offer = w.advertisement

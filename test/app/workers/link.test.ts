@@ -144,6 +144,21 @@ describe("the worker's link", () => {
     })
   )
 
+  it.effect("says bye with its session's fence when it ends (a clean stop)", () =>
+    Effect.gen(function* () {
+      const byes: Array<WorkerRequest> = []
+      const s = yield* scripted((r) => {
+        if (r.kind === "bye") byes.push(r)
+        return Effect.succeed(r.kind === "hello" ? ({ ...welcome(3), sessionKey: "k" } as WorkerResponse) : ack())
+      })
+      const fiber = yield* Effect.fork(runLink(link, s.transport, Effect.succeed(offer), s.status))
+      yield* TestClock.adjust("1 second")
+      expect(byes).toEqual([])
+      yield* Fiber.interrupt(fiber)
+      expect(byes).toEqual([{ kind: "bye", fence: 3 }])
+    })
+  )
+
   it.effect("backs off while the owner is away, with growing waits, then links again", () =>
     Effect.gen(function* () {
       let away = true

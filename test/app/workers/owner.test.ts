@@ -366,6 +366,22 @@ describe("display states", () => {
     }).pipe(Effect.provide(TestOwner))
   )
 
+  it.effect("a bye ends the session and the advertisement at once: Offline now, and the next process is no takeover", () =>
+    Effect.gen(function* () {
+      const w = yield* linked()
+      ok(yield* call(w.credential, offer(w.fence)), "ack")
+      expect((yield* stateOf(w.workerId)).state).not.toBe("Offline")
+      // A bye with a fence that is not the session's is refused as any such call is.
+      expect(refusal(yield* call(w.credential, { kind: "bye", fence: w.fence - 1 }))).toBe("fenced")
+      ok(yield* call(w.credential, { kind: "bye", fence: w.fence }), "ack")
+      expect(yield* stateOf(w.workerId)).toMatchObject({ state: "Offline", reason: "its svc serve stopped cleanly 0 s ago (it said so): back when it says hello again", capacity: 0 })
+      const takeovers = Effect.map(Effect.flatMap(Projections, (p) => p.state), (st) => [...st.audit].filter((a) => a.kind === "takeover").length)
+      // A new process (no session key) says hello within 15 s of the last call: no takeover, its predecessor said goodbye.
+      ok(yield* call(w.credential, { kind: "hello", protocol: 1, running: [] }), "welcome")
+      expect(yield* takeovers).toBe(0)
+    }).pipe(Effect.provide(TestOwner))
+  )
+
   it.effect("the owner's log carries each audit row as it is recorded, a takeover and a revocation as warnings; not those from before it started", () =>
     Effect.gen(function* () {
       const logs: Array<string> = []
@@ -464,6 +480,7 @@ describe("presence lines", () => {
     expect(Presence.lineOf(gone, 0)).toBe("worker lab-1 (w1) is Offline: no advertisement for 15 s")
     expect(Presence.lineOf(gone, 1)).toBe("worker lab-1 (w1) is Offline: no advertisement for 15 s; the attempt it held is placed again")
     expect(Presence.lineOf(gone, 3)).toBe("worker lab-1 (w1) is Offline: no advertisement for 15 s; the 3 attempts it held are placed again")
+    expect(Presence.lineOf({ ...gone, ended: true }, 1)).toBe("worker lab-1 (w1) is Offline: its svc serve stopped cleanly (it said so); the attempt it held is placed again")
   })
 
   it("a worker first seen silent is no news; first seen advertising, or changed since, is", () => {
