@@ -51,6 +51,18 @@ import * as NodeEntropy from "../workers/NodeEntropy.js"
 import { callOwner, makeAgent } from "../workers/OwnerClient.js"
 
 
+/**
+ * A failure in words, with what caused it when it says more: @effect/sql's "Failed to execute
+ * statement" alone hid SQLite's "database or disk is full" (a full disk at start).
+ */
+export const reasonText = (reason: unknown): string => {
+  const messageOf = (e: unknown): string | undefined =>
+    e instanceof Error ? e.message : typeof (e as { message?: unknown } | null)?.message === "string" ? (e as { message: string }).message : undefined
+  const own = messageOf(reason) ?? String(reason)
+  const cause = messageOf((reason as { cause?: unknown } | null)?.cause)
+  return cause === undefined || cause === "" || own.includes(cause) ? own : `${own}: ${cause}`
+}
+
 /** Where the jobs' secrets are kept on this machine: one file per name (docs/executors.md, "Secrets"). */
 export const secretsDir = (home: string) => nodePath.join(home, "secrets")
 
@@ -164,8 +176,7 @@ export const serve = (options: ServeOptions) =>
       // A failure or a defect (an event a fold cannot take, say) ends the start with its message.
       const runtime = yield* Layer.toRuntime(owner).pipe(
         Effect.catchAllCause((cause) => {
-          const reason = Cause.squash(cause)
-          return new ServeError({ message: `starting the owner from ${storePath(options.home)}: ${reason instanceof Error ? reason.message : String((reason as { message?: unknown })?.message ?? reason)}` })
+          return new ServeError({ message: `starting the owner from ${storePath(options.home)}: ${reasonText(Cause.squash(cause))}` })
         })
       )
       server.removeAllListeners("request")
