@@ -73,7 +73,7 @@ export const Duration = byKind("a duration: seconds as a number, or a number wit
 
 export const durationAtMost = (limit: number) =>
   Duration.pipe(
-    Schema.filter((v) => (durationSeconds(v) ?? Infinity) <= limit || `must be at most ${limit} seconds`)
+    Schema.filter((v) => (durationSeconds(v) ?? Infinity) <= limit || `must be at most ${limit} seconds${limit % 86_400 === 0 ? ` (${limit / 86_400}d)` : ""}`)
   )
 
 const ISO_WITH_OFFSET = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/

@@ -137,6 +137,12 @@ describe("durations (job timeout)", () => {
   it.each([["0"], ["-1"], ["5x"], ['""'], ["'0s'"], ["1w"], ["[5]"], ["m"], [".5m"]])("refuses %s", (written) => {
     fails(job(`timeout: ${written}`), { path: "jobs.build.timeout", line: 6, message: "must be a duration: seconds as a number, or a number with s, m, h or d" })
   })
+
+  it("takes a year at most (a slip of 99999999999999999999d was taken, and shown as 8.64e+24 s)", () => {
+    valid(job("timeout: 365d"))
+    fails(job("timeout: 366d"), { path: "jobs.build.timeout", line: 6, message: "must be at most 31536000 seconds (365d)" })
+    fails(job("timeout: 99999999999999999999d"), { path: "jobs.build.timeout", line: 6, message: "must be at most 31536000 seconds (365d)" })
+  })
 })
 
 describe("preflight and validate", () => {

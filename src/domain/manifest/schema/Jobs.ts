@@ -1,6 +1,6 @@
 /** `jobs`: the work a bag ships, and what runs it (`runs`). */
 import * as Schema from "effect/Schema"
-import { BagPath, Duration, durationAtMost, EnvLiteral, KebabName, Label } from "../Formats.js"
+import { BagPath, durationAtMost, EnvLiteral, KebabName, Label } from "../Formats.js"
 import { byKind, choose, forbidden, isMap, matching, nonEmptyList, NonEmpty, oneOfValues, opt, Str, StrList } from "../internal/schemaKit.js"
 
 /** A job's own version, part of its address `BAG:JOB@VERSION`, so it may not hold `:` or `@`. */
@@ -20,6 +20,9 @@ const Command = byKind("a command string or a list of program and arguments", {
  * name (docs/executors.md, "Secrets"), so it must be a variable name (no `/`, no `..`).
  */
 const SecretNames = Schema.Array(matching(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be a secret name usable as an environment variable: letters, digits and underscores, not starting with a digit"))
+
+/** The longest a job's `timeout` may be: 365 days (the spec sets none; docs/manifest.md). */
+export const JOB_TIMEOUT_MAX_S = 365 * 86_400
 
 const execution = {
   secrets: opt(SecretNames),
@@ -112,7 +115,8 @@ export const Job = Schema.Struct({
   validate: opt(
     Schema.Struct({ files_exist: opt(Schema.Array(BagPath)), command: opt(Command), timeout: opt(durationAtMost(600)) })
   ),
-  timeout: opt(Duration),
+  // A year at most: a longer one is a slip (99999999999999999999d was taken, and shown as 8.64e+24 s).
+  timeout: opt(durationAtMost(JOB_TIMEOUT_MAX_S)),
   bounds: opt(StrList)
 })
 export type Job = typeof Job.Type
