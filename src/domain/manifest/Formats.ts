@@ -33,6 +33,9 @@ export const LocalName = Schema.String.pipe(Schema.filter((s) => LOCAL_NAME.test
   description: "a name may not contain a colon or spaces"
 })
 
+/** An environment variable's name, as a secret's name must be (it becomes one): letters, digits, underscores, not starting with a digit. */
+export const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+
 /** Non-secret `KEY=VALUE` literal (service, script, job and schedule `env`). */
 export const ENV_LITERAL = /^[A-Za-z_][A-Za-z0-9_]*=/
 export const EnvLiteral = matching(ENV_LITERAL, "must be a KEY=VALUE literal with KEY a variable name (letters, digits, underscores)")

@@ -16,6 +16,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Executor, type CheckCommand, type ExecutionOutcome, type ExecutionSpec, type ExecutorService } from "../../app/runs/Executor.js"
+import { VARIABLE_NAME } from "../../domain/manifest/Formats.js"
 import { depthProblem } from "../../domain/runs/Values.js"
 import { cannotStart, Refused, RESULT_TAIL_BYTES, runChild, type Launch, type Ran } from "./Child.js"
 import { bundle, defaultCacheDir, isTypeScript } from "./TypeScriptMain.js"
@@ -29,8 +30,6 @@ export interface ChildExecutorOptions {
   readonly secretsDir?: string
 }
 
-const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
-
 /**
  * The values of the secrets a job declares, from `<dir>/<NAME>` (its content, one trailing line
  * break dropped). A missing one refuses the run, naming the file to write; the value never
@@ -41,7 +40,7 @@ const secretsOf = (names: ReadonlyArray<string>, dir: string | undefined): Effec
     try: async () => {
       const values: Record<string, string> = {}
       for (const name of names) {
-        if (!SECRET_NAME.test(name)) throw new Refused({ message: `its secret name ${JSON.stringify(name)} is not an environment variable name` })
+        if (!VARIABLE_NAME.test(name)) throw new Refused({ message: `its secret name ${JSON.stringify(name)} is not an environment variable name` })
         if (dir === undefined) throw new Refused({ message: `it needs the secret ${name}, and this machine keeps no secrets` })
         const file = nodePath.join(dir, name)
         const stat = await fs.stat(file).catch((e: NodeJS.ErrnoException) => {

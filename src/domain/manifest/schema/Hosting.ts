@@ -1,6 +1,6 @@
 /** Infrastructure and hosting: `infra` and a provider bag's `provides`. */
 import * as Schema from "effect/Schema"
-import { BagPath } from "../Formats.js"
+import { BagPath, VARIABLE_NAME } from "../Formats.js"
 import { byKind, matching, oneOfValues, opt } from "../internal/schemaKit.js"
 
 /**
@@ -14,7 +14,7 @@ export const Infra = Schema.Struct({
   root: BagPath,
   // Any environment variable name: Terraform's own inputs are `TF_VAR_<name>`, usually lower case.
   variables: opt(
-    Schema.Array(matching(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name (letters, digits, underscores; not starting with a digit)"))
+    Schema.Array(matching(VARIABLE_NAME, "must be an environment variable name (letters, digits, underscores; not starting with a digit)"))
   )
 })
 

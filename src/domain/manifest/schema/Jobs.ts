@@ -1,6 +1,6 @@
 /** `jobs`: the work a bag ships, and what runs it (`runs`). */
 import * as Schema from "effect/Schema"
-import { BagPath, durationAtMost, EnvLiteral, KebabName, Label } from "../Formats.js"
+import { BagPath, durationAtMost, EnvLiteral, KebabName, Label, VARIABLE_NAME } from "../Formats.js"
 import { byKind, choose, forbidden, isMap, matching, nonEmptyList, NonEmpty, oneOfValues, opt, Str, StrList } from "../internal/schemaKit.js"
 
 /** A job's own version, part of its address `BAG:JOB@VERSION`, so it may not hold `:` or `@`. */
@@ -19,7 +19,7 @@ const Command = byKind("a command string or a list of program and arguments", {
  * A job's secret names: each becomes an environment variable of the job, read from a file of that
  * name (docs/executors.md, "Secrets"), so it must be a variable name (no `/`, no `..`).
  */
-const SecretNames = Schema.Array(matching(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be a secret name usable as an environment variable: letters, digits and underscores, not starting with a digit"))
+const SecretNames = Schema.Array(matching(VARIABLE_NAME, "must be a secret name usable as an environment variable: letters, digits and underscores, not starting with a digit"))
 
 /** The longest a job's `timeout` may be: 365 days (the spec sets none; docs/manifest.md). */
 export const JOB_TIMEOUT_MAX_S = 365 * 86_400
