@@ -22,12 +22,11 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type { Envelope } from "../../domain/journal/Events.js"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
-import { LABEL } from "../../domain/manifest/Formats.js"
 import { makeFeasibilityCache } from "../../domain/placement/Feasibility.js"
 import type { Quotas } from "../../domain/placement/Placement.js"
 import * as RunDecide from "../../domain/runs/Decide.js"
 import { ACTIVE, attemptId, lastAttempt, parseAttemptId } from "../../domain/runs/Runs.js"
-import { depthProblem } from "../../domain/runs/Values.js"
+import { depthProblem, preferenceProblem } from "../../domain/runs/Values.js"
 import { ADVERTISEMENT_LIFETIME_MS, advertisementAlive } from "../../domain/workers/DisplayState.js"
 import type { WorkerRecord } from "../../domain/workers/Registry.js"
 import { base62FromBytes } from "../../domain/workers/Secrets.js"
@@ -229,8 +228,8 @@ export const make = Effect.gen(function* () {
 
   const submit: DispatcherService["submit"] = (i) =>
     Effect.gen(function* () {
-      const bad = i.prefer.filter((p) => !LABEL.test(p))
-      if (bad.length > 0) return yield* new RunRefused({ code: "bad-preference", message: `--prefer takes KEY=VALUE labels; ${bad.map((b) => JSON.stringify(b)).join(", ")} is not one` })
+      const badPreference = preferenceProblem(i.prefer)
+      if (badPreference !== undefined) return yield* new RunRefused({ code: "bad-preference", message: badPreference })
       // Before anything writes it as JSON: too deep a document overflows the stack (domain/runs/Values.ts).
       const tooDeep = depthProblem(i.input, "the input")
       if (tooDeep !== undefined) return yield* new RunRefused({ code: "invalid-input", message: tooDeep })

@@ -8,10 +8,9 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import type { RunJob } from "../../domain/journal/Events.js"
 import type { FormatValidators } from "../../domain/manifest/Environment.js"
-import { JOB_ADDRESS } from "../../domain/manifest/JobAddress.js"
 import { durationSeconds } from "../../domain/manifest/Formats.js"
 import { explainEligibility, remoteEligibility } from "../../domain/manifest/RemoteEligibility.js"
-import { depthProblem } from "../../domain/runs/Values.js"
+import { depthProblem, jobAddressProblem } from "../../domain/runs/Values.js"
 import { BagDirectory } from "../bags/BagDirectory.js"
 import { checkSnapshot } from "../bags/BagCheck.js"
 import { pinnedResolver } from "../bags/BagConstants.js"
@@ -58,7 +57,8 @@ export const valueCheck =
 
 export const resolveJob = (address: string) =>
   Effect.gen(function* () {
-    if (!JOB_ADDRESS.test(address)) return yield* new JobNotRunnable({ message: `${JSON.stringify(address)} is not a job address: use BAG:JOB@VERSION, such as hasher:checksum@1.0.0` })
+    const malformed = jobAddressProblem(address)
+    if (malformed !== undefined) return yield* new JobNotRunnable({ message: malformed })
     const bagName = address.slice(0, address.indexOf(":"))
     const bag = yield* (yield* BagStore).get(bagName).pipe(Effect.mapError((e) => new JobNotRunnable({ message: e.message })))
     if (bag === undefined) return yield* new JobNotRunnable({ message: `bag ${bagName} is not installed here (svc bag install DIR)` })

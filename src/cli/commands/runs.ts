@@ -9,9 +9,7 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import { progressOf, type RunDetail, type RunList, type RunView } from "../../app/runs/Dispatcher.js"
 import { RUN_STATES, TERMINAL } from "../../domain/runs/Runs.js"
-import { depthProblem } from "../../domain/runs/Values.js"
-import { JOB_ADDRESS } from "../../domain/manifest/JobAddress.js"
-import { LABEL } from "../../domain/manifest/Formats.js"
+import { depthProblem, jobAddressProblem, preferenceProblem } from "../../domain/runs/Values.js"
 import { admin } from "../admin.js"
 import { CliFailure, refused, usage } from "../CliFailure.js"
 import { printJson, printLines, table } from "../output.js"
@@ -85,9 +83,8 @@ export const runCommand = Command.make(
   ({ address, input, json, prefer, wait }) =>
     Effect.gen(function* () {
       // Malformed words are usage errors (exit 2), said before the owner is asked, as --input's are.
-      if (!JOB_ADDRESS.test(address)) return yield* usage(`${JSON.stringify(address)} is not a job address: use BAG:JOB@VERSION, such as hasher:checksum@1.0.0`)
-      const badPreference = prefer.filter((p) => !LABEL.test(p))
-      if (badPreference.length > 0) return yield* usage(`--prefer takes KEY=VALUE labels; ${badPreference.map((b) => JSON.stringify(b)).join(", ")} is not one`)
+      const malformed = jobAddressProblem(address) ?? preferenceProblem(prefer)
+      if (malformed !== undefined) return yield* usage(malformed)
       const value = yield* readInput(input)
       let run = (yield* admin("POST", "/runs/submit", { address, input: value, prefer })) as unknown as RunView
       // A preference is weighed only among workers: the owner keeps what it can run (locality first).

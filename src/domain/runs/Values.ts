@@ -1,10 +1,24 @@
 /**
- * A run's input and result are JSON documents that come from outside (a person's `--input`, a
- * job's last line of output, a worker's report). JSON.stringify, the schema checks and the
- * journal walk them by recursion, so a document nested some thousands of levels deep overflowed
- * the stack: a job whose result line was `[[[[...]]]]` left its run running forever. Past
- * `MAX_VALUE_DEPTH` levels a document is refused where it comes in, saying so.
+ * The words and values of a submission and a result, checked alike wherever they come in (the
+ * CLI before it asks, the owner when asked). A run's input and result are JSON documents that
+ * come from outside (a person's `--input`, a job's last line of output, a worker's report).
+ * JSON.stringify, the schema checks and the journal walk them by recursion, so a document nested
+ * some thousands of levels deep overflowed the stack: a job whose result line was `[[[[...]]]]`
+ * left its run running forever. Past `MAX_VALUE_DEPTH` levels a document is refused where it
+ * comes in, saying so.
  */
+import { LABEL } from "../manifest/Formats.js"
+import { JOB_ADDRESS } from "../manifest/JobAddress.js"
+
+/** Why `address` is not a versioned job address, or undefined: what the CLI says before asking, and the owner when asked. */
+export const jobAddressProblem = (address: string): string | undefined =>
+  JOB_ADDRESS.test(address) ? undefined : `${JSON.stringify(address)} is not a job address: use BAG:JOB@VERSION, such as hasher:checksum@1.0.0`
+
+/** Why a run's `--prefer` labels are not taken (each must be KEY=VALUE), or undefined. */
+export const preferenceProblem = (prefer: ReadonlyArray<string>): string | undefined => {
+  const bad = prefer.filter((p) => !LABEL.test(p))
+  return bad.length === 0 ? undefined : `--prefer takes KEY=VALUE labels; ${bad.map((b) => JSON.stringify(b)).join(", ")} is not one`
+}
 
 /** How deep a run's input or result may nest (arrays and objects within each other). */
 export const MAX_VALUE_DEPTH = 512
