@@ -69,19 +69,19 @@ export const resolveFrom = (base: string, relative: string): string => {
   return `/${parts.join("/")}`
 }
 
-/** The composed children a bag's `bags` map names by `path` (as written: the check judges the rest). */
-export const composedPaths = (manifestText: string) =>
-  Effect.map(ManifestSource, (source) => {
-    const raw = source.parse(manifestText).value
-    const bags = typeof raw === "object" && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>)["bags"] : undefined
-    const out: Array<{ readonly name: string; readonly path: string }> = []
-    if (typeof bags !== "object" || bags === null || Array.isArray(bags)) return out
-    for (const [name, entry] of Object.entries(bags as Record<string, unknown>)) {
-      const path = typeof entry === "object" && entry !== null ? (entry as { readonly path?: unknown }).path : undefined
-      if (typeof path === "string") out.push({ name, path })
-    }
-    return out
-  })
+/** The composed children a bag's `bags` map names, by `path` and by Git `repo` (as written: the check judges the rest). */
+export const compositionOf = (raw: unknown) => {
+  const bags = typeof raw === "object" && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>)["bags"] : undefined
+  const paths: Array<{ readonly name: string; readonly path: string }> = []
+  const repos: Array<{ readonly name: string; readonly repo: string }> = []
+  if (typeof bags !== "object" || bags === null || Array.isArray(bags)) return { paths, repos }
+  for (const [name, entry] of Object.entries(bags as Record<string, unknown>)) {
+    const source = typeof entry === "object" && entry !== null ? (entry as { readonly path?: unknown; readonly repo?: unknown }) : {}
+    if (typeof source.path === "string") paths.push({ name, path: source.path })
+    else if (typeof source.repo === "string") repos.push({ name, repo: source.repo })
+  }
+  return { paths, repos }
+}
 
 /**
  * `svc bag check DIR`: the bag, and beside it each child it composes from a `path`, which must be
@@ -90,13 +90,18 @@ export const composedPaths = (manifestText: string) =>
  */
 export const checkBag = (dir: string, constants?: ConstantResolver) =>
   Effect.gen(function* () {
+    const snapshot = yield* (yield* BagDirectory).read(dir)
+    return { snapshot, report: yield* checkSource(snapshot, constants) }
+  })
+
+/** checkBag of a directory already read. */
+export const checkSource = (snapshot: BagSnapshot, constants?: ConstantResolver) =>
+  Effect.gen(function* () {
     const directory = yield* BagDirectory
-    const snapshot = yield* directory.read(dir)
     const found: Array<Problem> = []
-    for (const child of yield* composedPaths(snapshot.manifestText)) {
+    for (const child of compositionOf((yield* ManifestSource).parse(snapshot.manifestText).value).paths) {
       const read = yield* Effect.either(directory.read(resolveFrom(snapshot.dir, child.path)))
       if (read._tag === "Left") found.push(error(["bags", child.name, "path"], `there is no bag at ${child.path}: ${read.left.message}`))
     }
-    const report = yield* checkText(snapshot.manifestText, snapshot.listing, constants, found)
-    return { snapshot, report }
+    return yield* checkText(snapshot.manifestText, snapshot.listing, constants, found)
   })

@@ -10,8 +10,8 @@ import * as Effect from "effect/Effect"
 import type { Manifest } from "../../domain/manifest/Manifest.js"
 import { formatJobAddress, versionString } from "../../domain/manifest/JobAddress.js"
 import { shortDigest } from "../../domain/bags/Digest.js"
-import { BagDirectory, type BagDirectoryError } from "./BagDirectory.js"
-import { checkBag, composedPaths, resolveFrom, type ReportedProblem } from "./BagCheck.js"
+import { BagDirectory, type BagDirectoryError, type BagSnapshot } from "./BagDirectory.js"
+import { checkSource, compositionOf, resolveFrom, type ReportedProblem } from "./BagCheck.js"
 import { BagStore, BagStoreError, type InstalledBag, type InstalledJob, type PinnedConstant } from "./BagStore.js"
 import { installedResolver } from "./BagConstants.js"
 import { ManifestSource } from "./ManifestSource.js"
@@ -102,7 +102,8 @@ const installTree = (
     const children: Array<TreeOutcome> = []
     const notes: Array<string> = []
     // What the check would refuse is left to it (installOne): only a well-formed source is followed.
-    for (const { name: childName, path } of yield* composedPaths(snapshot.manifestText)) {
+    const composition = compositionOf(raw)
+    for (const { name: childName, path } of composition.paths) {
       const childDir = resolveFrom(snapshot.dir, path)
       const looped = here.findIndex((c) => c.dir === childDir)
       if (looped >= 0) {
@@ -114,21 +115,20 @@ const installTree = (
       )
       children.push(yield* child)
     }
-    const bags = doc["bags"]
-    for (const [childName, entry] of typeof bags === "object" && bags !== null && !Array.isArray(bags) ? Object.entries(bags as Record<string, unknown>) : []) {
-      const repo = typeof entry === "object" && entry !== null ? (entry as { readonly repo?: unknown }).repo : undefined
-      if (typeof repo === "string" && (yield* (yield* BagStore).get(childName)) === undefined) {
+    for (const { name: childName, repo } of composition.repos) {
+      if ((yield* (yield* BagStore).get(childName)) === undefined) {
         notes.push(`${name} composes ${childName} from the Git remote ${repo}, which svc does not fetch: install it with svc bag install DIR (svc bag doctor reports it missing until then)`)
       }
     }
-    return { ...(yield* installOne(dir)), children, notes }
+    return { ...(yield* installOne(dir, snapshot)), children, notes }
   })
 
-const installOne = (dir: string) =>
+/** One bag, read already (`snapshot`), checked with the bags installed now. */
+const installOne = (dir: string, snapshot: BagSnapshot) =>
   Effect.gen(function* () {
     const store = yield* BagStore
     const installed = yield* store.list
-    const { snapshot, report } = yield* checkBag(dir, installedResolver(installed))
+    const report = yield* checkSource(snapshot, installedResolver(installed))
     if (report.manifest === undefined) return yield* new BagInvalid({ dir, problems: report.problems })
     const manifest = report.manifest
     const digest = yield* (yield* BagDirectory).digest(snapshot)
