@@ -49,18 +49,13 @@ const check = (args: ReadonlyArray<string>): Effect.Effect<{ readonly problem?: 
   const problem = argumentsProblem(args) ?? wordsProblem(tree, args)
   if (problem !== undefined) return Effect.succeed({ problem })
   return Descriptor.parse(svc.descriptor, ["svc", ...args], CliConfig.defaultConfig).pipe(
-    Effect.map((directive) =>
-      directive._tag === "UserDefined"
-        ? directive.leftover.length > 0
-          ? { problem: parseProblem(tree, args, `Received unknown argument: '${directive.leftover[0]}'`) }
-          : // A group named without one of its commands (`svc workers`) answers with its help.
-            commandOf(tree, args).command.commands.length > 0
-            ? { help: commandOf(tree, args).command.path }
-            : {}
-        : directive.option._tag === "ShowHelp"
-          ? { help: commandOf(tree, args).command.path }
-          : {}
-    ),
+    Effect.map((directive) => {
+      const { command } = commandOf(tree, args)
+      if (directive._tag === "BuiltIn") return directive.option._tag === "ShowHelp" ? { help: command.path } : {}
+      if (directive.leftover.length > 0) return { problem: parseProblem(tree, args, `Received unknown argument: '${directive.leftover[0]}'`) }
+      // A group named without one of its commands (`svc workers`) answers with its help.
+      return command.commands.length > 0 ? { help: command.path } : {}
+    }),
     Effect.catchAll((error) =>
       Effect.succeed(ValidationError.isHelpRequested(error) ? {} : { problem: parseProblem(tree, args, String(withoutColour(HelpDoc.toAnsiText(error.error)))) })
     ),
