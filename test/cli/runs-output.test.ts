@@ -23,8 +23,8 @@ const attempt = {
   hostName: "lab-1",
   state: "running" as const,
   holdsSlot: true,
-  assignedAt: 0,
-  startedAt: 0,
+  assignedAt: "2026-11-24T20:55:00.000Z",
+  startedAt: "2026-11-24T20:55:00.000Z",
   fence: 1,
   endedAt: null,
   reason: null,
@@ -54,7 +54,7 @@ describe("svc runs show", () => {
 
   it("shows the stated preference, and what it did: locality comes before it", () => {
     const record = { executionHost: "owner", inferenceEndpoint: null, requestedModel: null, resolvedModel: null, selectionProvenance: "locality: the owner keeps what it can run", limits: { timeoutMs: null, bounds: [] } }
-    const placement = { outcome: "placed", host: "owner", explanation: "placed on owner", key: "k", record, notes: [], at: 0, sequence: 1 }
+    const placement = { outcome: "placed", host: "owner", explanation: "placed on owner", key: "k", record, notes: [], at: "2026-11-24T20:55:00.000Z", sequence: 1 }
     const lines = showLines(detail({ preferredLabels: ["pool=lab"], placement } as unknown as Partial<RunDetail>))
     expect(lines).toContain("  preferred: pool=lab; not weighed: the owner keeps what it can run, before any preference")
     expect(showLines(detail({ placement } as unknown as Partial<RunDetail>)).some((l) => l.includes("preferred:"))).toBe(false)
@@ -74,11 +74,14 @@ describe("svc runs show", () => {
   })
 
   it("says how long an attempt that ended took", () => {
-    const ended = { ...attempt, state: "reported", holdsSlot: false, startedAt: 1_000, endedAt: 13_345 }
+    const ended = { ...attempt, state: "reported", holdsSlot: false, startedAt: "2026-11-24T20:55:01.000Z", endedAt: "2026-11-24T20:55:13.345Z" }
     expect(showLines(detail({ attemptRecords: [ended] } as unknown as Partial<RunDetail>))).toContain("attempt rAbc123.1 on lab-1: reported; 12.3 s from its start to its end")
+    // An owner from before ISO times in the detail gave epoch milliseconds.
+    const older = { ...ended, startedAt: 1_000, endedAt: 13_345 }
+    expect(showLines(detail({ attemptRecords: [older] } as unknown as Partial<RunDetail>))).toContain("attempt rAbc123.1 on lab-1: reported; 12.3 s from its start to its end")
     expect(showLines(detail()).find((l) => l.startsWith("attempt "))).not.toContain("from its start")
     // Superseded, it no longer counts, but whether it ended there is not known.
-    const superseded = { ...attempt, state: "superseded", holdsSlot: true, reason: "its worker was revoked", startedAt: 1_000, endedAt: 3_630 }
+    const superseded = { ...attempt, state: "superseded", holdsSlot: true, reason: "its worker was revoked", startedAt: "2026-11-24T20:55:01.000Z", endedAt: "2026-11-24T20:55:03.630Z" }
     expect(showLines(detail({ attemptRecords: [superseded] } as unknown as Partial<RunDetail>))).toContain(
       "attempt rAbc123.1 on lab-1: superseded (its worker was revoked); 2.63 s from its start until it was superseded; holds a slot"
     )

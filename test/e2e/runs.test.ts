@@ -61,8 +61,9 @@ interface AttemptView {
   readonly hostName: string
   readonly state: string
   readonly holdsSlot: boolean
-  readonly startedAt: number | null
-  readonly endedAt: number | null
+  /** ISO 8601, as every time in --json output. */
+  readonly startedAt: string | null
+  readonly endedAt: string | null
   readonly reason: string | null
 }
 interface RunDetail extends RunView {
@@ -589,11 +590,11 @@ describe("runs between an owner and two real worker processes", () => {
     expect(one).toMatchObject({ id: first.attempt.id, hostName: "a", state: expect.stringMatching(/^(superseded|ceased)$/), reason: "its worker's advertisement lapsed (no refresh for 15 s)" })
     expect(two).toMatchObject({ hostName: "b", state: "reported", holdsSlot: false })
     // Superseded no later than 15 s (plus the scheduler's round) after a's last advertisement, which was before the freeze.
-    timings["SIGSTOP: superseded after"] = one!.endedAt! - frozenAt
+    timings["SIGSTOP: superseded after"] = Date.parse(one!.endedAt!) - frozenAt
     // (a advertises every 4 s; the margin is the scheduler's and a loaded machine's.)
-    expect(one!.endedAt! - frozenAt).toBeLessThanOrEqual(15_000 + 2_500)
-    expect(one!.endedAt! - frozenAt).toBeGreaterThanOrEqual(15_000 - 4_000 - 1_500)
-    expect(one!.endedAt!).toBeLessThan(thawedAt)
+    expect(Date.parse(one!.endedAt!) - frozenAt).toBeLessThanOrEqual(15_000 + 2_500)
+    expect(Date.parse(one!.endedAt!) - frozenAt).toBeGreaterThanOrEqual(15_000 - 4_000 - 1_500)
+    expect(Date.parse(one!.endedAt!)).toBeLessThan(thawedAt)
     expect(after.placement?.explanation).toMatch(/^placed on worker 'b'; excluded: /)
     expect(after.placement?.explanation).toContain("owner (eligibility: lacks label pool-a=yes)")
     expect(after.placement?.explanation).toContain("worker 'a' (eligibility: its advertisement expired (no refresh for 15 s))")
@@ -661,8 +662,8 @@ describe("runs between an owner and two real worker processes", () => {
     // b is dead: nobody observes the attempt's end, so it keeps its slot (until `svc workers release b`).
     expect(one).toMatchObject({ id: first.attempt.id, hostName: "b", state: "superseded", holdsSlot: true, reason: "its worker's advertisement lapsed (no refresh for 15 s)" })
     expect(two).toMatchObject({ hostName: "a", state: "reported", holdsSlot: false })
-    timings["SIGKILL: superseded after"] = one!.endedAt! - killedAt
-    expect(one!.endedAt! - killedAt).toBeLessThanOrEqual(15_000 + 2_500)
+    timings["SIGKILL: superseded after"] = Date.parse(one!.endedAt!) - killedAt
+    expect(Date.parse(one!.endedAt!) - killedAt).toBeLessThanOrEqual(15_000 + 2_500)
     expect(r.placement?.explanation).toMatch(/^placed on worker 'a'; excluded: /)
     expect(r.placement?.explanation).toContain("worker 'b' (eligibility: its advertisement expired (no refresh for 15 s))")
     expect(await workerRow("b")).toMatchObject({ state: "Offline" })

@@ -42,13 +42,17 @@ export interface RunView {
  */
 export const progressOf = (view: RunView): string => JSON.stringify([view.state, view.host, view.attempts, view.explanation])
 
+/** Times in a run's detail are ISO 8601 strings, as everywhere in `--json` output. */
+type IsoTimes<T, K extends keyof T> = Omit<T, K> & { readonly [P in K]: null extends T[P] ? string | null : string }
+
 export interface RunDetail extends RunView {
   readonly input: unknown
   readonly preferredLabels: ReadonlyArray<string>
   readonly job: RunRecord["job"]
-  readonly placement: RunRecord["placement"]
+  /** The latest placement decision; `at`: when it was made. */
+  readonly placement: IsoTimes<NonNullable<RunRecord["placement"]>, "at"> | null
   readonly attemptRecords: ReadonlyArray<
-    RunRecord["attempts"][number] & {
+    IsoTimes<RunRecord["attempts"][number], "assignedAt" | "startedAt" | "endedAt"> & {
       readonly id: string
       readonly hostName: string
       /** A running attempt its worker holds while waiting for a free slot there: since when (its latest heartbeat says so); else null. */
@@ -159,11 +163,19 @@ export const makeRunViews = ({ state, readRun, files, nextChange, slotWaits }: R
         input: run.input,
         preferredLabels: run.preferredLabels,
         job: run.job,
-        placement: run.placement,
+        placement: run.placement === null ? null : { ...run.placement, at: iso(run.placement.at)! },
         attemptRecords: run.attempts.map((a) => {
           const id = attemptId(run.id, a.n)
           const waitingSince = a.state === "running" ? slotWaits.since(a.host, id) : undefined
-          return { ...a, id, hostName: nameOf(s, a.host), waitingForSlotSince: iso(waitingSince ?? null) }
+          return {
+            ...a,
+            assignedAt: iso(a.assignedAt)!,
+            startedAt: iso(a.startedAt),
+            endedAt: iso(a.endedAt),
+            id,
+            hostName: nameOf(s, a.host),
+            waitingForSlotSince: iso(waitingSince ?? null)
+          }
         }),
         output: yield* outputOf(id, kept)
       }

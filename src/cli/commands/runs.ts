@@ -171,6 +171,9 @@ export const lasted = (ms: number): string => {
   return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`
 }
 
+/** A time of a run's detail: ISO 8601 (an owner from before that gave epoch milliseconds). */
+const msOf = (t: string | number): number => (typeof t === "number" ? t : Date.parse(t))
+
 /** `svc runs show RUN` as text: the run, its placement record, its attempts, its outcome and output. */
 export const showLines = (r: RunDetail): ReadonlyArray<string> => {
   const lines = [
@@ -196,7 +199,7 @@ export const showLines = (r: RunDetail): ReadonlyArray<string> => {
       `attempt ${a.id} on ${a.hostName}: ${a.state}${a.reason === null ? "" : ` (${a.reason})`}${
         a.startedAt !== null && a.endedAt !== null
           ? // Superseded, it stopped counting; whether its process ended is not known yet.
-            `; ${lasted(a.endedAt - a.startedAt)} from its start ${a.state === "superseded" ? "until it was superseded" : "to its end"}`
+            `; ${lasted(msOf(a.endedAt) - msOf(a.startedAt))} from its start ${a.state === "superseded" ? "until it was superseded" : "to its end"}`
           : ""
       }${a.holdsSlot ? "; holds a slot" : ""}${
         waiting === null ? "" : `; not started yet: waiting there since ${waiting} for a free slot (other work holds the machine's slots)`
