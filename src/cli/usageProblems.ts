@@ -248,8 +248,8 @@ const suffixOf = (command: CommandSpec, words: ReadonlyArray<string>, cases: str
  * @effect/cli's help for the command `path` (`svc workers invite`), tidied: its usage line names
  * the command from `svc` (it showed `$ invite`), a repeatable option reads as optional there
  * (`[--scope text]...`: zero or more), and the lines that only restate an option's type
- * ("A user-defined piece of text.", "A true or false value.", "An integer.") go, the type being on
- * the option's own line. Pure: text in, text out.
+ * ("A user-defined piece of text.", "A true or false value.", "An integer.", "A directory.") go,
+ * the type being on the option's own line or in the argument's description. Pure: text in, text out.
  */
 export const tidyHelp = (text: string, path: string): string => {
   const usageAt = text.indexOf("\n$ ")
@@ -262,7 +262,7 @@ export const tidyHelp = (text: string, path: string): string => {
   }
   // The commands a group lists, each with its usage: the same for their repeatable options.
   tidy = tidy.replace(/^( {2}- .*)$/gm, (line) => optionalRepeats(line))
-  tidy = tidy.replace(/\n {2}(A user-defined piece of text|A true or false value|An integer)\.\n\n/g, "\n")
+  tidy = tidy.replace(/\n {2}(A user-defined piece of text|A true or false value|An integer|A directory)\.\n\n/g, "\n")
   // @effect/cli's own options, in every command's help: said once, in svc --help.
   return path === "svc" ? tidy : withoutBlocks(tidy, BUILT_IN_BLOCKS)
 }

@@ -8,6 +8,8 @@ import { join } from "node:path"
 import { Ajv } from "ajv"
 import { parse } from "yaml"
 import { beforeEach, describe, expect, it } from "vitest"
+import { svc as svcCommand } from "../../src/cli/main.js"
+import { commandTree, type CommandSpec } from "../../src/cli/usageProblems.js"
 import { svc, tempDir } from "../support/svc.js"
 
 let cwd: string
@@ -113,6 +115,32 @@ describe("svc new and svc bag check", () => {
     // Into a pipe (as here), plain text: no colour escapes in the help or a usage message.
     expect(help.stdout).not.toContain("\u001b[")
     expect((await run("bag", "frobnicate")).stderr).not.toContain("\u001b[")
+  })
+
+  it("describes every argument of every command in its help, in svc's words", async () => {
+    const withArgs: Array<CommandSpec> = []
+    const walk = (c: CommandSpec): void => {
+      if (c.args.length > 0) withArgs.push(c)
+      c.commands.forEach(walk)
+    }
+    walk(commandTree(svcCommand.descriptor))
+    expect(withArgs.length).toBeGreaterThanOrEqual(10)
+    const undescribed: Array<string> = []
+    for (const command of withArgs) {
+      const help = await run(...command.path.split(" ").slice(1), "--help")
+      expect(help.code).toBe(0)
+      const section = help.stdout.slice(help.stdout.indexOf("\nARGUMENTS\n"), help.stdout.indexOf("\nOPTIONS\n"))
+      // Each argument: its header line, then what it is (not only that it may be left out).
+      for (const block of section.split(/\n(?=<)/).slice(1)) {
+        const [header, ...rest] = block.split("\n")
+        const said = rest.map((l) => l.trim()).filter((l) => l !== "" && l !== "This setting is optional.")
+        if (said.length === 0) undescribed.push(`${command.path} ${header}`)
+        // @effect/cli's restatement of the type goes (tidyHelp).
+        expect(said).not.toContain("A directory.")
+        expect(said).not.toContain("A user-defined piece of text.")
+      }
+    }
+    expect(undescribed).toEqual([])
   })
 })
 

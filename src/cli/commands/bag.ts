@@ -24,7 +24,7 @@ const problemLine = (p: CheckReport["problems"][number]) =>
 
 const check = Command.make(
   "check",
-  { dir: Args.directory({ name: "DIR", exists: "either" }).pipe(Args.withDefault(".")), json },
+  { dir: Args.directory({ name: "DIR", exists: "either" }).pipe(Args.withDescription("the bag's directory, holding bag.yaml (default: the current one)"), Args.withDefault(".")), json },
   ({ dir, json }) =>
     Effect.gen(function* () {
       const { report } = yield* checkBag(dir)
@@ -60,7 +60,7 @@ const installJson = (o: TreeOutcome): InstallJson => ({
 
 const install = Command.make(
   "install",
-  { dir: Args.directory({ name: "DIR", exists: "either" }), json },
+  { dir: Args.directory({ name: "DIR", exists: "either" }).pipe(Args.withDescription("the bag's directory, holding bag.yaml")), json },
   ({ dir, json }) =>
     installBag(dir).pipe(
       Effect.flatMap((outcome) =>
@@ -97,7 +97,7 @@ const requiresText = (j: { readonly requiredLabels: ReadonlyArray<string>; reado
 
 const findingLines = (findings: ReadonlyArray<Finding>) => findings.map((f) => `${f.severity}: ${f.message}`)
 
-const show = Command.make("show", { name: Args.text({ name: "NAME" }), json }, ({ json, name }) =>
+const show = Command.make("show", { name: Args.text({ name: "NAME" }).pipe(Args.withDescription("an installed bag's name (svc bag list names them)")), json }, ({ json, name }) =>
   Effect.gen(function* () {
     const summary = yield* showBag(name)
     if (json) return yield* printJson(summary)
@@ -118,7 +118,7 @@ const show = Command.make("show", { name: Args.text({ name: "NAME" }), json }, (
 
 const doctor = Command.make(
   "doctor",
-  { name: Args.text({ name: "NAME" }).pipe(Args.optional), json },
+  { name: Args.text({ name: "NAME" }).pipe(Args.withDescription("an installed bag's name; none: every installed bag"), Args.optional), json },
   ({ json, name }) =>
     Effect.gen(function* () {
       const reports: ReadonlyArray<DoctorReport> = name._tag === "Some" ? [yield* doctorBag(name.value)] : yield* doctorAll
@@ -133,7 +133,7 @@ const doctor = Command.make(
     }).pipe(Effect.catchTag("BagStoreError", (e) => Effect.fail(storeFailure(e))))
 ).pipe(Command.withDescription("Check what installed bags need on this machine (programs on PATH, required bags)"))
 
-const remove = Command.make("remove", { name: Args.text({ name: "NAME" }), json }, ({ json, name }) =>
+const remove = Command.make("remove", { name: Args.text({ name: "NAME" }).pipe(Args.withDescription("an installed bag's name")), json }, ({ json, name }) =>
   removeBag(name).pipe(
     Effect.flatMap((bag) => (json ? printJson({ removed: bag.name, digest: bag.digest }) : Console.log(`removed ${bag.name}`))),
     Effect.catchTag("BagStoreError", (e) => Effect.fail(storeFailure(e)))

@@ -59,7 +59,7 @@ const invite = Command.make(
 
 const join = Command.make(
   "join",
-  { token: Args.text({ name: "TOKEN" }), name: Options.text("name").pipe(Options.optional, Options.withDescription("this worker's human name (default: host name)")), json },
+  { token: Args.text({ name: "TOKEN" }).pipe(Args.withDescription("the join token svc workers invite printed on the owner (svc_jt_...)")), name: Options.text("name").pipe(Options.optional, Options.withDescription("this worker's human name (default: host name)")), json },
   ({ json, name, token }) =>
     Effect.gen(function* () {
       // A token pasted with its line end (or spaces) is the same token.
