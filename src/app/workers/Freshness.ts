@@ -10,8 +10,14 @@ import type { Freshness as Seen } from "../../domain/workers/DisplayState.js"
 
 export interface FreshnessService {
   readonly get: (workerId: string) => Seen | undefined
-  /** A call arrived; `busy`: it said how many of its slots other work holds now (an advertisement, a claim). */
+  /**
+   * A call arrived; `busy`: it said how many of its slots other work holds now (an advertisement, a claim).
+   * A session that said goodbye stays ended: a call of that session still in flight when its bye
+   * arrived does not bring it back; only a hello does (`begin`).
+   */
   readonly touch: (workerId: string, now: number, advertised: boolean, busy?: number) => void
+  /** A hello arrived: a new session, live from now. */
+  readonly begin: (workerId: string, now: number) => void
   /** Whether `busy` is fewer slots than the worker said other work held before: room may have freed up. */
   readonly busyFell: (workerId: string, busy: number) => boolean
   /** Its process stopped cleanly (`bye`): its advertisement is over and its session no longer live. */
@@ -27,9 +33,14 @@ export const make = (): FreshnessService => {
     touch: (id, now, advertised, busy) => {
       const f = seen.get(id) ?? { lastSeenAt: null, lastAdvertisedAt: null, busy: 0 }
       f.lastSeenAt = now
-      f.sessionEnded = false
       if (advertised) f.lastAdvertisedAt = now
       if (busy !== undefined) f.busy = busy
+      seen.set(id, f)
+    },
+    begin: (id, now) => {
+      const f = seen.get(id) ?? { lastSeenAt: null, lastAdvertisedAt: null, busy: 0 }
+      f.lastSeenAt = now
+      f.sessionEnded = false
       seen.set(id, f)
     },
     busyFell: (id, busy) => busy < (seen.get(id)?.busy ?? 0),

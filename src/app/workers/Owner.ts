@@ -247,7 +247,7 @@ export const make = Effect.gen(function* () {
       const envelopes = yield* execute((r) =>
         Decide.decideStartSession({ workerId: worker.id, previousSessionLive: live, resumes, keyHash: sha(sessionKey), now }, r)
       ).pipe(Effect.mapError(commandRefusal("unauthenticated")))
-      touch(worker.id, now, false)
+      freshness.begin(worker.id, now)
       // The identity this installation had before it joined again (its credential proved it) is
       // no longer anyone's: revoked, so that it does not linger as a second worker of the same name.
       const replaced = worker.replaces === null ? undefined : Option.getOrUndefined(HashMap.get((yield* registry).workers, worker.replaces))

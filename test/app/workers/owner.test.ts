@@ -375,6 +375,12 @@ describe("display states", () => {
       expect(refusal(yield* call(w.credential, { kind: "bye", fence: w.fence - 1 }))).toBe("fenced")
       ok(yield* call(w.credential, { kind: "bye", fence: w.fence }), "ack")
       expect(yield* stateOf(w.workerId)).toMatchObject({ state: "Offline", reason: "its svc serve stopped cleanly 0 s ago (it said so): back when it says hello again", capacity: 0 })
+      // Calls of that session still in flight when the bye arrived are answered, and do not bring it back.
+      yield* TestClock.adjust("1 second")
+      ok(yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [] }), "ack")
+      ok(yield* call(w.credential, { kind: "claim", fence: w.fence, waitSeconds: 0, running: [] }), "no-work")
+      ok(yield* call(w.credential, offer(w.fence)), "ack")
+      expect(yield* stateOf(w.workerId)).toMatchObject({ state: "Offline", reason: "its svc serve stopped cleanly 0 s ago (it said so): back when it says hello again", capacity: 0 })
       const takeovers = Effect.map(Effect.flatMap(Projections, (p) => p.state), (st) => [...st.audit].filter((a) => a.kind === "takeover").length)
       // A new process (no session key) says hello within 15 s of the last call: no takeover, its predecessor said goodbye.
       ok(yield* call(w.credential, { kind: "hello", protocol: 1, running: [] }), "welcome")
