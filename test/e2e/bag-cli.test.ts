@@ -377,6 +377,41 @@ describe("svc bag show and svc bag doctor judge what depends on this machine", (
     })
   })
 
+  it("installs a composition all or nothing: a parent refused installs none of its children; a child composed twice is installed once", async () => {
+    const names = async () => JSON.parse((await run("bag", "list", "--json")).stdout).bags.map((b: { name: string }) => b.name).sort()
+    writeBag("kid", "name: kid\ndescription: the kid\nconstants: {colour: blue}\n")
+    writeBag("bad-parent", "name: bad-parent\ndescription: p\nbags:\n  kid: {path: ../kid}\nservices:\n  web: {description: {constant: kid:size}, command: echo}\n")
+    const refused = await run("bag", "install", "bad-parent")
+    expect(refused.code).toBe(1)
+    expect(refused.stdout).toContain('services.web.description: constant "size" of bag "kid" is not available')
+    expect(await names()).toEqual([])
+    // The parent is checked with the constants its children will have: this one uses the kid's.
+    writeBag("good-parent", "name: good-parent\ndescription: p\nbags:\n  kid: {path: ../kid}\nservices:\n  web: {description: {constant: kid:colour}, command: echo}\n")
+    const installed = await run("bag", "install", "good-parent")
+    expect(installed.code, installed.stderr).toBe(0)
+    expect(await names()).toEqual(["good-parent", "kid"])
+    expect(JSON.parse((await run("bag", "show", "good-parent", "--json")).stdout).findings).toEqual([])
+
+    // A diamond: top composes left and right, both compose base.
+    writeBag("base", "name: base\ndescription: b\n")
+    writeBag("left", "name: left\ndescription: l\nbags:\n  base: {path: ../base}\n")
+    writeBag("right", "name: right\ndescription: r\nbags:\n  base: {path: ../base}\n")
+    writeBag("top", "name: top\ndescription: t\nbags:\n  left: {path: ../left}\n  right: {path: ../right}\n")
+    const diamond = await run("bag", "install", "top")
+    expect(diamond.code, diamond.stderr).toBe(0)
+    expect(diamond.stdout.split("\n").map((l) => l.split(" ").slice(0, 2).join(" "))).toEqual(["installed base", "installed left", "unchanged base", "installed right", "installed top", ""])
+    // Two different bags of one name in one composition: refused, nothing installed.
+    writeBag("other-base", "name: base\ndescription: another base\n")
+    writeBag("odd", "name: odd\ndescription: o\nbags:\n  base: {path: ../other-base}\n")
+    writeBag("pair", "name: pair\ndescription: p\nbags:\n  left: {path: ../left}\n  odd: {path: ../odd}\n")
+    const pair = await run("bag", "install", "pair")
+    expect({ code: pair.code, stderr: pair.stderr }).toEqual({
+      code: 1,
+      stderr: `svc: the composition holds two different bags named base: ${join(cwd, "base")} and ${join(cwd, "other-base")}\n`
+    })
+    expect(await names()).toEqual(["base", "good-parent", "kid", "left", "right", "top"])
+  })
+
   it("shows why a job stays on the owner", async () => {
     writeBag(
       "mixed",

@@ -15,7 +15,7 @@ import { checkSource, compositionOf, resolveFrom, type ReportedProblem } from ".
 import { BagStore, BagStoreError, type InstalledBag, type InstalledJob, type PinnedConstant } from "./BagStore.js"
 import { installedResolver } from "./BagConstants.js"
 import { ManifestSource } from "./ManifestSource.js"
-import type { ExternalConstant } from "../../domain/manifest/Constants.js"
+import type { ConstantResolver, ExternalConstant } from "../../domain/manifest/Constants.js"
 
 export class BagInvalid extends Data.TaggedError("BagInvalid")<{
   readonly dir: string
@@ -49,8 +49,7 @@ export const jobsOf = (manifest: Manifest): Array<InstalledJob> =>
     address: job.version === undefined ? undefined : formatJobAddress({ bag: registeredName(manifest), job: name, version: versionString(job.version) })
   }))
 
-const pins = (used: ReadonlyArray<ExternalConstant>, installed: ReadonlyArray<InstalledBag>): Array<PinnedConstant> => {
-  const resolve = installedResolver(installed)
+const pins = (used: ReadonlyArray<ExternalConstant>, resolve: ConstantResolver): Array<PinnedConstant> => {
   const out: Array<PinnedConstant> = []
   for (const { bag, name } of used) {
     const found = resolve(bag, name)
@@ -76,19 +75,45 @@ export class CompositionProblem extends Data.TaggedError("CompositionProblem")<{
  * spec, "bags": "installing the parent fetches it"), each installed as `svc bag install` would,
  * recursively. A child from a Git remote (`repo`) is not fetched (svc fetches nothing from the
  * network): a note says so when it is not installed yet.
+ *
+ * All or nothing: every bag of the composition is read and checked first (a parent with the
+ * constants its children will have once installed), and only when none is refused is any of
+ * them installed, children first.
  */
 export const installBag = (dir: string): Effect.Effect<TreeOutcome, BagInvalid | AddressTaken | CompositionProblem | BagDirectoryError | BagStoreError, BagStore | BagDirectory | ManifestSource> =>
-  installTree(dir, [])
+  Effect.gen(function* () {
+    const store = yield* BagStore
+    const installed = yield* store.list
+    const plan = yield* planTree(dir, [], new Map(), installed)
+    return yield* applyPlan(plan)
+  })
 
-const installTree = (
+/** A bag of the composition, judged and ready to install: nothing is written yet. */
+interface Planned {
+  readonly status: InstallOutcome["status"]
+  readonly snapshot: BagSnapshot
+  /** The bag as it will be installed (without the copy's path), or as it is when unchanged. */
+  readonly record: Omit<InstalledBag, "path">
+  /** Unchanged: the bag installed already. */
+  readonly current: InstalledBag | undefined
+  readonly children: ReadonlyArray<Planned>
+  readonly notes: ReadonlyArray<string>
+}
+
+/** The bags planned so far, by name: what a parent checked later resolves its constants against. */
+type Staged = Map<string, { readonly dir: string; readonly digest: string; readonly constants: Readonly<Record<string, unknown>> }>
+
+const planTree = (
   dir: string,
   chain: ReadonlyArray<{ readonly dir: string; readonly name: string }>,
+  staged: Staged,
+  installed: ReadonlyArray<InstalledBag>,
   /** For a child: the name its parent composes it as, and how the parent named where it is. */
   expected?: { readonly name: string; readonly by: string; readonly path: string }
-): Effect.Effect<TreeOutcome, BagInvalid | AddressTaken | CompositionProblem | BagDirectoryError | BagStoreError, BagStore | BagDirectory | ManifestSource> =>
+): Effect.Effect<Planned, BagInvalid | AddressTaken | CompositionProblem | BagDirectoryError | BagStoreError, BagStore | BagDirectory | ManifestSource> =>
   Effect.gen(function* () {
-    // Its children first, read from the bag.yaml as written: the whole check (installOne) comes
-    // once they are installed, since this bag may use their constants.
+    // Its children first, read from the bag.yaml as written: the whole check comes once they
+    // are planned, since this bag may use their constants.
     const snapshot = yield* (yield* BagDirectory).read(dir)
     const raw = (yield* ManifestSource).parse(snapshot.manifestText).value
     const doc = typeof raw === "object" && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {}
@@ -99,9 +124,9 @@ const installTree = (
       })
     }
     const here = [...chain, { dir: snapshot.dir, name }]
-    const children: Array<TreeOutcome> = []
+    const children: Array<Planned> = []
     const notes: Array<string> = []
-    // What the check would refuse is left to it (installOne): only a well-formed source is followed.
+    // What the check would refuse is left to it (below): only a well-formed source is followed.
     const composition = compositionOf(raw)
     for (const { name: childName, path } of composition.paths) {
       const childDir = resolveFrom(snapshot.dir, path)
@@ -109,54 +134,80 @@ const installTree = (
       if (looped >= 0) {
         return yield* new CompositionProblem({ message: `bags compose each other in a circle: ${[...here.slice(looped).map((c) => c.name), childName].join(" composes ")}` })
       }
-      const child = installTree(childDir, here, { name: childName, by: name, path }).pipe(
+      const child = planTree(childDir, here, staged, installed, { name: childName, by: name, path }).pipe(
         // Said as the parent's: which child, from where (a bare "does not exist" named neither).
         Effect.catchTag("BagDirectoryError", (e) => Effect.fail(new CompositionProblem({ message: `${name} composes ${childName} from ${path}, where there is no bag: ${e.message}` })))
       )
       children.push(yield* child)
     }
     for (const { name: childName, repo } of composition.repos) {
-      if ((yield* (yield* BagStore).get(childName)) === undefined) {
+      if (!staged.has(childName) && !installed.some((b) => b.name === childName)) {
         notes.push(`${name} composes ${childName} from the Git remote ${repo}, which svc does not fetch: install it with svc bag install DIR (svc bag doctor reports it missing until then)`)
       }
     }
-    return { ...(yield* installOne(dir, snapshot)), children, notes }
+    return { ...(yield* planOne(dir, snapshot, staged, installed)), children, notes }
   })
 
-/** One bag, read already (`snapshot`), checked with the bags installed now. */
-const installOne = (dir: string, snapshot: BagSnapshot) =>
+/** One bag, read already (`snapshot`), checked against the bags installed now and those planned before it. */
+const planOne = (dir: string, snapshot: BagSnapshot, staged: Staged, installed: ReadonlyArray<InstalledBag>) =>
   Effect.gen(function* () {
-    const store = yield* BagStore
-    const installed = yield* store.list
-    const report = yield* checkSource(snapshot, installedResolver(installed))
+    const fromInstalled = installedResolver(installed)
+    const resolve: ConstantResolver = (bag, name) => {
+      const planned = staged.get(bag)
+      if (planned === undefined) return fromInstalled(bag, name)
+      return Object.prototype.hasOwnProperty.call(planned.constants, name) ? { value: planned.constants[name] } : undefined
+    }
+    const report = yield* checkSource(snapshot, resolve)
     if (report.manifest === undefined) return yield* new BagInvalid({ dir, problems: report.problems })
     const manifest = report.manifest
     const digest = yield* (yield* BagDirectory).digest(snapshot)
     const name = registeredName(manifest)
-    const current = yield* store.get(name)
+    const record: Omit<InstalledBag, "path"> = {
+      name,
+      description: manifest.description,
+      digest,
+      installedAt: "",
+      source: snapshot.dir,
+      jobs: jobsOf(manifest),
+      constants: manifest.constants ?? {},
+      pinnedConstants: pins(report.externalConstants, resolve)
+    }
+    const earlier = staged.get(name)
+    if (earlier !== undefined) {
+      // Composed twice (two parents share a child): one bag, installed once.
+      if (earlier.digest === digest) return { status: "unchanged", snapshot, record, current: undefined } satisfies Omit<Planned, "children" | "notes">
+      return yield* new CompositionProblem({ message: `the composition holds two different bags named ${name}: ${earlier.dir} and ${snapshot.dir}` })
+    }
+    staged.set(name, { dir: snapshot.dir, digest, constants: record.constants })
+    const current = installed.find((b) => b.name === name)
     // The same source: nothing to do, unless the installed copy no longer is that (a job wrote into it).
     const copyIntact = (bag: InstalledBag) =>
       Effect.flatMap(BagDirectory, (d) => Effect.map(Effect.flatMap(d.read(bag.path), d.digest), (now) => now === bag.digest)).pipe(Effect.orElseSucceed(() => false))
     const repairing = current !== undefined && current.digest === digest && !(yield* copyIntact(current))
-    if (current !== undefined && current.digest === digest && !repairing) return { status: "unchanged", bag: current } satisfies InstallOutcome
-    const jobs = jobsOf(manifest)
+    if (current !== undefined && current.digest === digest && !repairing) return { status: "unchanged", snapshot, record, current } satisfies Omit<Planned, "children" | "notes">
     if (current !== undefined && !repairing) {
       const taken = new Set(current.jobs.flatMap((j) => (j.address === undefined ? [] : [j.address])))
-      const clashes = jobs.flatMap((j) => (j.address !== undefined && taken.has(j.address) ? [j.address] : []))
+      const clashes = record.jobs.flatMap((j) => (j.address !== undefined && taken.has(j.address) ? [j.address] : []))
       if (clashes.length > 0) return yield* new AddressTaken({ addresses: clashes, installedDigest: current.digest, newDigest: digest, bag: name })
     }
+    const status: InstallOutcome["status"] = current === undefined ? "installed" : repairing ? "repaired" : "replaced"
+    return { status, snapshot, record, current } satisfies Omit<Planned, "children" | "notes">
+  })
+
+/** Installs what the plan changes, children first; a bag composed twice is installed once. */
+const applyPlan = (plan: Planned): Effect.Effect<TreeOutcome, BagStoreError, BagStore> =>
+  Effect.gen(function* () {
+    const children: Array<TreeOutcome> = []
+    for (const child of plan.children) children.push(yield* applyPlan(child))
+    const store = yield* BagStore
+    if (plan.status === "unchanged") {
+      // Composed twice: the first visit installed it; this one finds it so.
+      const bag = plan.current ?? (yield* store.get(plan.record.name))
+      if (bag !== undefined) return { status: "unchanged", bag, children, notes: plan.notes }
+    }
     const now = yield* Clock.currentTimeMillis
-    const bag = yield* store.put(snapshot, {
-      name,
-      description: manifest.description,
-      digest,
-      installedAt: new Date(now).toISOString(),
-      source: snapshot.dir,
-      jobs,
-      constants: manifest.constants ?? {},
-      pinnedConstants: pins(report.externalConstants, installed)
-    })
-    return { status: current === undefined ? "installed" : repairing ? "repaired" : "replaced", bag } satisfies InstallOutcome
+    const bag = yield* store.put(plan.snapshot, { ...plan.record, installedAt: new Date(now).toISOString() })
+    return { status: plan.status === "unchanged" ? "installed" : plan.status, bag, children, notes: plan.notes }
   })
 
 export const removeBag = (name: string) =>
