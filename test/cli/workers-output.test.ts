@@ -1,6 +1,6 @@
 /** What `svc workers invite` notes about the address its token carries. */
 import { describe, expect, it } from "vitest"
-import { onlyThisMachine, usedOfCapacity } from "../../src/cli/commands/workers.js"
+import { onlyThisMachine, servedLines, usedOfCapacity } from "../../src/cli/commands/workers.js"
 
 describe("svc workers invite", () => {
   it.each([
@@ -24,5 +24,43 @@ describe("svc workers status", () => {
     expect(usedOfCapacity({ used: 0, capacity: 0, revoked: true })).toBe("-")
     // Offline, its advertisement lapsed: it offers nothing, and holds what its attempts held.
     expect(usedOfCapacity({ used: 1, capacity: 0, revoked: false })).toBe("1 held")
+  })
+})
+
+describe("svc workers status on a worker", () => {
+  const offer = {
+    capacity: 2,
+    labels: ["pool=lab"],
+    artifacts: [{ address: "hasher:checksum@1.0.0" }, { address: "reports:nightly@3.0.0" }],
+    withheld: [{ job: "gpu:train@1.0.0", reason: "lacks program nvidia-smi" }]
+  }
+  const linked = { phase: "linked", detail: "session fence 3", offer, running: 1, busy: 0 }
+
+  it("says the jobs it offers an owner within the scope that owner gave it, and those it holds outside it apart", () => {
+    expect(servedLines("https://owner:7443", "lab-1", "w1", { ...linked, scope: ["hasher:checksum@1.0.0"] })).toEqual([
+      "  https://owner:7443 as lab-1 (w1): linked, session fence 3",
+      "    offers 2 slots; labels pool=lab; jobs hasher:checksum@1.0.0 (its scope there: hasher:checksum@1.0.0)",
+      "    holds outside that scope (never placed here by this owner): reports:nightly@3.0.0",
+      "    runs 1 attempt(s) for it; 0 of the 2 slots held by other work (other owners, own runs)",
+      "    withholds gpu:train@1.0.0: lacks program nvidia-smi"
+    ])
+    // A scope naming nothing it holds: it offers that owner no job.
+    expect(servedLines("https://owner:7443", "lab-1", "w1", { ...linked, scope: ["other:job@1.0.0"] })[1]).toBe(
+      "    offers 2 slots; labels pool=lab; jobs none (its scope there: other:job@1.0.0)"
+    )
+  })
+
+  it("offers every job it holds to an owner that gave it no scope, or a runtime that does not say", () => {
+    for (const scope of [[], null, undefined]) {
+      const lines = servedLines("https://owner:7443", "lab-1", "w1", { ...linked, ...(scope === undefined ? {} : { scope }) })
+      expect(lines[1]).toBe("    offers 2 slots; labels pool=lab; jobs hasher:checksum@1.0.0, reports:nightly@3.0.0")
+      expect(lines.some((l) => l.includes("outside"))).toBe(false)
+    }
+  })
+
+  it("shows an ended link without what it offered", () => {
+    const lines = servedLines("https://owner:7443", "lab-1", "w1", { ...linked, phase: "revoked", detail: "revoked by operator", scope: [] })
+    expect(lines.some((l) => l.includes("offers"))).toBe(false)
+    expect(servedLines("https://owner:7443", "lab-1", "w1", null)).toEqual(["  https://owner:7443 as lab-1 (w1): not linked now"])
   })
 })

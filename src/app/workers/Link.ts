@@ -79,6 +79,8 @@ export interface LinkStatus {
   readonly running: number
   /** As of the last advertisement: the machine's slots other work held (other owners, its own runs). */
   readonly busy: number
+  /** The jobs this owner lets this worker run (its welcome says so); empty: every job; null: not linked yet. */
+  readonly scope: ReadonlyArray<string> | null
 }
 
 export class LinkEnded extends Data.TaggedError("LinkEnded")<{ readonly phase: LinkPhase; readonly message: string }> {}
@@ -112,7 +114,7 @@ export const runLink = (link: LinkRecord, transport: OwnerTransport, offer: Effe
     const set = (s: Partial<LinkStatus>) =>
       Ref.update(status, (m) => {
         const next = new Map(m)
-        const current = m.get(link.key) ?? { phase: "connecting" as const, detail: "", fence: null, lastAdvertisedAt: null, offer: null, running: 0, busy: 0 }
+        const current = m.get(link.key) ?? { phase: "connecting" as const, detail: "", fence: null, lastAdvertisedAt: null, offer: null, running: 0, busy: 0, scope: null }
         next.set(link.key, { ...current, ...s })
         return next
       })
@@ -146,7 +148,7 @@ export const runLink = (link: LinkRecord, transport: OwnerTransport, offer: Effe
             if (welcome.kind !== "welcome") return yield* new Unreachable({ message: `unexpected answer ${welcome.kind} to hello` })
             held = welcome.sessionKey === undefined ? undefined : { fence: welcome.fence, key: welcome.sessionKey }
             backoff = BACKOFF_FIRST
-            yield* set({ phase: "linked", detail: `session fence ${welcome.fence}`, fence: welcome.fence })
+            yield* set({ phase: "linked", detail: `session fence ${welcome.fence}`, fence: welcome.fence, scope: welcome.scope })
             yield* Effect.logInfo(`linked to the owner at ${link.url} as ${link.name}${trouble === null ? "" : " again"} (session fence ${welcome.fence})`)
             trouble = null
             const advertising = Effect.gen(function* () {

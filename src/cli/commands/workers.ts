@@ -151,6 +151,45 @@ const nextStep = (phase: string, url: string): string | undefined => {
 }
 
 /** USED/CAP; a revoked or Offline worker offers nothing (capacity 0), but may still hold slots until they are released: `1 held`. */
+/** A link's status as `svc workers status` reads it from the runtime (fields an older runtime lacks are optional). */
+export interface ServedStatus {
+  readonly phase: string
+  readonly detail: string
+  readonly offer: {
+    readonly capacity: number
+    readonly labels: ReadonlyArray<string>
+    readonly artifacts: ReadonlyArray<{ readonly address: string }>
+    readonly withheld: ReadonlyArray<{ readonly job: string; readonly reason: string }>
+  } | null
+  readonly running?: number
+  readonly busy?: number
+  readonly scope?: ReadonlyArray<string> | null
+}
+
+/**
+ * On a worker, one owner it works for: the link's state, and while it is linked what it offers
+ * that owner. The jobs it holds outside the scope that owner gave it are said apart: it
+ * advertises what it holds, but that owner never places them on it.
+ */
+export const servedLines = (url: string, name: string, workerId: string, s: ServedStatus | null): ReadonlyArray<string> => {
+  const lines = [`  ${url} as ${name} (${workerId}): ${s === null ? "not linked now" : `${s.phase}, ${s.detail}`}`]
+  const next = s === null ? undefined : nextStep(s.phase, url)
+  if (next !== undefined) lines.push(`    ${next}`)
+  // An ended link offers nothing any more: what it offered is not shown.
+  if (s === null || s.offer === null || next !== undefined) return lines
+  const scope = s.scope ?? []
+  const inScope = s.offer.artifacts.filter((a) => scope.length === 0 || scope.includes(a.address)).map((a) => a.address)
+  const outside = s.offer.artifacts.filter((a) => scope.length > 0 && !scope.includes(a.address)).map((a) => a.address)
+  lines.push(`    offers ${s.offer.capacity} slots; labels ${s.offer.labels.join(",") || "none"}; jobs ${inScope.join(", ") || "none"}${scope.length > 0 ? ` (its scope there: ${scope.join(", ")})` : ""}`)
+  if (outside.length > 0) lines.push(`    holds outside that scope (never placed here by this owner): ${outside.join(", ")}`)
+  // Its slots are shared with every other owner and this machine's own runs (docs/runs.md, "On a worker").
+  const running = s.running ?? 0
+  const busy = s.busy ?? 0
+  lines.push(`    runs ${running} attempt(s) for it; ${busy} of the ${s.offer.capacity} slots held by other work (other owners, own runs)${running + busy >= s.offer.capacity ? ": no slot free for it now" : ""}`)
+  for (const w of s.offer.withheld) lines.push(`    withholds ${w.job}: ${w.reason}`)
+  return lines
+}
+
 export const usedOfCapacity = (w: Pick<WorkerStatus, "used" | "capacity" | "revoked">): string =>
   w.revoked || w.capacity === 0 ? (w.used === 0 ? "-" : `${w.used} held`) : `${w.used}/${w.capacity}`
 
@@ -207,25 +246,7 @@ const status = Command.make("status", { json }, ({ json }) =>
     if (links.length > 0) {
       yield* Console.log("owners this machine works for:")
       for (const l of links) {
-        const s = l["status"] as {
-          phase: string
-          detail: string
-          offer: { capacity: number; labels: Array<string>; artifacts: Array<{ address: string }>; withheld: Array<{ job: string; reason: string }> } | null
-          running?: number
-          busy?: number
-        } | null
-        yield* Console.log(`  ${String(l["url"])} as ${String(l["name"])} (${String(l["workerId"])}): ${s === null ? "not linked now" : `${s.phase}, ${s.detail}`}`)
-        const next = s === null ? undefined : nextStep(s.phase, String(l["url"]))
-        if (next !== undefined) yield* Console.log(`    ${next}`)
-        // An ended link offers nothing any more: what it offered is not shown.
-        if (s?.offer && next === undefined) {
-          yield* Console.log(`    offers ${s.offer.capacity} slots; labels ${s.offer.labels.join(",")}; jobs ${s.offer.artifacts.map((a) => a.address).join(", ") || "none"}`)
-          // Its slots are shared with every other owner and this machine's own runs (docs/runs.md, "On a worker").
-          const running = s.running ?? 0
-          const busy = s.busy ?? 0
-          yield* Console.log(`    runs ${running} attempt(s) for it; ${busy} of the ${s.offer.capacity} slots held by other work (other owners, own runs)${running + busy >= s.offer.capacity ? ": no slot free for it now" : ""}`)
-          for (const w of s.offer.withheld) yield* Console.log(`    withholds ${w.job}: ${w.reason}`)
-        }
+        yield* printLines(servedLines(String(l["url"]), String(l["name"]), String(l["workerId"]), l["status"] as ServedStatus | null))
       }
     }
     if (notRunning !== undefined) return yield* notRunning

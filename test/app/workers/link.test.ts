@@ -58,7 +58,8 @@ describe("the worker's link", () => {
       const ads = s.calls.filter((c) => c.kind === "advertise").map((c) => c.at)
       expect(ads.length).toBeGreaterThanOrEqual(12)
       for (let i = 1; i < ads.length; i++) expect(ads[i]! - ads[i - 1]!).toBeLessThan(5_000)
-      expect((yield* Ref.get(s.status)).get("k")).toMatchObject({ phase: "linked", fence: 1 })
+      // The scope the owner gave it, from the welcome (empty: every job), for svc workers status on the worker.
+      expect((yield* Ref.get(s.status)).get("k")).toMatchObject({ phase: "linked", fence: 1, scope: [] })
       yield* Fiber.interrupt(fiber)
     })
   )
