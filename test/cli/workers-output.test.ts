@@ -24,6 +24,9 @@ describe("svc workers status", () => {
     expect(usedOfCapacity({ used: 0, capacity: 0, revoked: true })).toBe("-")
     // Offline, its advertisement lapsed: it offers nothing, and holds what its attempts held.
     expect(usedOfCapacity({ used: 1, capacity: 0, revoked: false })).toBe("1 held")
+    // A shared worker whose slots other work took after this owner placed there.
+    expect(usedOfCapacity({ used: 2, capacity: 2, revoked: false, waiting: 2 })).toBe("2/2 +2 waiting")
+    expect(usedOfCapacity({ used: 2, capacity: 2, revoked: false, waiting: 0 })).toBe("2/2")
   })
 })
 

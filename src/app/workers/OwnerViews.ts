@@ -7,7 +7,7 @@ import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import { inviteExpired } from "../../domain/workers/Decide.js"
-import { advertisementAlive, displayState, type DisplayState, type Freshness } from "../../domain/workers/DisplayState.js"
+import { advertisementAlive, displayState, waitingThere, type DisplayState, type Freshness } from "../../domain/workers/DisplayState.js"
 import type { Registry, WorkerRecord } from "../../domain/workers/Registry.js"
 
 export interface WorkerStatus {
@@ -16,8 +16,13 @@ export interface WorkerStatus {
   readonly state: DisplayState
   readonly reason: string
   readonly capacity: number
-  /** Slots in use: this owner's attempts, and `elsewhere`. */
+  /**
+   * Slots in use: this owner's attempts, and `elsewhere`; never more than it offers (when it
+   * offers anything): the attempts beyond are `waiting`.
+   */
   readonly used: number
+  /** This owner's attempts placed there that wait for a slot: other work holds the rest (0 otherwise). */
+  readonly waiting: number
   /** Slots the worker's last advertisement said other work holds (other owners, its own runs). */
   readonly elsewhere: number
   readonly free: number
@@ -53,12 +58,15 @@ export const workerStatuses = (state: OwnerState, freshness: (workerId: string) 
     .map((w): WorkerStatus => {
       const f = freshness(w.id)
       const elsewhere = f?.busy ?? 0
-      const used = Option.match(HashMap.get(ledger.physical, w.id), { onNone: () => 0, onSome: (p) => p.reserved }) + elsewhere
-      const shown = displayState(w, f, used, now)
+      const ours = Option.match(HashMap.get(ledger.physical, w.id), { onNone: () => 0, onSome: (p) => p.reserved })
+      const shown = displayState(w, f, ours + elsewhere, now)
       const successor = replacedBy.get(w.id)
       const display = successor === undefined ? shown : { ...shown, reason: `${shown.reason}; its installation joined again as ${successor}` }
       // A revoked worker offers nothing, whatever it last advertised.
       const capacity = w.revokedAt === null && w.advertisement !== null && advertisementAlive(f, now) ? w.advertisement.capacity : 0
+      // Offering nothing (revoked, Offline), it holds what its attempts held: all shown as used.
+      const waiting = capacity === 0 ? 0 : waitingThere(ours, elsewhere, capacity)
+      const used = ours + elsewhere - waiting
       return {
         id: w.id,
         name: w.name,
@@ -66,6 +74,7 @@ export const workerStatuses = (state: OwnerState, freshness: (workerId: string) 
         reason: display.reason,
         capacity,
         used,
+        waiting,
         elsewhere,
         free: Math.max(0, capacity - used),
         labels: w.advertisement?.labels ?? [],

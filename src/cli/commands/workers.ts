@@ -150,7 +150,11 @@ const nextStep = (phase: string, url: string): string | undefined => {
   }
 }
 
-/** USED/CAP; a revoked or Offline worker offers nothing (capacity 0), but may still hold slots until they are released: `1 held`. */
+/**
+ * USED/CAP; a revoked or Offline worker offers nothing (capacity 0), but may still hold slots
+ * until they are released: `1 held`. This owner's attempts waiting there for a slot other work
+ * holds: `2/2 +1 waiting`.
+ */
 /** A link's status as `svc workers status` reads it from the runtime (fields an older runtime lacks are optional). */
 export interface ServedStatus {
   readonly phase: string
@@ -190,8 +194,8 @@ export const servedLines = (url: string, name: string, workerId: string, s: Serv
   return lines
 }
 
-export const usedOfCapacity = (w: Pick<WorkerStatus, "used" | "capacity" | "revoked">): string =>
-  w.revoked || w.capacity === 0 ? (w.used === 0 ? "-" : `${w.used} held`) : `${w.used}/${w.capacity}`
+export const usedOfCapacity = (w: Pick<WorkerStatus, "used" | "capacity" | "revoked"> & { readonly waiting?: number }): string =>
+  w.revoked || w.capacity === 0 ? (w.used === 0 ? "-" : `${w.used} held`) : `${w.used}/${w.capacity}${(w.waiting ?? 0) > 0 ? ` +${w.waiting} waiting` : ""}`
 
 const status = Command.make("status", { json }, ({ json }) =>
   Effect.gen(function* () {

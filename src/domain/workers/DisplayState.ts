@@ -25,12 +25,24 @@ export interface Freshness {
 export const advertisementAlive = (f: Freshness | undefined, now: number): boolean =>
   f !== undefined && f.sessionEnded !== true && f.lastAdvertisedAt !== null && now - f.lastAdvertisedAt < ADVERTISEMENT_LIFETIME_MS
 
+/**
+ * How many of this owner's attempts on a worker (`ours`) wait there for a slot, when they and
+ * other work (`elsewhere`) come to more than its capacity: the machine runs at most that many.
+ */
+export const waitingThere = (ours: number, elsewhere: number, capacity: number): number =>
+  Math.max(0, Math.min(ours, ours + elsewhere - capacity))
+
 export interface Display {
   readonly state: DisplayState
   /** Why, in words: what a person needs to know to act. */
   readonly reason: string
 }
 
+/**
+ * `used`: the slots this owner's attempts hold there, plus those the worker says other work holds.
+ * Those can add up to more than its capacity (other work took slots after this owner placed there):
+ * the machine never runs more than its capacity, so the rest of this owner's attempts wait there.
+ */
 export const displayState = (w: WorkerRecord, f: Freshness | undefined, used: number, now: number): Display => {
   if (w.revokedAt !== null) return { state: "Offline", reason: "revoked: its calls are refused" }
   if (w.advertisement === null || f === undefined || f.lastAdvertisedAt === null) {
@@ -58,6 +70,13 @@ export const displayState = (w: WorkerRecord, f: Freshness | undefined, used: nu
     }
   }
   // `used` counts the slots other work holds (f.busy) too: other owners' attempts, the worker's own runs.
-  if (used >= offer.capacity) return { state: "Busy", reason: `${used} of ${offer.capacity} slots in use${f.busy > 0 ? `, ${f.busy} of them by other work` : ""}` }
+  if (used > offer.capacity) {
+    const waiting = waitingThere(used - f.busy, f.busy, offer.capacity)
+    return {
+      state: "Busy",
+      reason: `all ${offer.capacity} slots in use${f.busy > 0 ? `, ${Math.min(f.busy, offer.capacity)} of them by other work` : ""}; ${waiting} attempt${waiting === 1 ? "" : "s"} of this owner placed there wait${waiting === 1 ? "s" : ""} for a slot`
+    }
+  }
+  if (used === offer.capacity) return { state: "Busy", reason: `${used} of ${offer.capacity} slots in use${f.busy > 0 ? `, ${f.busy} of them by other work` : ""}` }
   return { state: "Ready", reason: `${offer.capacity - used} of ${offer.capacity} slots free${f.busy > 0 ? `; ${f.busy} in use by other work` : ""}` }
 }

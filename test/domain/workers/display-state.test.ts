@@ -1,0 +1,47 @@
+/** Worker display states as the owner computes them at query time (docs/protocol.md, "Display states"). */
+import { describe, expect, it } from "vitest"
+import { displayState, waitingThere, type Freshness } from "../../../src/domain/workers/DisplayState.js"
+import type { WorkerRecord } from "../../../src/domain/workers/Registry.js"
+
+const worker: WorkerRecord = {
+  id: "w1",
+  name: "lab-1",
+  inviteId: "i1",
+  scope: [],
+  joinedAt: 0,
+  replaces: null,
+  credentials: [],
+  rotationPending: false,
+  revokedAt: null,
+  fence: 1,
+  sessionStartedAt: 0,
+  advertisement: { capacity: 2, labels: [], capabilities: ["node"], artifacts: [{ address: "hasher:checksum@1.0.0", digest: "sha256:aa" }], at: 0 },
+  streamVersion: 1
+}
+const fresh = (busy: number): Freshness => ({ lastAdvertisedAt: 1_000, lastSeenAt: 1_000, busy })
+
+describe("a shared worker's slots, as this owner sees them", () => {
+  it("counts this owner's attempts and other work's slots together up to its capacity", () => {
+    expect(displayState(worker, fresh(0), 1, 2_000)).toEqual({ state: "Ready", reason: "1 of 2 slots free" })
+    expect(displayState(worker, fresh(1), 1, 2_000)).toEqual({ state: "Ready", reason: "1 of 2 slots free; 1 in use by other work" })
+    expect(displayState(worker, fresh(1), 2, 2_000)).toEqual({ state: "Busy", reason: "2 of 2 slots in use, 1 of them by other work" })
+  })
+
+  it("says this owner's attempts wait there when other work took the slots after they were placed (never '4 of 2 slots in use')", () => {
+    // Two attempts of this owner placed there, then other work took both slots.
+    expect(displayState(worker, fresh(2), 4, 2_000)).toEqual({
+      state: "Busy",
+      reason: "all 2 slots in use, 2 of them by other work; 2 attempts of this owner placed there wait for a slot"
+    })
+    expect(displayState(worker, fresh(2), 3, 2_000).reason).toBe("all 2 slots in use, 2 of them by other work; 1 attempt of this owner placed there waits for a slot")
+  })
+
+  it("finds how many of this owner's attempts wait: never more than it has there, none while they fit", () => {
+    expect(waitingThere(2, 2, 2)).toBe(2)
+    expect(waitingThere(1, 1, 2)).toBe(0)
+    expect(waitingThere(3, 1, 2)).toBe(2)
+    // Other work said to hold more than the capacity (it advertised a smaller one since): at most this owner's attempts.
+    expect(waitingThere(1, 5, 2)).toBe(1)
+    expect(waitingThere(0, 3, 2)).toBe(0)
+  })
+})
