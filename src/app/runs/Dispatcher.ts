@@ -369,7 +369,9 @@ export const make = Effect.gen(function* () {
         const last = run === undefined ? undefined : lastAttempt(run)
         if (last === undefined || !ACTIVE.has(last.state) || last.host === "owner") continue
         const w = Option.getOrUndefined(HashMap.get(s.registry.workers, last.host))
-        const lapsed = w !== undefined && !workerAlive(w, now) && now - startedAt >= RESTART_GRACE_MS
+        // A worker that said bye is known to be gone now (no grace for an owner's restart needed).
+        const ended = w !== undefined && freshness.get(w.id)?.sessionEnded === true
+        const lapsed = w !== undefined && !workerAlive(w, now) && (ended || now - startedAt >= RESTART_GRACE_MS)
         const unclaimed = last.state === "assigned" && now - last.assignedAt >= CLAIM_DEADLINE_MS
         const reason =
           w === undefined
@@ -377,7 +379,9 @@ export const make = Effect.gen(function* () {
             : w.revokedAt !== null
               ? "its worker was revoked"
               : lapsed
-                ? "its worker's advertisement lapsed (no refresh for 15 s)"
+                ? ended
+                  ? "its worker's svc serve stopped cleanly (it said so) before the attempt ended"
+                  : "its worker's advertisement lapsed (no refresh for 15 s)"
                 : unclaimed
                   ? `its worker did not claim it within ${CLAIM_DEADLINE_MS / 1000} s`
                   : undefined

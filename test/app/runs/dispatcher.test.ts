@@ -793,6 +793,20 @@ describe("a lapsed advertisement", () => {
     }).pipe(Effect.provide(TestOwner))
   )
 
+  it.effect("a worker that says bye holding an attempt: superseded at once, saying so, and the run placed again", () =>
+    Effect.gen(function* () {
+      const w1 = yield* linked("lab-1", ["gpu=true", "zone=a"])
+      const w2 = yield* linked("lab-2", ["gpu=true", "zone=b"])
+      yield* advertise(w1)
+      yield* advertise(w2)
+      const { runId } = yield* runningOn(w1, ["zone=a"])
+      ok(yield* call(w1.credential, { kind: "bye", fence: w1.fence }), "ack")
+      const after = yield* placedOn(runId, 2)
+      expect(attempt(after, 1)).toMatchObject({ host: w1.workerId, state: "superseded", reason: "its worker's svc serve stopped cleanly (it said so) before the attempt ended" })
+      expect(attempt(after, 2)).toMatchObject({ host: w2.workerId, state: "assigned" })
+    }).pipe(Effect.provide(TestOwner))
+  )
+
   it.effect("the late report of the superseded attempt is refused as superseded and changes nothing", () =>
     Effect.gen(function* () {
       const { w1, w2, runId, id } = yield* silentAfterClaim
