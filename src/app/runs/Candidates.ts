@@ -8,7 +8,7 @@
  */
 import * as HashMap from "effect/HashMap"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
-import type { Candidate } from "../../domain/placement/Placement.js"
+import type { Candidate, Silence } from "../../domain/placement/Placement.js"
 import type { RunRecord } from "../../domain/runs/Runs.js"
 import type { AdvertisementRecord, WorkerRecord } from "../../domain/workers/Registry.js"
 
@@ -16,7 +16,9 @@ export const makeCandidates = (
   host: { readonly labels: ReadonlyArray<string>; readonly capabilities: ReadonlyArray<string>; readonly capacity: number },
   workerAlive: (w: WorkerRecord, now: number) => boolean,
   /** Slots of a worker held by other work (other owners, its own runs), as it last advertised. */
-  busyElsewhere: (workerId: string) => number = () => 0
+  busyElsewhere: (workerId: string) => number = () => 0,
+  /** Why a worker whose advertisement is not alive is silent, when known better than "it lapsed". */
+  silenceOf: (w: WorkerRecord) => Silence | undefined = () => undefined
 ) => {
   /**
    * Each advertisement's lists as candidates carry them (executors apart from programs; the
@@ -79,6 +81,7 @@ export const makeCandidates = (
     isOwner: boolean,
     revoked: boolean,
     advertisementAlive: boolean,
+    silence: Silence | undefined,
     scope: ReadonlyArray<string>,
     labels: ReadonlyArray<string>,
     capabilities: ReadonlyArray<string>,
@@ -93,6 +96,7 @@ export const makeCandidates = (
       before.name === name &&
       before.revoked === revoked &&
       before.advertisementAlive === advertisementAlive &&
+      before.silence === silence &&
       sameList(before.scope, scope) &&
       sameList(before.labels, labels) &&
       sameList(before.capabilities, capabilities) &&
@@ -103,7 +107,10 @@ export const makeCandidates = (
     ) {
       return before
     }
-    const made: Candidate = { id, name, isOwner, revoked, advertisementAlive, scope, labels, capabilities, bins, artifacts, slots: { capacity, used } }
+    const made: Candidate =
+      silence === undefined
+        ? { id, name, isOwner, revoked, advertisementAlive, scope, labels, capabilities, bins, artifacts, slots: { capacity, used } }
+        : { id, name, isOwner, revoked, advertisementAlive, silence, scope, labels, capabilities, bins, artifacts, slots: { capacity, used } }
     last.set(id, made)
     return made
   }
@@ -124,12 +131,13 @@ export const makeCandidates = (
     }
     const workers = sortedWorkers(s.registry.workers)
     const out: Array<Candidate> = [
-      candidate(last, "owner", "owner", true, false, true, EMPTY, host.labels, host.capabilities, ownerBins, EMPTY, host.capacity, reserved("owner"))
+      candidate(last, "owner", "owner", true, false, true, undefined, EMPTY, host.labels, host.capabilities, ownerBins, EMPTY, host.capacity, reserved("owner"))
     ]
     for (let i = 0; i < workers.length; i++) {
       const w = workers[i]!
       const ad = w.advertisement
       const view = ad === null ? NO_VIEW : viewOf(ad, job, jobKey)
+      const alive = workerAlive(w, now)
       out.push(
         candidate(
           last,
@@ -137,7 +145,8 @@ export const makeCandidates = (
           w.name,
           false,
           w.revokedAt !== null,
-          workerAlive(w, now),
+          alive,
+          alive || w.revokedAt !== null ? undefined : silenceOf(w),
           w.scope,
           ad?.labels ?? EMPTY,
           view.capabilities,

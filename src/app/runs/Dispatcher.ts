@@ -23,7 +23,7 @@ import * as Queue from "effect/Queue"
 import type { Envelope } from "../../domain/journal/Events.js"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import { makeFeasibilityCache } from "../../domain/placement/Feasibility.js"
-import type { Quotas } from "../../domain/placement/Placement.js"
+import type { Quotas, Silence } from "../../domain/placement/Placement.js"
 import * as RunDecide from "../../domain/runs/Decide.js"
 import { ACTIVE, attemptId, lastAttempt, parseAttemptId } from "../../domain/runs/Runs.js"
 import { depthProblem, preferenceProblem } from "../../domain/runs/Values.js"
@@ -262,7 +262,14 @@ export const make = Effect.gen(function* () {
 
   const workerAlive = (w: WorkerRecord, now: number) => w.advertisement !== null && advertisementAlive(freshness.get(w.id), now)
 
-  const { candidatesFor } = makeCandidates(host, workerAlive, (id) => freshness.get(id)?.busy ?? 0)
+  /** Why a worker whose advertisement is not alive is silent, when the owner knows better than "it lapsed". */
+  const silenceOf = (w: WorkerRecord): Silence | undefined => {
+    if (w.advertisement === null) return "never"
+    const f = freshness.get(w.id)
+    if (f?.sessionEnded === true) return "ended"
+    return f === undefined || f.lastAdvertisedAt === null ? "unheard" : undefined
+  }
+  const { candidatesFor } = makeCandidates(host, workerAlive, (id) => freshness.get(id)?.busy ?? 0, silenceOf)
   const feasibility = makeFeasibilityCache()
 
   /** A pending run that may still be placed somewhere (not blocked): a new run placed at once would jump ahead of it. */

@@ -153,6 +153,8 @@ const PlacementCandidate = Schema.Struct({
   isOwner: Schema.Boolean,
   revoked: Schema.Boolean,
   advertisementAlive: Schema.Boolean,
+  /** Why it is not alive, when known (a decision recorded before this field has none: "it lapsed"). */
+  silence: Schema.optionalWith(Schema.Literal("ended", "unheard", "never"), { exact: true }),
   scope: Schema.Array(Schema.String),
   labels: Schema.Array(Schema.String),
   capabilities: Schema.Array(Schema.String),

@@ -20,7 +20,7 @@
  * Pure functions over plain JSON values.
  */
 
-import { VerdictList, type Candidate, type CandidateVerdict as Verdict, type Exclusion, type RecordedVerdict, type VerdictTable } from "../placement/Placement.js"
+import { VerdictList, type Candidate, type CandidateVerdict as Verdict, type Exclusion, type RecordedVerdict, type Silence, type VerdictTable } from "../placement/Placement.js"
 
 type Json = Record<string, unknown>
 
@@ -82,6 +82,10 @@ const table = <A extends object>() => {
     }
   }
 }
+/** A candidate's flags: 1 owner, 2 revoked, 4 advertisement alive, then why it is not (Candidate.silence). */
+const SILENCE_BITS: Readonly<Record<Silence, number>> = { ended: 8, unheard: 16, never: 32 }
+const silenceOf = (flags: number): Silence | undefined => ((flags & 8) !== 0 ? "ended" : (flags & 16) !== 0 ? "unheard" : (flags & 32) !== 0 ? "never" : undefined)
+
 const listTables = table<ReadonlyArray<string>>()
 const artifactTables = table<Candidate["artifacts"]>()
 const exclusionTables = table<Exclusion>()
@@ -96,7 +100,7 @@ export const packPlacement = (payload: Json): Json => {
   const rows = candidates.map((c) => [
     c.id,
     c.name,
-    (c.isOwner ? 1 : 0) | (c.revoked ? 2 : 0) | (c.advertisementAlive ? 4 : 0),
+    (c.isOwner ? 1 : 0) | (c.revoked ? 2 : 0) | (c.advertisementAlive ? 4 : 0) | (c.silence === undefined ? 0 : SILENCE_BITS[c.silence]),
     lists.index(c.scope),
     lists.index(c.labels),
     lists.index(c.capabilities),
@@ -141,12 +145,15 @@ export const unpackCandidates = (payload: Json): Array<Candidate> => {
   return candidates.map((row: unknown, i) => {
     if (!Array.isArray(row) || row.length !== 10) return fail(`candidate ${i} is not a row of 10`)
     const [id, name, flags, scope, labels, capabilities, bins, held, capacity, used] = row as Array<unknown>
+    const silence = silenceOf(flags as number)
     return {
       id: id as string,
       name: name as string,
       isOwner: ((flags as number) & 1) !== 0,
       revoked: ((flags as number) & 2) !== 0,
       advertisementAlive: ((flags as number) & 4) !== 0,
+      // Only when recorded: a decision from before the field reads as it was made.
+      ...(silence === undefined ? {} : { silence }),
       scope: at(lists, scope, "scope"),
       labels: at(lists, labels, "labels"),
       capabilities: at(lists, capabilities, "capabilities"),

@@ -31,6 +31,9 @@ export class Layer1 {
   // A class, not closures made per decision: one call target for V8 across decisions.
   private revoked: Exclusion | undefined = undefined
   private expired: Exclusion | undefined = undefined
+  private ended: Exclusion | undefined = undefined
+  private unheard: Exclusion | undefined = undefined
+  private never: Exclusion | undefined = undefined
   private notRemote: Exclusion | undefined = undefined
   private outOfScope: Exclusion | undefined = undefined
   private notHeld: Exclusion | undefined = undefined
@@ -79,6 +82,20 @@ export class Layer1 {
     return out ?? NONE
   }
 
+  /** Why a worker's advertisement is not alive, in words: one code, `advertisement-expired`, whatever the cause. */
+  private expiry(c: Candidate): Exclusion {
+    switch (c.silence) {
+      case "ended":
+        return (this.ended ??= x("advertisement-expired", "its svc serve stopped cleanly (it said so)"))
+      case "unheard":
+        return (this.unheard ??= x("advertisement-expired", "no advertisement from it since the owner started"))
+      case "never":
+        return (this.never ??= x("advertisement-expired", "it has never advertised (svc serve has not run there)"))
+      default:
+        return (this.expired ??= x("advertisement-expired", "its advertisement expired (no refresh for 15 s)"))
+    }
+  }
+
   /** Whether the candidate with this id declined an earlier attempt of the activity. */
   isDeclined(id: string): boolean {
     return this.a.declinedBy.length > 0 && has(this.a.declinedBy, id)
@@ -90,7 +107,7 @@ export class Layer1 {
     const declined = this.isDeclined(c.id)
     if (!expired && !declined) return fixed
     const out: Array<Exclusion> = []
-    if (expired) out.push((this.expired ??= x("advertisement-expired", "its advertisement expired (no refresh for 15 s)")))
+    if (expired) out.push(this.expiry(c))
     for (const e of fixed) out.push(e)
     if (declined) out.push((this.declined ??= x("declined", "it declined an earlier attempt of this activity")))
     return out

@@ -41,6 +41,8 @@ export type Exclusion =
       readonly capacity: number
     }
 
+export type Silence = "ended" | "unheard" | "never"
+
 /** What a host offers, as the owner sees it when placing (the owner itself is one). */
 export interface Candidate {
   /** `owner`, or the worker id. */
@@ -49,6 +51,12 @@ export interface Candidate {
   readonly isOwner: boolean
   readonly revoked: boolean
   readonly advertisementAlive: boolean
+  /**
+   * Why a worker's advertisement is not alive, when the owner knows better than "it lapsed":
+   * `ended`, its svc serve said bye; `unheard`, nothing from it since the owner started;
+   * `never`, it never advertised. Absent: it lapsed (or a decision recorded before this field).
+   */
+  readonly silence?: Silence
   /** `BAG:JOB@VERSION` the host may claim; empty: every job. */
   readonly scope: ReadonlyArray<string>
   readonly labels: ReadonlyArray<string>

@@ -804,6 +804,8 @@ describe("a lapsed advertisement", () => {
       const after = yield* placedOn(runId, 2)
       expect(attempt(after, 1)).toMatchObject({ host: w1.workerId, state: "superseded", reason: "its worker's svc serve stopped cleanly (it said so) before the attempt ended" })
       expect(attempt(after, 2)).toMatchObject({ host: w2.workerId, state: "assigned" })
+      // Its exclusion says what the owner knows, not that its advertisement lapsed.
+      expect(after.placement!.explanation).toContain("worker 'lab-1' (eligibility: its svc serve stopped cleanly (it said so))")
     }).pipe(Effect.provide(TestOwner))
   )
 

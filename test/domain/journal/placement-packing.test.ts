@@ -45,19 +45,24 @@ const payloadOf = (candidates: ReadonlyArray<Candidate>, a: Activity = activity,
 /** Through JSON both ways, as the journal writes and reads it. */
 const roundTrip = (payload: Record<string, unknown>) => unpackPlacement(JSON.parse(JSON.stringify(packPlacement(payload))) as Record<string, unknown>)
 
-const candidateArb: fc.Arbitrary<Candidate> = fc.record({
-  id: fc.stringMatching(/^w[0-9a-z]{3}$/),
-  name: fc.constantFrom("lab-1", "lab-2", "box"),
-  isOwner: fc.boolean(),
-  revoked: fc.boolean(),
-  advertisementAlive: fc.boolean(),
-  scope: fc.subarray([JOB, "other:job@1"]),
-  labels: fc.subarray(["pool=bench", "os=linux", "gpu=true"]),
-  capabilities: fc.subarray(["node", "process"]),
-  bins: fc.subarray(["git"]),
-  artifacts: fc.subarray([{ address: JOB, digest: DIGEST }, { address: JOB, digest: "sha256:other" }], { maxLength: 1 }),
-  slots: fc.record({ capacity: fc.integer({ min: 0, max: 4 }), used: fc.integer({ min: 0, max: 4 }) })
-})
+const candidateArb: fc.Arbitrary<Candidate> = fc.record(
+  {
+    id: fc.stringMatching(/^w[0-9a-z]{3}$/),
+    name: fc.constantFrom("lab-1", "lab-2", "box"),
+    isOwner: fc.boolean(),
+    revoked: fc.boolean(),
+    advertisementAlive: fc.boolean(),
+    // Present or absent: a decision recorded before the field has none.
+    silence: fc.constantFrom("ended" as const, "unheard" as const, "never" as const),
+    scope: fc.subarray([JOB, "other:job@1"]),
+    labels: fc.subarray(["pool=bench", "os=linux", "gpu=true"]),
+    capabilities: fc.subarray(["node", "process"]),
+    bins: fc.subarray(["git"]),
+    artifacts: fc.subarray([{ address: JOB, digest: DIGEST }, { address: JOB, digest: "sha256:other" }], { maxLength: 1 }),
+    slots: fc.record({ capacity: fc.integer({ min: 0, max: 4 }), used: fc.integer({ min: 0, max: 4 }) })
+  },
+  { requiredKeys: ["id", "name", "isOwner", "revoked", "advertisementAlive", "scope", "labels", "capabilities", "bins", "artifacts", "slots"] }
+)
 
 describe("PlacementDecided, packed", () => {
   it("reads back as the same fields, for any fleet and decision (lists and records shared or not)", () => {

@@ -42,6 +42,17 @@ describe("layer 1, eligibility", () => {
     ).toEqual([])
   })
 
+  it("says why an advertisement is not alive when the owner knows: one code, advertisement-expired, whatever the cause", () => {
+    const said = (over: Partial<Candidate>) => eligibility(worker("w", { advertisementAlive: false, ...over }), activity).map((e) => [e.code, e.text])
+    expect(said({})).toEqual([["advertisement-expired", "its advertisement expired (no refresh for 15 s)"]])
+    expect(said({ silence: "ended" })).toEqual([["advertisement-expired", "its svc serve stopped cleanly (it said so)"]])
+    expect(said({ silence: "unheard" })).toEqual([["advertisement-expired", "no advertisement from it since the owner started"]])
+    expect(said({ silence: "never", artifacts: [] })).toEqual([
+      ["advertisement-expired", "it has never advertised (svc serve has not run there)"],
+      ["job-not-held", `it does not hold ${job}`]
+    ])
+  })
+
   it("the owner is never excluded for scope, holding or remote eligibility, but is for what it lacks", () => {
     expect(eligibility(owner, { ...activity, remoteEligible: false })).toEqual([])
     expect(eligibility(owner, { ...activity, requiredLabels: ["gpu=true"] }).map((e) => e.text)).toEqual(["lacks label gpu=true"])
