@@ -12,6 +12,7 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import { withoutSecrets } from "../domain/workers/Secrets.js"
 import { argumentsProblem } from "./arguments.js"
 import { CliFailure } from "./CliFailure.js"
 import { mapText, plainText, withoutColour } from "./output.js"
@@ -24,16 +25,16 @@ const exitCodeOf = (exit: Exit.Exit<unknown, unknown>): number => {
   if (Option.isSome(failure)) {
     const error = failure.value
     if (error instanceof CliFailure) {
-      if (error.silent !== true) process.stderr.write(`svc: ${error.message}\n`)
+      if (error.silent !== true) process.stderr.write(`svc: ${withoutSecrets(error.message)}\n`)
       return error.exitCode
     }
     // A usage problem found once the command runs (parsing found none): @effect/cli printed it.
     if (ValidationError.isValidationError(error)) return ValidationError.isHelpRequested(error) ? 0 : 2
-    process.stderr.write(`svc: ${error instanceof Error ? error.message : String(error)}\n`)
+    process.stderr.write(`svc: ${withoutSecrets(error instanceof Error ? error.message : String(error))}\n`)
     return 1
   }
   if (Cause.isInterruptedOnly(exit.cause)) return 130
-  process.stderr.write(`svc: internal error: ${Cause.pretty(exit.cause)}\n`)
+  process.stderr.write(`svc: internal error: ${withoutSecrets(Cause.pretty(exit.cause))}\n`)
   return 70
 }
 
@@ -66,7 +67,9 @@ const check = (args: ReadonlyArray<string>): Effect.Effect<{ readonly problem?: 
 const main = async (args: ReadonlyArray<string>): Promise<number> => {
   const { problem, help } = await Effect.runPromise(check(args))
   if (problem !== undefined) {
-    process.stderr.write(problem.startsWith("svc") ? `${problem}\n` : `svc: ${problem}\n`)
+    // A usage problem quotes the words given: a token pasted in the wrong place is not repeated.
+    const said = withoutSecrets(problem)
+    process.stderr.write(said.startsWith("svc") ? `${said}\n` : `svc: ${said}\n`)
     return 2
   }
   const program = cli(process.argv).pipe(Effect.provide(MainLayer))

@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { startServe, stopAllServes, svcIn, Transcript, waitFor } from "../support/serve.js"
 import { SVC_BIN, svc, tempDir } from "../support/svc.js"
+import { formatJoinToken, makeCredential } from "../../src/domain/workers/Secrets.js"
 
 const transcript = new Transcript()
 afterAll(stopAllServes)
@@ -166,6 +167,22 @@ describe("svc serve configuration", () => {
       code: 2,
       stderr: "svc workers: \"frob\" is not a command; its commands: invite, join, rotate, revoke, release, status, leave (svc workers --help)\n"
     })
+    // A secret typed where a word belongs is never repeated: not in a usage problem, not by leave.
+    const token = formatJoinToken({ url: "https://owner.lan:7443", fingerprint: "ab".repeat(32), inviteId: "iTEST", secret: "s3cr3t".repeat(7) })
+    const pasted = await svc(["workers", token], { cwd: home, home })
+    expect({ code: pasted.code, stderr: pasted.stderr }).toEqual({
+      code: 2,
+      stderr: "svc workers: \"svc_jt_…\" is not a command; its commands: invite, join, rotate, revoke, release, status, leave (svc workers --help)\n"
+    })
+    const leaving = await svc(["workers", "leave", token], { cwd: home, home })
+    expect({ code: leaving.code, stderr: leaving.stderr }).toEqual({
+      code: 2,
+      stderr: "svc: that is a join token, not an owner; it names the owner at https://owner.lan:7443: svc workers leave https://owner.lan:7443\n"
+    })
+    const credential = makeCredential(new Uint8Array(30).fill(9))
+    const leavingByCredential = await svc(["workers", "leave", credential], { cwd: home, home })
+    expect(leavingByCredential.stderr).toBe("svc: that is a credential (svc_wk_…), not an owner: name the owner by its URL, or this machine's worker name or id there (svc workers status lists them)\n")
+    for (const r of [pasted, leaving, leavingByCredential]) expect(r.stderr).not.toMatch(/svc_(jt|wk)_[A-Za-z0-9]/)
     const shown = await svc(["runs", "show", "r1"], { cwd: home, home })
     expect({ code: shown.code, stderr: shown.stderr }).toEqual({
       code: 2,

@@ -17,7 +17,7 @@ import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import * as Decide from "../../domain/workers/Decide.js"
 import { advertisementAlive } from "../../domain/workers/DisplayState.js"
 import type { InviteRecord, Registry, WorkerRecord } from "../../domain/workers/Registry.js"
-import { base62FromBytes, credentialProblem, CREDENTIAL_PREFIX, formatJoinToken, makeCredential, parseJoinToken } from "../../domain/workers/Secrets.js"
+import { base62FromBytes, credentialProblem, CREDENTIAL_PREFIX, formatJoinToken, makeCredential, parseJoinToken, secretKindOf } from "../../domain/workers/Secrets.js"
 import { Hashing } from "../journal/Hashing.js"
 import { Projections, type CommandRejected } from "../journal/Projections.js"
 import type { JournalError, StreamConflict } from "../journal/Journal.js"
@@ -124,6 +124,17 @@ export const make = Effect.gen(function* () {
    */
   const findWorker = (ref: string, { preferActive = false }: { readonly preferActive?: boolean } = {}) =>
     Effect.flatMap(registry, (r) => {
+      // A credential pasted where a worker belongs names the worker holding it (a leaked one is
+      // revoked this way); it is never repeated back.
+      if (secretKindOf(ref) === "credential") {
+        const id = index.get(sha(ref.trim()))
+        const holder = id === undefined ? Option.none() : HashMap.get(r.workers, id)
+        if (Option.isSome(holder)) return Effect.succeed(holder.value)
+        return Effect.fail(refuse("unauthenticated", "that is a worker credential (svc_wk_…), and no worker of this owner holds it: name the worker by its name or id (svc workers status lists them)"))
+      }
+      if (secretKindOf(ref) === "join token") {
+        return Effect.fail(refuse("unauthenticated", "that is a join token (svc_jt_…), not a worker: name the worker by its name or id (svc workers status lists them)"))
+      }
       const byId = HashMap.get(r.workers, ref)
       if (Option.isSome(byId)) return Effect.succeed(byId.value)
       const byName = [...HashMap.values(r.workers)].filter((w) => w.name === ref)
@@ -406,9 +417,28 @@ export const make = Effect.gen(function* () {
       return yield* findWorker(w.id)
     })
 
+  /** The invite a pasted join token was made for, when it is this owner's (its secret's hash matches). */
+  const inviteOfToken = (r: Registry, token: string) => {
+    const content = parseJoinToken(token)
+    if (typeof content === "string") return refuse("unauthenticated", `that looks like a join token (svc_jt_…), but it cannot be read: ${content}`)
+    const invite = Option.getOrUndefined(HashMap.get(r.invites, content.inviteId))
+    if (invite === undefined || !Decide.sameDigest(invite.tokenHash, sha(content.secret))) return refuse("unauthenticated", "that join token (svc_jt_…) was not made by this owner")
+    return invite
+  }
+
   const revokeWorkerOrInvite: OwnerService["revokeWorkerOrInvite"] = (ref, actor) =>
     Effect.gen(function* () {
       const r = yield* registry
+      // A join token pasted (a leaked one, say) withdraws its invite; never repeated back.
+      if (secretKindOf(ref) === "join token") {
+        const invite = inviteOfToken(r, ref.trim())
+        if (invite instanceof Refusal) return yield* invite
+        if (invite.redeemedBy !== null) {
+          return yield* refuse("unauthenticated", `that join token's invite ${invite.id} was redeemed already, by worker ${invite.redeemedBy}: it cannot be used again; to stop that worker: svc workers revoke ${invite.redeemedBy}`)
+        }
+        return yield* revokeWorkerOrInvite(invite.id, actor)
+      }
+      if (secretKindOf(ref) === "credential") return { kind: "worker" as const, worker: yield* revoke(ref, actor) }
       const isWorker = HashMap.has(r.workers, ref) || [...HashMap.values(r.workers)].some((w) => w.name === ref)
       if (isWorker) return { kind: "worker" as const, worker: yield* revoke(ref, actor) }
       if (!HashMap.has(r.invites, ref)) return yield* refuse("unauthenticated", `no worker and no invite ${JSON.stringify(ref)} is known to this owner (svc workers status lists both)`)

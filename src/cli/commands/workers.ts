@@ -10,7 +10,7 @@ import { durationSeconds } from "../../domain/manifest/Formats.js"
 import type { PendingInvite, WorkerStatus } from "../../app/workers/Owner.js"
 import { JOB_ADDRESS } from "../../domain/manifest/JobAddress.js"
 import { workerNameFromHost } from "../../domain/workers/Decide.js"
-import { parseJoinToken } from "../../domain/workers/Secrets.js"
+import { parseJoinToken, secretKindOf } from "../../domain/workers/Secrets.js"
 import { SvcHome } from "../../infra/SvcHome.js"
 import { linkKey, linksDir, checkLinksWritable, readLinks, removeLink, writeLink, type StoredLink } from "../../infra/workers/LinkStore.js"
 import { callOwner, fetchPinnedCertificate, makeAgent } from "../../infra/workers/OwnerClient.js"
@@ -287,6 +287,16 @@ const leave = Command.make(
     Effect.gen(function* () {
       const home = (yield* SvcHome).path
       const links = yield* Effect.promise(() => readLinks(home))
+      // A secret pasted where the owner belongs: said what it is, never repeated.
+      const kind = secretKindOf(owner)
+      if (kind !== undefined) {
+        const token = kind === "join token" ? parseJoinToken(owner) : undefined
+        return yield* usage(
+          token !== undefined && typeof token !== "string"
+            ? `that is a join token, not an owner; it names the owner at ${token.url}: svc workers leave ${token.url}`
+            : `that is a ${kind} (${kind === "credential" ? "svc_wk_" : "svc_jt_"}…), not an owner: name the owner by its URL, or this machine's worker name or id there (svc workers status lists them)`
+        )
+      }
       const matching = links.filter(({ link }) => sameOwner(owner, link.url) || link.name === owner || link.workerId === owner)
       if (matching.length === 0)
         return yield* refused(

@@ -13,6 +13,20 @@
 export const CREDENTIAL_PREFIX = "svc_wk_"
 export const JOIN_TOKEN_PREFIX = "svc_jt_"
 
+const SECRET_SHAPED = /svc_(wk|jt)_[A-Za-z0-9_-]+/g
+
+/**
+ * `text` with every credential or join token in it cut to its prefix (`svc_wk_…`): what a
+ * message that quotes words a person typed (a token pasted where a name belongs) may show.
+ */
+export const withoutSecrets = (text: string): string => text.replace(SECRET_SHAPED, (_, kind: string) => `svc_${kind}_…`)
+
+/** Which secret `word` is shaped as, if it is one. */
+export const secretKindOf = (word: string): "credential" | "join token" | undefined => {
+  const w = word.trim()
+  return w.startsWith(CREDENTIAL_PREFIX) ? "credential" : w.startsWith(JOIN_TOKEN_PREFIX) ? "join token" : undefined
+}
+
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 const CRC_TABLE = (() => {

@@ -16,7 +16,7 @@ import { layerWithRuns as ownerLayer, Owner, OwnerAddress } from "../../../src/a
 import * as Presence from "../../../src/app/workers/Presence.js"
 import { Refusal, type WorkerRequest, type WorkerResponse } from "../../../src/app/workers/Protocol.js"
 import * as Decide from "../../../src/domain/workers/Decide.js"
-import { parseJoinToken } from "../../../src/domain/workers/Secrets.js"
+import { formatJoinToken, makeCredential, parseJoinToken } from "../../../src/domain/workers/Secrets.js"
 import * as NodeHashing from "../../../src/infra/journal/NodeHashing.js"
 import * as NodeEntropy from "../../../src/infra/workers/NodeEntropy.js"
 import { capturingLogs } from "../../support/logs.js"
@@ -121,6 +121,44 @@ describe("joining", () => {
       expect(yield* owner.revokeWorkerOrInvite("box", "op")).toMatchObject({ kind: "worker", worker: { name: "box" } })
       const none = yield* Effect.flip(owner.revokeWorkerOrInvite("nobody", "op"))
       expect(none.message).toBe('no worker and no invite "nobody" is known to this owner (svc workers status lists both)')
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("a secret pasted where a worker or invite belongs: acted on when it is this owner's, and never repeated in a refusal", () =>
+    Effect.gen(function* () {
+      const owner = yield* Owner
+      const secrets: Array<string> = []
+      const neverSaid = (message: string) => {
+        for (const s of secrets) expect(message).not.toContain(s.slice(7, 20))
+      }
+      // A leaked, unredeemed token withdraws its invite.
+      const leaked = yield* owner.invite({ scope: [], expiresInMs: null, name: "spare", actor: "op" })
+      secrets.push(leaked.token)
+      expect(yield* owner.revokeWorkerOrInvite(leaked.token, "op")).toMatchObject({ kind: "invite", invite: { id: leaked.inviteId, revokedBy: "op" } })
+      expect(Either.isLeft(yield* call(leaked.token, { kind: "join", name: "x" }))).toBe(true)
+      // A redeemed one cannot be used again: said so, with the worker that redeemed it.
+      const w = yield* linked()
+      secrets.push(w.token, w.credential)
+      const redeemed = yield* Effect.flip(owner.revokeWorkerOrInvite(w.token, "op"))
+      expect(redeemed.message).toMatch(new RegExp(`^that join token's invite \\w+ was redeemed already, by worker ${w.workerId}: it cannot be used again; to stop that worker: svc workers revoke ${w.workerId}$`))
+      neverSaid(redeemed.message)
+      // Another owner's token (same shape, other secret), and one edited.
+      const foreign = formatJoinToken({ url: "https://elsewhere:7443", fingerprint: "ab".repeat(32), inviteId: leaked.inviteId, secret: "x".repeat(40) })
+      secrets.push(foreign)
+      const notOurs = yield* Effect.flip(owner.revokeWorkerOrInvite(foreign, "op"))
+      expect(notOurs.message).toBe("that join token (svc_jt_…) was not made by this owner")
+      const edited = yield* Effect.flip(owner.revokeWorkerOrInvite(`${w.token.slice(0, -3)}aaa`, "op"))
+      expect(edited.message).toMatch(/^that looks like a join token \(svc_jt_…\), but it cannot be read: /)
+      neverSaid(edited.message)
+      // A credential names the worker that holds it: rotate and revoke act on it.
+      expect((yield* owner.rotate(w.credential, "op")).id).toBe(w.workerId)
+      const unknown = makeCredential(new Uint8Array(30).fill(7))
+      secrets.push(unknown)
+      const nobody = yield* Effect.flip(owner.rotate(unknown, "op"))
+      expect(nobody.message).toBe("that is a worker credential (svc_wk_…), and no worker of this owner holds it: name the worker by its name or id (svc workers status lists them)")
+      expect(yield* owner.revokeWorkerOrInvite(w.credential, "op")).toMatchObject({ kind: "worker", worker: { id: w.workerId, revokedAt: expect.any(Number) } })
+      // A token where only a worker goes.
+      expect((yield* Effect.flip(owner.rotate(leaked.token, "op"))).message).toBe("that is a join token (svc_jt_…), not a worker: name the worker by its name or id (svc workers status lists them)")
     }).pipe(Effect.provide(TestOwner))
   )
 

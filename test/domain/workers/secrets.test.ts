@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { credentialProblem, crc32, formatJoinToken, makeCredential, parseJoinToken } from "../../../src/domain/workers/Secrets.js"
+import { credentialProblem, crc32, formatJoinToken, makeCredential, parseJoinToken, secretKindOf, withoutSecrets } from "../../../src/domain/workers/Secrets.js"
 
 const bytes = (seed: number, n = 40) => Uint8Array.from({ length: n }, (_, i) => (seed * 31 + i * 17) % 256)
 
@@ -45,5 +45,22 @@ describe("join tokens", () => {
   it("says what is wrong with something that is not a token", () => {
     expect(parseJoinToken("svc_wk_abc")).toBe("a join token starts with svc_jt_")
     expect(parseJoinToken("svc_jt_")).toMatch(/checksum/)
+  })
+})
+
+describe("secrets in messages", () => {
+  it("are cut to their prefix wherever they appear; other text is left as it is", () => {
+    const c = makeCredential(bytes(5, 30))
+    const t = formatJoinToken({ url: "https://o:1", fingerprint: "ab".repeat(32), inviteId: "i1", secret: "s".repeat(40) })
+    expect(withoutSecrets(`no worker "${c}" and no invite "${t}"; svc_wk_ alone`)).toBe('no worker "svc_wk_…" and no invite "svc_jt_…"; svc_wk_ alone')
+    expect(withoutSecrets("svc workers: lab-1 is linked")).toBe("svc workers: lab-1 is linked")
+    // Said once already: not cut again.
+    expect(withoutSecrets("a credential (svc_wk_…)")).toBe("a credential (svc_wk_…)")
+  })
+
+  it("are recognised by their shape", () => {
+    expect(secretKindOf(makeCredential(bytes(6, 30)))).toBe("credential")
+    expect(secretKindOf(` svc_jt_abc`)).toBe("join token")
+    expect(secretKindOf("lab-1")).toBeUndefined()
   })
 })
