@@ -6,7 +6,7 @@
  */
 import { spawn } from "node:child_process"
 import Database from "better-sqlite3"
-import { chmodSync, existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
@@ -345,6 +345,46 @@ describe("start-up", () => {
     const invites = await svc(["journal", "replay", "--json"], { cwd: home, home })
     expect(JSON.parse(invites.stdout)).toMatchObject({ checkpoint: { sequence: 1, matches: true }, owner: { compared: true, matches: true }, divergences: [] })
     await second.stop()
+  }, 60_000)
+
+  it("a job a runtime killed with SIGKILL left running is stopped by the next runtime before it runs anything; the run runs again", async () => {
+    const home = tempDir("svc-cfg-killed-")
+    const bag = join(home, "bags-src", "long")
+    const pids = join(home, "pids")
+    mkdirSync(bag, { recursive: true })
+    writeFileSync(
+      join(bag, "bag.yaml"),
+      `name: long\ndescription: a long job\nversion: 0.1.0\njobs:\n  nap:\n    description: naps a minute\n    version: 1.0.0\n    runs:\n      using: process\n      command: [sh, -c, "echo $$ >> ${pids}; exec sleep 60"]\n`
+    )
+    expect((await svcIn(transcript, home, ["bag", "install", bag])).code).toBe(0)
+    const pidsSoFar = () => (existsSync(pids) ? readFileSync(pids, "utf8").trim().split("\n").filter((l) => l !== "").map(Number) : [])
+    const isAlive = (pid: number) => {
+      try {
+        process.kill(pid, 0)
+        return true
+      } catch {
+        return false
+      }
+    }
+    const before = await startServe("owner killed", home, transcript)
+    const submitted = await svcIn(transcript, home, ["run", "long:nap@1.0.0", "--json"])
+    expect(submitted.code, submitted.stderr).toBe(0)
+    const runId = JSON.parse(submitted.stdout).id as string
+    const [first] = (await waitFor("the job to start", async () => pidsSoFar(), (p) => p.length === 1, { timeoutMs: 10_000, everyMs: 100 })).value
+    process.kill(before.pid, "SIGKILL")
+    await before.stop()
+    // Killed, svc stopped nothing: the job runs on.
+    expect(isAlive(first!)).toBe(true)
+    const after = await startServe("owner after the kill", home, transcript)
+    expect(isAlive(first!)).toBe(false)
+    expect(after.output()).toMatch(new RegExp(`WARN stopped attempt ${runId}\\.1 \\(sh\\) \\(pid ${first}, running since \\S+\\): the svc serve that started it was killed without stopping it`))
+    // Its attempt ceased (the owner restarted while running it), and the run runs again: one job at a time.
+    const [, second] = (await waitFor("the run to run again", async () => pidsSoFar(), (p) => p.length === 2, { timeoutMs: 15_000, everyMs: 100 })).value
+    expect(isAlive(second!)).toBe(true)
+    expect((await svcIn(transcript, home, ["runs", "stop", runId])).code).toBe(0)
+    await waitFor("the second attempt stopped", async () => isAlive(second!), (a) => !a, { timeoutMs: 10_000, everyMs: 100 })
+    expect(readdirSync(join(home, "children"))).toEqual([])
+    expect((await after.stop()).code).toBe(0)
   }, 60_000)
 
   it("a journal it cannot read stops the start with the reason, closing what it opened", async () => {

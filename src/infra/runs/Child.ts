@@ -17,6 +17,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import type { ExecutionSpec } from "../../app/runs/Executor.js"
+import type { LeftoverNotes } from "./Leftovers.js"
 
 /** Stdout kept in memory to find the result line; the result line can be at most this long. */
 export const RESULT_TAIL_BYTES = 64 * 1024
@@ -138,7 +139,7 @@ const refusedSpawn = (e: unknown): string => {
   return e instanceof Error ? e.message : String(e)
 }
 
-export const start = (launch: Launch, cwd: string, env: Record<string, string>, input: string, files: OutputFiles) =>
+export const start = (launch: Launch, cwd: string, env: Record<string, string>, input: string, files: OutputFiles, noted?: { readonly notes: LeftoverNotes; readonly name: string }) =>
   Effect.gen(function* () {
     const exited = yield* Deferred.make<void>()
     const closed = yield* Deferred.make<void>()
@@ -163,7 +164,13 @@ export const start = (launch: Launch, cwd: string, env: Record<string, string>, 
       running.spawnError = e
       Deferred.unsafeDone(exited, Effect.void)
     })
-    child.on("exit", () => Deferred.unsafeDone(exited, Effect.void))
+    // Noted while it runs, so that a runtime started after this one was killed stops it (Leftovers.ts).
+    const pid = child.pid
+    if (noted !== undefined && pid !== undefined) noted.notes.add(pid, noted.name, Date.now())
+    child.on("exit", () => {
+      if (noted !== undefined && pid !== undefined) noted.notes.remove(pid)
+      Deferred.unsafeDone(exited, Effect.void)
+    })
     child.on("close", () => Deferred.unsafeDone(closed, Effect.void))
     child.stdout!.on("data", (chunk: Buffer) => running.stdoutTail.push(chunk))
     child.stderr!.on("data", (chunk: Buffer) => running.stderrTail.push(chunk))
@@ -259,11 +266,12 @@ env: Record<string, string>,
 input: string,
 spec: ExecutionSpec,
 timeoutMs: number | null,
-graceMs: number
+graceMs: number,
+notes?: LeftoverNotes
 ) =>
   Effect.gen(function* () {
     const files = yield* openOutput(spec)
-    const running = yield* start(launch, cwd, env, input, files)
+    const running = yield* start(launch, cwd, env, input, files, notes === undefined ? undefined : { notes, name: `attempt ${spec.attempt} (${launch.name})` })
     const ended = Deferred.await(running.exited)
     const waited = yield* restore(timeoutMs === null ? Effect.asSome(ended) : Effect.raceFirst(Effect.asSome(ended), Effect.as(sleepFor(timeoutMs), Option.none()))).pipe(
       Effect.onInterrupt(() => stop(running, graceMs).pipe(Effect.zipRight(finishOutput(running, files))))

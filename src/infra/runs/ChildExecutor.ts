@@ -19,6 +19,7 @@ import { Executor, type CheckCommand, type ExecutionOutcome, type ExecutionSpec,
 import { VARIABLE_NAME } from "../../domain/manifest/Formats.js"
 import { depthProblem } from "../../domain/runs/Values.js"
 import { cannotStart, Refused, RESULT_TAIL_BYTES, runChild, type Launch, type Ran } from "./Child.js"
+import { notesIn } from "./Leftovers.js"
 import { bundle, defaultCacheDir, isTypeScript } from "./TypeScriptMain.js"
 
 export interface ChildExecutorOptions {
@@ -28,6 +29,8 @@ export interface ChildExecutorOptions {
   readonly stopGraceMs?: number
   /** Where a job's secrets are kept, one file per name (`$SVC_HOME/secrets`); none: a job that declares one does not start. */
   readonly secretsDir?: string
+  /** Where each running child is noted (`$SVC_HOME/children`), for the next runtime to stop if this one is killed (Leftovers.ts). */
+  readonly childrenDir?: string
 }
 
 /**
@@ -237,6 +240,7 @@ const firstMissing = (bagDir: string, paths: ReadonlyArray<string>) =>
 export const make = (options: ChildExecutorOptions = {}): ExecutorService => {
   const graceMs = options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS
   const cacheDir = options.typeScriptCacheDir ?? defaultCacheDir()
+  const notes = options.childrenDir === undefined ? undefined : notesIn(options.childrenDir)
 
   return Executor.of({
     run: (spec) =>
@@ -252,14 +256,14 @@ export const make = (options: ChildExecutorOptions = {}): ExecutorService => {
             const preflight = spec.preflight
             if (preflight !== undefined) {
               const probe = checkLaunch(preflight.command)
-              const failure = exitFailure(yield* runChild(restore, probe, cwd, env, "", spec, preflight.timeoutMs, graceMs), probe, preflight.timeoutMs)
+              const failure = exitFailure(yield* runChild(restore, probe, cwd, env, "", spec, preflight.timeoutMs, graceMs, notes), probe, preflight.timeoutMs)
               if (failure !== undefined) {
                 // The job never ran: the attempt has no exit code of its own.
                 return failed(`its preflight failed, so it did not start: ${failure.error}${preflight.hint === undefined ? "" : ` (${preflight.hint})`}`)
               }
             }
             const input = yield* inputOf(spec.input)
-            const verdict = verdictOf(yield* runChild(restore, launch, cwd, env, input, spec, spec.timeoutMs, graceMs), launch, spec.timeoutMs)
+            const verdict = verdictOf(yield* runChild(restore, launch, cwd, env, input, spec, spec.timeoutMs, graceMs, notes), launch, spec.timeoutMs)
             // Checks at its finish, once it succeeded: its files, then its command.
             const validate = spec.validate
             if (!verdict.ok || validate === undefined) return verdict
@@ -267,7 +271,7 @@ export const make = (options: ChildExecutorOptions = {}): ExecutorService => {
             if (missing !== undefined) return failed(`its validate check failed: ${missing} does not exist`, verdict.exitCode)
             if (validate.command === undefined) return verdict
             const check = checkLaunch(validate.command)
-            const failure = exitFailure(yield* runChild(restore, check, cwd, env, "", spec, validate.timeoutMs, graceMs), check, validate.timeoutMs)
+            const failure = exitFailure(yield* runChild(restore, check, cwd, env, "", spec, validate.timeoutMs, graceMs, notes), check, validate.timeoutMs)
             return failure === undefined ? verdict : failed(`its validate command failed: ${failure.error}`, verdict.exitCode)
           })
         ).pipe(Effect.catchTag("Refused", (refused) => Effect.succeed(failed(refused.message))))

@@ -49,6 +49,7 @@ import { loadOrCreate } from "../tls/OwnerCertificate.js"
 import { linkKeys, readLinks, writeLink } from "../workers/LinkStore.js"
 import * as NodeEntropy from "../workers/NodeEntropy.js"
 import { callOwner, makeAgent } from "../workers/OwnerClient.js"
+import { reap } from "../runs/Leftovers.js"
 
 
 /**
@@ -65,6 +66,10 @@ export const reasonText = (reason: unknown): string => {
 
 /** Where the jobs' secrets are kept on this machine: one file per name (docs/executors.md, "Secrets"). */
 export const secretsDir = (home: string) => nodePath.join(home, "secrets")
+/** Where the children running now are noted (Leftovers.ts). */
+export const childrenDir = (home: string) => nodePath.join(home, "children")
+/** Between SIGTERM and SIGKILL for a child a killed runtime left (a job's own stop grace). */
+const LEFTOVER_GRACE_MS = 5_000
 
 export class ServeError extends Data.TaggedError("ServeError")<{ readonly message: string }> {}
 
@@ -125,6 +130,14 @@ export const serve = (options: ServeOptions) =>
       if (yield* wrap("checking for a running runtime", () => runtimeAnswering(options.home))) {
         return yield* new ServeError({ message: `svc serve is already running for ${options.home} (its admin socket answers)` })
       }
+      // Children a runtime killed before this one left running: stopped before anything runs here,
+      // so that this runtime's "ceased" and its workers' hello are true (Leftovers.ts).
+      for (const r of yield* wrap("stopping children a killed runtime left", () => reap(childrenDir(options.home), LEFTOVER_GRACE_MS))) {
+        const since = r.note.at > 0 ? ` since ${new Date(r.note.at).toISOString()}` : ""
+        yield* r.kind === "stopped"
+          ? Effect.logWarning(`stopped ${r.note.name} (pid ${r.note.pid}, running${since}): the svc serve that started it was killed without stopping it`)
+          : Effect.logWarning(`${r.note.name} (pid ${r.note.pid}${since}), started by an svc serve that was killed, may still run: this system does not say whether that pid is still that process, so it was left alone`)
+      }
       const env = yield* wrap("reading svc.yaml", () => runtimeEnv(options.home))
       const settings = { env, os: process.platform, arch: process.arch, capabilities: ["node", "process"] }
       const bagLayers = Layer.mergeAll(NodeBagDirectory.layer, FileBagStore.layer.pipe(Layer.provide(svcHomeAt(options.home))), ManifestSourceLive.layer, HostProgramsLive.layer)
@@ -136,7 +149,7 @@ export const serve = (options: ServeOptions) =>
       // One arbiter of this machine's slots: its own runs and the work it does for other owners.
       const slots = yield* makeSlots(firstOffer.capacity)
       const resolve = (address: string) => resolveJob(address).pipe(Effect.provide(bagLayers))
-      const executor = ChildExecutor.make({ secretsDir: secretsDir(options.home) })
+      const executor = ChildExecutor.make({ secretsDir: secretsDir(options.home), childrenDir: childrenDir(options.home) })
       const ownerHost = Layer.succeed(OwnerHost, {
         capacity: firstOffer.capacity,
         labels: firstOffer.labels,

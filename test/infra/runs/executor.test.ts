@@ -228,6 +228,18 @@ describe("ChildExecutor", () => {
       }).pipe(Effect.provide(ExecutorLive))
     )
 
+    it.live("notes each child while it runs (for a runtime started after this one is killed), and removes the note when it ends", () =>
+      Effect.gen(function* () {
+        const childrenDir = join(scratch, "children")
+        const s = spec({ runs: { using: "node", main: "jobs/sleep.mjs" } })
+        const fiber = yield* Effect.fork(run(s).pipe(Effect.provide(layerWith({ typeScriptCacheDir: join(scratch, "ts-cache"), stopGraceMs: 300, childrenDir }))))
+        const pid = yield* pidOf(s)
+        expect(JSON.parse(readFileSync(join(childrenDir, String(pid)), "utf8"))).toMatchObject({ pid, name: expect.any(String) })
+        yield* Fiber.interrupt(fiber)
+        expect(readdirSync(childrenDir)).toEqual([])
+      })
+    )
+
     it.live("a child that ignores SIGTERM gets SIGKILL after the grace", () =>
       Effect.gen(function* () {
         const s = spec({ runs: { using: "node", main: "jobs/stubborn.mjs" }, timeoutMs: 300 })

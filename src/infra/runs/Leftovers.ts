@@ -1,0 +1,139 @@
+/**
+ * Jobs a runtime that died uncleanly left running. Each child runs in a process group of its own
+ * (so that a stop reaches what it started), which also means nothing stops it when `svc serve` is
+ * killed (SIGKILL, an out-of-memory kill, a power cut of the process): it runs on beside the
+ * attempt placed again in its stead, and the machine's slots are overcommitted. So every child
+ * is noted in `$SVC_HOME/children/<pid>` while it runs (its start time, and what it is), and a
+ * runtime that starts stops whatever a note still names before it runs anything: its owner's
+ * "ceased" and its worker's hello then tell the truth (docs/executors.md, "When svc is killed").
+ *
+ * A note is trusted only when the process it names is still the one noted: same pid and the same
+ * start time (Linux: /proc/PID/stat), so a pid the system gave to another process since is left
+ * alone. Where the start time cannot be read, nothing is stopped, and the log says so.
+ */
+import * as fs from "node:fs"
+import * as nodePath from "node:path"
+
+export interface Leftover {
+  readonly pid: number
+  /** The process's start time in clock ticks since boot (/proc/PID/stat, field 22); null where unknown. */
+  readonly start: string | null
+  /** What it is: the job's or check's name. */
+  readonly name: string
+  /** When it was started (epoch ms). */
+  readonly at: number
+}
+
+/** The start time of process `pid` (/proc/PID/stat, field 22), or null if it is gone or unknown here. */
+export const startTimeOf = (pid: number): string | null => {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    // The command name (field 2) is in parentheses and may hold spaces and parentheses itself.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    return fields[19] ?? null
+  } catch {
+    return null
+  }
+}
+
+export interface LeftoverNotes {
+  /** Notes a child just started. */
+  readonly add: (pid: number, name: string, at: number) => void
+  /** The child has exited: its note goes. */
+  readonly remove: (pid: number) => void
+}
+
+/** Notes kept in `dir` (created when missing). A note that cannot be written is skipped: the job runs all the same. */
+export const notesIn = (dir: string): LeftoverNotes => {
+  let made = false
+  return {
+    add: (pid, name, at) => {
+      try {
+        if (!made) fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
+        made = true
+        const note: Leftover = { pid, start: startTimeOf(pid), name, at }
+        fs.writeFileSync(nodePath.join(dir, String(pid)), JSON.stringify(note), { mode: 0o600 })
+      } catch {
+        // The runtime goes on without it: only a later uncleanly killed runtime would miss it.
+      }
+    },
+    remove: (pid) => {
+      try {
+        fs.unlinkSync(nodePath.join(dir, String(pid)))
+      } catch {
+        // Gone already.
+      }
+    }
+  }
+}
+
+/** What became of one note at start. */
+export type Reaped =
+  | { readonly kind: "stopped"; readonly note: Leftover }
+  | { readonly kind: "unverifiable"; readonly note: Leftover }
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+const signalGroup = (pid: number, signal: NodeJS.Signals) => {
+  try {
+    process.kill(-pid, signal)
+  } catch {
+    try {
+      process.kill(pid, signal)
+    } catch {
+      // Gone.
+    }
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/**
+ * Stops the process groups of the children the notes in `dir` name that still run as noted
+ * (SIGTERM, then SIGKILL after `graceMs`), and removes every note. Answers what it found.
+ */
+export const reap = async (dir: string, graceMs: number): Promise<ReadonlyArray<Reaped>> => {
+  let names: Array<string>
+  try {
+    names = fs.readdirSync(dir)
+  } catch {
+    return []
+  }
+  const found: Array<Reaped> = []
+  const stopping: Array<Leftover> = []
+  for (const name of names) {
+    const file = nodePath.join(dir, name)
+    let note: Leftover | undefined
+    try {
+      const parsed = JSON.parse(fs.readFileSync(file, "utf8")) as Partial<Leftover>
+      if (typeof parsed.pid === "number" && Number.isInteger(parsed.pid) && parsed.pid > 1) {
+        note = { pid: parsed.pid, start: typeof parsed.start === "string" ? parsed.start : null, name: String(parsed.name ?? "a job"), at: Number(parsed.at ?? 0) }
+      }
+    } catch {
+      note = undefined
+    }
+    fs.rmSync(file, { force: true })
+    if (note === undefined) continue
+    const now = startTimeOf(note.pid)
+    if (note.start !== null && now !== null) {
+      // The very process noted (not another one given its pid since): stopped.
+      if (now === note.start) stopping.push(note)
+    } else if (alive(note.pid)) {
+      found.push({ kind: "unverifiable", note })
+    }
+  }
+  for (const note of stopping) signalGroup(note.pid, "SIGTERM")
+  const deadline = Date.now() + graceMs
+  while (stopping.some((n) => startTimeOf(n.pid) === n.start) && Date.now() < deadline) await sleep(50)
+  // SIGKILL to every group, whether its leader left or not: what it started may linger.
+  for (const note of stopping) signalGroup(note.pid, "SIGKILL")
+  for (const note of stopping) found.push({ kind: "stopped", note })
+  return found
+}
