@@ -165,11 +165,28 @@ export const makeWork = (side: WorkSide, call: Call) =>
      */
     const report = (attempt: string, outcome: ExecutionOutcome, r: Running, entry: Entry) =>
       Effect.gen(function* () {
-        const claimNext = mayAskForNext()
+        let claimNext = mayAskForNext()
         if (claimNext) {
           asking++
           entry.asking = true
         }
+        /**
+         * The owner cannot be reached: the job is over, so its slot goes back now, for other
+         * owners and this machine's own runs, instead of waiting out this owner's absence; the
+         * report, retried until it lands, no longer asks for the next attempt (it has no slot to
+         * hand over).
+         */
+        const letGo = (e: Refusal | Unreachable) =>
+          e._tag !== "Unreachable"
+            ? Effect.void
+            : Effect.suspend(() => {
+                if (claimNext) {
+                  claimNext = false
+                  asking--
+                  entry.asking = false
+                }
+                return entry.giveBack ?? Effect.void
+              })
         let sent: Extract<WorkerRequest, { kind: "report" }>["outcome"] = {
           ok: outcome.ok,
           ...(outcome.ok ? { result: outcome.result } : {}),
@@ -204,11 +221,14 @@ export const makeWork = (side: WorkSide, call: Call) =>
           for (;;) {
             const d = yield* delta(attempt, r, roomFor(body()))
             if (!d.more) {
-              const answer = yield* Effect.suspend(() => call(body(d.delta))).pipe(Effect.retry(whileUnreachable))
+              const answer = yield* Effect.suspend(() => call(body(d.delta))).pipe(Effect.tapError(letGo), Effect.retry(whileUnreachable))
               r.offsets = d.next
               return answer
             }
-            const answer = yield* Effect.suspend(() => call({ kind: "heartbeat", fence, running: [...running.keys()], output: [d.delta] })).pipe(Effect.retry(whileUnreachable))
+            const answer = yield* Effect.suspend(() => call({ kind: "heartbeat", fence, running: [...running.keys()], output: [d.delta] })).pipe(
+              Effect.tapError(letGo),
+              Effect.retry(whileUnreachable)
+            )
             r.offsets = d.next
             if (answer.kind === "ack") yield* stop(answer.stop.filter((id) => id !== attempt))
           }
@@ -218,7 +238,7 @@ export const makeWork = (side: WorkSide, call: Call) =>
         )
       })
 
-    type Entry = { r?: Running; next?: Assignment; asking?: boolean }
+    type Entry = { r?: Running; next?: Assignment; asking?: boolean; giveBack?: Effect.Effect<void> }
     const execute = (work: Assignment, entry: Entry) =>
       Effect.gen(function* () {
         const resolved = yield* Effect.either(side.resolve(work.address))
@@ -266,6 +286,13 @@ export const makeWork = (side: WorkSide, call: Call) =>
       Effect.gen(function* () {
         const entry: Entry = {}
         let holds = holding
+        // Its job is over and its report waits for an owner that cannot be reached: the slot goes back (see `report`).
+        entry.giveBack = Effect.suspend(() => {
+          if (!holds) return Effect.void
+          holds = false
+          changes++
+          return side.slots.release
+        })
         // Only the wait can be interrupted before the slot is taken; once taken it is held.
         const slot = holds ? Effect.void : Effect.uninterruptibleMask((restore) => Effect.tap(restore(side.slots.take), () => void (holds = true)))
         // Interruptible even when started from the claim's protected region: a stop must reach it.

@@ -532,6 +532,34 @@ describe("the worker side of runs", () => {
     })
   )
 
+  it.live("gives the slot of a finished attempt back while its owner cannot be reached: another owner's work runs meanwhile", () =>
+    Effect.gen(function* () {
+      const slots = yield* makeSlots(1)
+      let aDown = true
+      const a = owner("A", 1, 50, (r) => (r.kind === "report" && aDown ? Effect.fail(new Unreachable({ message: "connection refused" })) : undefined))
+      const b = owner("B", 1, 50)
+      const wa = yield* makeWork(sideWith(slots, ChildExecutor.make()), a.call)
+      const fa = yield* Effect.fork(wa.session(1))
+      yield* until("A's attempt to have tried reporting", () => a.calls.some((r) => r.kind === "report"))
+      // A's job is over and A is away: the one slot is free again, and B's work takes it.
+      yield* until("the slot back", () => slots.taken() === 0)
+      expect(wa.running()).toEqual(["rA.1"])
+      const wb = yield* makeWork(sideWith(slots, ChildExecutor.make()), b.call)
+      const fb = yield* Effect.fork(wb.session(1))
+      yield* until("B's report", () => b.reports.length === 1)
+      expect(a.reports).toEqual([])
+      // A comes back: its report lands, once, and asks for no next attempt (it holds no slot to hand over).
+      aDown = false
+      yield* until("A's report", () => a.reports.length === 1, 15_000)
+      const landed = a.calls.filter((r): r is Extract<WorkerRequest, { kind: "report" }> => r.kind === "report").at(-1)!
+      expect(landed.claimNext).toBeUndefined()
+      yield* until("A's attempt gone", () => wa.running().length === 0)
+      expect(slots.taken()).toBe(0)
+      yield* Fiber.interrupt(fa)
+      yield* Fiber.interrupt(fb)
+    })
+  )
+
   describe("output larger than one body (64 KiB)", () => {
     // Escapes and characters of 2 to 4 bytes weigh more in JSON than in the file.
     const line = (i: number) => `${i} plain text, "quoted" \\ back, é € 😀, tab\t and bell \u0007 and \u0001\n`
