@@ -1,6 +1,6 @@
 /** What `svc workers invite` notes about the address its token carries. */
 import { describe, expect, it } from "vitest"
-import { onlyThisMachine, servedLines, usedOfCapacity } from "../../src/cli/commands/workers.js"
+import { lastSeenOf, onlyThisMachine, servedLines, usedOfCapacity } from "../../src/cli/commands/workers.js"
 
 describe("svc workers invite", () => {
   it.each([
@@ -27,6 +27,14 @@ describe("svc workers status", () => {
     // A shared worker whose slots other work took after this owner placed there.
     expect(usedOfCapacity({ used: 2, capacity: 2, revoked: false, waiting: 2 })).toBe("2/2 +2 waiting")
     expect(usedOfCapacity({ used: 2, capacity: 2, revoked: false, waiting: 0 })).toBe("2/2")
+  })
+
+  it("says LAST SEEN 'never' only of a worker that never said hello; one not heard from since the owner started is not that", () => {
+    expect(lastSeenOf({ lastSeen: "2026-11-25T03:00:00.000Z", everSeen: true })).toBe("2026-11-25T03:00:00.000Z")
+    expect(lastSeenOf({ lastSeen: null, everSeen: true })).toBe("not since start")
+    expect(lastSeenOf({ lastSeen: null, everSeen: false })).toBe("never")
+    // An owner from before everSeen.
+    expect(lastSeenOf({ lastSeen: null })).toBe("never")
   })
 })
 

@@ -31,6 +31,8 @@ export interface WorkerStatus {
   readonly artifacts: ReadonlyArray<{ readonly address: string; readonly digest: string; readonly inScope: boolean }>
   readonly scope: ReadonlyArray<string>
   readonly lastSeen: string | null
+  /** It has said hello at some time (a session was journaled), seen since this owner started or not. */
+  readonly everSeen: boolean
   readonly revoked: boolean
   readonly rotationPending: boolean
 }
@@ -57,7 +59,9 @@ export const workerStatuses = (state: OwnerState, freshness: (workerId: string) 
     .sort((a, b) => revokedLast(a) - revokedLast(b) || a.name.localeCompare(b.name) || a.id.localeCompare(b.id))
     .map((w): WorkerStatus => {
       const f = freshness(w.id)
-      const elsewhere = f?.busy ?? 0
+      // What other work holds there is known only while it advertises: a revoked or silent
+      // worker's last word on it is stale, and its slots are none of this owner's.
+      const elsewhere = w.revokedAt === null && advertisementAlive(f, now) ? (f?.busy ?? 0) : 0
       const ours = Option.match(HashMap.get(ledger.physical, w.id), { onNone: () => 0, onSome: (p) => p.reserved })
       const shown = displayState(w, f, ours + elsewhere, now)
       const successor = replacedBy.get(w.id)
@@ -82,6 +86,7 @@ export const workerStatuses = (state: OwnerState, freshness: (workerId: string) 
         artifacts: (w.advertisement?.artifacts ?? []).map((a) => ({ ...a, inScope: w.scope.length === 0 || w.scope.includes(a.address) })),
         scope: w.scope,
         lastSeen: f?.lastSeenAt == null ? null : new Date(f.lastSeenAt).toISOString(),
+        everSeen: w.fence > 0,
         revoked: w.revokedAt !== null,
         rotationPending: w.rotationPending
       }

@@ -194,6 +194,10 @@ export const servedLines = (url: string, name: string, workerId: string, s: Serv
   return lines
 }
 
+/** LAST SEEN: when it last called this owner; a worker not heard from since the owner started is not "never" seen (an older owner does not say). */
+export const lastSeenOf = (w: Pick<WorkerStatus, "lastSeen"> & { readonly everSeen?: boolean }): string =>
+  w.lastSeen ?? (w.everSeen === true ? "not since start" : "never")
+
 export const usedOfCapacity = (w: Pick<WorkerStatus, "used" | "capacity" | "revoked"> & { readonly waiting?: number }): string =>
   w.revoked || w.capacity === 0 ? (w.used === 0 ? "-" : `${w.used} held`) : `${w.used}/${w.capacity}${(w.waiting ?? 0) > 0 ? ` +${w.waiting} waiting` : ""}`
 
@@ -232,7 +236,7 @@ const status = Command.make("status", { json }, ({ json }) =>
         yield* printLines(
           table(
             ["NAME", "ID", "STATE", "USED/CAP", "LABELS", "CAPABILITIES", "SCOPE", "LAST SEEN", "WHY"],
-            workers.map((w) => [w.name, w.id, w.state, usedOfCapacity(w), w.labels.join(",") || "-", w.capabilities.join(",") || "-", w.scope.join(",") || "all", w.lastSeen ?? "never", w.reason])
+            workers.map((w) => [w.name, w.id, w.state, usedOfCapacity(w), w.labels.join(",") || "-", w.capabilities.join(",") || "-", w.scope.join(",") || "all", lastSeenOf(w), w.reason])
           )
         )
       }

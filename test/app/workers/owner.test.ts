@@ -404,6 +404,20 @@ describe("display states", () => {
     }).pipe(Effect.provide(TestOwner))
   )
 
+  it.effect("the slots other work holds count only while the worker advertises: not once it is revoked or silent", () =>
+    Effect.gen(function* () {
+      const w = yield* linked()
+      ok(yield* call(w.credential, { ...offer(w.fence), busy: 3 }), "ack")
+      expect(yield* stateOf(w.workerId)).toMatchObject({ state: "Ready", used: 3, elsewhere: 3, lastSeen: "1970-01-01T00:00:00.000Z", everSeen: true })
+      // Silent past 15 s: Offline, offering nothing, holding none of this owner's slots.
+      yield* TestClock.adjust("16 seconds")
+      expect(yield* stateOf(w.workerId)).toMatchObject({ state: "Offline", used: 0, elsewhere: 0, capacity: 0 })
+      ok(yield* call(w.credential, { ...offer(w.fence), busy: 3 }), "ack")
+      yield* (yield* Owner).revoke(w.workerId, "operator")
+      expect(yield* stateOf(w.workerId)).toMatchObject({ state: "Offline", revoked: true, used: 0, elsewhere: 0 })
+    }).pipe(Effect.provide(TestOwner))
+  )
+
   it.effect("a bye ends the session and the advertisement at once: Offline now, and the next process is no takeover", () =>
     Effect.gen(function* () {
       const w = yield* linked()
