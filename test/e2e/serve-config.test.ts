@@ -241,6 +241,34 @@ describe("svc serve configuration", () => {
   }, 30_000)
 })
 
+describe("svc run --wait", () => {
+  it("Ctrl-C stops the waiting, not the run, and says which run goes on (a run placed at once had not said its id)", async () => {
+    const home = tempDir("svc-cfg-ctrlc-")
+    const bag = join(home, "bags-src", "slow")
+    mkdirSync(bag, { recursive: true })
+    writeFileSync(
+      join(bag, "bag.yaml"),
+      "name: slow\ndescription: a slow job\nversion: 0.1.0\njobs:\n  nap:\n    description: naps a minute\n    version: 1.0.0\n    runs:\n      using: process\n      command: [sleep, \"60\"]\n"
+    )
+    expect((await svcIn(transcript, home, ["bag", "install", bag])).code).toBe(0)
+    const owner = await startServe("owner", home, transcript)
+    const waiter = spawn(process.execPath, [SVC_BIN, "run", "slow:nap@1.0.0", "--wait"], { env: { PATH: process.env["PATH"] ?? "", HOME: home, SVC_HOME: home } })
+    let said = ""
+    waiter.stderr.setEncoding("utf8").on("data", (d: string) => (said += d))
+    const exited = new Promise<number | null>((resolve) => waiter.on("close", resolve))
+    const running = await waitFor("the run to be running", async () => JSON.parse((await svcIn(transcript, home, ["runs", "list", "--json"])).stdout).runs, (runs: ReadonlyArray<{ id: string; state: string }>) => runs[0]?.state === "running", { timeoutMs: 10_000, everyMs: 100 })
+    const runId = running.value[0]!.id
+    // Placed at once on the owner: nothing said yet.
+    expect(said).toBe("")
+    waiter.kill("SIGINT")
+    expect(await exited).toBe(130)
+    expect(said).toBe(`stopped waiting for run ${runId}; it goes on: svc runs show ${runId} follows it, svc runs stop ${runId} stops it\n`)
+    expect(JSON.parse((await svcIn(transcript, home, ["runs", "show", runId, "--json"])).stdout).state).toBe("running")
+    expect((await svcIn(transcript, home, ["runs", "stop", runId])).code).toBe(0)
+    expect((await owner.stop()).code).toBe(0)
+  }, 60_000)
+})
+
 describe("an owner restart", () => {
   it("svc run --wait outlives it: it says the owner does not answer, and the run's end still reaches it", async () => {
     const home = tempDir("svc-cfg-restart-")

@@ -11,7 +11,7 @@ import { progressOf, type RunDetail, type RunList, type RunView } from "../../ap
 import { RUN_STATES, TERMINAL } from "../../domain/runs/Runs.js"
 import { depthProblem, jobAddressProblem, preferenceProblem } from "../../domain/runs/Values.js"
 import { admin } from "../admin.js"
-import { CliFailure, refused, usage } from "../CliFailure.js"
+import { CliFailure, exitQuietly, refused, usage } from "../CliFailure.js"
 import { printJson, printLines, table } from "../output.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("print one JSON document on stdout"))
@@ -98,21 +98,40 @@ export const runCommand = Command.make(
       }
       // Follows it through the owner's wait, which answers as soon as its progress differs from `seen`.
       let said: string | undefined
-      while (!TERMINAL.has(run.state)) {
-        const seen = progressOf(run)
-        if (seen !== said && worthSaying(run, said !== undefined)) {
-          if (said === undefined) yield* Console.error(`waiting for run ${run.id} (Ctrl-C stops waiting, not the run: svc runs stop ${run.id})`)
-          said = seen
-          yield* Console.error(progressLine(run))
+      const id = run.id
+      yield* Effect.gen(function* () {
+        while (!TERMINAL.has(run.state)) {
+          const seen = progressOf(run)
+          if (seen !== said && worthSaying(run, said !== undefined)) {
+            if (said === undefined) yield* Console.error(`waiting for run ${run.id} (Ctrl-C stops waiting, not the run: svc runs stop ${run.id})`)
+            said = seen
+            yield* Console.error(progressLine(run))
+          }
+          run = (yield* followThroughRestarts(admin("POST", "/runs/wait", { run: run.id, ms: 25_000, seen }), run.id)) as unknown as RunView
         }
-        run = (yield* followThroughRestarts(admin("POST", "/runs/wait", { run: run.id, ms: 25_000, seen }), run.id)) as unknown as RunView
-      }
+      }).pipe(
+        // Ctrl-C: the run goes on, and its id may not have been said yet (a run placed at once
+        // says nothing until it ends). Exit 130, as a shell reports an interrupted command.
+        Effect.raceFirst(
+          Effect.zipRight(
+            ctrlC,
+            Effect.zipRight(Console.error(`stopped waiting for run ${id}; it goes on: svc runs show ${id} follows it, svc runs stop ${id} stops it`), exitQuietly(130))
+          )
+        )
+      )
       if (json) yield* printJson(run)
       else if (run.state === "succeeded") yield* Console.log(JSON.stringify(run.result))
       if (run.state !== "succeeded") return yield* refused(outcomeLine(run))
       if (!json) yield* Console.error(outcomeLine(run))
     })
 ).pipe(Command.withDescription("Submit a run of a versioned job on this owner; prints the run id (with --wait, the result)"))
+
+/** Completes when the process gets SIGINT (Ctrl-C), which it then handles instead of dying of it. */
+const ctrlC = Effect.async<void>((resume) => {
+  const on = () => resume(Effect.void)
+  process.once("SIGINT", on)
+  return Effect.sync(() => void process.off("SIGINT", on))
+})
 
 /** When the owner does not answer, what reads the journal without it (the store is there either way). */
 const meanwhile = (what: string) =>
