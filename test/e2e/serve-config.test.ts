@@ -403,6 +403,12 @@ describe("start-up", () => {
     await before.stop()
     // Killed, svc stopped nothing: the job runs on.
     expect(isAlive(first!)).toBe(true)
+    // Its admin socket is left behind: the CLI says nothing answers on it (it said there was none).
+    const meanwhile = await svcIn(transcript, home, ["runs", "list"])
+    expect({ code: meanwhile.code, stderr: meanwhile.stderr }).toEqual({
+      code: 2,
+      stderr: `svc: svc serve is not running for ${home} (nothing answers on ${home}/admin.sock: the runtime that made it stopped without removing it): start it with svc serve (svc journal tail reads the journal meanwhile)\n`
+    })
     const after = await startServe("owner after the kill", home, transcript)
     expect(isAlive(first!)).toBe(false)
     expect(after.output()).toMatch(new RegExp(`WARN stopped attempt ${runId}\\.1 \\(sh\\) \\(pid ${first}, running since \\S+\\): the svc serve that started it was killed without stopping it`))

@@ -141,7 +141,14 @@ export const adminCall = (home: string, method: "GET" | "POST", path: string, bo
       }
     )
     req.on("error", (e: NodeJS.ErrnoException) =>
-      reject(e.code === "ENOENT" || e.code === "ECONNREFUSED" ? new RuntimeNotRunning(`svc serve is not running for ${home} (no ${socket})`) : e)
+      reject(
+        e.code === "ENOENT"
+          ? new RuntimeNotRunning(`svc serve is not running for ${home} (no ${socket})`)
+          : e.code === "ECONNREFUSED"
+            ? // The socket file a runtime that was killed left behind: nothing listens on it.
+              new RuntimeNotRunning(`svc serve is not running for ${home} (nothing answers on ${socket}: the runtime that made it stopped without removing it)`)
+            : e
+      )
     )
     req.end(text)
   })
