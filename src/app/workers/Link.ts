@@ -109,7 +109,15 @@ export class LinkStatusRef extends Context.Tag("svc/LinkStatusRef")<LinkStatusRe
  * Runs one link until it ends (fenced, revoked, refused); network trouble never ends it.
  * `offer` is read before each advertisement, so bags installed meanwhile are advertised.
  */
-export const runLink = (link: LinkRecord, transport: OwnerTransport, offer: Effect.Effect<Offer>, status: Ref.Ref<ReadonlyMap<string, LinkStatus>>, side?: WorkSide) =>
+export const runLink = (
+  link: LinkRecord,
+  transport: OwnerTransport,
+  offer: Effect.Effect<Offer>,
+  status: Ref.Ref<ReadonlyMap<string, LinkStatus>>,
+  side?: WorkSide,
+  /** Whether this machine has left the owner (`svc workers leave` removed the link): its revocation is then no surprise. */
+  left: Effect.Effect<boolean> = Effect.succeed(false)
+) =>
   Effect.scoped(Effect.gen(function* () {
     const set = (s: Partial<LinkStatus>) =>
       Ref.update(status, (m) => {
@@ -183,7 +191,12 @@ export const runLink = (link: LinkRecord, transport: OwnerTransport, offer: Effe
         const ended = afterRefusal(error)
         if (ended !== null) {
           yield* set({ phase: ended.phase, detail: ended.message })
-          yield* Effect.logError(`the link to the owner at ${link.url} as ${link.name} has ended (${ended.phase}): ${ended.message}; its work is stopped`)
+          // Revoked because this machine left it (the owner was told before the runtime noticed the link gone): not an alarm.
+          if (ended.phase === "revoked" && (yield* left)) {
+            yield* Effect.logInfo(`the link to the owner at ${link.url} as ${link.name} has ended: this machine left it (svc workers leave); its work is stopped`)
+          } else {
+            yield* Effect.logError(`the link to the owner at ${link.url} as ${link.name} has ended (${ended.phase}): ${ended.message}; its work is stopped`)
+          }
           return yield* ended
         }
       }

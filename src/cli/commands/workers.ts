@@ -308,12 +308,14 @@ const leave = Command.make(
         )
       if (matching.length > 1) return yield* refused(`${owner} names ${matching.length} links: ${matching.map((l) => linkLine(l.link)).join("; ")}; name the one to leave by its owner's URL`)
       const { key, link } = matching[0]!
-      // The owner is told first (the credential is needed for that): it revokes the worker, saying it left.
+      // The link goes first (its credential is kept in memory for the call): a running svc serve
+      // that hears of the revocation before it notices the link gone then knows this machine left.
+      yield* Effect.tryPromise({ try: () => removeLink(home, key), catch: (e) => refused(`cannot remove the link to ${link.url}: ${e instanceof Error ? e.message : String(e)}`) })
+      // Then the owner is told: it revokes the worker, saying it left.
       const agent = makeAgent({ url: link.url, fingerprint: link.fingerprint, certificate: link.certificate })
       const told = yield* Effect.either(callOwner({ url: link.url, fingerprint: link.fingerprint, certificate: link.certificate }, agent, link.credential, { kind: "leave" })).pipe(
         Effect.ensuring(Effect.sync(() => agent.destroy()))
       )
-      yield* Effect.tryPromise({ try: () => removeLink(home, key), catch: (e) => refused(`cannot remove the link to ${link.url}: ${e instanceof Error ? e.message : String(e)}`) })
       const outcome: { readonly kind: "told" } | { readonly kind: "revoked already" } | { readonly kind: "not told"; readonly why: string } =
         told._tag === "Right"
           ? { kind: "told" as const }

@@ -46,7 +46,7 @@ import * as ManifestSourceLive from "../manifest/ManifestSourceLive.js"
 import { runtimeEnv } from "../SvcConfig.js"
 import { layerAt as svcHomeAt } from "../SvcHome.js"
 import { loadOrCreate } from "../tls/OwnerCertificate.js"
-import { linkKeys, readLinks, writeLink } from "../workers/LinkStore.js"
+import { linkKeys, linksDir, readLinks, writeLink } from "../workers/LinkStore.js"
 import * as NodeEntropy from "../workers/NodeEntropy.js"
 import { callOwner, makeAgent } from "../workers/OwnerClient.js"
 import { reap } from "../runs/Leftovers.js"
@@ -246,7 +246,9 @@ export const serve = (options: ServeOptions) =>
             claimWaitSeconds: 20,
             heartbeatEvery: Duration.seconds(3)
           }
-          const fiber = yield* runLink({ key, url: link.url, workerId: link.workerId, name: link.name }, transport, offerNow.pipe(Effect.orDie) as Effect.Effect<Offer>, statuses, side).pipe(
+          // `svc workers leave` removes the link file before it tells the owner.
+          const left = Effect.promise(() => fs.access(nodePath.join(linksDir(options.home), `${key}.json`)).then(() => false, () => true))
+          const fiber = yield* runLink({ key, url: link.url, workerId: link.workerId, name: link.name }, transport, offerNow.pipe(Effect.orDie) as Effect.Effect<Offer>, statuses, side, left).pipe(
             // The link logs its end itself (Link.ts), with the reason.
             Effect.ignore,
             Effect.forkScoped

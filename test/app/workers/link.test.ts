@@ -212,6 +212,11 @@ describe("the worker's link", () => {
       const logs: Array<string> = []
       yield* Effect.either(runLink(link, s.transport, Effect.succeed(offer), s.status).pipe(Effect.provide(capturingLogs(logs))))
       expect(logs.at(-1)).toBe("ERROR the link to the owner at https://owner as lab-1 has ended (revoked): the operator revoked this worker; its work is stopped")
+      // Revoked because this machine left (svc workers leave removed the link first): said, not alarmed.
+      const leaving: Array<string> = []
+      yield* Effect.either(runLink(link, s.transport, Effect.succeed(offer), s.status, undefined, Effect.succeed(true)).pipe(Effect.provide(capturingLogs(leaving))))
+      expect(leaving.at(-1)).toBe("INFO the link to the owner at https://owner as lab-1 has ended: this machine left it (svc workers leave); its work is stopped")
+      expect(leaving.some((l) => l.startsWith("ERROR"))).toBe(false)
     })
   )
 
