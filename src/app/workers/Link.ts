@@ -126,8 +126,14 @@ export const runLink = (
         next.set(link.key, { ...current, ...s })
         return next
       })
+    // A rotation is said once, when the new credential is saved (never the credential itself).
     const takeCredential = (answer: WorkerResponse) =>
-      answer.kind !== "joined" && answer.kind !== "left" && answer.newCredential !== null ? transport.saveCredential(answer.newCredential.credential) : Effect.void
+      answer.kind !== "joined" && answer.kind !== "left" && answer.newCredential !== null
+        ? Effect.zipRight(
+            transport.saveCredential(answer.newCredential.credential),
+            Effect.logInfo(`the owner at ${link.url} rotated ${link.name}'s credential: the new one is saved in its link (the old one works until ${answer.newCredential.previousValidUntil})`)
+          )
+        : Effect.void
 
     const call = (request: WorkerRequest) => Effect.tap(transport.call(request), takeCredential)
     // Attempts outlive sessions: a reconnect says hello listing them, and they carry on.

@@ -106,12 +106,17 @@ describe("the worker's link", () => {
     })
   )
 
-  it.effect("saves a handed-over credential", () =>
+  it.effect("saves a handed-over credential, and says once that the owner rotated it (never the credential)", () =>
     Effect.gen(function* () {
       const s = yield* scripted((r, n) => Effect.succeed(r.kind === "hello" ? welcome() : ack(n === 3 ? { credential: "svc_wk_new", previousValidUntil: "2026-01-01T00:05:00Z" } : null)))
-      const fiber = yield* Effect.fork(runLink(link, s.transport, Effect.succeed(offer), s.status))
+      const logs: Array<string> = []
+      const fiber = yield* Effect.fork(runLink(link, s.transport, Effect.succeed(offer), s.status).pipe(Effect.provide(capturingLogs(logs))))
       yield* TestClock.adjust("10 seconds")
       expect(s.saved).toEqual(["svc_wk_new"])
+      expect(logs.filter((l) => l.includes("rotated"))).toEqual([
+        "INFO the owner at https://owner rotated lab-1's credential: the new one is saved in its link (the old one works until 2026-01-01T00:05:00Z)"
+      ])
+      expect(logs.join("\n")).not.toContain("svc_wk_new")
       yield* Fiber.interrupt(fiber)
     })
   )
