@@ -55,7 +55,8 @@ interface LinkState {
   readonly phase: string
   readonly detail: string
   readonly fence: number | null
-  readonly lastAdvertisedAt: number | null
+  /** ISO 8601, as every time in --json output. */
+  readonly lastAdvertisedAt: string | null
   readonly offer: { readonly capacity: number; readonly artifacts: ReadonlyArray<{ readonly address: string }> } | null
 }
 interface StatusDoc {
@@ -503,7 +504,7 @@ describe("svc workers between two real svc serve processes", () => {
     const advertised = await waitFor(
       "an advertisement after the hand-over",
       () => linkState(w1Home),
-      (s) => s !== null && s.lastAdvertisedAt !== null && s.lastAdvertisedAt > changed.at,
+      (s) => s !== null && s.lastAdvertisedAt !== null && Date.parse(s.lastAdvertisedAt) > changed.at,
       { timeoutMs: 8_000, everyMs: 250 }
     )
     expect(advertised.value).toMatchObject({ phase: "linked", fence })
@@ -565,6 +566,7 @@ describe("svc workers between two real svc serve processes", () => {
     w2 = await startServe("worker-2", w2Home, transcript)
 
     const second = await waitFor("worker-2 linked", () => linkState(w2Home), (s): s is LinkState => s?.phase === "linked" && s.lastAdvertisedAt !== null, { timeoutMs: 10_000, everyMs: 250 })
+    expect(second.value.lastAdvertisedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
     expect(second.value.fence).toBeGreaterThan(fence1)
     const first = await waitFor("worker-1 fenced", () => linkState(w1Home), (s): s is LinkState => s?.phase === "fenced", { timeoutMs: 10_000, everyMs: 250 })
     expect(first.value.detail).toMatch(/another process took this worker's session over/)

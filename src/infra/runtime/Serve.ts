@@ -263,7 +263,9 @@ export const serve = (options: ServeOptions) =>
         links: async () => {
           const links = await readLinks(options.home)
           const status = await Effect.runPromise(Ref.get(statuses))
-          return links.map(({ key, link }) => ({ key, url: link.url, workerId: link.workerId, name: link.name, status: status.get(key) ?? null }))
+          // Times as ISO strings, as every --json output gives them.
+          const shown = (s: LinkStatus | undefined) => (s === undefined ? null : { ...s, lastAdvertisedAt: s.lastAdvertisedAt === null ? null : new Date(s.lastAdvertisedAt).toISOString() })
+          return links.map(({ key, link }) => ({ key, url: link.url, workerId: link.workerId, name: link.name, status: shown(status.get(key)) }))
         }
       })
       const admin = yield* wrap("opening the admin socket", () => serveAdmin(options.home, routes))
