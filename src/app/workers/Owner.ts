@@ -3,7 +3,9 @@
  * pass (identity from the credential only, hashes compared in constant time, revocation,
  * rotation hand-over, fencing, advertisement freshness), decided by the pure deciders and
  * journaled through the live projections. The HTTP layer only decodes, calls `handle`, and
- * encodes. Secrets are minted here and leave only in the one answer that hands them over.
+ * encodes. Secrets are minted here and leave only in the one answer that hands them over. The
+ * operator's commands about workers (invite, rotate, revoke, status) are OperatorCommands.ts,
+ * served beside the route over the same projections.
  */
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -16,15 +18,14 @@ import type { Envelope } from "../../domain/journal/Events.js"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import * as Decide from "../../domain/workers/Decide.js"
 import { advertisementAlive } from "../../domain/workers/DisplayState.js"
-import type { InviteRecord, Registry, WorkerRecord } from "../../domain/workers/Registry.js"
-import { base62FromBytes, credentialProblem, CREDENTIAL_PREFIX, formatJoinToken, makeCredential, parseJoinToken, secretKindOf } from "../../domain/workers/Secrets.js"
+import type { Registry, WorkerRecord } from "../../domain/workers/Registry.js"
+import { base62FromBytes, credentialProblem, CREDENTIAL_PREFIX, makeCredential, parseJoinToken } from "../../domain/workers/Secrets.js"
 import { Hashing } from "../journal/Hashing.js"
-import { Projections, type CommandRejected } from "../journal/Projections.js"
-import type { JournalError, StreamConflict } from "../journal/Journal.js"
+import { Projections } from "../journal/Projections.js"
 import { Dispatcher, layer as DispatcherLayer, stopsIn } from "../runs/Dispatcher.js"
 import { Entropy } from "./Entropy.js"
 import { Freshness, layer as FreshnessLayer } from "./Freshness.js"
-import { pendingInvitesOf, workerStatuses, type PendingInvite, type WorkerStatus } from "./OwnerViews.js"
+import { makeOperatorCommands, type CommandError, type OperatorCommands } from "./OperatorCommands.js"
 import { fenceRefusal, Refusal, revokedRefusal, type Ack, type Advertise, type Assignment, type Claim, type CredentialHandOver, type Hello, type Join, type Leave, type NoWork, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
 
 interface Authenticated {
@@ -34,26 +35,13 @@ interface Authenticated {
 }
 
 export type { PendingInvite, WorkerStatus } from "./OwnerViews.js"
+export type { InviteOutcome, Revoked } from "./OperatorCommands.js"
 
 /** Where workers reach this owner, and the certificate they pin: written into join tokens. */
 export class OwnerAddress extends Context.Tag("svc/OwnerAddress")<OwnerAddress, { readonly url: string; readonly fingerprint: string }>() {}
 
-export interface InviteOutcome {
-  readonly token: string
-  readonly inviteId: string
-  readonly scope: ReadonlyArray<string>
-  readonly expiresAt: number | null
-  /** What the operator may not expect: a scope naming a job this owner cannot run, a name a linked worker has, an expiry cut to 24 h. */
-  readonly notes: ReadonlyArray<string>
-}
-
-/** What `svc workers revoke REF` revoked: a worker, or an invite not yet redeemed. */
-export type Revoked = { readonly kind: "worker"; readonly worker: WorkerRecord } | { readonly kind: "invite"; readonly invite: InviteRecord }
-
-type CommandError = CommandRejected | StreamConflict | JournalError
-
-export interface OwnerService {
-  readonly invite: (i: { readonly scope: ReadonlyArray<string>; readonly expiresInMs: number | null; readonly name: string | null; readonly actor: string }) => Effect.Effect<InviteOutcome, CommandError>
+/** The operator's commands (OperatorCommands.ts) and the worker route, over one set of projections. */
+export interface OwnerService extends Omit<OperatorCommands, "findWorker"> {
   /** One call of the worker route: the bearer as presented and the decoded body. */
   readonly handle: (bearer: string | undefined, request: WorkerRequest) => Effect.Effect<WorkerResponse, Refusal>
   /**
@@ -62,13 +50,6 @@ export interface OwnerService {
    * when it must go through `handle`. `handle` takes the same path first, so the two agree.
    */
   readonly answerNow: (bearer: string | undefined, request: WorkerRequest, now: number) => WorkerResponse | Refusal | undefined
-  readonly rotate: (worker: string, actor: string) => Effect.Effect<WorkerRecord, CommandError | Refusal>
-  readonly revoke: (worker: string, actor: string) => Effect.Effect<WorkerRecord, CommandError | Refusal>
-  /** A worker by id or name as `revoke`; else an unused invite by its id (its token then fails). */
-  readonly revokeWorkerOrInvite: (ref: string, actor: string) => Effect.Effect<Revoked, CommandError | Refusal>
-  readonly status: Effect.Effect<ReadonlyArray<WorkerStatus>>
-  /** The invites whose tokens can still be redeemed, oldest first. */
-  readonly pendingInvites: Effect.Effect<ReadonlyArray<PendingInvite>>
   /** A worker by id or (unique) name. */
   readonly find: (worker: string) => Effect.Effect<WorkerRecord, Refusal>
 }
@@ -117,72 +98,20 @@ export const make = Effect.gen(function* () {
   const sha = (s: string) => hashing.sha256Hex(s)
   const registry = Effect.map(projections.state, (s) => s.registry)
 
-  /**
-   * A worker by id, or by name. A name several identities share (a machine revoked and invited
-   * again under the same name) is refused with their ids, unless `preferActive` and exactly one
-   * of them is not revoked: what rotate and revoke can act on.
-   */
-  const findWorker = (ref: string, { preferActive = false }: { readonly preferActive?: boolean } = {}) =>
-    Effect.flatMap(registry, (r) => {
-      // A credential pasted where a worker belongs names the worker holding it (a leaked one is
-      // revoked this way); it is never repeated back.
-      if (secretKindOf(ref) === "credential") {
-        const id = index.get(sha(ref.trim()))
-        const holder = id === undefined ? Option.none() : HashMap.get(r.workers, id)
-        if (Option.isSome(holder)) return Effect.succeed(holder.value)
-        return Effect.fail(refuse("unauthenticated", "that is a worker credential (svc_wk_…), and no worker of this owner holds it: name the worker by its name or id (svc workers status lists them)"))
-      }
-      if (secretKindOf(ref) === "join token") {
-        return Effect.fail(refuse("unauthenticated", "that is a join token (svc_jt_…), not a worker: name the worker by its name or id (svc workers status lists them)"))
-      }
-      const byId = HashMap.get(r.workers, ref)
-      if (Option.isSome(byId)) return Effect.succeed(byId.value)
-      const byName = [...HashMap.values(r.workers)].filter((w) => w.name === ref)
-      if (byName.length === 1) return Effect.succeed(byName[0]!)
-      const active = byName.filter((w) => w.revokedAt === null)
-      if (preferActive && active.length === 1) return Effect.succeed(active[0]!)
-      return Effect.fail(
-        refuse(
-          "unauthenticated",
-          byName.length > 1
-            ? `${byName.length} workers are named ${ref}: ${byName
-                .sort((a, b) => a.joinedAt - b.joinedAt || a.id.localeCompare(b.id))
-                .map((w) => `${w.id} (${w.revokedAt === null ? "linked" : "revoked"})`)
-                .join(", ")}; use the worker id`
-            : `no worker ${JSON.stringify(ref)} is linked to this owner`
-        )
-      )
-    })
-
   const commandRefusal = (code: Refusal["code"]) => (e: CommandError): Refusal =>
     e._tag === "CommandRejected" ? refuse(code, e.rejection.message) : refuse("bad-request", `the owner could not record this: ${e.message}`)
 
-  const invite: OwnerService["invite"] = (i) =>
-    Effect.gen(function* () {
-      const now = yield* Clock.currentTimeMillis
-      const inviteId = base62FromBytes(entropy.bytes(12), 12)
-      const secret = base62FromBytes(entropy.bytes(40), 40)
-      // The expiry asked for (whole milliseconds); a scoped invite may be given an earlier one.
-      const asked = i.expiresInMs === null ? null : now + Math.round(i.expiresInMs)
-      const envelopes = yield* execute((r) =>
-        Decide.decideInvite(
-          { inviteId, tokenHash: sha(secret), name: i.name, scope: i.scope, expiresAt: asked, actor: i.actor, now },
-          r
-        )
-      )
-      const event = envelopes[0]!.event as { expiresAt: number | null; scope: ReadonlyArray<string> }
-      const notes: Array<string> = []
-      for (const job of event.scope) {
-        const problem = yield* dispatcher.jobProblem(job)
-        if (problem !== undefined) notes.push(`the scope names ${job}, which no worker would run now (${problem})`)
-      }
-      const namesake = i.name === null ? undefined : [...HashMap.values((yield* registry).workers)].find((w) => w.name === i.name && w.revokedAt === null)
-      if (namesake !== undefined) notes.push(`worker ${namesake.id} is already named ${i.name}: once this invite is redeemed, commands take their ids, not the name`)
-      if (asked !== null && event.expiresAt !== null && event.expiresAt < asked) {
-        notes.push("a scoped invite expires within 24 hours at most: the expiry asked for was cut to that")
-      }
-      return { token: formatJoinToken({ url: address.url, fingerprint: address.fingerprint, inviteId, secret }), inviteId, scope: event.scope, expiresAt: event.expiresAt, notes }
-    })
+  // What the operator asks of the owner (svc workers invite, rotate, revoke, status): OperatorCommands.ts.
+  const { findWorker, invite, rotate, revoke, revokeWorkerOrInvite, pendingInvites, status } = makeOperatorCommands({
+    state: projections.state,
+    execute,
+    sha,
+    entropy,
+    address,
+    dispatcher,
+    freshness,
+    holderOf: (hash: string) => index.get(hash)
+  })
 
   const join = (bearer: string | undefined, name: string, previousCredential: string | undefined) =>
     Effect.gen(function* () {
@@ -398,57 +327,6 @@ export const make = Effect.gen(function* () {
       Effect.mapError((e) => (e instanceof Refusal ? e : commandRefusal("unauthenticated")(e))),
       Effect.as({ kind: "left" as const, workerId: worker.id, name: worker.name } satisfies WorkerResponse)
     )
-
-  const rotate: OwnerService["rotate"] = (ref, actor) =>
-    Effect.gen(function* () {
-      const w = yield* findWorker(ref, { preferActive: true })
-      const now = yield* Clock.currentTimeMillis
-      yield* execute((r) => Decide.decideRequestRotation({ workerId: w.id, actor, now }, r))
-      return yield* findWorker(w.id)
-    })
-
-  const revoke: OwnerService["revoke"] = (ref, actor) =>
-    Effect.gen(function* () {
-      const w = yield* findWorker(ref, { preferActive: true })
-      const now = yield* Clock.currentTimeMillis
-      yield* execute((r) => Decide.decideRevoke({ workerId: w.id, actor, now }, r))
-      // Its attempts no longer count: the scheduler supersedes them and places their runs again now.
-      yield* dispatcher.kick
-      return yield* findWorker(w.id)
-    })
-
-  /** The invite a pasted join token was made for, when it is this owner's (its secret's hash matches). */
-  const inviteOfToken = (r: Registry, token: string) => {
-    const content = parseJoinToken(token)
-    if (typeof content === "string") return refuse("unauthenticated", `that looks like a join token (svc_jt_…), but it cannot be read: ${content}`)
-    const invite = Option.getOrUndefined(HashMap.get(r.invites, content.inviteId))
-    if (invite === undefined || !Decide.sameDigest(invite.tokenHash, sha(content.secret))) return refuse("unauthenticated", "that join token (svc_jt_…) was not made by this owner")
-    return invite
-  }
-
-  const revokeWorkerOrInvite: OwnerService["revokeWorkerOrInvite"] = (ref, actor) =>
-    Effect.gen(function* () {
-      const r = yield* registry
-      // A join token pasted (a leaked one, say) withdraws its invite; never repeated back.
-      if (secretKindOf(ref) === "join token") {
-        const invite = inviteOfToken(r, ref.trim())
-        if (invite instanceof Refusal) return yield* invite
-        if (invite.redeemedBy !== null) {
-          return yield* refuse("unauthenticated", `that join token's invite ${invite.id} was redeemed already, by worker ${invite.redeemedBy}: it cannot be used again; to stop that worker: svc workers revoke ${invite.redeemedBy}`)
-        }
-        return yield* revokeWorkerOrInvite(invite.id, actor)
-      }
-      if (secretKindOf(ref) === "credential") return { kind: "worker" as const, worker: yield* revoke(ref, actor) }
-      const isWorker = HashMap.has(r.workers, ref) || [...HashMap.values(r.workers)].some((w) => w.name === ref)
-      if (isWorker) return { kind: "worker" as const, worker: yield* revoke(ref, actor) }
-      if (!HashMap.has(r.invites, ref)) return yield* refuse("unauthenticated", `no worker and no invite ${JSON.stringify(ref)} is known to this owner (svc workers status lists both)`)
-      const now = yield* Clock.currentTimeMillis
-      yield* execute((st) => Decide.decideRevokeInvite({ inviteId: ref, actor, now }, st))
-      return { kind: "invite" as const, invite: Option.getOrThrow(HashMap.get((yield* registry).invites, ref)) }
-    })
-
-  const pendingInvites = Effect.map(Effect.zip(registry, Clock.currentTimeMillis), ([r, now]) => pendingInvitesOf(r, now))
-  const status = Effect.map(Effect.zip(projections.state, Clock.currentTimeMillis), ([state, now]) => workerStatuses(state, freshness.get, now))
 
   // `find` serves release, which is for revoked workers too: a shared name is refused there.
   return Owner.of({ invite, handle, answerNow, rotate, revoke, revokeWorkerOrInvite, status, pendingInvites, find: (ref) => findWorker(ref) })
