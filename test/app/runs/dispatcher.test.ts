@@ -897,6 +897,31 @@ describe("the claim deadline", () => {
   )
 })
 
+describe("an owner's restart", () => {
+  it.effect("a worker not heard from since the owner started is excluded saying so (not that its advertisement lapsed), and placed on once it calls", () =>
+    Effect.gen(function* () {
+      // One journal, two owners over it in turn: the second knows nothing of the first's freshness.
+      const journal = yield* makeMemory
+      const on = ownerOn(Layer.succeed(Journal, journal))
+      const w = yield* Effect.gen(function* () {
+        const w = yield* linked("lab-1")
+        yield* advertise(w)
+        return w
+      }).pipe(Effect.provide(on))
+      yield* Effect.gen(function* () {
+        const run = yield* submit(GPU)
+        const blocked = yield* show(run.id)
+        expect(blocked.placement).toMatchObject({ outcome: "blocked" })
+        expect(blocked.placement!.explanation).toContain("worker 'lab-1' (eligibility: no advertisement from it since the owner started)")
+        // It calls (a new session, then its advertisement): the run is placed on it.
+        const welcome = ok(yield* call(w.credential, { kind: "hello", protocol: 1, running: [] }), "welcome")
+        yield* advertise({ ...w, fence: welcome.fence })
+        yield* placedOn(run.id, 1)
+      }).pipe(Effect.provide(on))
+    })
+  )
+})
+
 describe("a worker's restart", () => {
   it.effect("a hello listing nothing supersedes its running attempts, frees their slots, and the run is placed again", () =>
     Effect.gen(function* () {
