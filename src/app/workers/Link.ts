@@ -19,7 +19,12 @@ import { makeWork, type WorkSide } from "./Work.js"
 
 export const ADVERTISE_EVERY = Duration.seconds(4)
 export const BACKOFF_FIRST = Duration.seconds(1)
-export const BACKOFF_MAX = Duration.seconds(30)
+/**
+ * The longest wait between hellos, jitter included: shorter than the grace an owner gives its
+ * workers after it starts (15 s, docs/runs.md) before it places their attempts again, so a
+ * worker that backed off through an owner's outage says hello, with what it runs, in time.
+ */
+export const BACKOFF_MAX = Duration.seconds(10)
 
 /** The owner could not be reached (connection refused, TLS pin mismatch, timeout...). */
 export class Unreachable extends Data.TaggedError("Unreachable")<{ readonly message: string }> {}
@@ -208,7 +213,8 @@ export const runLink = (
       }
       // Unreachable, or a refusal a new session may cure: back off with jitter, say hello again.
       const jitter = yield* Random.nextRange(0.5, 1.5)
-      const wait = Duration.times(backoff, jitter)
+      // Capped after the jitter: at most BACKOFF_MAX, whatever the draw (it was up to 1.5 x that).
+      const wait = Duration.min(Duration.times(backoff, jitter), BACKOFF_MAX)
       yield* set({ phase: "backing-off", detail: `${error.message}; retrying in ${secondsOf(wait)}` })
       if (trouble !== error.message) {
         // A transport's message may start with the owner's address, which the line names already.
