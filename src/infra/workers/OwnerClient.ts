@@ -51,6 +51,31 @@ export const makeAgent = (owner: PinnedOwner) =>
     maxSockets: 4
   })
 
+/**
+ * A TLS verification failure in words. The agent trusts the pinned certificate alone, so any
+ * failure of that check means the owner's address answered with another certificate (or the
+ * pinned one is out of its validity): said so, not as OpenSSL's "self-signed certificate".
+ */
+export const certificateProblem = (e: NodeJS.ErrnoException): string | undefined => {
+  switch (e.code) {
+    case "CERT_HAS_EXPIRED":
+      return "the owner's certificate, the one pinned at join, has expired: its operator must renew it, and this worker join again with a new token"
+    case "CERT_NOT_YET_VALID":
+      return "the owner's certificate, the one pinned at join, is not valid yet: check this machine's clock"
+    case "DEPTH_ZERO_SELF_SIGNED_CERT":
+    case "SELF_SIGNED_CERT_IN_CHAIN":
+    case "UNABLE_TO_VERIFY_LEAF_SIGNATURE":
+    case "UNABLE_TO_GET_ISSUER_CERT_LOCALLY":
+    case "CERT_SIGNATURE_FAILURE":
+    case "CERT_UNTRUSTED":
+      return `it presented another certificate than the one pinned at join (TLS: ${e.code}): not the owner that invited this worker, or one that made itself a new certificate (then join again with a new token from it)`
+    default:
+      return e.message === "the owner's certificate changed: not the pinned one"
+        ? "it presented another certificate than the one pinned at join (same issuer, another fingerprint): not the owner that invited this worker, or one that made itself a new certificate (then join again with a new token from it)"
+        : undefined
+  }
+}
+
 /** One call of the route: the answer, a refusal, or Unreachable. */
 export const callOwner = (owner: PinnedOwner, agent: https.Agent, bearer: string, request: WorkerRequest, timeoutMs = 45_000) =>
   Effect.async<import("../../app/workers/Protocol.js").WorkerResponse, Refusal | Unreachable>((resume) => {
@@ -89,7 +114,7 @@ export const callOwner = (owner: PinnedOwner, agent: https.Agent, bearer: string
       }
     )
     req.on("timeout", () => req.destroy(new Error(`no answer within ${timeoutMs / 1000} s`)))
-    req.on("error", (e) => resume(Effect.fail(new Unreachable({ message: `${owner.url}: ${e.message}` }))))
+    req.on("error", (e: NodeJS.ErrnoException) => resume(Effect.fail(new Unreachable({ message: `${owner.url}: ${certificateProblem(e) ?? e.message}` }))))
     req.end(body)
     return Effect.sync(() => req.destroy())
   })

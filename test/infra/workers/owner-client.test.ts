@@ -1,0 +1,56 @@
+/**
+ * The worker's HTTPS client against real loopback servers: a call to an address that answers
+ * with another certificate than the pinned one says so, in words, not as OpenSSL's code.
+ */
+import { createServer, type Server } from "node:https"
+import { join } from "node:path"
+import * as Effect from "effect/Effect"
+import { afterEach, describe, expect, it } from "vitest"
+import { loadOrCreate } from "../../../src/infra/tls/OwnerCertificate.js"
+import { callOwner, certificateProblem, makeAgent } from "../../../src/infra/workers/OwnerClient.js"
+import { tempDir } from "../../support/svc.js"
+
+const servers: Array<Server> = []
+afterEach(async () => {
+  for (const s of servers.splice(0)) await new Promise((r) => s.close(r))
+})
+
+const serveWith = async (home: string): Promise<{ url: string; cert: string; fingerprint: string }> => {
+  const tls = await loadOrCreate(home)
+  const server = createServer({ cert: tls.cert, key: tls.key }, (_req, res) => {
+    res.writeHead(200, { "content-type": "application/json" })
+    res.end(JSON.stringify({ kind: "ack", stop: [], newCredential: null }))
+  })
+  servers.push(server)
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
+  const port = (server.address() as { port: number }).port
+  return { url: `https://127.0.0.1:${port}`, cert: tls.cert, fingerprint: tls.fingerprint }
+}
+
+describe("the worker's client", () => {
+  it("calls the owner whose certificate it pinned, and says plainly when the address answers with another one", async () => {
+    const owner = await serveWith(join(tempDir("svc-client-"), "owner"))
+    const pinned = { url: owner.url, fingerprint: owner.fingerprint, certificate: owner.cert }
+    const agent = makeAgent(pinned)
+    const heartbeat = { kind: "heartbeat" as const, fence: 1, running: [] }
+    expect(await Effect.runPromise(callOwner(pinned, agent, "svc_wk_x", heartbeat))).toMatchObject({ kind: "ack" })
+    agent.destroy()
+    // Another installation answers at that address (its own certificate, made the same way).
+    const impostor = await serveWith(join(tempDir("svc-client-"), "other"))
+    const there = { ...pinned, url: impostor.url }
+    const other = makeAgent(there)
+    const failed = await Effect.runPromise(Effect.flip(callOwner(there, other, "svc_wk_x", heartbeat)))
+    other.destroy()
+    expect(failed._tag).toBe("Unreachable")
+    expect(failed.message).toBe(
+      `${impostor.url}: it presented another certificate than the one pinned at join (TLS: DEPTH_ZERO_SELF_SIGNED_CERT): not the owner that invited this worker, or one that made itself a new certificate (then join again with a new token from it)`
+    )
+  })
+
+  it("says an expired or not yet valid pinned certificate as such, and leaves other errors as they are", () => {
+    const coded = (code: string) => Object.assign(new Error("x"), { code })
+    expect(certificateProblem(coded("CERT_HAS_EXPIRED"))).toMatch(/^the owner's certificate, the one pinned at join, has expired/)
+    expect(certificateProblem(coded("CERT_NOT_YET_VALID"))).toMatch(/not valid yet: check this machine's clock$/)
+    expect(certificateProblem(coded("ECONNREFUSED"))).toBeUndefined()
+  })
+})
