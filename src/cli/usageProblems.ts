@@ -130,11 +130,21 @@ export const commandOf = (root: CommandSpec, args: ReadonlyArray<string>): { rea
   let command = root
   let at = 0
   for (;;) {
-    const word = args[at]
-    const next = word === undefined ? undefined : command.commands.find((c) => c.name === word)
+    // @effect/cli's own options may come before a command's name (`svc --log-level debug runs list`).
+    let skip = at
+    for (;;) {
+      const word = args[skip]
+      if (word === undefined || !word.startsWith("-")) break
+      const [name, inline] = splitInline(word)
+      const builtIn = BUILT_IN.find((o) => o.names.includes(name))
+      if (builtIn === undefined) break
+      skip += builtIn.value === undefined || inline !== undefined ? 1 : 2
+    }
+    const word = args[skip]
+    const next = word === undefined || command.commands.length === 0 ? undefined : command.commands.find((c) => c.name === word)
     if (next === undefined) return { command, rest: at }
     command = next
-    at++
+    at = skip + 1
   }
 }
 

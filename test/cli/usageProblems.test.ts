@@ -23,6 +23,17 @@ describe("the command tree", () => {
     expect(commandOf(tree, ["runs", "show", "r1"]).command.args).toEqual(["<RUN>"])
     expect(commandOf(tree, ["bag", "check"]).command.args).toEqual(["[<DIR>]"])
   })
+
+  it("finds the command past @effect/cli's own options given before its name", () => {
+    expect(commandOf(tree, ["--log-level", "debug", "runs", "list", "--json"])).toMatchObject({ command: { path: "svc runs list" }, rest: 4 })
+    expect(commandOf(tree, ["--log-level=debug", "runs", "--log-level", "info", "list"])).toMatchObject({ command: { path: "svc runs list" }, rest: 5 })
+    expect(wordsProblem(tree, ["--log-level", "debug", "runs", "list", "--json", "--limit", "1"])).toBeUndefined()
+    expect(wordsProblem(tree, ["--log-level", "debug", "run", "a:b@1.0.0", "--input", "{}"])).toBeUndefined()
+    // Still a problem where there is one.
+    expect(wordsProblem(tree, ["--log-level", "debug", "runs", "list", "--bogus"])).toBe(
+      "svc runs list: unknown option --bogus; its options: --json, --state VALUE, --limit VALUE (svc runs list --help)"
+    )
+  })
 })
 
 describe("usage problems found in the words", () => {
