@@ -183,6 +183,13 @@ describe("svc serve configuration", () => {
     const leavingByCredential = await svc(["workers", "leave", credential], { cwd: home, home })
     expect(leavingByCredential.stderr).toBe("svc: that is a credential (svc_wk_…), not an owner: name the owner by its URL, or this machine's worker name or id there (svc workers status lists them)\n")
     for (const r of [pasted, leaving, leavingByCredential]) expect(r.stderr).not.toMatch(/svc_(jt|wk)_[A-Za-z0-9]/)
+    // A relative SVC_HOME would name another home in each directory: refused before anything runs.
+    const relative = await svc(["workers", "status"], { cwd: home, home, env: { SVC_HOME: "relative-home" } })
+    expect({ code: relative.code, stderr: relative.stderr }).toEqual({
+      code: 2,
+      stderr: `svc: SVC_HOME must be an absolute path, not "relative-home": a relative one names another home in each directory svc runs from (unset it for ${join(home, ".svc")})\n`
+    })
+    expect(existsSync(join(home, "relative-home"))).toBe(false)
     const shown = await svc(["runs", "show", "r1"], { cwd: home, home })
     expect({ code: shown.code, stderr: shown.stderr }).toEqual({
       code: 2,
