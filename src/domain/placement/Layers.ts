@@ -90,7 +90,7 @@ export class Layer1 {
       case "unheard":
         return (this.unheard ??= x("advertisement-expired", "no advertisement from it since the owner started"))
       case "never":
-        return (this.never ??= x("advertisement-expired", "it has never advertised (svc serve has not run there)"))
+        return (this.never ??= x("advertisement-expired", "it has not advertised yet"))
       default:
         return (this.expired ??= x("advertisement-expired", "its advertisement expired (no refresh for 15 s)"))
     }
@@ -106,6 +106,8 @@ export class Layer1 {
     const expired = isExpired(c)
     const declined = this.isDeclined(c.id)
     if (!expired && !declined) return fixed
+    // Nothing advertised: what it lacks (jobs, executors, labels) is only that, said once.
+    if (expired && c.silence === "never") return [this.expiry(c)]
     const out: Array<Exclusion> = []
     if (expired) out.push(this.expiry(c))
     for (const e of fixed) out.push(e)

@@ -47,10 +47,8 @@ describe("layer 1, eligibility", () => {
     expect(said({})).toEqual([["advertisement-expired", "its advertisement expired (no refresh for 15 s)"]])
     expect(said({ silence: "ended" })).toEqual([["advertisement-expired", "its svc serve stopped cleanly (it said so)"]])
     expect(said({ silence: "unheard" })).toEqual([["advertisement-expired", "no advertisement from it since the owner started"]])
-    expect(said({ silence: "never", artifacts: [] })).toEqual([
-      ["advertisement-expired", "it has never advertised (svc serve has not run there)"],
-      ["job-not-held", `it does not hold ${job}`]
-    ])
+    // Nothing advertised yet: what it lacks follows from that, and is not listed.
+    expect(said({ silence: "never", artifacts: [], capabilities: [], labels: [] })).toEqual([["advertisement-expired", "it has not advertised yet"]])
   })
 
   it("the owner is never excluded for scope, holding or remote eligibility, but is for what it lacks", () => {
