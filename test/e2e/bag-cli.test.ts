@@ -412,6 +412,36 @@ describe("svc bag show and svc bag doctor judge what depends on this machine", (
     expect(await names()).toEqual(["base", "good-parent", "kid", "left", "right", "top"])
   })
 
+  it("check judges a composition as install would: a circle, a misnamed child, a child's own problems, two bags of one name; a sound one passes", async () => {
+    const checked = async (name: string) => {
+      const r = await run("bag", "check", name)
+      return { code: r.code, stdout: r.stdout }
+    }
+    writeBag("leaf", "name: leaf\ndescription: the leaf\n")
+    writeBag("sound", "name: sound\ndescription: s\nbags:\n  leaf: {path: ../leaf}\n")
+    expect(await checked("sound")).toEqual({ code: 0, stdout: "sound: bag.yaml is valid\n" })
+    writeBag("ring-a", "name: ring-a\ndescription: a\nbags:\n  ring-b: {path: ../ring-b}\n")
+    writeBag("ring-b", "name: ring-b\ndescription: b\nbags:\n  ring-a: {path: ../ring-a}\n")
+    expect(await checked("ring-a")).toEqual({ code: 1, stdout: "bag.yaml:3:1: bags: the composition cannot be installed: bags compose each other in a circle: ring-a composes ring-b composes ring-a\n" })
+    writeBag("misnamed", "name: misnamed\ndescription: m\nbags:\n  kid: {path: ../leaf}\n")
+    expect((await checked("misnamed")).stdout).toBe(
+      "bag.yaml:3:1: bags: the composition cannot be installed: misnamed composes kid from ../leaf, but the bag there is named leaf: name it kid in its bag.yaml, or compose leaf\n"
+    )
+    writeBag("bad-kid", "name: bad-kid\ndescription: k\njobs:\n  j:\n    description: a job\n    runs:\n      using: nodejs\n      main: main.mjs\n", { "main.mjs": "" })
+    writeBag("proud", "name: proud\ndescription: p\nbags:\n  bad-kid: {path: ../bad-kid}\n")
+    const proud = await checked("proud")
+    expect(proud.code).toBe(1)
+    expect(proud.stdout).toMatch(new RegExp(`^bag\\.yaml:3:1: bags: the composition cannot be installed: ${join(cwd, "bad-kid")}/bag\\.yaml has problems: bag\\.yaml:7:14: jobs\\.j\\.runs\\.using: `))
+    writeBag("other-leaf", "name: leaf\ndescription: another leaf\n")
+    writeBag("twin", "name: twin\ndescription: t\nbags:\n  sound: {path: ../sound}\n  odd: {path: ../odd}\n")
+    writeBag("odd", "name: odd\ndescription: o\nbags:\n  leaf: {path: ../other-leaf}\n")
+    expect((await checked("twin")).stdout).toBe(
+      `bag.yaml:3:1: bags: the composition cannot be installed: the composition holds two different bags named leaf: ${join(cwd, "leaf")} and ${join(cwd, "other-leaf")}\n`
+    )
+    // Checking installs nothing.
+    expect(JSON.parse((await run("bag", "list", "--json")).stdout).bags).toEqual([])
+  })
+
   it("shows why a job stays on the owner", async () => {
     writeBag(
       "mixed",

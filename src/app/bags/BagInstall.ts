@@ -8,10 +8,11 @@ import * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import type { Manifest } from "../../domain/manifest/Manifest.js"
+import { error } from "../../domain/manifest/Problem.js"
 import { formatJobAddress, versionString } from "../../domain/manifest/JobAddress.js"
 import { shortDigest } from "../../domain/bags/Digest.js"
 import { BagDirectory, type BagDirectoryError, type BagSnapshot } from "./BagDirectory.js"
-import { checkSource, compositionOf, resolveFrom, type ReportedProblem } from "./BagCheck.js"
+import { checkBag, checkSource, checkText, compositionOf, resolveFrom, type ReportedProblem } from "./BagCheck.js"
 import { BagStore, BagStoreError, type InstalledBag, type InstalledJob, type PinnedConstant } from "./BagStore.js"
 import { installedResolver } from "./BagConstants.js"
 import { ManifestSource } from "./ManifestSource.js"
@@ -88,6 +89,36 @@ export const installBag = (dir: string): Effect.Effect<TreeOutcome, BagInvalid |
     return yield* applyPlan(plan)
   })
 
+/**
+ * `svc bag check DIR` for a bag that composes children from a `path`: the bag judged alone
+ * (checkBag), then, when that passes, its whole composition as install would plan it, without
+ * the bags installed here (check judges sources, not this machine): a circle, a misnamed child,
+ * a child with problems of its own, two different bags of one name. What install would refuse
+ * is said at the bag's `bags` key, the child's own problems with their places in its bag.yaml.
+ */
+export const checkBagWhole = (dir: string) =>
+  Effect.gen(function* () {
+    const checked = yield* checkBag(dir)
+    const raw = (yield* ManifestSource).parse(checked.snapshot.manifestText).value
+    if (!checked.report.valid || compositionOf(raw).paths.length === 0) return checked
+    // Other bags' constants stay opaque here, as in checkBag: the machine's bags are not asked.
+    const problem = yield* planTree(dir, [], new Map(), [], undefined, true).pipe(
+      Effect.as(undefined),
+      Effect.catchAll((e) =>
+        Effect.succeed(
+          e._tag === "BagInvalid"
+            ? `the composition cannot be installed: ${e.dir}/bag.yaml has problems: ${e.problems
+                .filter((p) => p.severity === "error")
+                .map((p) => `bag.yaml:${p.line}:${p.column}: ${p.path}: ${p.message}`)
+                .join("; ")}`
+            : `the composition cannot be installed: ${e.message}`
+        )
+      )
+    )
+    if (problem === undefined) return checked
+    return { snapshot: checked.snapshot, report: yield* checkText(checked.snapshot.manifestText, checked.snapshot.listing, undefined, [error(["bags"], problem, "key")]) }
+  })
+
 /** A bag of the composition, judged and ready to install: nothing is written yet. */
 interface Planned {
   readonly status: InstallOutcome["status"]
@@ -109,7 +140,9 @@ const planTree = (
   staged: Staged,
   installed: ReadonlyArray<InstalledBag>,
   /** For a child: the name its parent composes it as, and how the parent named where it is. */
-  expected?: { readonly name: string; readonly by: string; readonly path: string }
+  expected?: { readonly name: string; readonly by: string; readonly path: string },
+  /** For `svc bag check`: other bags' constants are not resolved (opaque, as checkBag leaves them). */
+  checking = false
 ): Effect.Effect<Planned, BagInvalid | AddressTaken | CompositionProblem | BagDirectoryError | BagStoreError, BagStore | BagDirectory | ManifestSource> =>
   Effect.gen(function* () {
     // Its children first, read from the bag.yaml as written: the whole check comes once they
@@ -134,7 +167,7 @@ const planTree = (
       if (looped >= 0) {
         return yield* new CompositionProblem({ message: `bags compose each other in a circle: ${[...here.slice(looped).map((c) => c.name), childName].join(" composes ")}` })
       }
-      const child = planTree(childDir, here, staged, installed, { name: childName, by: name, path }).pipe(
+      const child = planTree(childDir, here, staged, installed, { name: childName, by: name, path }, checking).pipe(
         // Said as the parent's: which child, from where (a bare "does not exist" named neither).
         Effect.catchTag("BagDirectoryError", (e) => Effect.fail(new CompositionProblem({ message: `${name} composes ${childName} from ${path}, where there is no bag: ${e.message}` })))
       )
@@ -145,11 +178,11 @@ const planTree = (
         notes.push(`${name} composes ${childName} from the Git remote ${repo}, which svc does not fetch: install it with svc bag install DIR (svc bag doctor reports it missing until then)`)
       }
     }
-    return { ...(yield* planOne(dir, snapshot, staged, installed)), children, notes }
+    return { ...(yield* planOne(dir, snapshot, staged, installed, checking)), children, notes }
   })
 
 /** One bag, read already (`snapshot`), checked against the bags installed now and those planned before it. */
-const planOne = (dir: string, snapshot: BagSnapshot, staged: Staged, installed: ReadonlyArray<InstalledBag>) =>
+const planOne = (dir: string, snapshot: BagSnapshot, staged: Staged, installed: ReadonlyArray<InstalledBag>, checking = false) =>
   Effect.gen(function* () {
     const fromInstalled = installedResolver(installed)
     const resolve: ConstantResolver = (bag, name) => {
@@ -157,7 +190,7 @@ const planOne = (dir: string, snapshot: BagSnapshot, staged: Staged, installed: 
       if (planned === undefined) return fromInstalled(bag, name)
       return Object.prototype.hasOwnProperty.call(planned.constants, name) ? { value: planned.constants[name] } : undefined
     }
-    const report = yield* checkSource(snapshot, resolve)
+    const report = yield* checkSource(snapshot, checking ? undefined : resolve)
     if (report.manifest === undefined) return yield* new BagInvalid({ dir, problems: report.problems })
     const manifest = report.manifest
     const digest = yield* (yield* BagDirectory).digest(snapshot)

@@ -4,9 +4,9 @@ import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
-import { checkBag, type CheckReport } from "../../app/bags/BagCheck.js"
+import { type CheckReport } from "../../app/bags/BagCheck.js"
 import type { BagDirectoryError } from "../../app/bags/BagDirectory.js"
-import { installBag, removeBag, type TreeOutcome } from "../../app/bags/BagInstall.js"
+import { checkBagWhole, installBag, removeBag, type TreeOutcome } from "../../app/bags/BagInstall.js"
 import { doctorAll, doctorBag, showBag, type DoctorReport, type Finding } from "../../app/bags/BagReport.js"
 import { BagStore, type BagStoreError } from "../../app/bags/BagStore.js"
 import { shortDigest } from "../../domain/bags/Digest.js"
@@ -27,7 +27,7 @@ const check = Command.make(
   { dir: Args.directory({ name: "DIR", exists: "either" }).pipe(Args.withDescription("the bag's directory, holding bag.yaml (default: the current one)"), Args.withDefault(".")), json },
   ({ dir, json }) =>
     Effect.gen(function* () {
-      const { report } = yield* checkBag(dir)
+      const { report } = yield* checkBagWhole(dir)
       if (json) {
         yield* printJson({
           valid: report.valid,
