@@ -248,6 +248,35 @@ describe("svc serve configuration", () => {
   }, 30_000)
 })
 
+describe("a worker's crash", () => {
+  it("its svc serve killed and started again at once resumes its session: the owner audits no takeover", async () => {
+    const ownerHome = tempDir("svc-cfg-crash-owner-")
+    const workerHome = tempDir("svc-cfg-crash-worker-")
+    const owner = await startServe("owner", ownerHome, transcript)
+    const token = (await svcIn(transcript, ownerHome, ["workers", "invite", "--name", "lab-1"])).stdout.trim()
+    expect((await svcIn(transcript, workerHome, ["workers", "join", token])).code).toBe(0)
+    type Row = { name: string; state: string }
+    const ready = () =>
+      waitFor("lab-1 linked", async () => JSON.parse((await svcIn(transcript, ownerHome, ["workers", "status", "--json"])).stdout).workers as Array<Row>, (w) => w.some((r) => r.name === "lab-1" && r.state !== "Offline"), {
+        timeoutMs: 15_000,
+        everyMs: 200
+      })
+    const first = await startServe("worker", workerHome, transcript)
+    await ready()
+    process.kill(first.pid, "SIGKILL")
+    await first.stop()
+    // A supervisor starts it again at once: well within the 15 s its session stays live.
+    const again = await startServe("worker again", workerHome, transcript)
+    await waitFor("the new process to link", async () => again.output(), (o) => o.includes("linked to the owner"), { timeoutMs: 15_000, everyMs: 200 })
+    await ready()
+    const rows = JSON.parse((await svcIn(transcript, ownerHome, ["audit", "--json"])).stdout).rows as Array<{ kind: string }>
+    expect(rows.map((r) => r.kind)).not.toContain("takeover")
+    expect(owner.output()).not.toContain("takeover")
+    expect((await again.stop()).code).toBe(0)
+    expect((await owner.stop()).code).toBe(0)
+  }, 60_000)
+})
+
 describe("svc run --wait", () => {
   it("Ctrl-C stops the waiting, not the run, and says which run goes on (a run placed at once had not said its id)", async () => {
     const home = tempDir("svc-cfg-ctrlc-")

@@ -121,7 +121,12 @@ export const runLink = (
   status: Ref.Ref<ReadonlyMap<string, LinkStatus>>,
   side?: WorkSide,
   /** Whether this machine has left the owner (`svc workers leave` removed the link): its revocation is then no surprise. */
-  left: Effect.Effect<boolean> = Effect.succeed(false)
+  left: Effect.Effect<boolean> = Effect.succeed(false),
+  /** Where the session it holds is kept across a crash of this process (infra/workers/SessionMemory.ts); none: in memory only. */
+  sessions?: {
+    readonly load: Effect.Effect<{ readonly fence: number; readonly key: string } | undefined>
+    readonly save: (session: { readonly fence: number; readonly key: string }) => Effect.Effect<void>
+  }
 ) =>
   Effect.scoped(Effect.gen(function* () {
     const set = (s: Partial<LinkStatus>) =>
@@ -143,8 +148,12 @@ export const runLink = (
     const call = (request: WorkerRequest) => Effect.tap(transport.call(request), takeCredential)
     // Attempts outlive sessions: a reconnect says hello listing them, and they carry on.
     const work = side === undefined ? undefined : yield* makeWork(side, call)
-    /** The session this process holds, to resume when it says hello again (its key lives in memory only). */
-    let held: { readonly fence: number; readonly key: string } | undefined
+    /**
+     * The session this process holds, to resume when it says hello again; and, kept by `sessions`,
+     * the one the process before it held on this home and boot (it crashed), so its own restart
+     * is no takeover.
+     */
+    let held: { readonly fence: number; readonly key: string } | undefined = sessions === undefined ? undefined : yield* sessions.load
     // Whatever ends the link stops the work it holds (revoked: the owner says so; fenced: another
     // process has the session). Then, best effort, the session is said to be over (a clean stop:
     // the owner places that work again now, and the next process is no takeover); refused when
@@ -166,6 +175,7 @@ export const runLink = (
             const welcome = yield* call({ kind: "hello", protocol: 1, running: work === undefined ? [] : work.running(), ...(held === undefined ? {} : { resumes: held }) })
             if (welcome.kind !== "welcome") return yield* new Unreachable({ message: `unexpected answer ${welcome.kind} to hello` })
             held = welcome.sessionKey === undefined ? undefined : { fence: welcome.fence, key: welcome.sessionKey }
+            if (held !== undefined && sessions !== undefined) yield* sessions.save(held)
             backoff = BACKOFF_FIRST
             yield* set({ phase: "linked", detail: `session fence ${welcome.fence}`, fence: welcome.fence, scope: welcome.scope })
             yield* Effect.logInfo(`linked to the owner at ${link.url} as ${link.name}${trouble === null ? "" : " again"} (session fence ${welcome.fence})`)

@@ -49,6 +49,7 @@ import { loadOrCreate } from "../tls/OwnerCertificate.js"
 import { linkKeys, linksDir, readLinks, writeLink } from "../workers/LinkStore.js"
 import * as NodeEntropy from "../workers/NodeEntropy.js"
 import { callOwner, makeAgent } from "../workers/OwnerClient.js"
+import { sessionMemoryAt } from "../workers/SessionMemory.js"
 import { reap } from "../runs/Leftovers.js"
 
 
@@ -248,7 +249,15 @@ export const serve = (options: ServeOptions) =>
           }
           // `svc workers leave` removes the link file before it tells the owner.
           const left = Effect.promise(() => fs.access(nodePath.join(linksDir(options.home), `${key}.json`)).then(() => false, () => true))
-          const fiber = yield* runLink({ key, url: link.url, workerId: link.workerId, name: link.name }, transport, offerNow.pipe(Effect.orDie) as Effect.Effect<Offer>, statuses, side, left).pipe(
+          const fiber = yield* runLink(
+            { key, url: link.url, workerId: link.workerId, name: link.name },
+            transport,
+            offerNow.pipe(Effect.orDie) as Effect.Effect<Offer>,
+            statuses,
+            side,
+            left,
+            sessionMemoryAt(options.home, key)
+          ).pipe(
             // The link logs its end itself (Link.ts), with the reason.
             Effect.ignore,
             Effect.forkScoped

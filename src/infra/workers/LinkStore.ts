@@ -6,6 +6,7 @@
 import { createHash } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as nodePath from "node:path"
+import { forgetSession } from "./SessionMemory.js"
 
 export interface StoredLink {
   readonly url: string
@@ -70,4 +71,8 @@ export const readLinks = async (home: string): Promise<ReadonlyArray<{ readonly 
 }
 
 /** Removes a link's file: a running `svc serve` ends that link within 2 s (docs/protocol.md, "Leaving an owner"). */
-export const removeLink = (home: string, key: string): Promise<void> => fs.rm(nodePath.join(linksDir(home), `${key}.json`), { force: true })
+export const removeLink = async (home: string, key: string): Promise<void> => {
+  await fs.rm(nodePath.join(linksDir(home), `${key}.json`), { force: true })
+  // The session it held goes with it (SessionMemory.ts).
+  await forgetSession(home, key)
+}

@@ -121,6 +121,26 @@ describe("the worker's link", () => {
     })
   )
 
+  it.effect("keeps each session a welcome hands over, and says its first hello resuming the one kept (a crash of its own process is no takeover)", () =>
+    Effect.gen(function* () {
+      const hellos: Array<WorkerRequest> = []
+      const kept: Array<{ fence: number; key: string }> = []
+      const s = yield* scripted((r) => {
+        if (r.kind === "hello") {
+          hellos.push(r)
+          return Effect.succeed({ ...welcome(5), sessionKey: "key-5" } as WorkerResponse)
+        }
+        return Effect.succeed(ack())
+      })
+      const sessions = { load: Effect.succeed({ fence: 4, key: "key-4" }), save: (held: { fence: number; key: string }) => Effect.sync(() => void kept.push(held)) }
+      const fiber = yield* Effect.fork(runLink(link, s.transport, Effect.succeed(offer), s.status, undefined, Effect.succeed(false), sessions))
+      yield* TestClock.adjust("1 second")
+      expect(hellos[0]).toMatchObject({ kind: "hello", resumes: { fence: 4, key: "key-4" } })
+      expect(kept).toEqual([{ fence: 5, key: "key-5" }])
+      yield* Fiber.interrupt(fiber)
+    })
+  )
+
   it.effect("says hello again with the session it held (fence and key), so that the owner sees it resumes, not a takeover", () =>
     Effect.gen(function* () {
       const hellos: Array<WorkerRequest> = []

@@ -1,0 +1,76 @@
+/**
+ * The session a worker's link holds, kept across a crash of its own `svc serve`: the fence and
+ * key its welcome handed over, in `$SVC_HOME/sessions/<link key>.json` (0600), so that the
+ * process a supervisor starts right after a crash (SIGKILL, out of memory) says hello resuming
+ * that session, and the owner does not audit its own restart as a takeover (docs/protocol.md,
+ * "Sessions and fencing").
+ *
+ * A copy must still take the session over, so the note is bound to this very home on this very
+ * boot: the SHA-256 of the kernel's boot id, the home's real path and its inode. A home copied
+ * to another machine, or to another directory, or read after a reboot, does not match, and its
+ * process says hello as a new one. Where the boot id cannot be read (no /proc), nothing is kept.
+ */
+import { createHash } from "node:crypto"
+import * as fs from "node:fs/promises"
+import * as nodePath from "node:path"
+import * as Effect from "effect/Effect"
+
+export interface HeldSession {
+  readonly fence: number
+  readonly key: string
+}
+
+export interface SessionMemory {
+  /** The session this home held on this boot, if any. */
+  readonly load: Effect.Effect<HeldSession | undefined>
+  /** Keeps the session a welcome handed over (best effort: a note that cannot be written is skipped). */
+  readonly save: (session: HeldSession) => Effect.Effect<void>
+}
+
+export const sessionsDir = (home: string) => nodePath.join(home, "sessions")
+
+/** What binds a note to this home on this boot; undefined where the boot cannot be told apart. */
+export const bindingOf = async (home: string, bootIdFile = "/proc/sys/kernel/random/boot_id"): Promise<string | undefined> => {
+  try {
+    const bootId = (await fs.readFile(bootIdFile, "utf8")).trim()
+    const real = await fs.realpath(home)
+    const { ino } = await fs.stat(real)
+    if (bootId === "") return undefined
+    return createHash("sha256").update(`${bootId}\n${real}\n${ino}`).digest("hex")
+  } catch {
+    return undefined
+  }
+}
+
+export const sessionMemoryAt = (home: string, linkKey: string, bootIdFile?: string): SessionMemory => {
+  const file = nodePath.join(sessionsDir(home), `${linkKey}.json`)
+  return {
+    load: Effect.promise(async () => {
+      const binding = await bindingOf(home, bootIdFile)
+      if (binding === undefined) return undefined
+      try {
+        const note = JSON.parse(await fs.readFile(file, "utf8")) as { fence?: unknown; key?: unknown; binding?: unknown }
+        if (note.binding !== binding || typeof note.fence !== "number" || !Number.isInteger(note.fence) || typeof note.key !== "string") return undefined
+        return { fence: note.fence, key: note.key }
+      } catch {
+        return undefined
+      }
+    }),
+    save: (session) =>
+      Effect.promise(async () => {
+        const binding = await bindingOf(home, bootIdFile)
+        if (binding === undefined) return
+        try {
+          await fs.mkdir(sessionsDir(home), { recursive: true, mode: 0o700 })
+          const tmp = `${file}.${process.pid}.tmp`
+          await fs.writeFile(tmp, JSON.stringify({ fence: session.fence, key: session.key, binding }), { mode: 0o600 })
+          await fs.rename(tmp, file)
+        } catch {
+          // The link goes on: only a crash right after would be audited as a takeover.
+        }
+      })
+  }
+}
+
+/** A link's note goes with the link (`svc workers leave`, a link file removed). */
+export const forgetSession = (home: string, linkKey: string): Promise<void> => fs.rm(nodePath.join(sessionsDir(home), `${linkKey}.json`), { force: true })

@@ -1,0 +1,45 @@
+/**
+ * A worker's session kept across a crash of its own process (src/infra/workers/SessionMemory.ts):
+ * real files; bound to this home on this boot, so a copy does not resume it.
+ */
+import { cpSync, mkdirSync, statSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import * as Effect from "effect/Effect"
+import { describe, expect, it } from "vitest"
+import { forgetSession, sessionMemoryAt, sessionsDir } from "../../../src/infra/workers/SessionMemory.js"
+import { tempDir } from "../../support/svc.js"
+
+const bootFile = (id: string) => {
+  const file = join(tempDir("svc-boot-"), "boot_id")
+  writeFileSync(file, `${id}\n`)
+  return file
+}
+
+describe("a worker's session kept across a crash", () => {
+  it("is read back by the next process on this home and boot, 0600, and goes with its link", async () => {
+    const home = tempDir("svc-sessions-")
+    const boot = bootFile("b-1")
+    await Effect.runPromise(sessionMemoryAt(home, "k1", boot).save({ fence: 7, key: "secret-session-key" }))
+    expect(await Effect.runPromise(sessionMemoryAt(home, "k1", boot).load)).toEqual({ fence: 7, key: "secret-session-key" })
+    expect(statSync(join(sessionsDir(home), "k1.json")).mode & 0o777).toBe(0o600)
+    // Another link of the same home has its own.
+    expect(await Effect.runPromise(sessionMemoryAt(home, "k2", boot).load)).toBeUndefined()
+    await forgetSession(home, "k1")
+    expect(await Effect.runPromise(sessionMemoryAt(home, "k1", boot).load)).toBeUndefined()
+  })
+
+  it("is not resumed by a copy of the home elsewhere, nor after a reboot, and is not kept where the boot cannot be told", async () => {
+    const home = tempDir("svc-sessions-")
+    const boot = bootFile("b-1")
+    await Effect.runPromise(sessionMemoryAt(home, "k1", boot).save({ fence: 3, key: "k" }))
+    const copy = join(tempDir("svc-sessions-copy-"), "home")
+    cpSync(home, copy, { recursive: true })
+    expect(await Effect.runPromise(sessionMemoryAt(copy, "k1", boot).load)).toBeUndefined()
+    expect(await Effect.runPromise(sessionMemoryAt(home, "k1", bootFile("b-2")).load)).toBeUndefined()
+    const elsewhere = tempDir("svc-sessions-")
+    mkdirSync(elsewhere, { recursive: true })
+    const noBoot = join(elsewhere, "no-such-boot-id")
+    await Effect.runPromise(sessionMemoryAt(elsewhere, "k1", noBoot).save({ fence: 1, key: "k" }))
+    expect(await Effect.runPromise(sessionMemoryAt(elsewhere, "k1", noBoot).load)).toBeUndefined()
+  })
+})
