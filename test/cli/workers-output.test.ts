@@ -1,6 +1,6 @@
 /** What `svc workers invite` notes about the address its token carries. */
 import { describe, expect, it } from "vitest"
-import { lastSeenOf, onlyThisMachine, servedLines, usedOfCapacity } from "../../src/cli/commands/workers.js"
+import { lastSeenOf, onlyThisMachine, releasedLine, servedLines, usedOfCapacity } from "../../src/cli/commands/workers.js"
 
 describe("svc workers invite", () => {
   it.each([
@@ -27,6 +27,13 @@ describe("svc workers status", () => {
     // A shared worker whose slots other work took after this owner placed there.
     expect(usedOfCapacity({ used: 2, capacity: 2, revoked: false, waiting: 2 })).toBe("2/2 +2 waiting")
     expect(usedOfCapacity({ used: 2, capacity: 2, revoked: false, waiting: 0 })).toBe("2/2")
+  })
+
+  it("says what release freed without claiming runs placed elsewhere already are placed again", () => {
+    expect(releasedLine(0, "lab-2")).toBe("nothing to release: no attempt holds a slot of lab-2")
+    expect(releasedLine(2, "lab-2")).toBe(
+      "released 2 slots of lab-2: its attempts there are recorded as stopped; a run of theirs still unfinished, and not placed elsewhere already, is placed again"
+    )
   })
 
   it("says LAST SEEN 'never' only of a worker that never said hello; one not heard from since the owner started is not that", () => {

@@ -263,16 +263,17 @@ const status = Command.make("status", { json }, ({ json }) =>
 
 const force = Options.boolean("force").pipe(Options.withDescription("release a worker that is still advertising (you know it runs nothing)"))
 
+/** What `svc workers release` did: the slots freed; a run placed elsewhere already is not placed again. */
+export const releasedLine = (freed: number, name: string): string =>
+  freed === 0
+    ? `nothing to release: no attempt holds a slot of ${name}`
+    : `released ${freed} slot${freed === 1 ? "" : "s"} of ${name}: its attempts there are recorded as stopped; a run of theirs still unfinished, and not placed elsewhere already, is placed again`
+
 const release = Command.make("release", { worker: workerArg, force, json }, ({ force, json, worker }) =>
   Effect.gen(function* () {
     const answer = yield* admin("POST", "/release", { worker, force })
     if (json) return yield* printJson(answer)
-    const freed = Number(answer["freed"])
-    yield* Console.log(
-      freed === 0
-        ? `nothing to release: no attempt holds a slot of ${String(answer["name"])}`
-        : `released ${freed} slot${freed === 1 ? "" : "s"} of ${String(answer["name"])}: its attempts are recorded as stopped, and those of unfinished runs are placed again`
-    )
+    yield* Console.log(releasedLine(Number(answer["freed"]), String(answer["name"])))
   })
 ).pipe(Command.withDescription("Confirm a worker (say, a revoked one) no longer runs anything: free the slots its attempts hold"))
 
