@@ -58,21 +58,33 @@ const DURATION = /^(\d+(?:\.\d+)?)([smhd]?)$/
  * with no time at all could never run.
  */
 export const durationSeconds = (value: unknown): number | undefined => {
-  if (typeof value === "number") return Number.isFinite(value) && value > 0 ? value : undefined
+  const seconds = writtenSeconds(value)
+  return seconds !== undefined && seconds > 0 ? seconds : undefined
+}
+
+/** The seconds a duration is written as, zero and negative ones included; undefined when it is not one. */
+const writtenSeconds = (value: unknown): number | undefined => {
+  if (typeof value === "number") return Number.isFinite(value) ? value : undefined
   if (typeof value !== "string") return undefined
   const match = DURATION.exec(value.trim())
   if (match === null) return undefined
-  const seconds = Number(match[1]) * UNIT_SECONDS[match[2] === "" ? "s" : match[2]!]!
-  return seconds > 0 ? seconds : undefined
+  return Number(match[1]) * UNIT_SECONDS[match[2] === "" ? "s" : match[2]!]!
 }
 
 export const DURATION_RULE = "must be a duration: seconds as a number, or a number with s, m, h or d (90, 30s, 5m, 2h, 1d)"
+
+/** Why `value` is not a duration svc takes: not one at all, or none of time (zero, negative). */
+export const durationProblem = (value: unknown): string | undefined => {
+  const seconds = writtenSeconds(value)
+  if (seconds === undefined) return DURATION_RULE
+  return seconds > 0 ? undefined : `must be more than 0 seconds (${JSON.stringify(value)} is no time at all)`
+}
 
 // Chosen by kind, not `Schema.Union`: a list or a map gets one message, not one per member.
 export const Duration = byKind("a duration: seconds as a number, or a number with s, m, h or d", {
   number: Schema.Number,
   string: Schema.String
-}).pipe(Schema.filter((v) => durationSeconds(v) !== undefined || DURATION_RULE))
+}).pipe(Schema.filter((v) => durationProblem(v) ?? true))
 
 export const durationAtMost = (limit: number) =>
   Duration.pipe(

@@ -134,8 +134,12 @@ describe("durations (job timeout)", () => {
     expect(valid(job(`timeout: ${written}`)).jobs?.["build"]?.timeout).toBe(decoded)
   })
 
-  it.each([["0"], ["-1"], ["5x"], ['""'], ["'0s'"], ["1w"], ["[5]"], ["m"], [".5m"]])("refuses %s", (written) => {
+  it.each([["5x"], ['""'], ["1w"], ["[5]"], ["m"], [".5m"]])("refuses %s", (written) => {
     fails(job(`timeout: ${written}`), { path: "jobs.build.timeout", line: 6, message: "must be a duration: seconds as a number, or a number with s, m, h or d" })
+  })
+
+  it.each([["0", "0"], ["-1", "-1"], ["'0s'", '"0s"'], ["0m", '"0m"']])("refuses %s as no time at all, saying so", (written, shown) => {
+    fails(job(`timeout: ${written}`), { path: "jobs.build.timeout", line: 6, message: `must be more than 0 seconds (${shown} is no time at all)` })
   })
 
   it("takes a year at most (a slip of 99999999999999999999d was taken, and shown as 8.64e+24 s)", () => {

@@ -124,7 +124,8 @@ describe("triggers and payloads", () => {
   rejects([
     { name: "identity on a job schedule", yaml: withJob("every: 1h", "job: report", "identity: ops"), path: "schedules.nightly.identity", line: 7, message: "applies only to an action payload" },
     { name: "inputs on an entry schedule", yaml: schedule("every: 1h", "entry: s.js", "inputs: {a: 1}"), path: "schedules.nightly.inputs", line: 7, message: "applies only to an action or job payload" },
-    { name: "a timeout that is not a duration", yaml: schedule("every: 1h", "entry: s.js", "timeout: 0"), path: "schedules.nightly.timeout", line: 7, message: "must be a duration" },
+    { name: "a timeout that is not a duration", yaml: schedule("every: 1h", "entry: s.js", "timeout: soon"), path: "schedules.nightly.timeout", line: 7, message: "must be a duration" },
+    { name: "a timeout of no time at all", yaml: schedule("every: 1h", "entry: s.js", "timeout: 0"), path: "schedules.nightly.timeout", line: 7, message: "must be more than 0 seconds (0 is no time at all)" },
     { name: "an env item that is not KEY=VALUE", yaml: schedule("every: 1h", "entry: s.js", "env: [MODE]"), path: "schedules.nightly.env[0]", line: 7, message: "must be a KEY=VALUE literal" },
     { name: "an entry outside the bag", yaml: schedule("every: 1h", "entry: /usr/bin/true"), path: "schedules.nightly.entry", line: 6, message: "must be a relative path inside the bag" }
   ])
