@@ -6,9 +6,10 @@
  * "Sessions and fencing").
  *
  * A copy must still take the session over, so the note is bound to this very home on this very
- * boot: the SHA-256 of the kernel's boot id, the home's real path and its inode. A home copied
- * to another machine, or to another directory, or read after a reboot, does not match, and its
- * process says hello as a new one. Where the boot id cannot be read (no /proc), nothing is kept.
+ * boot: the SHA-256 of the kernel's boot id, the home's real path, its device and its inode. A
+ * home copied to another machine, or to another directory, or to another file system mounted at
+ * the same path (two containers' overlays of one image), or read after a reboot, does not match,
+ * and its process says hello as a new one. Where the boot id cannot be read (no /proc), nothing is kept.
  */
 import { createHash } from "node:crypto"
 import * as fs from "node:fs/promises"
@@ -29,14 +30,18 @@ export interface SessionMemory {
 
 export const sessionsDir = (home: string) => nodePath.join(home, "sessions")
 
+/** The binding of a home on a boot: every part counts (a copy differs in one of them). */
+export const bindingFrom = (bootId: string, realPath: string, dev: number, ino: number): string =>
+  createHash("sha256").update(`${bootId}\n${realPath}\n${dev}\n${ino}`).digest("hex")
+
 /** What binds a note to this home on this boot; undefined where the boot cannot be told apart. */
 export const bindingOf = async (home: string, bootIdFile = "/proc/sys/kernel/random/boot_id"): Promise<string | undefined> => {
   try {
     const bootId = (await fs.readFile(bootIdFile, "utf8")).trim()
     const real = await fs.realpath(home)
-    const { ino } = await fs.stat(real)
+    const { dev, ino } = await fs.stat(real)
     if (bootId === "") return undefined
-    return createHash("sha256").update(`${bootId}\n${real}\n${ino}`).digest("hex")
+    return bindingFrom(bootId, real, dev, ino)
   } catch {
     return undefined
   }

@@ -6,7 +6,7 @@ import { cpSync, mkdirSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Effect from "effect/Effect"
 import { describe, expect, it } from "vitest"
-import { forgetSession, sessionMemoryAt, sessionsDir } from "../../../src/infra/workers/SessionMemory.js"
+import { bindingFrom, forgetSession, sessionMemoryAt, sessionsDir } from "../../../src/infra/workers/SessionMemory.js"
 import { tempDir } from "../../support/svc.js"
 
 const bootFile = (id: string) => {
@@ -41,5 +41,15 @@ describe("a worker's session kept across a crash", () => {
     const noBoot = join(elsewhere, "no-such-boot-id")
     await Effect.runPromise(sessionMemoryAt(elsewhere, "k1", noBoot).save({ fence: 1, key: "k" }))
     expect(await Effect.runPromise(sessionMemoryAt(elsewhere, "k1", noBoot).load)).toBeUndefined()
+  })
+})
+
+describe("the binding of a home", () => {
+  it("differs when any of boot, path, device or inode does (two containers' overlays share path and inode, not device)", () => {
+    const base = bindingFrom("boot-1", "/svc", 39, 2990082)
+    expect(bindingFrom("boot-1", "/svc", 39, 2990082)).toBe(base)
+    for (const other of [bindingFrom("boot-2", "/svc", 39, 2990082), bindingFrom("boot-1", "/svc2", 39, 2990082), bindingFrom("boot-1", "/svc", 41, 2990082), bindingFrom("boot-1", "/svc", 39, 1)]) {
+      expect(other).not.toBe(base)
+    }
   })
 })
