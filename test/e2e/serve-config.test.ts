@@ -435,6 +435,8 @@ describe("start-up", () => {
     expect(submitted.code, submitted.stderr).toBe(0)
     const runId = JSON.parse(submitted.stdout).id as string
     const [first] = (await waitFor("the job to start", async () => pidsSoFar(), (p) => p.length === 1, { timeoutMs: 10_000, everyMs: 100 })).value
+    // Its note is written just after the spawn, which the job's first line can outrun.
+    await waitFor("the job's note", async () => existsSync(join(home, "children", String(first))), (noted) => noted, { timeoutMs: 5_000, everyMs: 20 })
     process.kill(before.pid, "SIGKILL")
     await before.stop()
     // Killed, svc stopped nothing: the job runs on.

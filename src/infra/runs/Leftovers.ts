@@ -7,15 +7,24 @@
  * runtime that starts stops whatever a note still names before it runs anything: its owner's
  * "ceased" and its worker's hello then tell the truth (docs/executors.md, "When svc is killed").
  *
- * A note is trusted only when the process it names is still the one noted: same pid and the same
- * start time (Linux: /proc/PID/stat), so a pid the system gave to another process since is left
- * alone. Where the start time cannot be read, nothing is stopped, and the log says so.
+ * A note is acted on only when it is this home's own and its runtime is gone: it names the
+ * runtime that wrote it (pid and start time) and the home (real path, device, inode), so a copy
+ * of a running home, started elsewhere, neither stops the live runtime's jobs nor the jobs of the
+ * home it was copied from. And only the process noted is stopped: same pid and the same start
+ * time (Linux: /proc/PID/stat), so a pid the system gave to another process since is left alone;
+ * a job whose own process has exited has its process group stopped if it still has members (the
+ * system gives no new process the id of a group that still exists). Where the start time cannot
+ * be read, nothing is stopped, and the log says so.
  */
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 
 export interface Leftover {
   readonly pid: number
+  /** The runtime that started it (its pid and start time): a note of a live runtime is not acted on. */
+  readonly runtime?: { readonly pid: number; readonly start: string | null }
+  /** The home it was noted in (real path, device, inode): a note copied from another home is not acted on. */
+  readonly home?: string
   /** The process's start time in clock ticks since boot (/proc/PID/stat, field 22); null where unknown. */
   readonly start: string | null
   /** What it is: the job's or check's name. */
@@ -43,15 +52,30 @@ export interface LeftoverNotes {
   readonly remove: (pid: number) => void
 }
 
+/** What ties a note to the home (the parent of `dir`) it was written in. */
+const homeOf = (dir: string): string | undefined => {
+  try {
+    const home = fs.realpathSync(nodePath.dirname(dir))
+    const { dev, ino } = fs.statSync(home)
+    return `${home}\n${dev}\n${ino}`
+  } catch {
+    return undefined
+  }
+}
+
 /** Notes kept in `dir` (created when missing). A note that cannot be written is skipped: the job runs all the same. */
 export const notesIn = (dir: string): LeftoverNotes => {
   let made = false
+  let runtime: { readonly pid: number; readonly start: string | null } | undefined
+  let home: string | undefined
   return {
     add: (pid, name, at) => {
       try {
         if (!made) fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
         made = true
-        const note: Leftover = { pid, start: startTimeOf(pid), name, at }
+        runtime ??= { pid: process.pid, start: startTimeOf(process.pid) }
+        home ??= homeOf(dir)
+        const note: Leftover = { pid, start: startTimeOf(pid), name, at, runtime, ...(home === undefined ? {} : { home }) }
         fs.writeFileSync(nodePath.join(dir, String(pid)), JSON.stringify(note), { mode: 0o600 })
       } catch {
         // The runtime goes on without it: only a later uncleanly killed runtime would miss it.
@@ -75,6 +99,16 @@ export type Reaped =
 const alive = (pid: number): boolean => {
   try {
     process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+/** Whether a process group with this id still has members. */
+const groupAlive = (pgid: number): boolean => {
+  try {
+    process.kill(-pgid, 0)
     return true
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === "EPERM"
@@ -108,30 +142,47 @@ export const reap = async (dir: string, graceMs: number): Promise<ReadonlyArray<
   }
   const found: Array<Reaped> = []
   const stopping: Array<Leftover> = []
+  const here = homeOf(dir)
   for (const name of names) {
     const file = nodePath.join(dir, name)
     let note: Leftover | undefined
     try {
       const parsed = JSON.parse(fs.readFileSync(file, "utf8")) as Partial<Leftover>
       if (typeof parsed.pid === "number" && Number.isInteger(parsed.pid) && parsed.pid > 1) {
-        note = { pid: parsed.pid, start: typeof parsed.start === "string" ? parsed.start : null, name: String(parsed.name ?? "a job"), at: Number(parsed.at ?? 0) }
+        const runtime = parsed.runtime
+        note = {
+          pid: parsed.pid,
+          start: typeof parsed.start === "string" ? parsed.start : null,
+          name: String(parsed.name ?? "a job"),
+          at: Number(parsed.at ?? 0),
+          ...(typeof runtime?.pid === "number" ? { runtime: { pid: runtime.pid, start: typeof runtime.start === "string" ? runtime.start : null } } : {}),
+          ...(typeof parsed.home === "string" ? { home: parsed.home } : {})
+        }
       }
     } catch {
       note = undefined
     }
     fs.rmSync(file, { force: true })
     if (note === undefined) continue
+    // Another home's note (this home is a copy of it), or a note of a runtime still running (a
+    // copy of a running home): not this runtime's to act on.
+    if (note.home !== undefined && note.home !== here) continue
+    if (note.runtime !== undefined && note.runtime.start !== null && startTimeOf(note.runtime.pid) === note.runtime.start) continue
     const now = startTimeOf(note.pid)
     if (note.start !== null && now !== null) {
       // The very process noted (not another one given its pid since): stopped.
       if (now === note.start) stopping.push(note)
-    } else if (alive(note.pid)) {
+    } else if (note.start !== null && now === null && groupAlive(note.pid)) {
+      // Its own process is gone, what it started lives on in its group: no process can have been
+      // given that id while the group exists, so the group is the job's.
+      stopping.push(note)
+    } else if (note.start === null && alive(note.pid)) {
       found.push({ kind: "unverifiable", note })
     }
   }
   for (const note of stopping) signalGroup(note.pid, "SIGTERM")
   const deadline = Date.now() + graceMs
-  while (stopping.some((n) => startTimeOf(n.pid) === n.start) && Date.now() < deadline) await sleep(50)
+  while (stopping.some((n) => groupAlive(n.pid)) && Date.now() < deadline) await sleep(50)
   // SIGKILL to every group, whether its leader left or not: what it started may linger.
   for (const note of stopping) signalGroup(note.pid, "SIGKILL")
   for (const note of stopping) found.push({ kind: "stopped", note })

@@ -1,12 +1,14 @@
 /**
  * Children a killed runtime left running (src/infra/runs/Leftovers.ts): real processes, real
- * notes on disk; the next runtime stops those still running as noted, and nothing else.
+ * notes on disk; the next runtime stops those still running as noted, and nothing else: not a
+ * process given the pid since, not the jobs of a runtime still running (a copy of a running
+ * home), not a note copied from another home.
  */
 import { spawn } from "node:child_process"
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
-import { notesIn, reap, startTimeOf } from "../../../src/infra/runs/Leftovers.js"
+import { notesIn, reap, startTimeOf, type Leftover } from "../../../src/infra/runs/Leftovers.js"
 import { tempDir } from "../../support/svc.js"
 
 const started: Array<number> = []
@@ -20,51 +22,100 @@ afterEach(() => {
   }
 })
 
-/** A detached `sh` (a process group of its own, as a job's) that starts a `sleep` of its own. */
-const orphanLike = async (): Promise<number> => {
-  const child = spawn("sh", ["-c", "sleep 60 & wait"], { detached: true, stdio: "ignore" })
+const until = async (ok: () => boolean, ms = 2_000) => {
+  for (let t = 0; t < ms && !ok(); t += 10) await new Promise((r) => setTimeout(r, 10))
+  return ok()
+}
+
+/** A detached shell (a process group of its own, as a job's), running `script`. */
+const job = async (script: string): Promise<number> => {
+  const child = spawn("sh", ["-c", script], { detached: true, stdio: "ignore" })
   child.unref()
   const pid = child.pid!
   started.push(pid)
-  // Until its start time can be read (it has been exec'd).
-  for (let i = 0; i < 50 && startTimeOf(pid) === null; i++) await new Promise((r) => setTimeout(r, 10))
+  await until(() => startTimeOf(pid) !== null)
   return pid
 }
-const gone = async (pid: number) => {
-  for (let i = 0; i < 100; i++) {
-    try {
-      process.kill(-pid, 0)
-    } catch {
-      return true
-    }
-    await new Promise((r) => setTimeout(r, 20))
+const groupGone = (pgid: number) => {
+  try {
+    process.kill(-pgid, 0)
+    return false
+  } catch {
+    return true
   }
-  return false
+}
+
+/** A children directory in a home of its own, and the note a killed runtime of that home left. */
+const homeDir = () => {
+  const dir = join(tempDir("svc-children-"), "children")
+  mkdirSync(dir, { recursive: true })
+  return dir
+}
+/** A note as the runtime of this home wrote it, that runtime gone (its pid's start time is not the noted one). */
+const leftBy = (dir: string, pid: number, over: Partial<Leftover> = {}) => {
+  notesIn(dir).add(pid, "probe", 0)
+  const written = JSON.parse(readFileSync(join(dir, String(pid)), "utf8")) as Leftover
+  const note: Leftover = { ...written, name: "leftover:sleep@1.0.0", at: 1_700_000_000_000, runtime: { pid: written.runtime!.pid, start: "gone" }, ...over }
+  writeFileSync(join(dir, String(pid)), JSON.stringify(note))
+  return note
 }
 
 describe("children a killed runtime left", () => {
-  it("are stopped with everything they started, and their notes removed", async () => {
-    const dir = join(tempDir("svc-children-"), "children")
-    const pid = await orphanLike()
-    notesIn(dir).add(pid, "leftover:sleep@1.0.0", 1_700_000_000_000)
-    expect(readdirSync(dir)).toEqual([String(pid)])
+  it("are noted with the runtime that started them and the home they were started from", async () => {
+    const dir = homeDir()
+    const pid = await job("sleep 60")
+    notesIn(dir).add(pid, "leftover:sleep@1.0.0", 1)
+    expect(JSON.parse(readFileSync(join(dir, String(pid)), "utf8"))).toEqual({
+      pid,
+      start: startTimeOf(pid),
+      name: "leftover:sleep@1.0.0",
+      at: 1,
+      runtime: { pid: process.pid, start: startTimeOf(process.pid) },
+      home: expect.stringContaining("svc-children-")
+    })
+  })
+
+  it("are stopped with everything they started once their runtime is gone, and their notes removed", async () => {
+    const dir = homeDir()
+    const pid = await job("sleep 60 & wait")
+    const note = leftBy(dir, pid)
+    expect(await reap(dir, 2_000)).toEqual([{ kind: "stopped", note }])
+    expect(await until(() => groupGone(pid))).toBe(true)
+    expect(readdirSync(dir)).toEqual([])
+  })
+
+  it("whose own process has exited have what they started stopped (the group lives on)", async () => {
+    const dir = homeDir()
+    const pid = await job("sleep 60 & sleep 0.3")
+    leftBy(dir, pid)
+    // The shell exits; the sleep it started keeps the group.
+    expect(await until(() => startTimeOf(pid) === null, 3_000)).toBe(true)
+    expect(groupGone(pid)).toBe(false)
     const found = await reap(dir, 2_000)
-    expect(found).toEqual([{ kind: "stopped", note: { pid, start: expect.any(String), name: "leftover:sleep@1.0.0", at: 1_700_000_000_000 } }])
-    // The group: the shell and the sleep it started.
-    expect(await gone(pid)).toBe(true)
+    expect(found.map((r) => r.kind)).toEqual(["stopped"])
+    expect(await until(() => groupGone(pid))).toBe(true)
+  })
+
+  it("are left alone while the runtime that noted them runs (a copy of a running home), or when copied from another home", async () => {
+    const dir = homeDir()
+    const live = await job("sleep 60")
+    // Noted by this very process, which runs: a copy of its home must not stop its jobs.
+    notesIn(dir).add(live, "live:job@1.0.0", 0)
+    const copied = await job("sleep 60")
+    leftBy(dir, copied, { home: "/elsewhere\n1\n2" })
+    expect(await reap(dir, 500)).toEqual([])
+    expect(existsSync(`/proc/${live}`)).toBe(true)
+    expect(existsSync(`/proc/${copied}`)).toBe(true)
     expect(readdirSync(dir)).toEqual([])
   })
 
   it("leave alone a process that is not the one noted (its pid given to another since), and forget a child that exited", async () => {
-    const dir = join(tempDir("svc-children-"), "children")
-    mkdirSync(dir, { recursive: true })
-    const pid = await orphanLike()
-    writeFileSync(join(dir, String(pid)), JSON.stringify({ pid, start: "1", name: "someone else's", at: 0 }))
-    // A child that exited normally removes its own note; one noted and then gone is just forgotten.
-    const notes = notesIn(dir)
+    const dir = homeDir()
+    const pid = await job("sleep 60")
+    leftBy(dir, pid, { start: "1" })
     const short = spawn("true", [], { detached: true, stdio: "ignore" })
     await new Promise((r) => short.on("exit", r))
-    notes.add(short.pid!, "gone", 0)
+    leftBy(dir, short.pid!, { start: "2" })
     writeFileSync(join(dir, "garbage"), "not json")
     expect(await reap(dir, 500)).toEqual([])
     expect(existsSync(`/proc/${pid}`)).toBe(true)
@@ -72,7 +123,7 @@ describe("children a killed runtime left", () => {
   })
 
   it("a note is removed when its child exits", async () => {
-    const dir = join(tempDir("svc-children-"), "children")
+    const dir = homeDir()
     const notes = notesIn(dir)
     const child = spawn("true", [], { detached: true, stdio: "ignore" })
     notes.add(child.pid!, "quick", 0)
