@@ -13,7 +13,7 @@ import type { Envelope } from "../../domain/journal/Events.js"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import * as Decide from "../../domain/workers/Decide.js"
 import type { InviteRecord, Registry, WorkerRecord } from "../../domain/workers/Registry.js"
-import { base62FromBytes, formatJoinToken, parseJoinToken, secretKindOf } from "../../domain/workers/Secrets.js"
+import { base62FromBytes, credentialProblem, formatJoinToken, parseJoinToken, secretKindOf } from "../../domain/workers/Secrets.js"
 import type { CommandRejected, ProjectionsService } from "../journal/Projections.js"
 import type { JournalError, StreamConflict } from "../journal/Journal.js"
 import type { DispatcherService } from "../runs/Dispatcher.js"
@@ -77,6 +77,9 @@ export const makeOperatorCommands = ({ state, execute, sha, entropy, address, di
       // A credential pasted where a worker belongs names the worker holding it (a leaked one is
       // revoked this way); it is never repeated back.
       if (secretKindOf(ref) === "credential") {
+        // Cut short or mistyped: said as such, as a join token's is.
+        const malformed = credentialProblem(ref.trim())
+        if (malformed !== undefined) return Effect.fail(refuse("unauthenticated", `that looks like a worker credential (svc_wk_…), but it cannot be read: ${malformed}`))
         const id = holderOf(sha(ref.trim()))
         const holder = id === undefined ? Option.none() : HashMap.get(r.workers, id)
         if (Option.isSome(holder)) return Effect.succeed(holder.value)

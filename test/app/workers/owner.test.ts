@@ -156,6 +156,10 @@ describe("joining", () => {
       secrets.push(unknown)
       const nobody = yield* Effect.flip(owner.rotate(unknown, "op"))
       expect(nobody.message).toBe("that is a worker credential (svc_wk_…), and no worker of this owner holds it: name the worker by its name or id (svc workers status lists them)")
+      // Cut short: said as such.
+      const short = yield* Effect.flip(owner.rotate(w.credential.slice(0, -2), "op"))
+      expect(short.message).toBe("that looks like a worker credential (svc_wk_…), but it cannot be read: a worker credential is svc_wk_ followed by 36 letters and digits")
+      neverSaid(short.message)
       expect(yield* owner.revokeWorkerOrInvite(w.credential, "op")).toMatchObject({ kind: "worker", worker: { id: w.workerId, revokedAt: expect.any(Number) } })
       // A token where only a worker goes.
       expect((yield* Effect.flip(owner.rotate(leaked.token, "op"))).message).toBe("that is a join token (svc_jt_…), not a worker: name the worker by its name or id (svc workers status lists them)")
