@@ -76,6 +76,13 @@ describe("svc runs show", () => {
   it("says how long an attempt that ended took", () => {
     const ended = { ...attempt, state: "reported", holdsSlot: false, startedAt: "2026-11-24T20:55:01.000Z", endedAt: "2026-11-24T20:55:13.345Z" }
     expect(showLines(detail({ attemptRecords: [ended] } as unknown as Partial<RunDetail>))).toContain("attempt rAbc123.1 on lab-1: reported; 12.3 s from its start to its end")
+    // A worker's report says how long the job ran: said when the report came much later (the owner was away).
+    const late = { ...ended, endedAt: "2026-11-24T20:55:59.100Z", ranMs: 3_020 }
+    expect(showLines(detail({ attemptRecords: [late] } as unknown as Partial<RunDetail>))).toContain(
+      "attempt rAbc123.1 on lab-1: reported; ran 3.02 s (its report reached the owner 58.1 s after its start)"
+    )
+    const prompt = { ...ended, ranMs: 12_100 }
+    expect(showLines(detail({ attemptRecords: [prompt] } as unknown as Partial<RunDetail>))).toContain("attempt rAbc123.1 on lab-1: reported; 12.3 s from its start to its end")
     // An owner from before ISO times in the detail gave epoch milliseconds.
     const older = { ...ended, startedAt: 1_000, endedAt: 13_345 }
     expect(showLines(detail({ attemptRecords: [older] } as unknown as Partial<RunDetail>))).toContain("attempt rAbc123.1 on lab-1: reported; 12.3 s from its start to its end")

@@ -94,7 +94,7 @@ export interface DispatcherService {
   readonly report: (
     worker: WorkerRecord,
     attempt: string,
-    outcome: { readonly ok: boolean; readonly result?: unknown; readonly error?: string; readonly exitCode?: number | null },
+    outcome: { readonly ok: boolean; readonly result?: unknown; readonly error?: string; readonly exitCode?: number | null; readonly durationMs?: number },
     output: OutputDelta | undefined
   ) => Effect.Effect<void, Refusal>
   /** Attempts this worker must stop (stopped runs, superseded attempts it may still run). */

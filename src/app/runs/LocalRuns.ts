@@ -43,6 +43,8 @@ export interface Outcome {
   readonly result: unknown
   readonly error: string | null
   readonly exitCode: number | null
+  /** How long the job ran, as its host measured it: a worker's report says it (its arrival can be much later). */
+  readonly ranMs?: number
 }
 
 const messageOf = (defect: unknown) => (defect instanceof Error ? defect.message : String(defect))
@@ -63,7 +65,8 @@ export const makeLocalRuns = ({ state, execute, host, executor, files, scope }: 
         if (problem !== undefined) [ok, result, error] = [false, null, problem]
       }
       const now = yield* Clock.currentTimeMillis
-      return yield* execute((st) => RunDecide.decideReport({ host: hostId, scope, runId, attempt: n, ok, result, error, exitCode: outcome.exitCode, now }, st.runs))
+      const ranMs = outcome.ranMs
+      return yield* execute((st) => RunDecide.decideReport({ host: hostId, scope, runId, attempt: n, ok, result, error, exitCode: outcome.exitCode, ...(ranMs === undefined ? {} : { ranMs }), now }, st.runs))
     })
 
   /** Runs attempt `n` of `runId` on the owner, in the background. */

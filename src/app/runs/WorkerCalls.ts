@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import type { Envelope } from "../../domain/journal/Events.js"
+import type { Outcome } from "./LocalRuns.js"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import * as RunDecide from "../../domain/runs/Decide.js"
 import { attemptId, parseAttemptId } from "../../domain/runs/Runs.js"
@@ -64,7 +65,7 @@ export interface WorkerCallsContext {
     scope: ReadonlyArray<string>,
     runId: string,
     n: number,
-    outcome: { ok: boolean; result: unknown; error: string | null; exitCode: number | null }
+    outcome: Outcome
   ) => Effect.Effect<ReadonlyArray<Envelope>, CommandRejected | StreamConflict | JournalError>
 }
 
@@ -226,7 +227,13 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
     Effect.gen(function* () {
       const { runId, attempt: n } = yield* parse(attempt)
       if (output !== undefined && output.attempt === attempt) yield* appendOutput(worker, output)
-      yield* recordReport(worker.id, worker.scope, runId, n, { ok: outcome.ok, result: outcome.result ?? null, error: outcome.error ?? (outcome.ok ? null : "failed"), exitCode: outcome.exitCode ?? null }).pipe(
+      yield* recordReport(worker.id, worker.scope, runId, n, {
+        ok: outcome.ok,
+        result: outcome.result ?? null,
+        error: outcome.error ?? (outcome.ok ? null : "failed"),
+        exitCode: outcome.exitCode ?? null,
+        ...(outcome.durationMs === undefined ? {} : { ranMs: outcome.durationMs })
+      }).pipe(
         Effect.mapError(toRefusal)
       )
     })

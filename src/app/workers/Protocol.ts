@@ -5,7 +5,7 @@
  * document is generated from it.
  */
 import * as Schema from "effect/Schema"
-import { HeldArtifact } from "../../domain/journal/Events.js"
+import { HeldArtifact, RanMs } from "../../domain/journal/Events.js"
 
 export const PROTOCOL_VERSION = 1
 
@@ -136,7 +136,9 @@ export const Report = Schema.Struct({
     ok: Schema.Boolean,
     result: Schema.optionalWith(Schema.Unknown, { exact: true }),
     error: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(2000)), { exact: true }),
-    exitCode: Schema.optionalWith(Schema.NullOr(Schema.Int), { exact: true })
+    exitCode: Schema.optionalWith(Schema.NullOr(Schema.Int), { exact: true }),
+    /** How long the job ran, as the worker measured it (its report can arrive much later, the owner being away). */
+    durationMs: Schema.optionalWith(RanMs, { exact: true })
   }),
   /** The output not yet sent with a heartbeat. */
   output: Schema.optionalWith(OutputDelta, { exact: true }),

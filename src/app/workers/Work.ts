@@ -187,11 +187,15 @@ export const makeWork = (side: WorkSide, call: Call) =>
                 }
                 return entry.giveBack ?? Effect.void
               })
+        // How long it ran, said in whole milliseconds: its report may arrive much later.
+        const ran = Math.round(outcome.durationMs)
+        const durationMs = Number.isSafeInteger(ran) && ran >= 0 && ran <= 366 * 86_400_000 ? { durationMs: ran } : {}
         let sent: Extract<WorkerRequest, { kind: "report" }>["outcome"] = {
           ok: outcome.ok,
           ...(outcome.ok ? { result: outcome.result } : {}),
           ...(outcome.error === null ? {} : { error: outcome.error.slice(0, 2000) }),
-          exitCode: outcome.exitCode
+          exitCode: outcome.exitCode,
+          ...durationMs
         }
         const body = (output?: OutputDelta): WorkerRequest => ({
           kind: "report",

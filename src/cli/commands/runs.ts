@@ -193,6 +193,19 @@ export const lasted = (ms: number): string => {
 /** A time of a run's detail: ISO 8601 (an owner from before that gave epoch milliseconds). */
 const msOf = (t: string | number): number => (typeof t === "number" ? t : Date.parse(t))
 
+/**
+ * How long an attempt took, in words. Its end is when its outcome reached the owner; a worker's
+ * report says how long the job ran, and when the report came much later (the owner was away),
+ * both are said.
+ */
+const spanOf = (state: string, span: number, ranMs: number | undefined): string =>
+  // Superseded, it stopped counting; whether its process ended is not known yet.
+  state === "superseded"
+    ? `; ${lasted(span)} from its start until it was superseded`
+    : ranMs !== undefined && span - ranMs > 2_000
+      ? `; ran ${lasted(ranMs)} (its report reached the owner ${lasted(span)} after its start)`
+      : `; ${lasted(span)} from its start to its end`
+
 /** `svc runs show RUN` as text: the run, its placement record, its attempts, its outcome and output. */
 export const showLines = (r: RunDetail): ReadonlyArray<string> => {
   const lines = [
@@ -216,10 +229,7 @@ export const showLines = (r: RunDetail): ReadonlyArray<string> => {
     const waiting = a.waitingForSlotSince ?? null
     lines.push(
       `attempt ${a.id} on ${a.hostName}: ${a.state}${a.reason === null ? "" : ` (${a.reason})`}${
-        a.startedAt !== null && a.endedAt !== null
-          ? // Superseded, it stopped counting; whether its process ended is not known yet.
-            `; ${lasted(msOf(a.endedAt) - msOf(a.startedAt))} from its start ${a.state === "superseded" ? "until it was superseded" : "to its end"}`
-          : ""
+        a.startedAt !== null && a.endedAt !== null ? spanOf(a.state, msOf(a.endedAt) - msOf(a.startedAt), a.ranMs) : ""
       }${a.holdsSlot ? "; holds a slot" : ""}${
         waiting === null ? "" : `; not started yet: waiting there since ${waiting} for a free slot (other work holds the machine's slots)`
       }`

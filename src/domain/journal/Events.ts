@@ -21,6 +21,8 @@ const Millis = Schema.Number.pipe(
   Schema.filter((n) => (Number.isSafeInteger(n) && n >= 0 && n <= LATEST_MILLIS) || "must be a whole number of milliseconds since 1970 that a date can hold")
 )
 const Sha256Hex = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/))
+/** A job's run time as its host measured it: whole milliseconds, a year at most (a job's longest timeout). */
+export const RanMs = Schema.Number.pipe(Schema.filter((n) => (Number.isSafeInteger(n) && n >= 0 && n <= 366 * 86_400_000) || "must be a whole number of milliseconds, a year at most"))
 
 /** An artifact a worker holds: a versioned job and the digest of its bag. */
 export const HeldArtifact = Schema.Struct({ address: Schema.String, digest: Schema.String })
@@ -240,6 +242,12 @@ export class AttemptReported extends Schema.TaggedClass<AttemptReported>()("Atte
   result: Schema.Unknown,
   error: Schema.NullOr(Schema.String),
   exitCode: Schema.NullOr(Schema.Int),
+  /**
+   * How long the job ran on its host, as the host measured it (optional: absent from reports
+   * before it existed). `at` is when the report arrived, later than the job's end when the
+   * owner could not be reached.
+   */
+  ranMs: Schema.optionalWith(RanMs, { exact: true }),
   at: Millis
 }) {}
 

@@ -251,6 +251,8 @@ export interface ReportCommand {
   readonly result: unknown
   readonly error: string | null
   readonly exitCode: number | null
+  /** How long the job ran, as its host measured it (when it said). */
+  readonly ranMs?: number
   readonly now: number
 }
 
@@ -268,7 +270,19 @@ export const decideReport = (c: ReportCommand, runs: RunsState): RunDecision | R
   switch (attempt.state) {
     case "running":
     case "stopping":
-      return decided(run, [new AttemptReported({ runId: run.id, attempt: attempt.n, host: c.host, ok: c.ok, result: c.ok ? c.result : null, error: c.error, exitCode: c.exitCode, at: c.now })])
+      return decided(run, [
+        new AttemptReported({
+          runId: run.id,
+          attempt: attempt.n,
+          host: c.host,
+          ok: c.ok,
+          result: c.ok ? c.result : null,
+          error: c.error,
+          exitCode: c.exitCode,
+          ...(c.ranMs === undefined ? {} : { ranMs: c.ranMs }),
+          at: c.now
+        })
+      ])
     case "reported":
       return decided(run, [])
     case "assigned":

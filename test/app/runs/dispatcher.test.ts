@@ -15,6 +15,7 @@ import * as Fiber from "effect/Fiber"
 import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
 import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
 import { Journal, layerMemory, makeMemory } from "../../../src/app/journal/Journal.js"
@@ -25,7 +26,7 @@ import { JobNotRunnable, valueCheck, type ResolvedJob } from "../../../src/app/r
 import { RunFiles } from "../../../src/app/runs/RunFiles.js"
 import { layerWithRuns, Owner, OwnerAddress } from "../../../src/app/workers/Owner.js"
 import * as Presence from "../../../src/app/workers/Presence.js"
-import type { WorkerRequest, WorkerResponse } from "../../../src/app/workers/Protocol.js"
+import { WorkerRequest as WorkerRequestSchema, type WorkerRequest, type WorkerResponse } from "../../../src/app/workers/Protocol.js"
 import { canonicalState, initialStateRetaining } from "../../../src/domain/journal/OwnerState.js"
 import type { Candidate } from "../../../src/domain/placement/Placement.js"
 import * as RunDecide from "../../../src/domain/runs/Decide.js"
@@ -893,6 +894,36 @@ describe("the claim deadline", () => {
       yield* TestClock.adjust(1)
       yield* until("superseded at 30 s", show(runId), (d) => attempt(d, 2)?.state === "ceased")
       expect(attempt(yield* show(runId), 2)).toMatchObject({ state: "ceased", reason: "its worker did not claim it within 30 s" })
+    }).pipe(Effect.provide(TestOwner))
+  )
+})
+
+describe("a report's run time", () => {
+  it.effect("a worker's report says how long the job ran: kept on the attempt (its end is when the report arrived), journaled; a report without it as before", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const { runId, id } = yield* runningOn(w)
+      // The owner hears the report a minute after the job ended (the worker advertising meanwhile).
+      for (let i = 0; i < 12; i++) {
+        yield* TestClock.adjust("5 seconds")
+        yield* advertise(w)
+      }
+      yield* TestClock.adjust("3 seconds")
+      ok(yield* call(w.credential, { kind: "report", fence: w.fence, attempt: id, outcome: { ok: true, result: { text: "hi", length: 2 }, exitCode: 0, durationMs: 3_020 } }), "ack")
+      expect(attempt(yield* show(runId), 1)).toMatchObject({ state: "reported", ranMs: 3_020, endedAt: new Date(63_000).toISOString() })
+      const events = yield* Effect.flatMap(Journal, (j) => j.readStream(`run-${runId}`))
+      expect(events.map((e) => e.event).find((e) => e._tag === "AttemptReported")).toMatchObject({ ranMs: 3_020 })
+      // Without it (an older worker): no ranMs.
+      const second = yield* runningOn(w)
+      ok(yield* report(w, second.id), "ack")
+      expect(attempt(yield* show(second.runId), 1)).not.toHaveProperty("ranMs")
+      // Not a run time: the route's schema refuses the body.
+      const decode = Schema.decodeUnknownEither(WorkerRequestSchema)
+      for (const durationMs of [-5, 1.5, 400 * 86_400_000]) {
+        expect(Either.isLeft(decode({ kind: "report", fence: 1, attempt: id, outcome: { ok: true, result: {}, durationMs } }))).toBe(true)
+      }
+      expect(Either.isRight(decode({ kind: "report", fence: 1, attempt: id, outcome: { ok: true, result: {}, durationMs: 3_020 } }))).toBe(true)
     }).pipe(Effect.provide(TestOwner))
   )
 })

@@ -553,6 +553,10 @@ describe("the worker side of runs", () => {
       yield* until("A's report", () => a.reports.length === 1, 15_000)
       const landed = a.calls.filter((r): r is Extract<WorkerRequest, { kind: "report" }> => r.kind === "report").at(-1)!
       expect(landed.claimNext).toBeUndefined()
+      // It says how long the job ran (50 ms here), not how long the report took to land.
+      expect(Number.isInteger(landed.outcome.durationMs)).toBe(true)
+      expect(landed.outcome.durationMs).toBeGreaterThanOrEqual(40)
+      expect(landed.outcome.durationMs).toBeLessThan(5_000)
       yield* until("A's attempt gone", () => wa.running().length === 0)
       expect(slots.taken()).toBe(0)
       yield* Fiber.interrupt(fa)
