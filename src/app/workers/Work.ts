@@ -14,12 +14,17 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import { RanMs } from "../../domain/journal/Events.js"
 import type { ExecutionOutcome, ExecutorService } from "../runs/Executor.js"
 import type { JobNotRunnable, ResolvedJob } from "../runs/JobCatalog.js"
 import type { RunFilesService } from "../runs/RunFiles.js"
 import { jsonBytes, MAX_BODY_BYTES, type Assignment, type OutputDelta, type Refusal, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
 import type { Slots } from "./Slots.js"
 import type { Unreachable } from "./Link.js"
+
+/** What the protocol takes as a run time (the same schema checks the report on the owner). */
+const isRanMs = Schema.is(RanMs)
 
 export interface WorkSide {
   /** The machine-wide slots: a claim is made while one is free, and an attempt holds one while it runs. */
@@ -189,7 +194,7 @@ export const makeWork = (side: WorkSide, call: Call) =>
               })
         // How long it ran, said in whole milliseconds: its report may arrive much later.
         const ran = Math.round(outcome.durationMs)
-        const durationMs = Number.isSafeInteger(ran) && ran >= 0 && ran <= 366 * 86_400_000 ? { durationMs: ran } : {}
+        const durationMs = isRanMs(ran) ? { durationMs: ran } : {}
         let sent: Extract<WorkerRequest, { kind: "report" }>["outcome"] = {
           ok: outcome.ok,
           ...(outcome.ok ? { result: outcome.result } : {}),
