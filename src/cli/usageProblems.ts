@@ -281,7 +281,8 @@ export const tidyHelp = (text: string, path: string): string => {
 const optionalRepeats = (line: string): string =>
   line.replace(/(?<!\[)(--[A-Za-z][\w-]*(?: [^\s[\]()|]+(?: \| [^\s[\]()|]+)*)?)\.\.\./g, "[$1]...")
 
-const BUILT_IN_BLOCKS = ["--completions", "--log-level", "--wizard", "--version"]
+/** @effect/cli's own options but --help, by their long names: the blocks each command's help repeats. */
+const BUILT_IN_BLOCKS = BUILT_IN.flatMap((o) => o.names.filter((n) => n.startsWith("--") && n !== "--help"))
 
 /** The help without the option blocks (a header line, then its indented lines) whose header starts with one of `names`. */
 const withoutBlocks = (text: string, names: ReadonlyArray<string>): string => {

@@ -61,13 +61,14 @@ export const workerStatuses = (state: OwnerState, freshness: (workerId: string) 
       const f = freshness(w.id)
       // What other work holds there is known only while it advertises: a revoked or silent
       // worker's last word on it is stale, and its slots are none of this owner's.
-      const elsewhere = w.revokedAt === null && advertisementAlive(f, now) ? (f?.busy ?? 0) : 0
+      const offering = w.revokedAt === null && advertisementAlive(f, now)
+      const elsewhere = offering ? (f?.busy ?? 0) : 0
       const ours = Option.match(HashMap.get(ledger.physical, w.id), { onNone: () => 0, onSome: (p) => p.reserved })
       const shown = displayState(w, f, ours + elsewhere, now)
       const successor = replacedBy.get(w.id)
       const display = successor === undefined ? shown : { ...shown, reason: `${shown.reason}; its installation joined again as ${successor}` }
       // A revoked worker offers nothing, whatever it last advertised.
-      const capacity = w.revokedAt === null && w.advertisement !== null && advertisementAlive(f, now) ? w.advertisement.capacity : 0
+      const capacity = offering && w.advertisement !== null ? w.advertisement.capacity : 0
       // Offering nothing (revoked, Offline), it holds what its attempts held: all shown as used.
       const waiting = capacity === 0 ? 0 : waitingThere(ours, elsewhere, capacity)
       const used = ours + elsewhere - waiting
