@@ -27,7 +27,7 @@ import type { Quotas, Silence } from "../../domain/placement/Placement.js"
 import * as RunDecide from "../../domain/runs/Decide.js"
 import { ACTIVE, attemptId, lastAttempt, parseAttemptId } from "../../domain/runs/Runs.js"
 import { depthProblem, preferenceProblem } from "../../domain/runs/Values.js"
-import { ADVERTISEMENT_LIFETIME_MS, advertisementAlive } from "../../domain/workers/DisplayState.js"
+import { ADVERTISEMENT_LIFETIME_MS, advertisementAlive, silenceOf } from "../../domain/workers/DisplayState.js"
 import type { WorkerRecord } from "../../domain/workers/Registry.js"
 import { base62FromBytes } from "../../domain/workers/Secrets.js"
 import { Projections, type AnyDecision, type AnyRejection } from "../journal/Projections.js"
@@ -262,14 +262,8 @@ export const make = Effect.gen(function* () {
 
   const workerAlive = (w: WorkerRecord, now: number) => w.advertisement !== null && advertisementAlive(freshness.get(w.id), now)
 
-  /** Why a worker whose advertisement is not alive is silent, when the owner knows better than "it lapsed". */
-  const silenceOf = (w: WorkerRecord): Silence | undefined => {
-    if (w.advertisement === null) return "never"
-    const f = freshness.get(w.id)
-    if (f?.sessionEnded === true) return "ended"
-    return f === undefined || f.lastAdvertisedAt === null ? "unheard" : undefined
-  }
-  const { candidatesFor } = makeCandidates(host, workerAlive, (id) => freshness.get(id)?.busy ?? 0, silenceOf)
+  const silenceOfWorker = (w: WorkerRecord): Silence | undefined => silenceOf(w, freshness.get(w.id))
+  const { candidatesFor } = makeCandidates(host, workerAlive, (id) => freshness.get(id)?.busy ?? 0, silenceOfWorker)
   const feasibility = makeFeasibilityCache()
 
   /** A pending run that may still be placed somewhere (not blocked): a new run placed at once would jump ahead of it. */

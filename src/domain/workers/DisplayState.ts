@@ -2,6 +2,7 @@
  * Worker display states (spec: Ready, Busy, Offline, Needs setup), computed at query time from
  * the registry, the runtime freshness and now; never stored (docs/protocol.md has the diagram).
  */
+import type { Silence } from "../placement/Placement.js"
 import type { WorkerRecord } from "./Registry.js"
 
 export type DisplayState = "Ready" | "Busy" | "Offline" | "Needs setup"
@@ -26,6 +27,18 @@ export const advertisementAlive = (f: Freshness | undefined, now: number): boole
   f !== undefined && f.sessionEnded !== true && f.lastAdvertisedAt !== null && now - f.lastAdvertisedAt < ADVERTISEMENT_LIFETIME_MS
 
 /**
+ * Why a worker's advertisement is not alive, when the owner knows more than "it lapsed": it never
+ * advertised, its process said bye (even before advertising in this owner's lifetime), or nothing
+ * has been heard from it since the owner started. The owner's display and the placement record
+ * both read it from here, so `workers status` and an exclusion never tell one worker two ways.
+ */
+export const silenceOf = (w: WorkerRecord, f: Freshness | undefined): Silence | undefined => {
+  if (w.advertisement === null) return "never"
+  if (f?.sessionEnded === true) return "ended"
+  return f === undefined || f.lastAdvertisedAt === null ? "unheard" : undefined
+}
+
+/**
  * How many of this owner's attempts on a worker (`ours`) wait there for a slot, when they and
  * other work (`elsewhere`) come to more than its capacity: the machine runs at most that many.
  */
@@ -45,18 +58,21 @@ export interface Display {
  */
 export const displayState = (w: WorkerRecord, f: Freshness | undefined, used: number, now: number): Display => {
   if (w.revokedAt !== null) return { state: "Offline", reason: "revoked: its calls are refused" }
-  if (w.advertisement === null || f === undefined || f.lastAdvertisedAt === null) {
-    return w.advertisement === null
-      ? { state: "Needs setup", reason: "joined, but its runtime has not advertised yet: run svc serve on the worker" }
-      : { state: "Offline", reason: "no advertisement since the owner started" }
+  const silence = advertisementAlive(f, now) ? undefined : silenceOf(w, f)
+  if (silence === "never") {
+    return { state: "Needs setup", reason: "joined, but its runtime has not advertised yet: run svc serve on the worker" }
   }
-  if (!advertisementAlive(f, now)) {
-    if (f.sessionEnded === true) {
-      return { state: "Offline", reason: `its svc serve stopped cleanly${f.lastSeenAt === null ? "" : ` ${Math.round((now - f.lastSeenAt) / 1000)} s ago`} (it said so): back when it says hello again` }
-    }
-    return { state: "Offline", reason: `last advertisement ${Math.round((now - f.lastAdvertisedAt) / 1000)} s ago (expires after 15 s)` }
+  if (silence === "ended") {
+    const ago = f?.lastSeenAt == null ? "" : ` ${Math.round((now - f.lastSeenAt) / 1000)} s ago`
+    return { state: "Offline", reason: `its svc serve stopped cleanly${ago} (it said so): back when it says hello again` }
   }
   const offer = w.advertisement
+  if (silence === "unheard" || offer === null || f === undefined || f.lastAdvertisedAt === null) {
+    return { state: "Offline", reason: "no advertisement since the owner started" }
+  }
+  if (!advertisementAlive(f, now)) {
+    return { state: "Offline", reason: `last advertisement ${Math.round((now - f.lastAdvertisedAt) / 1000)} s ago (expires after 15 s)` }
+  }
   const runnable = offer.artifacts.filter((a) => w.scope.length === 0 || w.scope.includes(a.address))
   if (!offer.capabilities.includes("node") || runnable.length === 0) {
     return {

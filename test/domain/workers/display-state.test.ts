@@ -1,6 +1,6 @@
 /** Worker display states as the owner computes them at query time (docs/protocol.md, "Display states"). */
 import { describe, expect, it } from "vitest"
-import { displayState, waitingThere, type Freshness } from "../../../src/domain/workers/DisplayState.js"
+import { displayState, silenceOf, waitingThere, type Freshness } from "../../../src/domain/workers/DisplayState.js"
 import type { WorkerRecord } from "../../../src/domain/workers/Registry.js"
 
 const worker: WorkerRecord = {
@@ -43,5 +43,25 @@ describe("a shared worker's slots, as this owner sees them", () => {
     // Other work said to hold more than the capacity (it advertised a smaller one since): at most this owner's attempts.
     expect(waitingThere(1, 5, 2)).toBe(1)
     expect(waitingThere(0, 3, 2)).toBe(0)
+  })
+})
+
+describe("a silent worker, told the same way by workers status and by a placement's exclusion", () => {
+  const said = (f: Freshness | undefined, w: WorkerRecord = worker) => ({ silence: silenceOf(w, f), shown: displayState(w, f, 0, 20_000) })
+
+  it("a worker that said hello, then bye before it advertised in this owner's lifetime, stopped cleanly (not 'unheard')", () => {
+    const { silence, shown } = said({ lastAdvertisedAt: null, lastSeenAt: 18_000, busy: 0, sessionEnded: true })
+    expect(silence).toBe("ended")
+    expect(shown.state).toBe("Offline")
+    expect(shown.reason).toBe("its svc serve stopped cleanly 2 s ago (it said so): back when it says hello again")
+  })
+
+  it("nothing heard since the owner started; never advertised; or simply lapsed", () => {
+    expect(said(undefined)).toEqual({ silence: "unheard", shown: { state: "Offline", reason: "no advertisement since the owner started" } })
+    expect(said({ lastAdvertisedAt: null, lastSeenAt: 19_000, busy: 0 }).silence).toBe("unheard")
+    const never = said(fresh(0), { ...worker, advertisement: null })
+    expect(never.silence).toBe("never")
+    expect(never.shown.state).toBe("Needs setup")
+    expect(said(fresh(0))).toEqual({ silence: undefined, shown: { state: "Offline", reason: "last advertisement 19 s ago (expires after 15 s)" } })
   })
 })
