@@ -2,6 +2,7 @@
  * Where this installation keeps its state: `$SVC_HOME`, or `~/.svc` (design.md, CLI contract).
  * Tests always set `SVC_HOME`.
  */
+import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import * as Config from "effect/Config"
@@ -26,6 +27,30 @@ export const homeOf = (given: string, homedir: string): string | SvcHomeProblem 
   }
   return nodePath.resolve(given)
 }
+
+/**
+ * What tells this home from a copy of it: its real path, device and inode (a copy elsewhere differs
+ * in path or inode; two containers' overlays of one image share path and inode, not the device).
+ * Leftover-job notes and a worker's kept session key are bound to it. Undefined when it cannot be read.
+ */
+export interface HomeIdentity {
+  readonly realPath: string
+  readonly dev: number
+  readonly ino: number
+}
+
+export const identityOf = (home: string): HomeIdentity | undefined => {
+  try {
+    const realPath = fs.realpathSync(home)
+    const { dev, ino } = fs.statSync(realPath)
+    return { realPath, dev, ino }
+  } catch {
+    return undefined
+  }
+}
+
+/** The identity as one line per part, as leftover-job notes keep it and session bindings hash it. */
+export const identityText = ({ realPath, dev, ino }: HomeIdentity): string => `${realPath}\n${dev}\n${ino}`
 
 export const layer = Layer.effect(
   SvcHome,

@@ -18,6 +18,7 @@
  */
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
+import { identityOf, identityText } from "../SvcHome.js"
 
 export interface Leftover {
   readonly pid: number
@@ -54,13 +55,8 @@ export interface LeftoverNotes {
 
 /** What ties a note to the home (the parent of `dir`) it was written in. */
 const homeOf = (dir: string): string | undefined => {
-  try {
-    const home = fs.realpathSync(nodePath.dirname(dir))
-    const { dev, ino } = fs.statSync(home)
-    return `${home}\n${dev}\n${ino}`
-  } catch {
-    return undefined
-  }
+  const identity = identityOf(nodePath.dirname(dir))
+  return identity === undefined ? undefined : identityText(identity)
 }
 
 /** Notes kept in `dir` (created when missing). A note that cannot be written is skipped: the job runs all the same. */

@@ -15,6 +15,7 @@ import { createHash } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as nodePath from "node:path"
 import * as Effect from "effect/Effect"
+import { identityOf, identityText, type HomeIdentity } from "../SvcHome.js"
 
 export interface HeldSession {
   readonly fence: number
@@ -31,17 +32,14 @@ export interface SessionMemory {
 export const sessionsDir = (home: string) => nodePath.join(home, "sessions")
 
 /** The binding of a home on a boot: every part counts (a copy differs in one of them). */
-export const bindingFrom = (bootId: string, realPath: string, dev: number, ino: number): string =>
-  createHash("sha256").update(`${bootId}\n${realPath}\n${dev}\n${ino}`).digest("hex")
+export const bindingFrom = (bootId: string, home: HomeIdentity): string => createHash("sha256").update(`${bootId}\n${identityText(home)}`).digest("hex")
 
-/** What binds a note to this home on this boot; undefined where the boot cannot be told apart. */
+/** What binds a note to this home on this boot (SvcHome.identityOf); undefined where the boot cannot be told apart. */
 export const bindingOf = async (home: string, bootIdFile = "/proc/sys/kernel/random/boot_id"): Promise<string | undefined> => {
   try {
     const bootId = (await fs.readFile(bootIdFile, "utf8")).trim()
-    const real = await fs.realpath(home)
-    const { dev, ino } = await fs.stat(real)
-    if (bootId === "") return undefined
-    return bindingFrom(bootId, real, dev, ino)
+    const identity = identityOf(home)
+    return bootId === "" || identity === undefined ? undefined : bindingFrom(bootId, identity)
   } catch {
     return undefined
   }
