@@ -385,6 +385,17 @@ describe("svc bag show and svc bag doctor judge what depends on this machine", (
     expect(refused.code).toBe(1)
     expect(refused.stdout).toContain('services.web.description: constant "size" of bag "kid" is not available')
     expect(await names()).toEqual([])
+    // A grandchild refused: its lines name its own bag.yaml, and the refusal the bags composing it.
+    writeBag("bad-leaf", "name: bad-leaf\ndescription: l\nservices:\n  web: {description: 7, command: echo}\n")
+    writeBag("middle", "name: middle\ndescription: m\nbags:\n  bad-leaf: {path: ../bad-leaf}\n")
+    writeBag("upper", "name: upper\ndescription: u\nbags:\n  middle: {path: ../middle}\n")
+    const deep = await run("bag", "install", "upper")
+    expect(deep.code).toBe(1)
+    expect(deep.stdout).toMatch(new RegExp(`^${join(cwd, "bad-leaf")}/bag\\.yaml:4:\\d+: services\\.web\\.description: `))
+    expect(deep.stderr).toBe(`svc: ${join(cwd, "bad-leaf")}: bag.yaml (composed by upper > middle) has 1 problem; run svc bag check ${join(cwd, "bad-leaf")}\n`)
+    const deepJson = JSON.parse((await run("bag", "install", "upper", "--json")).stdout)
+    expect({ bag: deepJson.bag, composedBy: deepJson.composedBy, valid: deepJson.valid }).toEqual({ bag: join(cwd, "bad-leaf"), composedBy: ["upper", "middle"], valid: false })
+    expect(await names()).toEqual([])
     // The parent is checked with the constants its children will have: this one uses the kid's.
     writeBag("good-parent", "name: good-parent\ndescription: p\nbags:\n  kid: {path: ../kid}\nservices:\n  web: {description: {constant: kid:colour}, command: echo}\n")
     const installed = await run("bag", "install", "good-parent")

@@ -21,10 +21,13 @@ import type { ConstantResolver, ExternalConstant } from "../../domain/manifest/C
 export class BagInvalid extends Data.TaggedError("BagInvalid")<{
   readonly dir: string
   readonly problems: ReadonlyArray<ReportedProblem>
+  /** For a bag installed as a child: the bags that compose it, the one asked first. */
+  readonly composedBy?: ReadonlyArray<string>
 }> {
   override get message() {
     const errors = this.problems.filter((p) => p.severity === "error").length
-    return `${this.dir}: bag.yaml has ${errors} problem${errors === 1 ? "" : "s"}; run svc bag check ${this.dir}`
+    const via = this.composedBy === undefined || this.composedBy.length === 0 ? "" : ` (composed by ${this.composedBy.join(" > ")})`
+    return `${this.dir}: bag.yaml${via} has ${errors} problem${errors === 1 ? "" : "s"}; run svc bag check ${this.dir}`
   }
 }
 
@@ -178,7 +181,11 @@ const planTree = (
         notes.push(`${name} composes ${childName} from the Git remote ${repo}, which svc does not fetch: install it with svc bag install DIR (svc bag doctor reports it missing until then)`)
       }
     }
-    return { ...(yield* planOne(dir, snapshot, staged, installed, checking)), children, notes }
+    const planned = yield* planOne(dir, snapshot, staged, installed, checking).pipe(
+      // A child's problems say which bags compose it: the one asked for is not the one refused.
+      Effect.catchTag("BagInvalid", (e) => Effect.fail(chain.length === 0 ? e : new BagInvalid({ dir: e.dir, problems: e.problems, composedBy: chain.map((c) => c.name) })))
+    )
+    return { ...planned, children, notes }
   })
 
 /** One bag, read already (`snapshot`), checked against the bags installed now and those planned before it. */

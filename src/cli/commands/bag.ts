@@ -1,4 +1,5 @@
 /** `svc bag check|install|list|show|doctor|remove`: bags on this machine. */
+import * as nodePath from "node:path"
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
@@ -19,8 +20,8 @@ const directoryFailure = (e: BagDirectoryError) =>
   e.reason === "NotFound" || e.reason === "NotADirectory" ? usage(e.message) : refused(e.message)
 const storeFailure = (e: BagStoreError) => refused(e.message)
 
-const problemLine = (p: CheckReport["problems"][number]) =>
-  `bag.yaml:${p.line}:${p.column}: ${p.path}: ${p.severity === "warning" ? "warning: " : ""}${p.message}`
+const problemLine = (p: CheckReport["problems"][number], file = "bag.yaml") =>
+  `${file}:${p.line}:${p.column}: ${p.path}: ${p.severity === "warning" ? "warning: " : ""}${p.message}`
 
 const check = Command.make(
   "check",
@@ -34,7 +35,7 @@ const check = Command.make(
           problems: report.problems.map((p) => ({ path: p.path, line: p.line, column: p.column, message: p.message, severity: p.severity }))
         })
       } else {
-        yield* printLines(report.problems.map(problemLine))
+        yield* printLines(report.problems.map((p) => problemLine(p)))
         if (report.valid) yield* Console.log(`${dir}: bag.yaml is valid`)
       }
       if (!report.valid) return yield* exitQuietly(1)
@@ -70,11 +71,16 @@ const install = Command.make(
       ),
       Effect.catchTags({
         BagDirectoryError: (e) => Effect.fail(directoryFailure(e)),
-        BagInvalid: (e) =>
-          Effect.zipRight(
-            json ? printJson({ valid: false, problems: e.problems }) : printLines(e.problems.map(problemLine)),
+        BagInvalid: (e) => {
+          // A child refused: its problems are in its bag.yaml, not the one asked for.
+          const child = e.composedBy !== undefined && e.composedBy.length > 0
+          return Effect.zipRight(
+            json
+              ? printJson({ valid: false, problems: e.problems, ...(child ? { bag: e.dir, composedBy: e.composedBy } : {}) })
+              : printLines(e.problems.map((p) => problemLine(p, child ? nodePath.join(e.dir, "bag.yaml") : "bag.yaml"))),
             Effect.fail(refused(e.message))
-          ),
+          )
+        },
         AddressTaken: (e) => Effect.fail(refused(e.message)),
         CompositionProblem: (e) => Effect.fail(refused(e.message)),
         BagStoreError: (e) => Effect.fail(storeFailure(e))
