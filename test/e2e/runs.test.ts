@@ -748,6 +748,17 @@ describe("runs between an owner and two real worker processes", () => {
     expect(text.stdout).toMatch(/placement audit: (\d+) decisions re-run through the current placement code: \1 reproduced, 0 diverged/)
     timings["audit"] = Date.now() - t0
 
+    // The human tail reads a decision as runs show explains it, not its every input on one line.
+    const tail = await run(ownerHome, "journal", "tail", "-n", "1000")
+    expect(tail.code, tail.stderr).toBe(0)
+    const decided = tail.stdout.split("\n").filter((l) => l.includes("  PlacementDecided  "))
+    expect(decided.length).toBeGreaterThan(0)
+    for (const line of decided) {
+      expect(line).toMatch(/PlacementDecided {2}r[\w-]+( attempt \d+)?: (placed on (owner|worker '[^']+')|blocked|waiting)[;\s(]/)
+      expect(line).toMatch(/\(\d+ candidates?; every input: --json\)$/)
+      expect(line.length, line).toBeLessThan(1200)
+    }
+
     expect(owner.output()).not.toMatch(/internal error|the run scheduler failed/)
   }, 30_000)
 

@@ -16,13 +16,13 @@ import { Journal, type JournalError, type StoredRowText } from "../../app/journa
 import { auditPlacements, foldJournal, replay, type LiveOwnerState } from "../../app/journal/Replay.js"
 import { parseRetainedRuns, RETAINED_RUNS_VARIABLE } from "../../app/runs/Retention.js"
 import { initialStateRetaining } from "../../domain/journal/OwnerState.js"
-import { hostWords } from "../../domain/placement/Placement.js"
+import { explain, hostWords } from "../../domain/placement/Placement.js"
 import { historyOf, type HistoryEntry } from "../../domain/runs/History.js"
 import { isRunId } from "../../domain/runs/Runs.js"
 import type { CanonicalState } from "../../domain/journal/Snapshot.js"
 import { runtimeEnv } from "../../infra/SvcConfig.js"
 import { adminCall } from "../../infra/http/AdminApi.js"
-import { Event, type Envelope } from "../../domain/journal/Events.js"
+import { Event, type Envelope, type PlacementDecided } from "../../domain/journal/Events.js"
 import * as JournalReader from "../../infra/journal/JournalReader.js"
 import * as NodeHashing from "../../infra/journal/NodeHashing.js"
 import { storePath } from "../../infra/journal/StoreFile.js"
@@ -45,9 +45,19 @@ const envelopeJson = (e: Envelope) => ({
   recordedAt: new Date(e.recordedAt).toISOString(),
   event: encodeEvent(e.event)
 })
+/**
+ * A placement decision read as `runs show` explains it, at most three excluded hosts named: its
+ * every input (activity, each candidate as seen, quotas) made lines of thousands of characters.
+ * `--json` and `svc journal export` keep all of it.
+ */
+const placementText = (d: PlacementDecided): string =>
+  `${d.runId}${d.attempt === null ? "" : ` attempt ${d.attempt}`}: ${explain(d, 3)} (${d.candidates.length} candidate${d.candidates.length === 1 ? "" : "s"}; every input: --json)`
+
 const envelopeLine = (e: Envelope) => {
+  const head = `${String(e.sequence).padStart(8)}  ${new Date(e.recordedAt).toISOString()}  ${e.stream}#${e.streamVersion}  ${e.type}`
+  if (e.event._tag === "PlacementDecided") return `${head}  ${placementText(e.event)}`
   const { _tag, ...fields } = encodeEvent(e.event) as { _tag: string } & Record<string, unknown>
-  return `${String(e.sequence).padStart(8)}  ${new Date(e.recordedAt).toISOString()}  ${e.stream}#${e.streamVersion}  ${e.type}  ${JSON.stringify(fields)}`
+  return `${head}  ${JSON.stringify(fields)}`
 }
 
 const journalFailure = <A, R>(effect: Effect.Effect<A, { readonly message: string; readonly _tag: string }, R>) =>
