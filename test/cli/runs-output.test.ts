@@ -102,6 +102,15 @@ describe("svc runs show", () => {
     expect(showLines(detail({ attempts: 2, attemptRecords: [superseded, { ...attempt, n: 2, id: "rAbc123.2" }] }))).toContain(hint)
   })
 
+  it("says which identity ran an attempt when two of its hosts share a name (a machine that joined again)", () => {
+    const first = { ...attempt, host: "wOldOldOld1", state: "superseded" as const, holdsSlot: false, reason: "its worker was revoked" }
+    const lines = showLines(detail({ attempts: 2, attemptRecords: [first, { ...attempt, n: 2, id: "rAbc123.2" }] }))
+    expect(lines.filter((l) => l.startsWith("attempt "))).toEqual([
+      "attempt rAbc123.1 on lab-1 (wOldOldOld1): superseded (its worker was revoked)",
+      "attempt rAbc123.2 on lab-1 (wMKUwv3YNB2): running; holds a slot"
+    ])
+  })
+
   it("reads an answer from an owner that does not give waitingForSlotSince", () => {
     const { waitingForSlotSince: _, ...older } = attempt
     expect(showLines(detail({ attemptRecords: [older as typeof attempt] }))).toContain("attempt rAbc123.1 on lab-1: running; holds a slot")

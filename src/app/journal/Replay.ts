@@ -73,11 +73,13 @@ export const auditPlacements = Effect.gen(function* () {
 /**
  * The form of the projections a checkpoint digests, written before the digest: a checkpoint of
  * another form (an earlier svc kept other fields) cannot be compared, and is reported so, not
- * as a divergence. Bumped whenever `canonicalState` changes shape. 3: settled runs are kept in
+ * as a divergence. Bumped whenever `canonicalState` changes shape or content. 4: a run's
+ * explanation names a worker with its id when another candidate has the same name (fifteenth
+ * session); 3: settled runs are kept in
  * two generations and then forgotten (docs/runs.md, "Runs kept in memory"); 2: a run's placement
  * keeps a hashed key and a bounded explanation (sixth session); 1 (no prefix): the first form.
  */
-export const PROJECTION_FORM = "p3"
+export const PROJECTION_FORM = "p4"
 
 /** The digest of a canonical JSON text, with the form's prefix. */
 export const digestOfText = (hashing: Pick<Hashing["Type"], "sha256Hex">, text: string) => `${PROJECTION_FORM}:${hashing.sha256Hex(text)}`

@@ -208,6 +208,13 @@ const spanOf = (state: string, span: number, ranMs: number | undefined): string 
 
 /** `svc runs show RUN` as text: the run, its placement record, its attempts, its outcome and output. */
 export const showLines = (r: RunDetail): ReadonlyArray<string> => {
+  // Two identities of one name (a machine that joined again) among the attempts: each said with its id.
+  const hostOf = (a: RunDetail["attemptRecords"][number]) =>
+    r.attemptRecords.some((b) => b.host !== a.host && b.hostName === a.hostName) ? `${a.hostName} (${a.host})` : a.hostName
+  const hostNamed = (id: string) => {
+    const a = r.attemptRecords.find((b) => b.host === id)
+    return a === undefined ? id : hostOf(a)
+  }
   const lines = [
     `run ${r.id}: ${r.address} (${r.job.executor}${r.job.remoteEligible ? ", remote-eligible" : `, ${r.job.ownerOnly.join("; ")}`})`,
     `state: ${r.state}${r.finishedAt === null ? "" : ` at ${r.finishedAt}`}; submitted ${r.submittedAt}`,
@@ -216,7 +223,7 @@ export const showLines = (r: RunDetail): ReadonlyArray<string> => {
   if (r.placement?.record !== undefined) {
     const p = r.placement.record
     lines.push(
-      `  execution host: ${p.executionHost === null ? "none" : (r.attemptRecords.find((a) => a.host === p.executionHost)?.hostName ?? p.executionHost)}`,
+      `  execution host: ${p.executionHost === null ? "none" : hostNamed(p.executionHost)}`,
       `  inference endpoint: ${p.inferenceEndpoint ?? "none"}; requested model: ${p.requestedModel ?? "none"}; resolved model: ${p.resolvedModel ?? "none"}`,
       `  selection: ${p.selectionProvenance}`,
       ...(r.preferredLabels.length === 0 ? [] : [`  preferred: ${r.preferredLabels.join(", ")}; ${preferenceEffect(p.selectionProvenance)}`]),
@@ -228,7 +235,7 @@ export const showLines = (r: RunDetail): ReadonlyArray<string> => {
     // An owner from before this field does not say.
     const waiting = a.waitingForSlotSince ?? null
     lines.push(
-      `attempt ${a.id} on ${a.hostName}: ${a.state}${a.reason === null ? "" : ` (${a.reason})`}${
+      `attempt ${a.id} on ${hostOf(a)}: ${a.state}${a.reason === null ? "" : ` (${a.reason})`}${
         a.startedAt !== null && a.endedAt !== null ? spanOf(a.state, msOf(a.endedAt) - msOf(a.startedAt), a.ranMs) : ""
       }${a.holdsSlot ? "; holds a slot" : ""}${
         waiting === null ? "" : `; not started yet: waiting there since ${waiting} for a free slot (other work holds the machine's slots)`

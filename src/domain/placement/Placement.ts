@@ -195,27 +195,46 @@ export class VerdictList implements VerdictTable {
  */
 export const explain = (o: RecordedOutcome, limit = Infinity): string => explainTable(o.outcome, o.host ?? null, new VerdictList(o.verdicts), limit)
 
-/** A host as explanations name it: `owner`, or `worker 'lab-1'`. */
-export const hostWords = (id: string, name: string): string => (id === "owner" ? "owner" : `worker '${name}'`)
+/**
+ * A host as explanations name it: `owner`, or `worker 'lab-1'`; with its id when another host
+ * carries the same name (`worker 'lab-1' (wIh51WqcT73)`): a machine that joined again has a new
+ * identity under the old name, and its revoked one is still a candidate.
+ */
+export const hostWords = (id: string, name: string, withId = false): string => (id === "owner" ? "owner" : withId ? `worker '${name}' (${id})` : `worker '${name}'`)
+
+/** The names more than one worker of `t` carries, or undefined when each is unique (the usual case). */
+const sharedNames = (t: VerdictTable): ReadonlySet<string> | undefined => {
+  const seen = new Set<string>()
+  let shared: Set<string> | undefined
+  for (let i = 0; i < t.size; i++) {
+    if (t.candidate(i) === "owner") continue
+    const name = t.name(i)
+    if (seen.has(name)) (shared ??= new Set()).add(name)
+    else seen.add(name)
+  }
+  return shared
+}
 
 /** `explain` of an outcome whose verdicts are read from `t`. */
 export const explainTable = (outcome: RecordedOutcome["outcome"], host: string | null, t: VerdictTable, limit = Infinity): string => {
+  const shared = sharedNames(t)
+  const words = (i: number) => hostWords(t.candidate(i), t.name(i), shared?.has(t.name(i)) === true)
   const named: Array<string> = []
   let excluded = 0
-  let hostName: string | undefined
+  let hostWordsOf: string | undefined
   for (let i = 0; i < t.size; i++) {
-    if (hostName === undefined && t.candidate(i) === host) hostName = t.name(i)
+    if (hostWordsOf === undefined && t.candidate(i) === host) hostWordsOf = words(i)
     const n = t.exclusionCount(i)
     if (n === 0) continue
     excluded++
     if (named.length >= limit) continue
     const texts: Array<string> = []
     for (let j = 0; j < n; j++) texts.push(t.exclusion(i, j).text)
-    named.push(`${hostWords(t.candidate(i), t.name(i))} (${t.exclusion(i, 0).layer}: ${texts.join("; ")})`)
+    named.push(`${words(i)} (${t.exclusion(i, 0).layer}: ${texts.join("; ")})`)
   }
   const more = excluded - named.length
   const placedOn = outcome === "placed" ? host : null
-  const head = placedOn === null ? outcome : `placed on ${hostWords(placedOn, hostName ?? placedOn)}`
+  const head = placedOn === null ? outcome : `placed on ${hostWordsOf ?? hostWords(placedOn, placedOn)}`
   if (excluded === 0) return head
   return `${head}; excluded: ${named.join(", ")}${more === 0 ? "" : `, and ${more} more host${more === 1 ? "" : "s"} (every verdict: svc journal export)`}`
 }

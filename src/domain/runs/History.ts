@@ -53,7 +53,13 @@ const verdictText = (v: PlacementDecided["verdicts"][number]): string => {
 export const historyOf = (envelopes: ReadonlyArray<Envelope>): ReadonlyArray<HistoryEntry> => {
   // Host ids as the decisions named them, so that later events say 'lab-1', not its id.
   const names = new Map<string, string>([["owner", "owner"]])
-  const host = (id: string) => hostWords(id, names.get(id) ?? id)
+  const host = (id: string) => {
+    const name = names.get(id) ?? id
+    // Two identities of one name (a machine that joined again): said with the id.
+    let twin = false
+    for (const [other, n] of names) if (other !== id && n === name) twin = true
+    return hostWords(id, name, twin)
+  }
   let decisions = 0
   const entries: Array<HistoryEntry> = []
   for (const { sequence, event: e } of envelopes) {

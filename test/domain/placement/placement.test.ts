@@ -110,6 +110,17 @@ describe("the outcome", () => {
     expect(explain(o, 4)).toBe(explain(o))
   })
 
+  it("names a worker with its id when another candidate carries its name (a machine that joined again)", () => {
+    const busyOwner = { ...owner, slots: { capacity: 1, used: 1 } }
+    const old = worker("wOld", { name: "lab-1", revoked: true })
+    const again = worker("wNew", { name: "lab-1" })
+    expect(explain(place(activity, [busyOwner, old, again, worker("w2", { labels: ["gpu=true"], artifacts: [] })], free))).toBe(
+      "placed on worker 'lab-1' (wNew); excluded: owner (capacity: slots: 1 of 1 in use), worker 'lab-1' (wOld) (eligibility: revoked), worker 'lab-w2' (eligibility: it does not hold hasher:checksum@1.0.0)"
+    )
+    // Names unique: no ids.
+    expect(explain(place(activity, [busyOwner, again], free))).toBe("placed on worker 'lab-1'; excluded: owner (capacity: slots: 1 of 1 in use)")
+  })
+
   it("never judges capacity for an ineligible candidate (a later layer never overrides an earlier one)", () => {
     const o = place({ ...activity, requiredLabels: ["gpu=true"] }, [worker("w", { slots: { capacity: 1, used: 1 } })], free)
     expect(o.verdicts[0]!.exclusions.map((e) => e.layer)).toEqual(["eligibility"])

@@ -916,6 +916,17 @@ describe("historyOf", () => {
     expect(entries.map((e) => e.at)).toEqual([1_000, 2_000, 3_000, 5_000, 5_500, 3_000, 4_000])
   })
 
+  it("says which identity when a machine that joined again shares its name with its revoked one", () => {
+    const entries = historyOf(
+      streamOf(
+        submit("r1", GPU),
+        place("r1", [ownerHost(), worker("wOld", { name: "lab-1", revoked: true }), worker("wNew", { name: "lab-1" })]),
+        claim("r1", 1, "wNew")
+      )
+    )
+    expect(entries.map((e) => e.text).slice(1)).toEqual(["decision 1: placed on worker 'lab-1' (wNew) as attempt 1", "attempt 1 started on worker 'lab-1' (wNew) (its session fence 7)"])
+  })
+
   it("names each layer once before its exclusions, as a run's explanation does", () => {
     const entries = historyOf(streamOf(submit("r1", GPU), place("r1", [ownerHost(), worker("w1", { revoked: true, labels: [] })])))
     const w1 = entries.find((e) => e.decision !== undefined)!.decision!.verdicts.find((v) => v.candidate === "w1")!
