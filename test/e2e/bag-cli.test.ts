@@ -449,6 +449,12 @@ describe("svc bag show and svc bag doctor judge what depends on this machine", (
     expect((await checked("twin")).stdout).toBe(
       `bag.yaml:3:1: bags: the composition cannot be installed: the composition holds two different bags named leaf: ${join(cwd, "leaf")} and ${join(cwd, "other-leaf")}\n`
     )
+    // A parent using its child's constant: check resolves it as install will, and judges what it gives.
+    writeBag("giver", "name: giver\ndescription: g\nconstants:\n  word: hi\n  script: missing.mjs\n")
+    writeBag("taker", 'name: taker\ndescription: {constant: "giver:word"}\nbags:\n  giver: {path: ../giver}\n')
+    expect(await checked("taker")).toEqual({ code: 0, stdout: "taker: bag.yaml is valid\n" })
+    writeBag("taker-bad", 'name: taker-bad\ndescription: t\nbags:\n  giver: {path: ../giver}\njobs:\n  k:\n    description: k\n    runs: {using: node, main: {constant: "giver:script"}}\n')
+    expect(await checked("taker-bad")).toEqual({ code: 1, stdout: "bag.yaml:8:31: jobs.k.runs.main: missing.mjs does not exist in the bag\n" })
     // Checking installs nothing.
     expect(JSON.parse((await run("bag", "list", "--json")).stdout).bags).toEqual([])
   })

@@ -16,7 +16,7 @@ import { checkBag, checkSource, checkText, compositionOf, resolveFrom, type Repo
 import { BagStore, BagStoreError, type InstalledBag, type InstalledJob, type PinnedConstant } from "./BagStore.js"
 import { installedResolver } from "./BagConstants.js"
 import { ManifestSource } from "./ManifestSource.js"
-import type { ConstantResolver, ExternalConstant } from "../../domain/manifest/Constants.js"
+import { UNRESOLVED, type ConstantResolver, type ExternalConstant } from "../../domain/manifest/Constants.js"
 
 export class BagInvalid extends Data.TaggedError("BagInvalid")<{
   readonly dir: string
@@ -57,7 +57,7 @@ const pins = (used: ReadonlyArray<ExternalConstant>, resolve: ConstantResolver):
   const out: Array<PinnedConstant> = []
   for (const { bag, name } of used) {
     const found = resolve(bag, name)
-    if (found !== undefined && !out.some((p) => p.bag === bag && p.name === name)) out.push({ bag, name, value: found.value })
+    if (found !== undefined && "value" in found && !out.some((p) => p.bag === bag && p.name === name)) out.push({ bag, name, value: found.value })
   }
   return out
 }
@@ -109,16 +109,20 @@ export const checkBagWhole = (dir: string) =>
       Effect.as(undefined),
       Effect.catchAll((e) =>
         Effect.succeed(
-          e._tag === "BagInvalid"
-            ? `the composition cannot be installed: ${e.dir}/bag.yaml has problems: ${e.problems
-                .filter((p) => p.severity === "error")
-                .map((p) => `bag.yaml:${p.line}:${p.column}: ${p.path}: ${p.message}`)
-                .join("; ")}`
-            : `the composition cannot be installed: ${e.message}`
+          e._tag !== "BagInvalid"
+            ? `the composition cannot be installed: ${e.message}`
+            : (e.composedBy ?? []).length === 0
+              ? // This bag itself, with its children's constants resolved: its problems at their own places.
+                e.problems
+              : `the composition cannot be installed: ${e.dir}/bag.yaml has problems: ${e.problems
+                  .filter((p) => p.severity === "error")
+                  .map((p) => `bag.yaml:${p.line}:${p.column}: ${p.path}: ${p.message}`)
+                  .join("; ")}`
         )
       )
     )
     if (problem === undefined) return checked
+    if (typeof problem !== "string") return { snapshot: checked.snapshot, report: { ...checked.report, valid: false, problems: problem } }
     return { snapshot: checked.snapshot, report: yield* checkText(checked.snapshot.manifestText, checked.snapshot.listing, undefined, [error(["bags"], problem, "key")]) }
   })
 
@@ -188,30 +192,53 @@ const planTree = (
     return { ...planned, children, notes }
   })
 
+const recordOf = (manifest: Manifest, snapshot: BagSnapshot, digest: string, pinnedConstants: ReadonlyArray<PinnedConstant>): Omit<InstalledBag, "path"> => ({
+  name: registeredName(manifest),
+  description: manifest.description,
+  digest,
+  installedAt: "",
+  source: snapshot.dir,
+  jobs: jobsOf(manifest),
+  constants: manifest.constants ?? {},
+  pinnedConstants: [...pinnedConstants]
+})
+
+/**
+ * For `svc bag check`: a bag without problems whose manifest stays undecoded (it uses a constant
+ * of a bag outside the composition, which check does not resolve): what the plan needs of it,
+ * its name and constants, read from its source.
+ */
+const uncheckedRecord = (raw: unknown, snapshot: BagSnapshot, digest: string): Omit<InstalledBag, "path"> => {
+  const doc = typeof raw === "object" && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {}
+  const constants = doc["constants"]
+  return {
+    name: typeof doc["extends"] === "string" ? `${doc["extends"]}/${String(doc["name"])}` : String(doc["name"]),
+    description: "",
+    digest,
+    installedAt: "",
+    source: snapshot.dir,
+    jobs: [],
+    constants: typeof constants === "object" && constants !== null && !Array.isArray(constants) ? (constants as Record<string, unknown>) : {},
+    pinnedConstants: []
+  }
+}
+
 /** One bag, read already (`snapshot`), checked against the bags installed now and those planned before it. */
 const planOne = (dir: string, snapshot: BagSnapshot, staged: Staged, installed: ReadonlyArray<InstalledBag>, checking = false) =>
   Effect.gen(function* () {
     const fromInstalled = installedResolver(installed)
+    // The composition's bags resolve from what is planned; others from the bags installed here,
+    // or, for `svc bag check`, not at all (check judges sources, not this machine).
     const resolve: ConstantResolver = (bag, name) => {
       const planned = staged.get(bag)
-      if (planned === undefined) return fromInstalled(bag, name)
+      if (planned === undefined) return checking ? UNRESOLVED : fromInstalled(bag, name)
       return Object.prototype.hasOwnProperty.call(planned.constants, name) ? { value: planned.constants[name] } : undefined
     }
-    const report = yield* checkSource(snapshot, checking ? undefined : resolve)
-    if (report.manifest === undefined) return yield* new BagInvalid({ dir, problems: report.problems })
-    const manifest = report.manifest
+    const report = yield* checkSource(snapshot, resolve)
     const digest = yield* (yield* BagDirectory).digest(snapshot)
-    const name = registeredName(manifest)
-    const record: Omit<InstalledBag, "path"> = {
-      name,
-      description: manifest.description,
-      digest,
-      installedAt: "",
-      source: snapshot.dir,
-      jobs: jobsOf(manifest),
-      constants: manifest.constants ?? {},
-      pinnedConstants: pins(report.externalConstants, resolve)
-    }
+    const record = report.manifest !== undefined ? recordOf(report.manifest, snapshot, digest, pins(report.externalConstants, resolve)) : checking && report.valid ? uncheckedRecord((yield* ManifestSource).parse(snapshot.manifestText).value, snapshot, digest) : undefined
+    if (record === undefined) return yield* new BagInvalid({ dir, problems: report.problems })
+    const name = record.name
     const earlier = staged.get(name)
     if (earlier !== undefined) {
       // Composed twice (two parents share a child): one bag, installed once.

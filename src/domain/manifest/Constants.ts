@@ -20,7 +20,14 @@ export interface ExternalConstant {
  * constant is not there. Without a resolver (plain `svc bag check`), other bags' constants
  * stay unresolved and their places are left out of validation.
  */
-export type ConstantResolver = (bag: string, name: string) => { readonly value: unknown } | undefined
+export type ConstantResolver = (bag: string, name: string) => { readonly value: unknown } | typeof UNRESOLVED | undefined
+
+/**
+ * A resolver's answer for a bag it does not look at: the place stays unresolved, as without a
+ * resolver (`svc bag check` of a composition resolves its children's constants, not the
+ * machine's installed bags).
+ */
+export const UNRESOLVED = { unresolved: true } as const
 
 export interface Substitution {
   readonly value: Record<string, unknown>
@@ -71,8 +78,8 @@ export const substituteConstants = (raw: Record<string, unknown>, resolver?: Con
       external.push({ path, bag, name })
       if (resolver !== undefined) {
         const found = resolver(bag, name)
-        if (found !== undefined) return found.value
-        problems.push(error(path, `constant ${JSON.stringify(name)} of bag ${JSON.stringify(bag)} is not available: that bag is not installed or defines no such constant`))
+        if (found !== undefined && "value" in found) return found.value
+        if (found === undefined) problems.push(error(path, `constant ${JSON.stringify(name)} of bag ${JSON.stringify(bag)} is not available: that bag is not installed or defines no such constant`))
       }
       opaque.push(path)
       return { constant: ref }
