@@ -3,7 +3,7 @@
  * real $SVC_HOME and real bag directories.
  */
 import { spawnSync } from "node:child_process"
-import { appendFileSync, chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { appendFileSync, chmodSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Ajv } from "ajv"
 import { parse } from "yaml"
@@ -421,6 +421,22 @@ describe("svc bag show and svc bag doctor judge what depends on this machine", (
       stderr: `svc: the composition holds two different bags named base: ${join(cwd, "base")} and ${join(cwd, "other-base")}\n`
     })
     expect(await names()).toEqual(["base", "good-parent", "kid", "left", "right", "top"])
+  })
+
+  it("refuses a bag holding a symbolic link to a directory, inside or outside the bag, at check and at install", async () => {
+    writeBag("linked", "name: linked\ndescription: l\n", { "data/x.json": "{}" })
+    symlinkSync("data", join(cwd, "linked", "alias"))
+    symlinkSync("/etc", join(cwd, "linked", "outside"))
+    const checked = await run("bag", "check", "linked")
+    expect({ code: checked.code, stdout: checked.stdout }).toEqual({
+      code: 1,
+      stdout:
+        "bag.yaml:1:1: (root): alias is a symbolic link; a bag must be self-contained (svc bag install refuses it), so copy what it points to in instead\n" +
+        "bag.yaml:1:1: (root): outside is a symbolic link; a bag must be self-contained (svc bag install refuses it), so copy what it points to in instead\n"
+    })
+    const installed = await run("bag", "install", "linked")
+    expect(installed.code).toBe(1)
+    expect(JSON.parse((await run("bag", "list", "--json")).stdout).bags).toEqual([])
   })
 
   it("check judges a composition as install would: a circle, a misnamed child, a child's own problems, two bags of one name; a sound one passes", async () => {

@@ -10,7 +10,7 @@ export interface BagListing {
   readonly files: ReadonlySet<string>
   /** Relative POSIX paths of the bag's directories (the root is ""). */
   readonly dirs: ReadonlySet<string>
-  /** Those of `files` that are symbolic links (install refuses a bag holding one). */
+  /** Paths that are symbolic links, to files (also in `files`) or to directories (not walked); install refuses a bag holding one. */
   readonly symlinks?: ReadonlySet<string>
 }
 

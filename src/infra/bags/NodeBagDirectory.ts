@@ -22,6 +22,8 @@ const ioError = (dir: string) => (e: unknown) => {
 const list = async (root: string) => {
   const files: Array<BagFile> = []
   const dirs = new Set<string>([""])
+  /** Symbolic links, to files or directories (a link to a directory is not followed). */
+  const links = new Set<string>()
   let bytes = 0
   const walk = async (rel: string): Promise<void> => {
     const entries = await fs.readdir(nodePath.join(root, rel), { withFileTypes: true })
@@ -32,11 +34,10 @@ const list = async (root: string) => {
         dirs.add(path)
         await walk(path)
       } else if (entry.isFile() || entry.isSymbolicLink()) {
+        if (entry.isSymbolicLink()) links.add(path)
         const stat = await fs.stat(nodePath.join(root, path)).catch(() => undefined)
-        if (stat?.isDirectory()) {
-          dirs.add(path)
-          continue
-        }
+        // A link to a directory is not walked (it could lead anywhere): it is listed as a link, which install refuses.
+        if (stat?.isDirectory()) continue
         bytes += stat?.size ?? 0
         files.push({ path, executable: ((stat?.mode ?? 0) & 0o111) !== 0, size: stat?.size ?? 0, symlink: entry.isSymbolicLink() })
       }
@@ -49,7 +50,7 @@ const list = async (root: string) => {
     }
   }
   await walk("")
-  return { files, dirs }
+  return { files, dirs, links }
 }
 
 const hashFile = async (path: string): Promise<string> => createHash("sha256").update(await fs.readFile(path)).digest("hex")
@@ -65,19 +66,19 @@ export const make = BagDirectory.of({
           if (e.code === "ENOENT") throw new BagDirectoryError({ reason: "NoManifest", message: `${dir} has no bag.yaml` })
           throw e
         })
-        const { files, dirs } = await list(abs)
-        return { dir: abs, manifestText, files, listing: { files: new Set(files.map((f) => f.path)), dirs, symlinks: new Set(files.filter((f) => f.symlink).map((f) => f.path)) } }
+        const { files, dirs, links } = await list(abs)
+        return { dir: abs, manifestText, files, listing: { files: new Set(files.map((f) => f.path)), dirs, symlinks: links } }
       },
       catch: (e) => (e instanceof BagDirectoryError ? e : ioError(dir)(e))
     }),
   digest: (snapshot) =>
     Effect.tryPromise({
       try: async () => {
-        const link = snapshot.files.find((f) => f.symlink)
+        const link = [...(snapshot.listing.symlinks ?? [])].sort()[0] ?? snapshot.files.find((f) => f.symlink)?.path
         if (link !== undefined) {
           throw new BagDirectoryError({
             reason: "Symlink",
-            message: `${link.path} is a symbolic link; a bag must be self-contained, so copy the file in instead`
+            message: `${link} is a symbolic link; a bag must be self-contained, so copy what it points to in instead`
           })
         }
         const entries = []

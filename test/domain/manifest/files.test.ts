@@ -86,8 +86,8 @@ describe("file existence", () => {
     const withLinks = { ...listing(FILES, DIRS), symlinks: new Set(["jobs/render.js", "docs/readme.md"]) }
     const r = check(MANIFEST, withLinks)
     expect(r.errors.map((e) => [e.path, e.message])).toEqual([
-      ["jobs.render.runs.main", "jobs/render.js is a symbolic link; a bag must be self-contained (svc bag install refuses it), so copy the file in instead"],
-      ["(root)", "docs/readme.md is a symbolic link; a bag must be self-contained (svc bag install refuses it), so copy the file in instead"]
+      ["jobs.render.runs.main", "jobs/render.js is a symbolic link; a bag must be self-contained (svc bag install refuses it), so copy what it points to in instead"],
+      ["(root)", "docs/readme.md is a symbolic link; a bag must be self-contained (svc bag install refuses it), so copy what it points to in instead"]
     ])
   })
 

@@ -51,7 +51,7 @@ export const fileReferences = (raw: Record<string, unknown>): Array<FileReferenc
 const TOOLS_FILES = ["tools.ts", "src/tools.ts"]
 
 /** Why a bag holding symbolic links cannot be installed: said where check can say it, so check and install agree. */
-const SYMLINK = "is a symbolic link; a bag must be self-contained (svc bag install refuses it), so copy the file in instead"
+const SYMLINK = "is a symbolic link; a bag must be self-contained (svc bag install refuses it), so copy what it points to in instead"
 
 export const fileRules = (raw: Record<string, unknown>, listing: BagListing): Array<Problem> => {
   const out: Array<Problem> = []
