@@ -18,7 +18,7 @@ import { Job } from "./schema/Jobs.js"
 import { Schedule } from "./schema/Schedules.js"
 import { Store } from "./schema/Stores.js"
 import { formatRules } from "./rules/formats.js"
-import { jobRules, scheduleJobRules, toolRules, traitRules, vendorRules } from "./rules/references.js"
+import { jobRules, scheduleGrantRules, scheduleJobRules, toolRules, traitRules, vendorRules } from "./rules/references.js"
 import * as Structure from "./rules/structure.js"
 
 export interface ManifestCheck {
@@ -49,6 +49,7 @@ const crossKeyRules: ReadonlyArray<(raw: Record<string, unknown>) => Array<Probl
   traitRules,
   jobRules,
   scheduleJobRules,
+  scheduleGrantRules,
   vendorRules,
   toolRules
 ]

@@ -102,6 +102,18 @@ const rows: ReadonlyArray<ErrorsRow> = [
     expected: { path: "schedules.s", line: 4, message: "exactly one payload" }
   },
   {
+    condition: "a schedule names a bound this bag does not declare",
+    pass: doc("bounds:", "  real: {description: r, bound: {deniedTools: [x]}}", "schedules:", "  s: {every: 1h, action: a, bounds: [real, 'demo:real', 'other:far']}"),
+    fail: doc("bounds:", "  real: {description: r, bound: {deniedTools: [x]}}", "schedules:", "  s: {every: 1h, action: a, bounds: [real, 'demo:rael']}"),
+    expected: { path: "schedules.s.bounds[1]", line: 6, message: 'names bound "rael", which this bag does not declare; did you mean "real"?' }
+  },
+  {
+    condition: "a schedule names a trait this bag does not declare (its own automatic trait is known)",
+    pass: doc("traits:", "  t: {description: d}", "schedules:", "  s: {every: 1h, action: a, traits: [t, demo, 'demo:t', 'other:x']}"),
+    fail: doc("traits:", "  t: {description: d}", "schedules:", "  s: {every: 1h, action: a, traits: [ghost]}"),
+    expected: { path: "schedules.s.traits[0]", line: 6, message: 'names trait "ghost", which this bag does not declare' }
+  },
+  {
     condition: "tools overrides without tools.ts or src/tools.ts",
     pass: doc("tools:", "  - search: deferred"),
     fail: doc("tools:", "  - search: deferred"),

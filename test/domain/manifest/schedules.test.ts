@@ -36,6 +36,10 @@ describe("schedules", () => {
   it("accepts every key of an action schedule and of an entry schedule", () => {
     valid(
       doc(
+        "traits:",
+        "  reader: {description: reads mail}",
+        "bounds:",
+        "  strict: {description: no tools, bound: {deniedTools: [x]}}",
         "schedules:",
         "  triage:",
         "    description: morning triage",

@@ -147,6 +147,30 @@ export const scheduleJobRules = (raw: Record<string, unknown>): Array<Problem> =
   return out
 }
 
+/**
+ * A schedule's `traits` and `bounds` that point into this bag name traits and bounds it
+ * declares (a trait may also be the bag's automatic one, named after the bag); another bag's
+ * are resolved where that bag is installed, as a trait's or a job's are.
+ */
+export const scheduleGrantRules = (raw: Record<string, unknown>): Array<Problem> => {
+  const out: Array<Problem> = []
+  const bag = str(raw["name"])
+  const traitNames = entriesOf(raw["traits"]).map(([k]) => k)
+  const boundNames = entriesOf(raw["bounds"]).map(([k]) => k)
+  for (const [name, schedule] of entriesOf(raw["schedules"])) {
+    if (!isMap(schedule)) continue
+    listOf(schedule["traits"]).forEach((ref, i) => {
+      const own = typeof ref === "string" ? ownName(ref, bag) : undefined
+      if (own !== undefined && own !== bag && !traitNames.includes(own)) out.push(error(["schedules", name, "traits", i], unknownName("trait", own, traitNames)))
+    })
+    listOf(schedule["bounds"]).forEach((ref, i) => {
+      const own = typeof ref === "string" ? ownName(ref, bag) : undefined
+      if (own !== undefined && !boundNames.includes(own)) out.push(error(["schedules", name, "bounds", i], unknownName("bound", own, boundNames)))
+    })
+  }
+  return out
+}
+
 export const vendorRules = (raw: Record<string, unknown>): Array<Problem> => {
   const out: Array<Problem> = []
   const seenVendors = new Map<string, number>()
