@@ -359,11 +359,24 @@ describe("svc workers between two real svc serve processes", () => {
       ["join with a used token", { bearer: lab1Token, body: JSON.stringify({ kind: "join", name: "x" }) }, 403, "join-refused", /already redeemed/],
       // The previous credential is a secret: what is wrong with it is said without repeating it.
       ["join with an overlong previous credential", { bearer: lab1Token, body: JSON.stringify({ kind: "join", name: "x", previousCredential: `${credential}${"z".repeat(200)}` }) }, 400, "bad-request", /^the body is not a worker message: previousCredential: previousCredential must be a worker credential \(at most 200 characters\)$/],
+      // What JSON.parse lets through: bytes that are not UTF-8 (they would be recorded as U+FFFD), another charset, a key twice.
+      ["invalid UTF-8", { bearer: credential, body: Buffer.concat([Buffer.from(`{"kind":"decline","fence":${fence},"attempt":"a`), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from('","reason":"x"}')]) }, 400, "bad-request", /not valid UTF-8/],
+      ["latin1 charset", { bearer: credential, contentType: "application/json; charset=latin1", body: JSON.stringify(heartbeat) }, 415, "unsupported-media-type", /UTF-8, not latin1/],
+      ["a key twice", { bearer: credential, body: `{"kind":"claim","kind":"bye","fence":${fence}}` }, 400, "bad-request", /^the body names kind twice/],
+      ["a key twice, escaped", { bearer: credential, body: `{"kind":"advertise","fence":${fence},"capacity":100,"c\u0061pacity":1,"labels":[],"capabilities":[],"artifacts":[]}` }, 400, "bad-request", /names capacity twice/],
+      ["a nested key twice", { bearer: credential, body: `{"kind":"report","fence":${fence},"attempt":"a-none","outcome":{"ok":true,"result":{"a":[{"b":1,"b":2}]}}}` }, 400, "bad-request", /names outcome\.result\.a\[0\]\.b twice/],
+      // A secret where it would be journaled, shown or echoed: refused, and not repeated.
+      ["a label holding the credential", { bearer: credential, body: JSON.stringify({ kind: "advertise", fence, capacity: 4, labels: [`k=${credential}`], capabilities: ["node"], artifacts: [] }) }, 400, "bad-request", /^labels\[0\] holds what is shaped as an svc credential or join token/],
+      ["an attempt id holding the credential", { bearer: credential, body: JSON.stringify({ kind: "report", fence, attempt: credential, outcome: { ok: true } }) }, 400, "bad-request", /^attempt holds what is shaped/],
+      ["a join name holding a join token", { bearer: lab1Token, body: JSON.stringify({ kind: "join", name: lab1Token }) }, 400, "bad-request", /^name holds what is shaped/],
+      ["an unknown kind holding the credential", { bearer: credential, body: JSON.stringify({ kind: credential }) }, 400, "bad-request", /^kind holds/],
       ["join with a previous credential not a string", { bearer: lab1Token, body: JSON.stringify({ kind: "join", name: "x", previousCredential: 42424242 }) }, 400, "bad-request", /^the body is not a worker message: previousCredential: previousCredential must be a string$/]
     ]
     for (const [what, call, status, code, message] of cases) {
       const answer = await direct(what, call)
       expectRefusal(answer, status, code, message)
+      expect(answer.text, what).not.toContain(credential.slice(7))
+      expect(answer.text, what).not.toContain(lab1Token.slice(7, 40))
     }
 
     const after = await snapshot()

@@ -6,6 +6,7 @@
  * are the Schemas of app/workers/Protocol.ts, also declared as an HttpApi (WorkerApi.ts) for
  * the OpenAPI document.
  */
+import { isUtf8 } from "node:buffer"
 import type * as http from "node:http"
 import * as https from "node:https"
 import * as Clock from "effect/Clock"
@@ -19,7 +20,8 @@ import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
 import { Owner } from "../../app/workers/Owner.js"
 import { MAX_BODY_BYTES, Refusal, STATUS, WorkerRequest, WorkerResponse } from "../../app/workers/Protocol.js"
-import { CREDENTIAL_PREFIX } from "../../domain/workers/Secrets.js"
+import { CREDENTIAL_PREFIX, withoutSecrets } from "../../domain/workers/Secrets.js"
+import { duplicateKeyIn, secretPlaceIn } from "../../domain/workers/StrictJson.js"
 import { strictGuard } from "../schema/Guard.js"
 
 export const ROUTE = "/api/worker"
@@ -40,8 +42,38 @@ const send = (res: http.ServerResponse, status: number, body: unknown) => {
   res.end(text)
 }
 
+/** A refusal quotes what was sent at most cut to a secret's prefix: a worker's log keeps these messages. */
 const refuse = (res: http.ServerResponse, code: keyof typeof STATUS, message: string, extra: Record<string, unknown> = {}) =>
-  send(res, STATUS[code], { code, message, ...extra })
+  send(res, STATUS[code], { code, message: withoutSecrets(message), ...extra })
+
+/** Top-level fields a secret-shaped string may be in: a join's earlier credential (its proof), a job's own result and output. */
+const SECRETS_MAY_BE_IN: Readonly<Record<string, ReadonlySet<string>>> = {
+  join: new Set(["previousCredential"]),
+  report: new Set(["outcome", "output"]),
+  heartbeat: new Set(["output"])
+}
+const NO_FIELDS: ReadonlySet<string> = new Set()
+
+/**
+ * Why a parsed body is refused before it is decoded: a key twice in one object (the last would
+ * win), or a secret-shaped string where it would be journaled, shown or echoed.
+ */
+const bodyProblem = (text: string, json: unknown): string | undefined => {
+  const twice = duplicateKeyIn(text)
+  if (twice !== undefined) return `the body names ${twice} twice: a key may appear once in an object`
+  const kind = typeof json === "object" && json !== null ? (json as { readonly kind?: unknown }).kind : undefined
+  const secret = secretPlaceIn(json, typeof kind === "string" ? (SECRETS_MAY_BE_IN[kind] ?? NO_FIELDS) : NO_FIELDS)
+  if (secret !== undefined) {
+    return `${secret} holds what is shaped as an svc credential or join token: refused, so that no secret is recorded or shown (a credential goes in the Authorization header only)`
+  }
+  return undefined
+}
+
+/** A charset other than UTF-8 named in Content-Type, or undefined. */
+const otherCharset = (type: string): string | undefined => {
+  const m = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(type)
+  return m === null || /^utf-?8$/i.test(m[1]!) ? undefined : m[1]
+}
 
 /** The bearer token as presented, or undefined. */
 export const bearerOf = (req: http.IncomingMessage): string | undefined => {
@@ -94,6 +126,12 @@ export const makeHandler = (runtime: Runtime.Runtime<Owner>) => {
       req.resume()
       return
     }
+    const charset = otherCharset(type)
+    if (charset !== undefined) {
+      refuse(res, "unsupported-media-type", `the body must be JSON in UTF-8, not ${charset}`)
+      req.resume()
+      return
+    }
     const declared = Number(req.headers["content-length"] ?? "0")
     if (declared > MAX_BODY_BYTES) {
       refuse(res, "payload-too-large", `the body may be at most ${MAX_BODY_BYTES} bytes`)
@@ -114,12 +152,18 @@ export const makeHandler = (runtime: Runtime.Runtime<Owner>) => {
     req.on("error", () => res.destroy())
     req.on("end", () => {
       if (tooLarge) return refuse(res, "payload-too-large", `the body may be at most ${MAX_BODY_BYTES} bytes`)
+      const body = Buffer.concat(chunks)
+      // Decoding would put U+FFFD for each bad byte, and the owner would record what was not sent.
+      if (!isUtf8(body)) return refuse(res, "bad-request", "the body is not valid UTF-8: JSON between systems is UTF-8 (RFC 8259)")
+      const text = body.toString("utf8")
       let json: unknown
       try {
-        json = JSON.parse(Buffer.concat(chunks).toString("utf8"))
+        json = JSON.parse(text)
       } catch (e) {
         return refuse(res, "bad-request", `the body is not valid JSON: ${e instanceof Error ? e.message : String(e)}`)
       }
+      const problem = bodyProblem(text, json)
+      if (problem !== undefined) return refuse(res, "bad-request", problem)
       let request: WorkerRequest
       if (isRequest(json)) request = json
       else {
