@@ -101,6 +101,12 @@ export interface DispatcherService {
   readonly stopsFor: (workerId: string) => Effect.Effect<ReadonlyArray<string>>
   /** Something changed that may let a run be placed: the scheduler looks again. */
   readonly kick: Effect.Effect<void>
+  /**
+   * The worker was revoked or its session taken over: its waiting claims look again at once, and
+   * are answered as their next call would be (`revoked`, `fenced`), not with no work at the end
+   * of their wait.
+   */
+  readonly wakeClaims: (workerId: string) => Effect.Effect<void>
   /** Why no worker would run `address` now (its bag is not installed here, or only the owner runs it), or undefined: what an invite's scope is checked against. */
   readonly jobProblem: (address: string) => Effect.Effect<string | undefined>
 }
@@ -524,7 +530,7 @@ export const make = Effect.gen(function* () {
       Effect.catchAll((e) => Effect.succeed(e.message))
     )
 
-  return Dispatcher.of({ submit, list, show, stop, wait, release, hello, claim, heartbeat, decline, report, stopsFor, kick, jobProblem })
+  return Dispatcher.of({ submit, list, show, stop, wait, release, hello, claim, heartbeat, decline, report, stopsFor, kick, wakeClaims: claims.wake, jobProblem })
 })
 
 export const layer = Layer.scoped(Dispatcher, make)

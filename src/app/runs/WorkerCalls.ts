@@ -124,7 +124,8 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
    * identity, no longer runs what the old one held unless it lists it.
    */
   const hello: DispatcherService["hello"] = (worker, running) =>
-    Effect.sync(() => slotWaits.forget(worker.id)).pipe(
+    // The claims of the process this hello replaces are answered now (fenced), not at their wait's end.
+    Effect.zipRight(claims.wake(worker.id), Effect.sync(() => slotWaits.forget(worker.id))).pipe(
       Effect.zipRight(reconcile(worker, running, "its worker restarted without it")),
       Effect.tap(() => (worker.replaces === null ? Effect.void : releaseHeld(worker.replaces, `its installation joined again as ${worker.id} without it`, new Set(running)))),
       Effect.tap(() => kick)
@@ -174,15 +175,17 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
         yield* reconcile(worker, running, LOST_ANSWER)
       }
       const deadline = (yield* Clock.currentTimeMillis) + waitMs
+      // A claim that waited across a takeover or a revocation is answered as its next call would
+      // be (both wake it: wakeClaims), not with no work at the end of its wait.
+      const standing = (s: OwnerState): Effect.Effect<void, Refusal> => {
+        const current = Option.getOrUndefined(HashMap.get(s.registry.workers, worker.id))
+        if (current === undefined) return Effect.void
+        if (current.revokedAt !== null) return revokedRefusal()
+        return fenceRefusal(current, fence) ?? Effect.void
+      }
       for (;;) {
         const s = yield* state
-        // A claim that waited across a takeover or a revocation is answered as its next call would be.
-        const current = Option.getOrUndefined(HashMap.get(s.registry.workers, worker.id))
-        if (current !== undefined) {
-          if (current.revokedAt !== null) return yield* revokedRefusal()
-          const fenced = fenceRefusal(current, fence)
-          if (fenced !== undefined) return yield* fenced
-        }
+        yield* standing(s)
         const next = nextAssigned(s, worker.id)
         if (next !== undefined) {
           const now = yield* Clock.currentTimeMillis
@@ -212,7 +215,10 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
           const run = runOf(yield* state, handed.runId)!
           return { kind: "work" as const, attempt: attemptId(run.id, handed.attempt), runId: run.id, address: run.job.address, digest: run.job.digest, input: run.input, timeoutMs: run.job.timeoutMs }
         }
-        if (woke === "over") return null
+        if (woke === "over") {
+          yield* standing(yield* state)
+          return null
+        }
       }
     })
 

@@ -61,7 +61,7 @@ export interface OperatorContext {
   readonly entropy: Context.Tag.Service<Entropy>
   /** Where workers reach this owner, and the certificate they pin: written into join tokens. */
   readonly address: { readonly url: string; readonly fingerprint: string }
-  readonly dispatcher: Pick<DispatcherService, "jobProblem" | "kick">
+  readonly dispatcher: Pick<DispatcherService, "jobProblem" | "kick" | "wakeClaims">
   readonly freshness: FreshnessService
   /** The worker holding the credential with this hash, if one does. */
   readonly holderOf: (credentialHash: string) => string | undefined
@@ -149,6 +149,8 @@ export const makeOperatorCommands = ({ state, execute, sha, entropy, address, di
       yield* execute((r) => Decide.decideRevoke({ workerId: w.id, actor, now }, r))
       // Its attempts no longer count: the scheduler supersedes them and places their runs again now.
       yield* dispatcher.kick
+      // A claim it has waiting is refused now (revoked), not answered with no work at its wait's end.
+      yield* dispatcher.wakeClaims(w.id)
       return yield* findWorker(w.id)
     })
 

@@ -193,6 +193,7 @@ export const make = Effect.gen(function* () {
       const replaced = worker.replaces === null ? undefined : Option.getOrUndefined(HashMap.get((yield* registry).workers, worker.replaces))
       if (replaced !== undefined && replaced.revokedAt === null) {
         yield* execute((r) => Decide.decideRevoke({ workerId: replaced.id, actor: `worker ${worker.id} (its installation joined again)`, now }, r)).pipe(Effect.ignore)
+        yield* dispatcher.wakeClaims(replaced.id)
       }
       const newCredential = yield* handOver(yield* findWorker(worker.id), presentedHash, now)
       const fence = (envelopes[0]!.event as { fence: number }).fence

@@ -666,6 +666,22 @@ describe("on a worker", () => {
     }).pipe(Effect.provide(CountingOwner))
   )
 
+  it.effect("a waiting claim is answered at once when its session is taken over or its worker revoked, not with no work at its wait's end", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const stale = yield* waitingClaim(w)
+      const welcome = ok(yield* call(w.credential, { kind: "hello", protocol: 1, running: [] }), "welcome")
+      yield* quiet
+      // No time passed (the test clock stands still): the takeover itself answered it.
+      expect(refusal(yield* stale.await.pipe(Effect.flatten))).toBe("fenced")
+      const waiting = yield* waitingClaim({ ...w, fence: welcome.fence })
+      yield* (yield* Owner).revoke("lab-1", "operator")
+      yield* quiet
+      expect(refusal(yield* waiting.await.pipe(Effect.flatten))).toBe("revoked")
+    }).pipe(Effect.provide(CountingOwner))
+  )
+
   it.effect("submissions at once, on the SQLite journal's group commit, never promise a worker more slots than it has", () =>
     Effect.gen(function* () {
       const w = yield* linked("lab-1")
