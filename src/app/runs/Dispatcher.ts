@@ -86,8 +86,13 @@ export interface DispatcherService {
   readonly release: (workerId: string, actor: string, force?: boolean) => Effect.Effect<number, RunRefused>
   // The worker route, after authentication and the fence check:
   readonly hello: (worker: WorkerRecord, running: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, Refusal>
-  /** With `running` (the worker's attempts, no other claim in flight), a started attempt it does not list is placed again first. */
-  readonly claim: (worker: WorkerRecord, fence: number, waitMs: number, running?: ReadonlyArray<string>) => Effect.Effect<Omit<Work, "newCredential"> | null, Refusal>
+  /**
+   * With `running` (the worker's attempts, no other claim in flight), a started attempt it does
+   * not list is placed again first. With `afterRound` (a report that claims the next), a run
+   * waiting for a slot is placed first, by a round of its own, so that the slot the report freed
+   * can take it in this answer.
+   */
+  readonly claim: (worker: WorkerRecord, fence: number, waitMs: number, running?: ReadonlyArray<string>, afterRound?: boolean) => Effect.Effect<Omit<Work, "newCredential"> | null, Refusal>
   /** `waiting`: those of `running` that wait on the worker for a free slot. */
   readonly heartbeat: (worker: WorkerRecord, running: ReadonlyArray<string>, output: ReadonlyArray<OutputDelta>, waiting?: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, Refusal>
   readonly decline: (worker: WorkerRecord, attempt: string, reason: string) => Effect.Effect<void, Refusal>
@@ -159,6 +164,24 @@ export const make = Effect.gen(function* () {
     if (changed === undefined) changed = Deferred.unsafeMake<void>(FiberId.none)
     return Effect.succeed(changed)
   })
+  /**
+   * Completed when the scheduler's next round is done, for a report that claims the next: the
+   * run waiting for the slot it freed is placed by that round. Made only when asked for.
+   */
+  let roundDone: Deferred.Deferred<void> | undefined
+  const afterNextRound = Effect.suspend(() => {
+    if (roundDone === undefined) roundDone = Deferred.unsafeMake<void>(FiberId.none)
+    const d = roundDone
+    // A round is asked for: the one the report's commit asked for may have run already.
+    return Effect.zipRight(Queue.offer(wake, undefined), Deferred.await(d))
+  })
+  /** Those waiting when a round starts are answered when it ends: a round already under way may not see their change. */
+  const roundOf = <A, E>(round: Effect.Effect<A, E>) =>
+    Effect.suspend(() => {
+      const waiting = roundDone
+      roundDone = undefined
+      return waiting === undefined ? round : Effect.ensuring(round, Deferred.succeed(waiting, undefined))
+    })
   const announce = Effect.suspend(() => {
     const d = changed
     if (d === undefined) return Effect.void
@@ -495,7 +518,7 @@ export const make = Effect.gen(function* () {
 
   // ---- The worker route (WorkerCalls.ts) ---------------------------------------------------
 
-  const { hello, claim, heartbeat, decline, report, stopsFor } = makeWorkerCalls({ state, execute, executeWithoutRound, toRefusal, claims, slotWaits, files, kick, releaseHeld, recordReport })
+  const { hello, claim, heartbeat, decline, report, stopsFor } = makeWorkerCalls({ state, execute, executeWithoutRound, toRefusal, claims, slotWaits, files, kick, afterNextRound, releaseHeld, recordReport })
 
   yield* reconcileOwnerAtStart
   yield* sweepIfForgotten
@@ -516,7 +539,9 @@ export const make = Effect.gen(function* () {
             const woke = yield* Effect.raceFirst(Effect.as(Queue.take(wake), "round" as const), Effect.raceFirst(Effect.as(Queue.take(rewake), "hint" as const), timer))
             if (woke === "round") break
           }
-          return yield* tick.pipe(Effect.catchAllCause((cause) => Effect.zipRight(Effect.logError("the run scheduler failed a round", cause), Effect.map(Clock.currentTimeMillis, (t) => t + 1000))))
+          return yield* roundOf(
+            tick.pipe(Effect.catchAllCause((cause) => Effect.zipRight(Effect.logError("the run scheduler failed a round", cause), Effect.map(Clock.currentTimeMillis, (t) => t + 1000))))
+          )
         })
     })
   )

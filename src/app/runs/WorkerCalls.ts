@@ -59,6 +59,8 @@ export interface WorkerCallsContext {
   readonly files: RunFilesService
   /** A full scheduler round. */
   readonly kick: Effect.Effect<void>
+  /** Asks for a scheduler round and completes once one is done. */
+  readonly afterNextRound: Effect.Effect<void>
   readonly releaseHeld: (workerId: string, reason: string, keep: ReadonlySet<string>) => Effect.Effect<number>
   readonly recordReport: (
     hostId: string,
@@ -69,7 +71,7 @@ export interface WorkerCallsContext {
   ) => Effect.Effect<ReadonlyArray<Envelope>, CommandRejected | StreamConflict | JournalError>
 }
 
-export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal, claims, slotWaits, files, kick, releaseHeld, recordReport }: WorkerCallsContext) => {
+export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal, claims, slotWaits, files, kick, afterNextRound, releaseHeld, recordReport }: WorkerCallsContext) => {
   const runOf = (s: OwnerState, id: string) => Option.getOrUndefined(HashMap.get(s.runs.runs, id))
 
   const parse = (attempt: string) => {
@@ -167,13 +169,16 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
    * again, instead of counting as running there until the worker restarts.
    */
   const LOST_ANSWER = "its worker's next claim did not list it: the answer that handed it out never arrived"
-  const claim: DispatcherService["claim"] = (worker, fence, waitMs, running) =>
+  const claim: DispatcherService["claim"] = (worker, fence, waitMs, running, afterRound = false) =>
     Effect.gen(function* () {
       if (running !== undefined) {
         // Earlier claims of this worker still parked lost their caller: none is handed work now.
         yield* claims.withdraw(worker.id)
         yield* reconcile(worker, running, LOST_ANSWER)
       }
+      // A report that claims the next freed a slot: a run waiting for one is placed first (on
+      // this worker or another, as placement says), so that this answer can carry it.
+      if (afterRound && HashMap.size((yield* state).runs.pending) > 0) yield* afterNextRound
       const deadline = (yield* Clock.currentTimeMillis) + waitMs
       // A claim that waited across a takeover or a revocation is answered as its next call would
       // be (both wake it: wakeClaims), not with no work at the end of its wait.

@@ -273,7 +273,7 @@ export const make = Effect.gen(function* () {
           return Effect.zipRight(
             reported,
             Effect.map(
-              Effect.orElseSucceed(dispatcher.claim(worker, request.fence, 0, request.running), () => null),
+              Effect.orElseSucceed(dispatcher.claim(worker, request.fence, 0, request.running, true), () => null),
               (work): Ack => ({ kind: "ack", stop: [], newCredential, next: work === null ? null : assignmentOf(work) })
             )
           )

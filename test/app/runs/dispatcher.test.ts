@@ -464,6 +464,20 @@ describe("on a worker", () => {
     }).pipe(Effect.provide(TestOwner))
   )
 
+  it.effect("a report that claims the next, while a run waits for a slot: the slot it frees takes the run, handed over in the answer (one call per attempt)", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w) // capacity 2
+      const a = yield* runningOn(w)
+      yield* runningOn(w)
+      const queued = yield* submit(GPU, { text: "queued" })
+      expect((yield* show(queued.id)).placement).toMatchObject({ outcome: "waiting" })
+      const answer = ok(yield* call(w.credential, { kind: "report", fence: w.fence, attempt: a.id, outcome: { ok: true, result: { text: "hi", length: 2 } }, claimNext: true }), "ack")
+      expect(answer.next).toMatchObject({ attempt: `${queued.id}.1`, runId: queued.id, input: { text: "queued" } })
+      expect(attempt(yield* show(queued.id), 1)).toMatchObject({ host: w.workerId, state: "running" })
+    }).pipe(Effect.provide(TestOwner))
+  )
+
   it.effect("a report that claims the next, with nothing placed on the worker: next is null; without claimNext there is no next at all", () =>
     Effect.gen(function* () {
       const w = yield* linked("lab-1")
@@ -489,11 +503,9 @@ describe("on a worker", () => {
       const lost = yield* runningOn(w)
       const answer = ok(yield* call(w.credential, { kind: "report", fence: w.fence, attempt: a.id, outcome: { ok: true, result: { text: "hi", length: 2 } }, claimNext: true, running: [] }), "ack")
       expect(attempt(yield* show(lost.runId), 1)).toMatchObject({ state: "ceased", holdsSlot: false, reason: expect.stringMatching(/did not list it/) })
-      // Nothing else was placed on the worker when the report came; the lost run is placed again
-      // by the scheduler's round that follows.
-      expect(answer.next).toBeNull()
-      yield* placedOn(lost.runId, 2)
-      expect(attempt(yield* show(lost.runId), 2)).toMatchObject({ host: w.workerId, state: "assigned" })
+      // Placed again by the round the report waits for (the slots are free), and handed over in its answer.
+      expect(answer.next).toMatchObject({ attempt: `${lost.runId}.2`, runId: lost.runId })
+      expect(attempt(yield* show(lost.runId), 2)).toMatchObject({ host: w.workerId, state: "running" })
     }).pipe(Effect.provide(TestOwner))
   )
 
