@@ -144,8 +144,26 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
       if (delta.stderr !== "") yield* files.append(delta.attempt, "stderr", delta.stderr)
     })
 
+  /**
+   * Output may name only attempts placed on this worker: another's (a bug, or a worker speaking for
+   * runs it never had) is refused, not answered as kept. That of an attempt that no longer counts
+   * (superseded, stopped) is not kept, as documented.
+   */
+  const outputProblem = (s: OwnerState, worker: WorkerRecord, deltas: ReadonlyArray<OutputDelta>): Refusal | undefined => {
+    for (const delta of deltas) {
+      const parsed = parseAttemptId(delta.attempt)
+      const a = parsed === undefined ? undefined : runOf(s, parsed.runId)?.attempts.find((x) => x.n === parsed.attempt)
+      if (a === undefined || a.host !== worker.id) {
+        return refusal("unknown-activity", `output names ${JSON.stringify(delta.attempt)}, which is not an attempt placed on this worker: nothing was recorded`)
+      }
+    }
+    return undefined
+  }
+
   const heartbeat: DispatcherService["heartbeat"] = (worker, running, output, waiting = []) =>
     Effect.gen(function* () {
+      const refused = outputProblem(yield* state, worker, output)
+      if (refused !== undefined) return yield* refused
       slotWaits.note(worker.id, waiting.filter((id) => running.includes(id)), yield* Clock.currentTimeMillis)
       const stop = yield* reconcile(worker, running, null)
       for (const delta of output) yield* appendOutput(worker, delta)
@@ -237,7 +255,10 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
   const report: DispatcherService["report"] = (worker, attempt, outcome, output) =>
     Effect.gen(function* () {
       const { runId, attempt: n } = yield* parse(attempt)
-      if (output !== undefined && output.attempt === attempt) yield* appendOutput(worker, output)
+      if (output !== undefined && output.attempt !== attempt) {
+        return yield* refusal("bad-request", `output.attempt is ${JSON.stringify(output.attempt)}, but this report is for ${JSON.stringify(attempt)}: a report carries its own attempt's output (others go with a heartbeat)`)
+      }
+      if (output !== undefined) yield* appendOutput(worker, output)
       yield* recordReport(worker.id, worker.scope, runId, n, {
         ok: outcome.ok,
         result: outcome.result ?? null,

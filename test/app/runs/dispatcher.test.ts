@@ -478,6 +478,24 @@ describe("on a worker", () => {
     }).pipe(Effect.provide(TestOwner))
   )
 
+  it.effect("output for an attempt not placed on the worker is refused, not answered as kept; a report carries only its own attempt's", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const a = yield* runningOn(w)
+      const before = yield* head
+      const foreign = { attempt: "rNOSUCHRUN.1", stdout: "lost?", stderr: "" }
+      const beat = yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [a.id], output: [{ attempt: a.id, stdout: "mine", stderr: "" }, foreign] })
+      expect(refusal(beat)).toBe("unknown-activity")
+      const mixed = yield* call(w.credential, { kind: "report", fence: w.fence, attempt: a.id, outcome: { ok: true, result: { text: "hi", length: 2 } }, output: { ...foreign, attempt: "rOTHER.1" } })
+      expect(refusal(mixed)).toBe("bad-request")
+      // Nothing recorded: the run still runs, and no output was kept.
+      expect(yield* head).toBe(before)
+      expect((yield* show(a.runId)).state).toBe("running")
+      ok(yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [a.id], output: [{ attempt: a.id, stdout: "mine", stderr: "" }] }), "ack")
+    }).pipe(Effect.provide(TestOwner))
+  )
+
   it.effect("a report that claims the next, with nothing placed on the worker: next is null; without claimNext there is no next at all", () =>
     Effect.gen(function* () {
       const w = yield* linked("lab-1")
