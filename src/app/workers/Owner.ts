@@ -156,8 +156,14 @@ export const make = Effect.gen(function* () {
     const worker = found.value
     if (worker.revokedAt !== null) return revokedRefusal()
     const standing = Decide.credentialStanding(worker, presentedHash, now)
-    if (standing === "expired" || standing === "unknown") {
-      return refuse("unauthenticated", "this credential was replaced and its 5 minutes of grace have passed: join again with a new token")
+    if (standing === "expired") return refuse("unauthenticated", "this credential was replaced and its 5 minutes of grace have passed: join again with a new token")
+    if (standing === "unknown") {
+      // Once this worker's, no longer one of its two latest: a later rotation, or a hand-over sent
+      // again (a call with the credential before it came 35 s or more after, taken for a lost answer).
+      return refuse(
+        "unauthenticated",
+        "this credential is no longer this worker's: newer ones were handed over since (a later rotation, or one sent again when a call with the credential before this one came 35 s or more after its hand-over; another process may hold that one): join again with a new token"
+      )
     }
     return { worker, presentedHash, now }
   }

@@ -224,7 +224,14 @@ describe("credentials", () => {
       yield* TestClock.adjust("1 millis")
       const lost = ok(yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [] }), "ack")
       expect(lost.newCredential?.credential).toMatch(/^svc_wk_/)
-      expect(refusal(yield* call(handed, { kind: "heartbeat", fence: w.fence, running: [] }))).toBe("unauthenticated")
+      const replaced = yield* call(handed, { kind: "heartbeat", fence: w.fence, running: [] })
+      expect(refusal(replaced)).toBe("unauthenticated")
+      // Not "its 5 minutes of grace have passed": it never had any.
+      expect(Either.isLeft(replaced) && replaced.left.message).toMatch(/^this credential is no longer this worker's: newer ones were handed over since/)
+      // The old one's grace is what passes.
+      yield* TestClock.adjust(5 * 60_000)
+      const expired = yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [] })
+      expect(Either.isLeft(expired) && expired.left.message).toMatch(/its 5 minutes of grace have passed/)
     }).pipe(Effect.provide(TestOwner))
   )
 
