@@ -26,7 +26,16 @@ export const jsonBytes = (value: unknown): number => {
 }
 
 const Fence = Schema.Int.pipe(Schema.positive())
-const Name = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(100))
+/**
+ * A joining worker's name: the transport takes up to 100 characters; the owner then refuses one
+ * that is not a worker name (`join-refused`, saying the rule), which the document states.
+ */
+const Name = Schema.String.pipe(
+  Schema.minLength(1),
+  Schema.maxLength(100, {
+    jsonSchema: { maxLength: 63, pattern: "^[\\p{L}\\p{N}][\\p{L}\\p{N}._-]{0,62}$", description: "one word of at most 63 letters, digits, dots, hyphens and underscores, starting with a letter or digit" }
+  })
+)
 const ShortList = <A, I>(item: Schema.Schema<A, I>, max: number) => Schema.Array(item).pipe(Schema.maxItems(max))
 const Label = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._/-]*=[^,=]*$/), Schema.maxLength(200))
 

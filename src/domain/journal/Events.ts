@@ -22,7 +22,11 @@ const Millis = Schema.Number.pipe(
 )
 const Sha256Hex = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/))
 /** A job's run time as its host measured it: whole milliseconds, a year at most (a job's longest timeout). */
-export const RanMs = Schema.Number.pipe(Schema.filter((n) => (Number.isSafeInteger(n) && n >= 0 && n <= 366 * 86_400_000) || "must be a whole number of milliseconds, a year at most"))
+export const RanMs = Schema.Number.pipe(
+  Schema.filter((n) => (Number.isSafeInteger(n) && n >= 0 && n <= 366 * 86_400_000) || "must be a whole number of milliseconds, a year at most", {
+    jsonSchema: { type: "integer", minimum: 0, maximum: 366 * 86_400_000 }
+  })
+)
 
 /** An artifact a worker holds: a versioned job and the digest of its bag. */
 export const HeldArtifact = Schema.Struct({ address: Schema.String, digest: Schema.String })

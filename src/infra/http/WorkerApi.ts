@@ -31,13 +31,13 @@ export const WorkerApi = HttpApi.make("svc-worker-route")
         HttpApiEndpoint.post("call", "/api/worker")
           .setPayload(WorkerRequest)
           .addSuccess(WorkerResponse)
-          .addError(refusal("BadRequest", "the body is not JSON or not a worker message (strict: unknown fields are refused)"), { status: 400 })
+          .addError(refusal("BadRequest", "the body is not UTF-8, not JSON, names a key twice in one object, holds a secret-shaped string where it would be recorded, or is not a worker message (strict: unknown fields are refused)"), { status: 400 })
           .addError(refusal("Unauthenticated", "no, malformed, unknown or expired bearer; also any route but this one presented a worker credential"), { status: 401 })
-          .addError(refusal("Forbidden", "join-refused (token redeemed or expired), revoked (stopAll: true), out-of-scope (an attempt of a job outside the worker's scope)"), { status: 403 })
-          .addError(refusal("UnknownActivity", "decline or report for an attempt not placed on this worker"), { status: 404 })
+          .addError(refusal("Forbidden", "join-refused (token redeemed, expired or withdrawn, or a name that is not a worker name), revoked (stopAll: true), out-of-scope (an attempt of a job outside the worker's scope)"), { status: 403 })
+          .addError(refusal("UnknownActivity", "decline, report or output for an attempt not placed on this worker"), { status: 404 })
           .addError(refusal("Conflict", "fenced: the call carries an older fence (another process took the session over); superseded: a report or decline for an attempt that no longer counts (its activity was placed again)"), { status: 409 })
           .addError(refusal("PayloadTooLarge", "the body is over 64 KiB"), { status: 413 })
-          .addError(refusal("UnsupportedMediaType", "the body is not sent as application/json"), { status: 415 })
+          .addError(refusal("UnsupportedMediaType", "the body is not sent as application/json, or names another charset than UTF-8"), { status: 415 })
           .annotate(OpenApi.Summary, "Every call a worker makes: join, hello, advertise, heartbeat, claim, decline, report")
       )
       .middleware(WorkerBearer)
@@ -45,4 +45,31 @@ export const WorkerApi = HttpApi.make("svc-worker-route")
   .annotate(OpenApi.Title, "svc worker route")
   .annotate(OpenApi.Version, "1")
 
-export const openApiDocument = () => OpenApi.fromApi(WorkerApi)
+/**
+ * The document, without the decode error HttpApi declares for every API: the route answers a body
+ * it cannot decode with its own refusal (`{code: "bad-request", message}`), never that shape.
+ */
+export const openApiDocument = () => {
+  const doc = OpenApi.fromApi(WorkerApi)
+  const badRequest = doc.paths["/api/worker"]?.post?.responses?.[400] as { content?: { "application/json"?: { schema?: { anyOf?: ReadonlyArray<{ $ref?: string }> } } } } | undefined
+  const schema = badRequest?.content?.["application/json"]?.schema
+  const own = schema?.anyOf?.filter((s) => s.$ref !== "#/components/schemas/HttpApiDecodeError")
+  if (schema !== undefined && own !== undefined && own.length === 1) {
+    delete schema.anyOf
+    Object.assign(schema, own[0])
+  }
+  const schemas = doc.components.schemas as Record<string, unknown>
+  delete schemas["HttpApiDecodeError"]
+  // The shapes only it referred to (its issues) go with it.
+  for (let dropped = true; dropped; ) {
+    dropped = false
+    for (const name of Object.keys(schemas)) {
+      const elsewhere = JSON.stringify({ paths: doc.paths, schemas: Object.entries(schemas).filter(([k]) => k !== name) })
+      if (!elsewhere.includes(`"#/components/schemas/${name}"`)) {
+        delete schemas[name]
+        dropped = true
+      }
+    }
+  }
+  return doc
+}
