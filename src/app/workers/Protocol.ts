@@ -72,11 +72,20 @@ export const Hello = Schema.Struct({
 export type Hello = typeof Hello.Type
 export type Join = typeof Join.Type
 
+/** `os` and `arch` name the machine: given twice with two values, every placement on them would be a guess. */
+const onceEach = (labels: ReadonlyArray<string>): string | true => {
+  for (const key of ["os", "arch"]) {
+    const given = [...new Set(labels.filter((l) => l.startsWith(`${key}=`)))]
+    if (given.length > 1) return `labels give ${key} ${given.length} values (${given.join(", ")}): a machine has one`
+  }
+  return true
+}
+
 export const Advertise = Schema.Struct({
   kind: Schema.Literal("advertise"),
   fence: Fence,
   capacity: Schema.Int.pipe(Schema.between(1, 100)),
-  labels: ShortList(Label, 100),
+  labels: ShortList(Label, 100).pipe(Schema.filter(onceEach)),
   capabilities: ShortList(Schema.String.pipe(Schema.maxLength(100)), 100),
   artifacts: ShortList(HeldArtifact, 1000),
   /**

@@ -81,6 +81,10 @@ describe("the worker route's strict guard", () => {
     expect(guard({ ...advertise, fence: 0 })).toBe(false)
     expect(guard({ ...advertise, capacity: 101 })).toBe(false)
     expect(guard({ ...advertise, labels: ["no equals sign"] })).toBe(false)
+    // A machine has one os and one arch; other keys may repeat (two GPU models).
+    expect(guard({ ...advertise, labels: ["os=linux", "os=windows"] })).toBe(false)
+    expect(guard({ ...advertise, labels: ["arch=x64", "os=linux", "arch=arm64"] })).toBe(false)
+    expect(guard({ ...advertise, labels: ["os=linux", "arch=x64", "gpu=a100", "gpu=v100"] })).toBe(true)
     expect(guard({ ...advertise, artifacts: [{ address: "a:b@1", digest: "sha256:00", more: true }] })).toBe(false)
     expect(guard(Object.assign(Object.create({ inherited: true }), advertise))).toBe(false)
     expect(guard(JSON.parse('{"kind":"claim","fence":1,"waitSeconds":3,"__proto__":{}}'))).toBe(false)
