@@ -194,7 +194,7 @@ const planTree = (
 
 const recordOf = (manifest: Manifest, snapshot: BagSnapshot, digest: string, pinnedConstants: ReadonlyArray<PinnedConstant>): Omit<InstalledBag, "path"> => ({
   name: registeredName(manifest),
-  description: manifest.description,
+  description: manifest.description.trimEnd(),
   digest,
   installedAt: "",
   source: snapshot.dir,

@@ -18,7 +18,7 @@ import { Job } from "./schema/Jobs.js"
 import { Schedule } from "./schema/Schedules.js"
 import { Store } from "./schema/Stores.js"
 import { formatRules } from "./rules/formats.js"
-import { jobRules, scheduleGrantRules, scheduleJobRules, toolRules, traitRules, vendorRules } from "./rules/references.js"
+import { compositionRules, jobRules, scheduleGrantRules, scheduleJobRules, toolRules, traitRules, vendorRules } from "./rules/references.js"
 import * as Structure from "./rules/structure.js"
 
 export interface ManifestCheck {
@@ -50,6 +50,7 @@ const crossKeyRules: ReadonlyArray<(raw: Record<string, unknown>) => Array<Probl
   jobRules,
   scheduleJobRules,
   scheduleGrantRules,
+  compositionRules,
   vendorRules,
   toolRules
 ]

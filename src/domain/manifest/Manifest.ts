@@ -18,9 +18,12 @@ import { Schedules } from "./schema/Schedules.js"
 import { Store, StoreHooks, Stores } from "./schema/Stores.js"
 import { Vendors } from "./schema/Vendors.js"
 
+/** The bag's description: one line, as `svc bag list` and `show` print it (spec); a block's final line break is fine. */
+const OneLine = NonEmpty.pipe(Schema.filter((s) => !s.trimEnd().includes("\n") || "must be one line (svc bag list shows it on one): put longer text in instructions"))
+
 export const Manifest = Schema.Struct({
   name: BagName,
-  description: NonEmpty,
+  description: OneLine,
   version: opt(NonEmpty),
   extends: opt(BagName),
   instructions: opt(Str),

@@ -114,6 +114,42 @@ const rows: ReadonlyArray<ErrorsRow> = [
     expected: { path: "schedules.s.traits[0]", line: 6, message: 'names trait "ghost", which this bag does not declare' }
   },
   {
+    condition: "a bag composes itself in the list form",
+    pass: doc("bags: [base, other]"),
+    fail: doc("bags: [base, demo]"),
+    expected: { path: "bags[1]", line: 3, message: 'names this bag itself ("demo"): a bag cannot compose itself' }
+  },
+  {
+    condition: "a bag composes itself in the map form",
+    pass: doc("bags:", "  base:"),
+    fail: doc("bags:", "  demo:"),
+    expected: { path: "bags.demo", line: 4, message: "a bag cannot compose itself" }
+  },
+  {
+    condition: "a list names one bag twice",
+    pass: doc("bags: [a, b]"),
+    fail: doc("bags: [a, b, a]"),
+    expected: { path: "bags[2]", line: 3, message: 'names bag "a" twice (first at bags[0])' }
+  },
+  {
+    condition: "a composed bag's name is not a bag name",
+    pass: doc("bags: [my-bag]"),
+    fail: doc("bags: ['my bag']"),
+    expected: { path: "bags[0]", line: 3, message: "must use only ASCII letters, digits, dots, underscores and hyphens" }
+  },
+  {
+    condition: "the description is more than one line",
+    pass: "name: demo\ndescription: |\n  one line\n",
+    fail: "name: demo\ndescription: |\n  two\n  lines\n",
+    expected: { path: "description", line: 2, message: "must be one line" }
+  },
+  {
+    condition: "a hook's timeout is not a number of seconds",
+    pass: doc("hooks:", "  - {event: stop, run: h.js, timeout: 5}"),
+    fail: doc("hooks:", "  - {event: stop, run: h.js, timeout: 5s}"),
+    expected: { path: "hooks[0].timeout", line: 4, message: "seconds as a number" }
+  },
+  {
     condition: "tools overrides without tools.ts or src/tools.ts",
     pass: doc("tools:", "  - search: deferred"),
     fail: doc("tools:", "  - search: deferred"),

@@ -118,9 +118,9 @@ describe("hooks", () => {
         "    - {event: user-prompt, run: hooks/prompt.sh, args: [--quiet]}",
         "    - {event: stop, run: hooks/stop.sh, cursor-events: [stop]}",
         "    - {event: pre-tool, run: hooks/pre.sh, matcher: 'Bash|Edit', cursor-matcher: shell}",
-        "    - {event: post-tool, run: hooks/post.sh, timeout: 1m}",
+        "    - {event: post-tool, run: hooks/post.sh, timeout: 60}",
         "  barry:",
-        "    - {event: event-created, run: hooks/record.sh, args: [a], timeout: 10s}"
+        "    - {event: event-created, run: hooks/record.sh, args: [a], timeout: 10}"
       )
     )
     expect(m.hooks).toMatchObject({ agent: expect.any(Array), barry: [{ event: "event-created" }] })
@@ -144,7 +144,7 @@ describe("hooks", () => {
     { name: "a hook without run", yaml: doc("hooks:", "  agent:", "    - {event: stop}"), path: "hooks.agent[0].run", line: 5, message: "is required" },
     { name: "a hook without event", yaml: doc("hooks:", "  - {run: h.sh}"), path: "hooks[0].event", line: 4, message: "is required" },
     { name: "a matcher on a non-tool event", yaml: doc("hooks:", "  - {event: stop, run: h.sh, matcher: Bash}"), path: "hooks[0].matcher", line: 4, message: "applies only to pre-tool and post-tool hooks" },
-    { name: "a timeout that is not a duration", yaml: doc("hooks:", "  - {event: stop, run: h.sh, timeout: soon}"), path: "hooks[0].timeout", line: 4, message: "must be a duration" },
+    { name: "a timeout that is not a number of seconds", yaml: doc("hooks:", "  - {event: stop, run: h.sh, timeout: 1m}"), path: "hooks[0].timeout", line: 4, message: "seconds as a number, such as 5" },
     { name: "a run script outside the bag", yaml: doc("hooks:", "  - {event: stop, run: /bin/sh}"), path: "hooks[0].run", line: 4, message: "must be a relative path inside the bag" },
     { name: "an unknown agent hook key", yaml: doc("hooks:", "  - {event: stop, run: h.sh, when: always}"), path: "hooks[0].when", line: 4, message: 'unknown key "when"' },
     { name: "a record hook with an agent event", yaml: doc("hooks:", "  barry:", "    - {event: session-start, run: h.sh}"), path: "hooks.barry[0].event", line: 5, message: "must be one of event-created" },

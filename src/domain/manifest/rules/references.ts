@@ -86,6 +86,29 @@ export const traitRules = (raw: Record<string, unknown>): Array<Problem> => {
   return out
 }
 
+/**
+ * `bags`: a bag does not compose itself (in any form: the path form's circle is found at
+ * install, this one is plain in the manifest), and a list names each bag once.
+ */
+export const compositionRules = (raw: Record<string, unknown>): Array<Problem> => {
+  const out: Array<Problem> = []
+  const own = str(raw["name"])
+  const bags = raw["bags"]
+  if (Array.isArray(bags)) {
+    const first = new Map<string, number>()
+    bags.forEach((b, i) => {
+      if (typeof b !== "string") return
+      if (b === own) out.push(error(["bags", i], `names this bag itself (${quote(b)}): a bag cannot compose itself`))
+      const seen = first.get(b)
+      if (seen !== undefined) out.push(error(["bags", i], `names bag ${quote(b)} twice (first at bags[${seen}])`))
+      else first.set(b, i)
+    })
+  } else if (isMap(bags) && own !== undefined && has(bags, own)) {
+    out.push(error(["bags", own], `names this bag itself (${quote(own)}): a bag cannot compose itself`, "key"))
+  }
+  return out
+}
+
 /** Jobs: bounds exist; a bounded job is a single-file node job without preflight or validate. */
 export const jobRules = (raw: Record<string, unknown>): Array<Problem> => {
   const out: Array<Problem> = []

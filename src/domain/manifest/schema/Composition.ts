@@ -1,7 +1,7 @@
 /** How a bag relates to other bags and programs: `bags`, `requires`, `dependencies`. */
 import * as Schema from "effect/Schema"
-import { BagPath, RelativePath } from "../Formats.js"
-import { byKind, NonEmpty, opt, Str, StrList, Bool } from "../internal/schemaKit.js"
+import { BagName, BagPath, RelativePath } from "../Formats.js"
+import { byKind, NonEmpty, opt, Str, Bool } from "../internal/schemaKit.js"
 
 /** A `bags` map entry: where a composed child comes from (`repo` xor `path`; rules in Rules). */
 export const BagSource = Schema.Struct({
@@ -15,8 +15,8 @@ export const BagSource = Schema.Struct({
 export type BagSource = typeof BagSource.Type
 
 export const Bags = byKind("a list of bag names or a map of bags", {
-  list: StrList,
-  map: Schema.Record({ key: Schema.String, value: byKind("a map with repo or path, or nothing", { null: Schema.Null, map: BagSource }) })
+  list: Schema.Array(BagName),
+  map: Schema.Record({ key: BagName, value: byKind("a map with repo or path, or nothing", { null: Schema.Null, map: BagSource }) })
 })
 
 export const Requirement = Schema.Struct({

@@ -1,6 +1,6 @@
 /** How a bag plugs into sessions and tools: prompts, mcp-servers, auth, cli, notifier, slash commands, hooks. */
 import * as Schema from "effect/Schema"
-import { BagPath, Duration, EnvVarName } from "../Formats.js"
+import { BagPath, EnvVarName } from "../Formats.js"
 import { Bool, byKind, nonEmptyList, NonEmpty, oneOfValues, opt, StrList } from "../internal/schemaKit.js"
 
 export const Prompts = Schema.Struct({ entry: BagPath })
@@ -32,6 +32,11 @@ export const SlashCommands = Schema.Struct({
 
 export const AGENT_EVENTS = ["session-start", "session-end", "user-prompt", "stop", "pre-tool", "post-tool"] as const
 
+/** A hook's `timeout`: seconds, as a number (spec: "number, seconds per run"; not `5s` as a job's). */
+const HookSeconds = byKind("seconds as a number, such as 5 (a hook's timeout takes no unit)", { number: Schema.Number }).pipe(
+  Schema.filter((n) => (Number.isFinite(n) && n > 0) || "must be more than 0 seconds")
+)
+
 export const AgentHook = Schema.Struct({
   event: oneOfValues(...AGENT_EVENTS),
   run: BagPath,
@@ -39,7 +44,7 @@ export const AgentHook = Schema.Struct({
   matcher: opt(NonEmpty),
   "cursor-matcher": opt(NonEmpty),
   "cursor-events": opt(StrList),
-  timeout: opt(Duration)
+  timeout: opt(HookSeconds)
 })
 
 /** Record hooks; the manifest spells the key `barry`. */
@@ -47,7 +52,7 @@ export const RecordHook = Schema.Struct({
   event: oneOfValues("event-created"),
   run: BagPath,
   args: opt(Schema.Array(Schema.String)),
-  timeout: opt(Duration)
+  timeout: opt(HookSeconds)
 })
 
 /** A bare list is a permanent second spelling of `agent`. */
