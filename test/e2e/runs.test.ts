@@ -457,6 +457,15 @@ describe("runs between an owner and two real worker processes", () => {
     expect(notJson.code).not.toBe(0)
     expect(notJson.stderr).toMatch(/--input is not JSON/)
 
+    // An input over 1 MiB is refused saying its size (it read "the body is not JSON": the admin call was cut at 1 MiB).
+    const bigDir = tempDir("svc-big-")
+    writeFileSync(join(bigDir, "near.json"), JSON.stringify({ n: 1, s: "x".repeat(1_048_600) }))
+    writeFileSync(join(bigDir, "huge.json"), JSON.stringify({ n: 1, s: "x".repeat(9 * 1024 * 1024) }))
+    const near = await run(ownerHome, "run", ALPHA, "--input", `@${join(bigDir, "near.json")}`)
+    expect({ code: near.code, stderr: near.stderr }).toEqual({ code: 1, stderr: expect.stringMatching(/^svc: the input is 1048614 bytes; at most 1048576 are accepted/) })
+    const huge = await run(ownerHome, "run", ALPHA, "--input", `@${join(bigDir, "huge.json")}`)
+    expect({ code: huge.code, stderr: huge.stderr }).toEqual({ code: 1, stderr: expect.stringMatching(/^svc: the request is \d+ bytes, over the 8 MiB an admin call takes \(a run's input is at most 1 MiB\)\n$/) })
+
     const unknownJob = await run(ownerHome, "run", "lab:gamma@1.0.0", "--input", "{}")
     expect(unknownJob.code).toBe(1)
     expect(unknownJob.stderr).toMatch(/bag lab has no job lab:gamma@1\.0\.0; it has .*lab:alpha@1\.0\.0/)

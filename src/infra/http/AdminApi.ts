@@ -65,6 +65,12 @@ const answering = (path: string): Promise<boolean> =>
 
 export class AlreadyRunning extends Error {}
 
+/**
+ * An admin call's body at most: well above the largest input a run takes (1 MiB as JSON,
+ * Dispatcher), so that an input over that is refused saying its size, not cut and unreadable.
+ */
+export const MAX_ADMIN_BODY_BYTES = 8 * 1024 * 1024
+
 export const serveAdmin = async (home: string, routes: ReadonlyArray<AdminRoute>): Promise<http.Server> => {
   const path = socketPath(home)
   // One runtime per $SVC_HOME: a second would be a second journal writer.
@@ -75,7 +81,7 @@ export const serveAdmin = async (home: string, routes: ReadonlyArray<AdminRoute>
     let size = 0
     req.on("data", (c: Buffer) => {
       size += c.length
-      if (size <= 1024 * 1024) chunks.push(c)
+      if (size <= MAX_ADMIN_BODY_BYTES) chunks.push(c)
     })
     req.on("end", () => {
       const reply = (status: number, body: unknown) => {
@@ -85,6 +91,10 @@ export const serveAdmin = async (home: string, routes: ReadonlyArray<AdminRoute>
       }
       const route = routes.find((r) => r.method === req.method && r.path === (req.url ?? "").split("?")[0])
       if (route === undefined) return reply(404, { code: "not-found", message: `no admin route ${req.method} ${req.url}` })
+      // Said as what it is: a body cut at the limit used to read as "not JSON".
+      if (size > MAX_ADMIN_BODY_BYTES) {
+        return reply(413, { code: "payload-too-large", message: `the request is ${size} bytes, over the ${MAX_ADMIN_BODY_BYTES / 1024 / 1024} MiB an admin call takes (a run's input is at most 1 MiB)` })
+      }
       let body: unknown = undefined
       if (chunks.length > 0) {
         try {
