@@ -113,6 +113,9 @@ describe("svc serve configuration", () => {
     const token = invited.stdout.trim()
     // Listening on loopback: the invite says a worker elsewhere could not reach it (and never repeats the token).
     expect(invited.stderr).toContain(`note: the token sends the worker to ${owner.url}, which only this machine can reach.`)
+    // With the port it listens on (a test owner's is not the default 7443).
+    const port = new URL(owner.url).port
+    expect(invited.stderr).toContain(`--listen 0.0.0.0:${port} --public-url https://THIS-HOST:${port}`)
     expect(invited.stderr).not.toContain(token)
     expect((await svcIn(transcript, workerHome, ["workers", "join", token])).code).toBe(0)
     await startServe("worker", workerHome, transcript)

@@ -50,8 +50,10 @@ const invite = Command.make(
       // The address in the token (never the token itself) is what a worker will call.
       const content = parseJoinToken(String(answer["token"]))
       if (typeof content !== "string" && onlyThisMachine(content.url)) {
+        // The port the owner listens on now (--listen), not the default's.
+        const port = new URL(content.url).port || "443"
         yield* Console.error(
-          `note: the token sends the worker to ${content.url}, which only this machine can reach. For a worker on another machine, restart svc serve with --listen 0.0.0.0:7443 --public-url https://THIS-HOST:7443 (docs/operations.md) and invite again`
+          `note: the token sends the worker to ${content.url}, which only this machine can reach. For a worker on another machine, restart svc serve with --listen 0.0.0.0:${port} --public-url https://THIS-HOST:${port} (docs/operations.md) and invite again`
         )
       }
     })
