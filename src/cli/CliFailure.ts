@@ -13,8 +13,12 @@ export class CliFailure extends Data.TaggedError("CliFailure")<{
   readonly silent?: boolean
   /** The runtime did not answer at all (not running, or the connection failed): a caller may try again. */
   readonly unreachable?: boolean
+  /** Exit 2 for what is around the command, not its words (SVC_HOME, a socket path): said without the command's usage. */
+  readonly setup?: boolean
 }> {}
 
 export const refused = (message: string) => new CliFailure({ exitCode: 1, message })
 export const usage = (message: string) => new CliFailure({ exitCode: 2, message })
+/** Exit 2, but not the words given: the environment svc runs in cannot serve the command. */
+export const setupProblem = (message: string) => new CliFailure({ exitCode: 2, message, setup: true })
 export const exitQuietly = (exitCode: 1 | 2 | 130) => new CliFailure({ exitCode, message: "", silent: true })

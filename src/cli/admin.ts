@@ -2,7 +2,7 @@
 import * as Effect from "effect/Effect"
 import { adminCall, RuntimeNotRunning, SocketPathTooLong } from "../infra/http/AdminApi.js"
 import { SvcHome } from "../infra/SvcHome.js"
-import { CliFailure, refused, usage } from "./CliFailure.js"
+import { CliFailure, refused, setupProblem } from "./CliFailure.js"
 
 /** Why the admin socket could not be used: not reachable, exit 2 (CLI contract). */
 const notAnswering = (e: unknown): string => {
@@ -21,7 +21,7 @@ export const admin = (method: "GET" | "POST", path: string, body?: unknown) =>
         e instanceof RuntimeNotRunning
           ? new CliFailure({ exitCode: 2, message: `${e.message}: start it with svc serve`, unreachable: true })
           : e instanceof SocketPathTooLong
-            ? usage(e.message)
+            ? setupProblem(e.message)
             : new CliFailure({ exitCode: 2, message: notAnswering(e), unreachable: true })
     })
   ).pipe(

@@ -19,13 +19,21 @@ import { mapText, plainText, withoutColour } from "./output.js"
 import { cli, MainLayer, svc } from "./main.js"
 import { commandOf, commandTree, parseProblem, tidyHelp, wordsProblem } from "./usageProblems.js"
 
-const exitCodeOf = (exit: Exit.Exit<unknown, unknown>): number => {
+/**
+ * `command`: the path of the command that ran (`svc runs list`): a usage problem it finds is said
+ * as the parser's are, naming the command and where its help is (README, "usage error").
+ */
+const exitCodeOf = (exit: Exit.Exit<unknown, unknown>, command: string): number => {
   if (Exit.isSuccess(exit)) return 0
   const failure = Cause.failureOption(exit.cause)
   if (Option.isSome(failure)) {
     const error = failure.value
     if (error instanceof CliFailure) {
-      if (error.silent !== true) process.stderr.write(`svc: ${withoutSecrets(error.message)}\n`)
+      const said = withoutSecrets(error.message)
+      if (error.silent !== true) {
+        const isUsage = error.exitCode === 2 && error.unreachable !== true && error.setup !== true && command !== "svc"
+        process.stderr.write(isUsage ? `${command}: ${said} (${command} --help)\n` : `svc: ${said}\n`)
+      }
       return error.exitCode
     }
     // A usage problem found once the command runs (parsing found none): @effect/cli printed it.
@@ -69,7 +77,8 @@ const main = async (args: ReadonlyArray<string>): Promise<number> => {
   if (problem !== undefined) {
     // A usage problem quotes the words given: a token pasted in the wrong place is not repeated.
     const said = withoutSecrets(problem)
-    process.stderr.write(said.startsWith("svc") ? `${said}\n` : `svc: ${said}\n`)
+    const command = commandOf(tree, args).command.path
+    process.stderr.write(said.startsWith("svc") ? `${said}\n` : command === "svc" ? `svc: ${said}\n` : `${command}: ${said} (${command} --help)\n`)
     return 2
   }
   const program = cli(process.argv).pipe(Effect.provide(MainLayer))
@@ -77,7 +86,7 @@ const main = async (args: ReadonlyArray<string>): Promise<number> => {
   // tidied (usageProblems.ts, tidyHelp).
   const plain = !process.stdout.isTTY || (process.env["NO_COLOR"] ?? "") !== ""
   const shown = help !== undefined ? mapText(program, (text) => (typeof text === "string" ? tidyHelp(String(withoutColour(text)), help) : text)) : plain ? plainText(program) : program
-  return exitCodeOf(await Effect.runPromiseExit(shown))
+  return exitCodeOf(await Effect.runPromiseExit(shown), commandOf(tree, args).command.path)
 }
 
 main(process.argv.slice(2)).then((code) => {

@@ -7,7 +7,7 @@ import * as FileBagStore from "../infra/bags/FileBagStore.js"
 import * as HostPrograms from "../infra/bags/HostPrograms.js"
 import * as ManifestSourceLive from "../infra/manifest/ManifestSourceLive.js"
 import * as SvcHome from "../infra/SvcHome.js"
-import { usage } from "./CliFailure.js"
+import { setupProblem } from "./CliFailure.js"
 import { bagCommand } from "./commands/bag.js"
 import { auditCommand, journalCommand } from "./commands/journal.js"
 import { newCommand } from "./commands/new.js"
@@ -25,7 +25,7 @@ export const svc = Command.make("svc").pipe(
 export const cli = Command.run(svc, { name: "svc", version: VERSION })
 
 /** $SVC_HOME svc will not take is a usage error (exit 2), said before anything runs. */
-const home = SvcHome.layer.pipe(Layer.catchAll((e) => Layer.fail(usage(e.message))))
+const home = SvcHome.layer.pipe(Layer.catchAll((e) => Layer.fail(setupProblem(e.message))))
 
 export const MainLayer = Layer.mergeAll(
   NodeContext.layer,

@@ -148,20 +148,20 @@ describe("svc serve configuration", () => {
     })
     // A malformed address or preference is a usage error too (it was the owner's refusal, exit 1).
     const address = await svc(["run", "tb:ok"], { cwd: home, home })
-    expect({ code: address.code, stderr: address.stderr }).toEqual({ code: 2, stderr: 'svc: "tb:ok" is not a job address: use BAG:JOB@VERSION, such as hasher:checksum@1.0.0\n' })
+    expect({ code: address.code, stderr: address.stderr }).toEqual({ code: 2, stderr: 'svc run: "tb:ok" is not a job address: use BAG:JOB@VERSION, such as hasher:checksum@1.0.0 (svc run --help)\n' })
     const preference = await svc(["run", "a:b@1.0.0", "--prefer", "nokv"], { cwd: home, home })
-    expect({ code: preference.code, stderr: preference.stderr }).toEqual({ code: 2, stderr: 'svc: --prefer takes KEY=VALUE labels; "nokv" is not one\n' })
+    expect({ code: preference.code, stderr: preference.stderr }).toEqual({ code: 2, stderr: 'svc run: --prefer takes KEY=VALUE labels; "nokv" is not one (svc run --help)\n' })
     // An input too deep to send is refused before anything is asked of the owner.
     const deep = await svc(["run", "a:b@1.0.0", "--input", "[".repeat(600) + "]".repeat(600)], { cwd: home, home })
     expect({ code: deep.code, stderr: deep.stderr }).toEqual({
       code: 2,
-      stderr: "svc: --input nests more than 512 levels deep (arrays and objects within each other); at most 512 are taken\n"
+      stderr: "svc run: --input nests more than 512 levels deep (arrays and objects within each other); at most 512 are taken (svc run --help)\n"
     })
     // A public URL with a user and password would go into every token and the log: refused, and not repeated.
     const secretUrl = await svc(["serve", "--listen", "127.0.0.1:0", "--public-url", "https://user:pw-XYZ@owner.lan:7443"], { cwd: home, home })
     expect({ code: secretUrl.code, stderr: secretUrl.stderr }).toEqual({
       code: 2,
-      stderr: "svc: --public-url takes https://HOST[:PORT] (no user or password: workers authenticate with their credential)\n"
+      stderr: "svc serve: --public-url takes https://HOST[:PORT] (no user or password: workers authenticate with their credential) (svc serve --help)\n"
     })
     const noValue = await svc(["workers", "invite", "--scope"], { cwd: home, home })
     expect({ code: noValue.code, stderr: noValue.stderr }).toEqual({ code: 2, stderr: "svc workers invite: --scope needs a value (text) (svc workers invite --help)\n" })
@@ -180,11 +180,11 @@ describe("svc serve configuration", () => {
     const leaving = await svc(["workers", "leave", token], { cwd: home, home })
     expect({ code: leaving.code, stderr: leaving.stderr }).toEqual({
       code: 2,
-      stderr: "svc: that is a join token, not an owner; it names the owner at https://owner.lan:7443: svc workers leave https://owner.lan:7443\n"
+      stderr: "svc workers leave: that is a join token, not an owner; it names the owner at https://owner.lan:7443: svc workers leave https://owner.lan:7443 (svc workers leave --help)\n"
     })
     const credential = makeCredential(new Uint8Array(30).fill(9))
     const leavingByCredential = await svc(["workers", "leave", credential], { cwd: home, home })
-    expect(leavingByCredential.stderr).toBe("svc: that is a credential (svc_wk_…), not an owner: name the owner by its URL, or this machine's worker name or id there (svc workers status lists them)\n")
+    expect(leavingByCredential.stderr).toBe("svc workers leave: that is a credential (svc_wk_…), not an owner: name the owner by its URL, or this machine's worker name or id there (svc workers status lists them) (svc workers leave --help)\n")
     for (const r of [pasted, leaving, leavingByCredential]) expect(r.stderr).not.toMatch(/svc_(jt|wk)_[A-Za-z0-9]/)
     // A relative SVC_HOME would name another home in each directory: refused before anything runs.
     const relative = await svc(["workers", "status"], { cwd: home, home, env: { SVC_HOME: "relative-home" } })
@@ -201,17 +201,17 @@ describe("svc serve configuration", () => {
     const listed = await svc(["runs", "list"], { cwd: home, home })
     expect(listed.stderr).toBe(`svc: svc serve is not running for ${home} (no ${home}/admin.sock): start it with svc serve (svc journal tail reads the journal meanwhile)\n`)
     const negative = await svc(["journal", "tail", "-n", "-1"], { cwd: home, home })
-    expect({ code: negative.code, stderr: negative.stderr }).toEqual({ code: 2, stderr: "svc: --lines takes how many of the last events to show, 0 or more, not -1\n" })
+    expect({ code: negative.code, stderr: negative.stderr }).toEqual({ code: 2, stderr: "svc journal tail: --lines takes how many of the last events to show, 0 or more, not -1 (svc journal tail --help)\n" })
     const scope = await svc(["workers", "invite", "--scope", "hasher:checksum"], { cwd: home, home })
     expect(scope.code).toBe(2)
     expect(scope.stderr).toContain('--scope names versioned jobs as BAG:JOB@VERSION (such as hasher:checksum@1.0.0); "hasher:checksum" is not')
     const expiry = await svc(["workers", "invite", "--expires", "soon"], { cwd: home, home })
     expect(expiry.code).toBe(2)
-    expect(expiry.stderr).toBe('svc: --expires takes a duration such as 30m, 12h or 7d (or seconds: 90), not "soon"\n')
+    expect(expiry.stderr).toBe('svc workers invite: --expires takes a duration such as 30m, 12h or 7d (or seconds: 90), not "soon" (svc workers invite --help)\n')
     // `--scope "$SCOPE"` with SCOPE unset: not an unscoped invite (every job), a usage error.
     const empty = await svc(["workers", "invite", "--scope", ""], { cwd: home, home })
     expect(empty.code).toBe(2)
-    expect(empty.stderr).toBe("svc: --scope was given an empty value (an unset shell variable?): give it one, or leave --scope out\n")
+    expect(empty.stderr).toBe("svc workers invite: --scope was given an empty value (an unset shell variable?): give it one, or leave --scope out (svc workers invite --help)\n")
   })
 
   it("a join that cannot reach a loopback owner says what the address means, as the invite did", async () => {

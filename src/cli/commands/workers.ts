@@ -15,7 +15,7 @@ import { SvcHome } from "../../infra/SvcHome.js"
 import { linkKey, linksDir, checkLinksWritable, readLinks, removeLink, writeLink, type StoredLink } from "../../infra/workers/LinkStore.js"
 import { callOwner, fetchPinnedCertificate, makeAgent } from "../../infra/workers/OwnerClient.js"
 import { admin } from "../admin.js"
-import { exitQuietly, refused, usage } from "../CliFailure.js"
+import { CliFailure, exitQuietly, refused, setupProblem, usage } from "../CliFailure.js"
 import { printJson, printLines, table } from "../output.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("print one JSON document on stdout"))
@@ -75,12 +75,12 @@ const join = Command.make(
         : ""
       const certificate = yield* Effect.tryPromise({
         try: () => fetchPinnedCertificate(content.url, content.fingerprint),
-        catch: (e) => usage(`cannot reach the owner: ${e instanceof Error ? e.message : String(e)}${loopback}`)
+        catch: (e) => new CliFailure({ exitCode: 2, unreachable: true, message: `cannot reach the owner: ${e instanceof Error ? e.message : String(e)}${loopback}` })
       })
       // Redeeming spends the token: first make sure the link it brings can be kept here.
       yield* Effect.tryPromise({
         try: () => checkLinksWritable(home),
-        catch: (e) => usage(`cannot keep a link in ${linksDir(home)}: ${e instanceof Error ? e.message : String(e)}; nothing was redeemed, the token is still good`)
+        catch: (e) => setupProblem(`cannot keep a link in ${linksDir(home)}: ${e instanceof Error ? e.message : String(e)}; nothing was redeemed, the token is still good`)
       })
       const pinned = { url: content.url, fingerprint: content.fingerprint, certificate }
       const agent = makeAgent(pinned)
@@ -93,7 +93,7 @@ const join = Command.make(
         ...(earlier === undefined ? {} : { previousCredential: earlier.link.credential })
       }
       const answer = yield* callOwner(pinned, agent, bearer, request).pipe(
-        Effect.mapError((e) => (e._tag === "Unreachable" ? usage(`cannot reach the owner: ${e.message}${loopback}`) : refused(`the owner refused: ${e.message}`))),
+        Effect.mapError((e) => (e._tag === "Unreachable" ? new CliFailure({ exitCode: 2, unreachable: true, message: `cannot reach the owner: ${e.message}${loopback}` }) : refused(`the owner refused: ${e.message}`))),
         Effect.ensuring(Effect.sync(() => agent.destroy()))
       )
       if (answer.kind !== "joined") return yield* refused(`the owner answered ${answer.kind} to join`)
