@@ -93,10 +93,13 @@ export const durationAtMost = (limit: number) =>
 
 const ISO_WITH_OFFSET = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/
 
-/** An ISO 8601 date and time with an explicit offset (`Z` or `+02:00`), and a real calendar date. */
-export const isIsoTimeWithOffset = (s: string): boolean => {
+/**
+ * Why `s` is not an ISO 8601 date and time with an explicit offset (`Z` or `+02:00`) on a real
+ * calendar date, or undefined: a well-formed time on a day that does not exist says so.
+ */
+export const isoTimeProblem = (s: string): string | undefined => {
   const m = ISO_WITH_OFFSET.exec(s)
-  if (m === null) return false
+  if (m === null) return "must be login or an ISO 8601 time with an offset, such as 2026-12-01T09:00:00+01:00"
   const [year, month, day, hour, minute, second] = [m[1], m[2], m[3], m[4], m[5], m[6] ?? "0"].map(Number) as [
     number,
     number,
@@ -105,21 +108,20 @@ export const isIsoTimeWithOffset = (s: string): boolean => {
     number,
     number
   ]
-  if (month < 1 || month > 12 || hour > 23 || minute > 59 || second > 59) return false
+  if (month < 1 || month > 12) return `has month ${m[2]}: there are 12`
   const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate()
-  if (day < 1 || day > daysInMonth) return false
+  if (day < 1 || day > daysInMonth) return `is a day that does not exist: ${m[1]}-${m[2]} has ${daysInMonth} days`
+  if (hour > 23 || minute > 59 || second > 59) return `has no such time of day: ${m[4]}:${m[5]}${m[6] === undefined ? "" : `:${m[6]}`}`
   if (m[7] !== "Z") {
     const [oh, om] = m[7]!.slice(1).split(":").map(Number) as [number, number]
-    if (oh > 23 || om > 59) return false
+    if (oh > 23 || om > 59) return `has an offset that does not exist: ${m[7]}`
   }
-  return true
+  return undefined
 }
 
-export const At = Schema.String.pipe(
-  Schema.filter(
-    (s) => s === "login" || isIsoTimeWithOffset(s) || "must be login or an ISO 8601 time with an offset, such as 2026-12-01T09:00:00+01:00"
-  )
-)
+export const isIsoTimeWithOffset = (s: string): boolean => isoTimeProblem(s) === undefined
+
+export const At = Schema.String.pipe(Schema.filter((s) => s === "login" || (isoTimeProblem(s) ?? true)))
 
 /** A path the manifest names must stay inside the bag: relative, no `..` climbing out. */
 export const isInsideBag = (path: string): boolean => {
