@@ -7,6 +7,7 @@ import { Ajv2020 } from "ajv/dist/2020.js"
 import addFormatsModule from "ajv-formats"
 import { Cron } from "croner"
 import type { FormatValidators } from "../../domain/manifest/Environment.js"
+import { suggest } from "../../domain/manifest/internal/suggest.js"
 import { depthOf } from "../../domain/runs/Values.js"
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv | Ajv2020) => void
@@ -105,6 +106,19 @@ const dialectOf = (meta: unknown): { readonly dialect: "draft-07" | "2020-12" } 
   return known?.[1] ?? `svc checks JSON Schema draft-07 ("http://json-schema.org/draft-07/schema#", also when $schema is left out) and 2020-12 ("https://json-schema.org/draft/2020-12/schema"), not ${JSON.stringify(meta)}`
 }
 
+/**
+ * ajv's refusal of a format it does not know, said at the `format` key with the nearest known
+ * one: its own text ("unknown format ... ignored in schema at path ...") said "ignored" of what
+ * it refused, at the schema's root.
+ */
+const unknownFormat = (ajv: Ajv | Ajv2020, e: unknown): { readonly why: string; readonly path: ReadonlyArray<string> } | undefined => {
+  const m = /^unknown format "([^"]*)" ignored in schema at path "#([^"]*)"$/.exec(e instanceof Error ? e.message : "")
+  if (m === null) return undefined
+  const known = Object.keys(ajv.formats)
+  const hint = suggest(m[1]!, known)
+  return { why: `is not a format svc knows (${JSON.stringify(m[1])})${hint === undefined ? "" : `; did you mean ${JSON.stringify(hint)}?`}`, path: [...pointerParts(m[2]!), "format"] }
+}
+
 const compile = (schema: unknown): Compiled => {
   const depth = depthOf(schema, MAX_SCHEMA_DEPTH)
   if (depth > MAX_SCHEMA_DEPTH) return { ok: false, why: `it nests more than ${MAX_SCHEMA_DEPTH} levels deep (objects and arrays within each other); at most ${MAX_SCHEMA_DEPTH} are taken`, path: [] }
@@ -126,7 +140,7 @@ const compile = (schema: unknown): Compiled => {
         } catch {
           meta = undefined
         }
-        result = { ok: false, ...(meta ?? { why: e instanceof Error ? e.message : String(e), path: [] }) }
+        result = { ok: false, ...(meta ?? unknownFormat(ajv, e) ?? { why: e instanceof Error ? e.message : String(e), path: [] }) }
       }
     }
     if (compiled.size >= 1_000) compiled.delete(compiled.keys().next().value!)

@@ -211,6 +211,13 @@ describe("input_schema and output_schema", () => {
       line: 9,
       message: 'must be one of "array", "boolean", "integer", "null", "number", "object", "string", not "strin" (JSON Schema)'
     },
+    {
+      name: "an input_schema with an unknown format, said at its format key with the nearest (ajv said it was ignored, at the root)",
+      yaml: job("input_schema:", "  type: object", "  properties:", "    to: {type: string, format: emaill}"),
+      path: "jobs.build.input_schema.properties.to.format",
+      line: 9,
+      message: 'is not a format svc knows ("emaill"); did you mean "email"? (JSON Schema)'
+    },
     { name: "an output_schema with a misspelt keyword", yaml: job("output_schema: {tpye: object}"), path: "jobs.build.output_schema", line: 6, message: 'is not a valid JSON Schema: strict mode: unknown keyword: "tpye"' },
     { name: "an input_schema that is a string", yaml: job("input_schema: object"), path: "jobs.build.input_schema", line: 6, message: "a JSON Schema object" },
     // ajv threw for a meta-schema it was not given: bag check crashed (exit 70).
