@@ -58,6 +58,12 @@ describe("svc serve configuration", () => {
     expect(typo.stderr).toContain(
       `${join(home, "svc.yaml")}: services.workflows.runtime.env sets SVC_WORKFLOW_CAPACTY, which svc does not know; did you mean SVC_WORKFLOW_CAPACITY? (it knows SVC_WORKFLOW_CAPACITY, SVC_WORKFLOW_LABELS, SVC_WORKFLOW_RETAINED_RUNS)`
     )
+    // From the environment, with no svc.yaml: said as the environment's, not "reading svc.yaml".
+    const bare = tempDir("svc-cfg-envtypo-")
+    const fromEnv = await serveRefused(bare, { SVC_WORKFLOW_CAPACTY: "3" })
+    expect(fromEnv.code).toBe(1)
+    expect(fromEnv.stderr).toContain("svc: reading the runtime's settings: the environment sets SVC_WORKFLOW_CAPACTY, which svc does not know; did you mean SVC_WORKFLOW_CAPACITY?")
+    expect(fromEnv.stderr).not.toContain("svc.yaml")
   }, 60_000)
 
   it("keeps as many settled runs in memory as svc.yaml says; older ones are counted by runs list, shown from the journal, and replayed alike", async () => {

@@ -139,7 +139,8 @@ export const serve = (options: ServeOptions) =>
           ? Effect.logWarning(`stopped ${r.note.name} (pid ${r.note.pid}, running${since}): the svc serve that started it was killed without stopping it`)
           : Effect.logWarning(`${r.note.name} (pid ${r.note.pid}${since}), started by an svc serve that was killed, may still run: this system does not say whether that pid is still that process, so it was left alone`)
       }
-      const env = yield* wrap("reading svc.yaml", () => runtimeEnv(options.home))
+      // Its messages name where the setting came from (svc.yaml, or the environment).
+      const env = yield* wrap("reading the runtime's settings", () => runtimeEnv(options.home))
       const settings = { env, os: process.platform, arch: process.arch, capabilities: ["node", "process"] }
       const bagLayers = Layer.mergeAll(NodeBagDirectory.layer, FileBagStore.layer.pipe(Layer.provide(svcHomeAt(options.home))), ManifestSourceLive.layer, HostProgramsLive.layer)
       const offerNow = computeOffer(settings).pipe(Effect.provide(bagLayers))
