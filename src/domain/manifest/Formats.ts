@@ -38,7 +38,7 @@ export const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
 /** Non-secret `KEY=VALUE` literal (service, script, job and schedule `env`). */
 export const ENV_LITERAL = /^[A-Za-z_][A-Za-z0-9_]*=/
-export const EnvLiteral = matching(ENV_LITERAL, "must be a KEY=VALUE literal with KEY a variable name (letters, digits, underscores)")
+export const EnvLiteral = matching(ENV_LITERAL, "must be a KEY=VALUE literal with KEY a variable name (letters, digits and underscores, not starting with a digit)")
 
 /**
  * A worker label `KEY=VALUE`. Labels travel comma-separated in `SVC_WORKFLOW_LABELS`, so
