@@ -95,6 +95,10 @@ describe("svc new and svc bag check", () => {
     const noManifest = await run("bag", "check", "empty")
     expect(noManifest.code).toBe(1)
     expect(noManifest.stderr).toMatch(/has no bag\.yaml/)
+    // With --json, still the one document the contract promises.
+    const asJson = await run("bag", "check", "empty", "--json")
+    expect(asJson.code).toBe(1)
+    expect(JSON.parse(asJson.stdout)).toEqual({ valid: false, problems: [{ path: "(root)", line: 1, column: 1, message: "empty has no bag.yaml", severity: "error" }] })
   })
 
   it("answers a usage error with exit 2 and lists every command in --help, without colour in a pipe", async () => {

@@ -39,7 +39,15 @@ const check = Command.make(
         if (report.valid) yield* Console.log(`${dir}: bag.yaml is valid`)
       }
       if (!report.valid) return yield* exitQuietly(1)
-    }).pipe(Effect.catchTag("BagDirectoryError", (e) => Effect.fail(directoryFailure(e))))
+    }).pipe(
+      Effect.catchTag("BagDirectoryError", (e) =>
+        // The directory is there but is no bag (no bag.yaml, too large, unreadable): with --json
+        // that is still the document the contract promises, invalid, beside the sentence on stderr.
+        json && e.reason !== "NotFound" && e.reason !== "NotADirectory"
+          ? Effect.zipRight(printJson({ valid: false, problems: [{ path: "(root)", line: 1, column: 1, message: e.message, severity: "error" }] }), Effect.fail(directoryFailure(e)))
+          : Effect.fail(directoryFailure(e))
+      )
+    )
 ).pipe(Command.withDescription("Validate a bag directory without installing it (exit 0 valid, 1 invalid)"))
 
 /** The children composed from a `path`, installed first, then the bag: one line each, and its jobs. */
