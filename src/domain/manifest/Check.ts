@@ -96,7 +96,17 @@ export const checkManifest = (document: unknown, env: CheckEnvironment): Manifes
   problems.push(...formatRules(raw, env.validators).filter(visible))
   if (env.listing !== undefined) problems.push(...fileRules(raw, env.listing).filter(visible))
 
-  const unique = dedupe(problems)
+  // A problem inside a constant's value is said where the constant is used, naming the constant:
+  // the key at fault (`runs.extra`) is in `constants`, not on the line the reference is on.
+  const fromConstants = substitution.substituted
+  const sourced =
+    fromConstants.length === 0
+      ? problems
+      : problems.map((p) => {
+          const from = fromConstants.find((s) => isUnder(p.path, s.path))
+          return from === undefined ? p : { ...p, message: `${p.message} (in the value of constant ${JSON.stringify(from.constant)})` }
+        })
+  const unique = dedupe(sourced)
   return {
     problems: unique,
     manifest: Either.isRight(decoded) && !hasErrors(unique) ? decoded.right : undefined,

@@ -35,6 +35,8 @@ export interface Substitution {
   readonly external: ReadonlyArray<ExternalConstant>
   /** Places whose value is unknown here (another bag's constant, or a broken reference): not validated further. */
   readonly opaque: ReadonlyArray<KeyPath>
+  /** Places given a constant's value, and which (`obj`, `other:obj`): a problem inside says where the value came from. */
+  readonly substituted: ReadonlyArray<{ readonly path: KeyPath; readonly constant: string }>
 }
 
 /** `{constant: X}`: a map whose only key is `constant`. */
@@ -59,6 +61,7 @@ export const substituteConstants = (raw: Record<string, unknown>, resolver?: Con
   const problems: Array<Problem> = []
   const external: Array<ExternalConstant> = []
   const opaque: Array<KeyPath> = []
+  const substituted: Array<{ readonly path: KeyPath; readonly constant: string }> = []
 
   const resolve = (ref: unknown, path: KeyPath): unknown => {
     if (typeof ref !== "string" || ref.length === 0) {
@@ -78,7 +81,10 @@ export const substituteConstants = (raw: Record<string, unknown>, resolver?: Con
       external.push({ path, bag, name })
       if (resolver !== undefined) {
         const found = resolver(bag, name)
-        if (found !== undefined && "value" in found) return found.value
+        if (found !== undefined && "value" in found) {
+          substituted.push({ path, constant: ref })
+          return found.value
+        }
         if (found === undefined) problems.push(error(path, `constant ${JSON.stringify(name)} of bag ${JSON.stringify(bag)} is not available: that bag is not installed or defines no such constant`))
       }
       opaque.push(path)
@@ -92,6 +98,7 @@ export const substituteConstants = (raw: Record<string, unknown>, resolver?: Con
       opaque.push(path)
       return { constant: ref }
     }
+    substituted.push({ path, constant: name })
     return constants[name]
   }
 
@@ -122,5 +129,5 @@ export const substituteConstants = (raw: Record<string, unknown>, resolver?: Con
     // The constants' own values are data, not manifest: they are not substituted into.
     value[key] = key === "constants" ? raw[key] : walk(raw[key], [key])
   }
-  return { value, problems, external, opaque }
+  return { value, problems, external, opaque, substituted }
 }

@@ -9,6 +9,19 @@ describe("constants", () => {
     expect(m.description).toBe("From a constant")
   })
 
+  it("names the constant a problem inside its value came from (the key at fault is in constants, not on the reference's line)", () => {
+    fails(
+      doc("constants:", "  RUNS: {using: node, main: a.mjs, extra: 1}", "jobs:", "  build:", "    description: b", "    runs: {constant: RUNS}"),
+      { path: "jobs.build.runs.extra", line: 8, message: 'unknown key "extra" (in the value of constant "RUNS")' }
+    )
+    // A value of the wrong kind at the reference itself, too.
+    fails(doc("constants:", "  D: {a: 1}", "services:", "  web: {description: {constant: D}, command: echo}"), {
+      path: "services.web.description",
+      line: 6,
+      message: '(in the value of constant "D")'
+    })
+  })
+
   it("substitutes inside lists, item by item", () => {
     const m = valid(
       doc(
