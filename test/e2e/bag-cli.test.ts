@@ -474,7 +474,7 @@ describe("svc bag show and svc bag doctor judge what depends on this machine", (
     writeBag("taker", 'name: taker\ndescription: {constant: "giver:word"}\nbags:\n  giver: {path: ../giver}\n')
     expect(await checked("taker")).toEqual({ code: 0, stdout: "taker: bag.yaml is valid\n" })
     writeBag("taker-bad", 'name: taker-bad\ndescription: t\nbags:\n  giver: {path: ../giver}\njobs:\n  k:\n    description: k\n    runs: {using: node, main: {constant: "giver:script"}}\n')
-    expect(await checked("taker-bad")).toEqual({ code: 1, stdout: "bag.yaml:8:31: jobs.k.runs.main: missing.mjs does not exist in the bag\n" })
+    expect(await checked("taker-bad")).toEqual({ code: 1, stdout: 'bag.yaml:8:31: jobs.k.runs.main: missing.mjs does not exist in the bag (in the value of constant "giver:script")\n' })
     // Checking installs nothing.
     expect(JSON.parse((await run("bag", "list", "--json")).stdout).bags).toEqual([])
   })
