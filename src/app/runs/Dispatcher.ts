@@ -518,7 +518,7 @@ export const make = Effect.gen(function* () {
 
   // ---- The worker route (WorkerCalls.ts) ---------------------------------------------------
 
-  const { hello, claim, heartbeat, decline, report, stopsFor } = makeWorkerCalls({ state, execute, executeWithoutRound, toRefusal, claims, slotWaits, files, kick, afterNextRound, releaseHeld, recordReport })
+  const { hello, claim, heartbeat, decline, report, stopsFor } = makeWorkerCalls({ state, execute, executeWithoutRound, toRefusal, claims, slotWaits, files, kick, afterNextRound, runWaiting: earlierRunWaiting, releaseHeld, recordReport })
 
   yield* reconcileOwnerAtStart
   yield* sweepIfForgotten

@@ -61,6 +61,8 @@ export interface WorkerCallsContext {
   readonly kick: Effect.Effect<void>
   /** Asks for a scheduler round and completes once one is done. */
   readonly afterNextRound: Effect.Effect<void>
+  /** A pending run that a freed slot may let be placed (not blocked: no slot makes a blocked run eligible). */
+  readonly runWaiting: (s: OwnerState) => boolean
   readonly releaseHeld: (workerId: string, reason: string, keep: ReadonlySet<string>) => Effect.Effect<number>
   readonly recordReport: (
     hostId: string,
@@ -71,7 +73,7 @@ export interface WorkerCallsContext {
   ) => Effect.Effect<ReadonlyArray<Envelope>, CommandRejected | StreamConflict | JournalError>
 }
 
-export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal, claims, slotWaits, files, kick, afterNextRound, releaseHeld, recordReport }: WorkerCallsContext) => {
+export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal, claims, slotWaits, files, kick, afterNextRound, runWaiting, releaseHeld, recordReport }: WorkerCallsContext) => {
   const runOf = (s: OwnerState, id: string) => Option.getOrUndefined(HashMap.get(s.runs.runs, id))
 
   const parse = (attempt: string) => {
@@ -196,7 +198,7 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
       }
       // A report that claims the next freed a slot: a run waiting for one is placed first (on
       // this worker or another, as placement says), so that this answer can carry it.
-      if (afterRound && HashMap.size((yield* state).runs.pending) > 0) yield* afterNextRound
+      if (afterRound && runWaiting(yield* state)) yield* afterNextRound
       const deadline = (yield* Clock.currentTimeMillis) + waitMs
       // A claim that waited across a takeover or a revocation is answered as its next call would
       // be (both wake it: wakeClaims), not with no work at the end of its wait.
