@@ -119,8 +119,6 @@ export const isoTimeProblem = (s: string): string | undefined => {
   return undefined
 }
 
-export const isIsoTimeWithOffset = (s: string): boolean => isoTimeProblem(s) === undefined
-
 export const At = Schema.String.pipe(Schema.filter((s) => s === "login" || (isoTimeProblem(s) ?? true)))
 
 /** A path the manifest names must stay inside the bag: relative, no `..` climbing out. */
