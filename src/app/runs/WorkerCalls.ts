@@ -147,14 +147,19 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
     })
 
   /**
-   * Output may name only attempts placed on this worker: another's (a bug, or a worker speaking for
-   * runs it never had) is refused, not answered as kept. That of an attempt that no longer counts
-   * (superseded, stopped) is not kept, as documented.
+   * Output may name only attempts placed on this worker: another host's, or one its run never had
+   * (a bug, or a worker speaking for runs it never had), is refused, not answered as kept. That of
+   * an attempt that no longer counts (superseded, stopped) is not kept, as documented; nor is that
+   * of a run the owner no longer keeps in memory (settled and forgotten, docs/runs.md), which it
+   * cannot tell from one it never had: a superseded job still running on its worker must not
+   * have every heartbeat of that worker refused.
    */
   const outputProblem = (s: OwnerState, worker: WorkerRecord, deltas: ReadonlyArray<OutputDelta>): Refusal | undefined => {
     for (const delta of deltas) {
       const parsed = parseAttemptId(delta.attempt)
-      const a = parsed === undefined ? undefined : runOf(s, parsed.runId)?.attempts.find((x) => x.n === parsed.attempt)
+      const run = parsed === undefined ? undefined : runOf(s, parsed.runId)
+      if (parsed !== undefined && run === undefined) continue
+      const a = run?.attempts.find((x) => x.n === parsed!.attempt)
       if (a === undefined || a.host !== worker.id) {
         return refusal("unknown-activity", `output names ${JSON.stringify(delta.attempt)}, which is not an attempt placed on this worker: nothing was recorded`)
       }

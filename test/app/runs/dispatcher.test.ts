@@ -484,15 +484,20 @@ describe("on a worker", () => {
       yield* advertise(w)
       const a = yield* runningOn(w)
       const before = yield* head
-      const foreign = { attempt: "rNOSUCHRUN.1", stdout: "lost?", stderr: "" }
+      // An attempt its run never had, and what is no attempt id at all.
+      const foreign = { attempt: `${a.runId}.7`, stdout: "lost?", stderr: "" }
       const beat = yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [a.id], output: [{ attempt: a.id, stdout: "mine", stderr: "" }, foreign] })
       expect(refusal(beat)).toBe("unknown-activity")
+      expect(refusal(yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [a.id], output: [{ attempt: "garbage", stdout: "x", stderr: "" }] }))).toBe("unknown-activity")
       const mixed = yield* call(w.credential, { kind: "report", fence: w.fence, attempt: a.id, outcome: { ok: true, result: { text: "hi", length: 2 } }, output: { ...foreign, attempt: "rOTHER.1" } })
       expect(refusal(mixed)).toBe("bad-request")
       // Nothing recorded: the run still runs, and no output was kept.
       expect(yield* head).toBe(before)
       expect((yield* show(a.runId)).state).toBe("running")
       ok(yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [a.id], output: [{ attempt: a.id, stdout: "mine", stderr: "" }] }), "ack")
+      // A run the owner does not keep (settled and forgotten, or never known: it cannot tell): accepted, not kept,
+      // so that a superseded job still running there does not get every heartbeat of its worker refused.
+      ok(yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [a.id], output: [{ attempt: "rFORGOTTEN1.1", stdout: "late", stderr: "" }] }), "ack")
     }).pipe(Effect.provide(TestOwner))
   )
 
