@@ -365,6 +365,9 @@ describe("svc workers between two real svc serve processes", () => {
       ["a key twice", { bearer: credential, body: `{"kind":"claim","kind":"bye","fence":${fence}}` }, 400, "bad-request", /^the body names kind twice/],
       ["a key twice, escaped", { bearer: credential, body: `{"kind":"advertise","fence":${fence},"capacity":100,"c\u0061pacity":1,"labels":[],"capabilities":[],"artifacts":[]}` }, 400, "bad-request", /names capacity twice/],
       ["a nested key twice", { bearer: credential, body: `{"kind":"report","fence":${fence},"attempt":"a-none","outcome":{"ok":true,"result":{"a":[{"b":1,"b":2}]}}}` }, 400, "bad-request", /names outcome\.result\.a\[0\]\.b twice/],
+      // Nested as deep as the body limit allows: the checks walk it without recursion (a recursive one stopped the owner).
+      ["a body nested 20,000 deep", { bearer: credential, body: `{"kind":"heartbeat","fence":${fence},"running":[],"x":${"[".repeat(20_000)}${"]".repeat(20_000)}}` }, 400, "bad-request", /x/],
+      ["a body nested 20,000 deep, no bearer", { body: `{"x":${"[".repeat(20_000)}${"]".repeat(20_000)}}` }, 400, "bad-request"],
       // A secret where it would be journaled, shown or echoed: refused, and not repeated.
       ["a label holding the credential", { bearer: credential, body: JSON.stringify({ kind: "advertise", fence, capacity: 4, labels: [`k=${credential}`], capabilities: ["node"], artifacts: [] }) }, 400, "bad-request", /^labels\[0\] holds what is shaped as an svc credential or join token/],
       ["an attempt id holding the credential", { bearer: credential, body: JSON.stringify({ kind: "report", fence, attempt: credential, outcome: { ok: true } }) }, 400, "bad-request", /^attempt holds what is shaped/],

@@ -76,28 +76,28 @@ const SECRET = /svc_(wk|jt)_[A-Za-z0-9]/
 
 /**
  * The path of the first string (value or key) in `value` shaped as an svc credential or join
- * token, or undefined. `skip`: keys of the top-level object not looked into.
+ * token, or undefined. `skip`: keys of the top-level object not looked into. A walk with a stack
+ * of its own, not recursion: a body of 64 KiB can nest 30,000 levels, and recursing that deep
+ * overflowed the call stack and stopped the owner (before authentication).
  */
 export const secretPlaceIn = (value: unknown, skip: ReadonlySet<string> = new Set()): string | undefined => {
-  const walk = (v: unknown, path: string, top: boolean): string | undefined => {
-    if (typeof v === "string") return SECRET.test(v) ? path : undefined
-    if (Array.isArray(v)) {
-      for (let i = 0; i < v.length; i++) {
-        const found = walk(v[i], `${path}[${i}]`, false)
-        if (found !== undefined) return found
-      }
-      return undefined
-    }
-    if (typeof v === "object" && v !== null) {
-      for (const key of Object.keys(v)) {
+  const stack: Array<{ readonly v: unknown; readonly path: string; readonly top: boolean }> = [{ v: value, path: "", top: true }]
+  while (stack.length > 0) {
+    const { v, path, top } = stack.pop()!
+    if (typeof v === "string") {
+      if (SECRET.test(v)) return path
+    } else if (Array.isArray(v)) {
+      // Pushed last first: the first item is looked at first, as a reader would.
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], path: `${path}[${i}]`, top: false })
+    } else if (typeof v === "object" && v !== null) {
+      const keys = Object.keys(v)
+      for (const key of keys) if (SECRET.test(key) && !(top && skip.has(key))) return `${withoutSecrets(joinPath(path, key))} (its name)`
+      for (let i = keys.length - 1; i >= 0; i--) {
+        const key = keys[i]!
         if (top && skip.has(key)) continue
-        const at = joinPath(path, key)
-        if (SECRET.test(key)) return `${withoutSecrets(at)} (its name)`
-        const found = walk((v as Record<string, unknown>)[key], at, false)
-        if (found !== undefined) return found
+        stack.push({ v: (v as Record<string, unknown>)[key], path: joinPath(path, key), top: false })
       }
     }
-    return undefined
   }
-  return walk(value, "", true)
+  return undefined
 }

@@ -51,3 +51,14 @@ describe("a secret-shaped string in a message", () => {
     expect(secretPlaceIn({ labels: ["svc_wk_", "note=svc_", "svc_wkx"] })).toBeUndefined()
   })
 })
+
+describe("bodies nested as deep as 64 KiB allows", () => {
+  it("are walked without recursion: 30,000 levels neither overflow the stack nor stop the owner", () => {
+    const depth = 30_000
+    const text = `{"x":${"[".repeat(depth)}"svc_wk_${"A".repeat(36)}"${"]".repeat(depth)}}`
+    const value = JSON.parse(text) as unknown
+    expect(secretPlaceIn(value)).toBe(`x${"[0]".repeat(depth)}`)
+    expect(secretPlaceIn(JSON.parse(`{"x":${"[".repeat(depth)}${"]".repeat(depth)}}`))).toBeUndefined()
+    expect(duplicateKeyIn(`{"a":${"[".repeat(depth)}{"b":1,"b":2}${"]".repeat(depth)}}`)).toBe(`a${"[0]".repeat(depth)}.b`)
+  })
+})
