@@ -362,6 +362,8 @@ describe("svc workers between two real svc serve processes", () => {
       // What JSON.parse lets through: bytes that are not UTF-8 (they would be recorded as U+FFFD), another charset, a key twice.
       ["invalid UTF-8", { bearer: credential, body: Buffer.concat([Buffer.from(`{"kind":"decline","fence":${fence},"attempt":"a`), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from('","reason":"x"}')]) }, 400, "bad-request", /not valid UTF-8/],
       ["latin1 charset", { bearer: credential, contentType: "application/json; charset=latin1", body: JSON.stringify(heartbeat) }, 415, "unsupported-media-type", /UTF-8, not latin1/],
+      ["two charsets, UTF-8 first", { bearer: credential, contentType: "application/json; charset=utf-8; charset=iso-8859-1", body: JSON.stringify(heartbeat) }, 415, "unsupported-media-type", /not iso-8859-1/],
+      ["an empty charset", { bearer: credential, contentType: "application/json; charset=", body: JSON.stringify(heartbeat) }, 415, "unsupported-media-type", /not an empty charset/],
       ["a key twice", { bearer: credential, body: `{"kind":"claim","kind":"bye","fence":${fence}}` }, 400, "bad-request", /^the body names kind twice/],
       ["a key twice, escaped", { bearer: credential, body: `{"kind":"advertise","fence":${fence},"capacity":100,"c\u0061pacity":1,"labels":[],"capabilities":[],"artifacts":[]}` }, 400, "bad-request", /names capacity twice/],
       ["a nested key twice", { bearer: credential, body: `{"kind":"report","fence":${fence},"attempt":"a-none","outcome":{"ok":true,"result":{"a":[{"b":1,"b":2}]}}}` }, 400, "bad-request", /names outcome\.result\.a\[0\]\.b twice/],

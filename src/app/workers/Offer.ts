@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import type { HeldArtifact } from "../../domain/journal/Events.js"
 import { LABEL } from "../../domain/manifest/Formats.js"
 import { explainEligibility, remoteEligibility } from "../../domain/manifest/RemoteEligibility.js"
+import { holdsSecret, secretRefusal } from "../../domain/workers/Secrets.js"
 import { BagDirectory } from "../bags/BagDirectory.js"
 import { checkSnapshot } from "../bags/BagCheck.js"
 import { pinnedResolver } from "../bags/BagConstants.js"
@@ -47,6 +48,8 @@ export const parseLabels = (raw: string | undefined, os: string, arch: string): 
     ["arch", arch]
   ])
   for (const part of (raw ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "")) {
+    // Advertised, so journaled by the owner for ever: refused here, before the owner refuses it.
+    if (holdsSecret(part)) return new OfferConfigError({ message: secretRefusal("SVC_WORKFLOW_LABELS") })
     if (!LABEL.test(part)) return new OfferConfigError({ message: `SVC_WORKFLOW_LABELS holds ${JSON.stringify(part)}, which is not a KEY=VALUE label` })
     const [key, value] = [part.slice(0, part.indexOf("=")), part.slice(part.indexOf("=") + 1)]
     if (key === "os" || key === "arch") {

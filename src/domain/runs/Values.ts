@@ -9,6 +9,7 @@
  */
 import { LABEL } from "../manifest/Formats.js"
 import { JOB_ADDRESS } from "../manifest/JobAddress.js"
+import { holdsSecret, secretRefusal } from "../workers/Secrets.js"
 
 /** Why `address` is not a versioned job address, or undefined: what the CLI says before asking, and the owner when asked. */
 export const jobAddressProblem = (address: string): string | undefined =>
@@ -16,6 +17,7 @@ export const jobAddressProblem = (address: string): string | undefined =>
 
 /** Why a run's `--prefer` labels are not taken (each must be KEY=VALUE), or undefined. */
 export const preferenceProblem = (prefer: ReadonlyArray<string>): string | undefined => {
+  if (prefer.some(holdsSecret)) return secretRefusal("--prefer")
   const bad = prefer.filter((p) => !LABEL.test(p))
   return bad.length === 0 ? undefined : `--prefer takes KEY=VALUE labels; ${bad.map((b) => JSON.stringify(b)).join(", ")} is not one`
 }

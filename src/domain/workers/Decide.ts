@@ -22,6 +22,7 @@ import {
   type HeldArtifact
 } from "../journal/Events.js"
 import type { InviteRecord, Registry, WorkerRecord } from "./Registry.js"
+import { holdsSecret, secretRefusal } from "./Secrets.js"
 
 /** Spec: an unused scoped invite expires after 24 hours; rotation keeps the old credential 5 minutes. */
 export const SCOPED_INVITE_LIFETIME_MS = 24 * 60 * 60 * 1000
@@ -92,6 +93,7 @@ const WORKER_NAME = /^[\p{L}\p{N}][\p{L}\p{N}._-]{0,62}$/u
  * commands would take for that worker.
  */
 export const workerNameProblem = (name: string, state: Registry): string | undefined => {
+  if (holdsSecret(name)) return secretRefusal("the worker's name")
   if (!WORKER_NAME.test(name)) {
     return `a worker's name is one word of at most 63 letters, digits, dots, hyphens and underscores, starting with a letter or digit; ${JSON.stringify(name)} is not`
   }
@@ -111,6 +113,7 @@ export const workerNameFromHost = (host: string): string => {
 }
 
 export const decideInvite = (c: InviteWorker, state: Registry): Decision | Rejection => {
+  if (c.scope.some(holdsSecret)) return reject("invalid-scope", secretRefusal("the scope"))
   const bad = c.scope.filter((s) => !JOB_ADDRESS.test(s))
   if (bad.length > 0) {
     return reject("invalid-scope", `a scope names versioned jobs as BAG:JOB@VERSION; ${bad.map((s) => JSON.stringify(s)).join(", ")} ${bad.length === 1 ? "is" : "are"} not`)

@@ -21,6 +21,17 @@ const SECRET_SHAPED = /svc_(wk|jt)_[A-Za-z0-9_-]+/g
  */
 export const withoutSecrets = (text: string): string => text.replace(SECRET_SHAPED, (_, kind: string) => `svc_${kind}_…`)
 
+/**
+ * Whether `text` holds something shaped as a credential or join token anywhere: a value that
+ * would be journaled or shown (a name, a label, a scope) must not, since the journal keeps it for
+ * ever and every listing repeats it.
+ */
+export const holdsSecret = (text: string): boolean => /svc_(wk|jt)_[A-Za-z0-9]/.test(text)
+
+/** What a value holding a secret's shape is told, naming `what` it was given as. */
+export const secretRefusal = (what: string): string =>
+  `${what} holds what is shaped as an svc credential or join token (svc_wk_…, svc_jt_…): refused, so that no secret is recorded or shown`
+
 /** Which secret `word` is shaped as, if it is one. */
 export const secretKindOf = (word: string): "credential" | "join token" | undefined => {
   const w = word.trim()

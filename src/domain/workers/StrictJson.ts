@@ -4,7 +4,7 @@
  * strings shaped as svc secrets (they would be journaled, shown and echoed). Pure: text and
  * values in, the place at fault out.
  */
-import { withoutSecrets } from "./Secrets.js"
+import { holdsSecret, withoutSecrets } from "./Secrets.js"
 
 /** A key path as messages write it: `outcome.result.a`, `labels[2]`; the body itself is `(the body)`. */
 const joinPath = (path: string, key: string): string => (path === "" ? key : `${path}.${key}`)
@@ -72,7 +72,6 @@ export const duplicateKeyIn = (text: string): string | undefined => {
   return undefined
 }
 
-const SECRET = /svc_(wk|jt)_[A-Za-z0-9]/
 
 /**
  * The path of the first string (value or key) in `value` shaped as an svc credential or join
@@ -85,13 +84,13 @@ export const secretPlaceIn = (value: unknown, skip: ReadonlySet<string> = new Se
   while (stack.length > 0) {
     const { v, path, top } = stack.pop()!
     if (typeof v === "string") {
-      if (SECRET.test(v)) return path
+      if (holdsSecret(v)) return path
     } else if (Array.isArray(v)) {
       // Pushed last first: the first item is looked at first, as a reader would.
       for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], path: `${path}[${i}]`, top: false })
     } else if (typeof v === "object" && v !== null) {
       const keys = Object.keys(v)
-      for (const key of keys) if (SECRET.test(key) && !(top && skip.has(key))) return `${withoutSecrets(joinPath(path, key))} (its name)`
+      for (const key of keys) if (holdsSecret(key) && !(top && skip.has(key))) return `${withoutSecrets(joinPath(path, key))} (its name)`
       for (let i = keys.length - 1; i >= 0; i--) {
         const key = keys[i]!
         if (top && skip.has(key)) continue

@@ -69,10 +69,12 @@ const bodyProblem = (text: string, json: unknown): string | undefined => {
   return undefined
 }
 
-/** A charset other than UTF-8 named in Content-Type, or undefined. */
+/** A charset other than UTF-8 named in Content-Type (any of them, when several are), or undefined. */
 const otherCharset = (type: string): string | undefined => {
-  const m = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(type)
-  return m === null || /^utf-?8$/i.test(m[1]!) ? undefined : m[1]
+  for (const m of type.matchAll(/;\s*charset\s*=\s*"?([^";\s]*)"?/gi)) {
+    if (!/^utf-?8$/i.test(m[1]!)) return m[1] === "" ? "an empty charset" : m[1]
+  }
+  return undefined
 }
 
 /** The bearer token as presented, or undefined. */

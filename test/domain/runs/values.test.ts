@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { depthOf, depthProblem, MAX_VALUE_DEPTH } from "../../../src/domain/runs/Values.js"
+import { depthOf, depthProblem, MAX_VALUE_DEPTH, preferenceProblem } from "../../../src/domain/runs/Values.js"
 
 const nested = (levels: number): unknown => JSON.parse("[".repeat(levels) + "]".repeat(levels))
 
@@ -17,5 +17,15 @@ describe("how deep a run's input or result nests", () => {
     expect(depthProblem(nested(MAX_VALUE_DEPTH + 1), "the input")).toBe(
       "the input nests more than 512 levels deep (arrays and objects within each other); at most 512 are taken"
     )
+  })
+})
+
+describe("a run's stated preference", () => {
+  it("takes KEY=VALUE labels, and refuses one shaped as a secret (it would be journaled with the run)", () => {
+    expect(preferenceProblem(["zone=lab"])).toBeUndefined()
+    expect(preferenceProblem(["nokv"])).toBe('--prefer takes KEY=VALUE labels; "nokv" is not one')
+    const said = preferenceProblem([`pool=svc_wk_${"A".repeat(36)}`])
+    expect(said).toMatch(/^--prefer holds what is shaped as an svc credential or join token/)
+    expect(said).not.toContain("A".repeat(36))
   })
 })

@@ -124,6 +124,16 @@ describe("redeem", () => {
     expect(rejection(redeem(given(invited("i", 0)), 10_000 * HOUR))).toBe("decided")
   })
 
+  it("refuses a name or a scope shaped as a credential or join token: the journal would keep it for ever", () => {
+    const secret = `svc_wk_${"A".repeat(30)}123456`
+    const named = D.decideInvite({ inviteId: "i", tokenHash: hash("t"), name: secret, scope: [], expiresAt: null, actor: "op", now: 0 }, given())
+    expect(named).toMatchObject({ _tag: "Rejected", code: "invalid-name", message: expect.stringMatching(/^the worker's name holds what is shaped as an svc credential or join token/) })
+    expect(JSON.stringify(named)).not.toContain("A".repeat(30))
+    const scoped = D.decideInvite({ inviteId: "i", tokenHash: hash("t"), name: null, scope: [`a:b@${secret}`], expiresAt: null, actor: "op", now: 0 }, given())
+    expect(scoped).toMatchObject({ _tag: "Rejected", code: "invalid-scope", message: expect.stringMatching(/^the scope holds what is shaped/) })
+    expect(D.workerNameProblem("svc_jt_eyJ2IjoxfQ", given())).toMatch(/shaped as an svc credential or join token/)
+  })
+
   it("a join that gives no name takes the host's, made into a valid one when it is not", () => {
     expect(D.workerNameFromHost("lab-1")).toBe("lab-1")
     expect(D.workerNameFromHost("ip-10-0-1-23.eu-west-1.compute.internal")).toBe("ip-10-0-1-23.eu-west-1.compute.internal")
