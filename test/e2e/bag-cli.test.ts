@@ -475,6 +475,17 @@ describe("svc bag show and svc bag doctor judge what depends on this machine", (
     expect(await checked("taker")).toEqual({ code: 0, stdout: "taker: bag.yaml is valid\n" })
     writeBag("taker-bad", 'name: taker-bad\ndescription: t\nbags:\n  giver: {path: ../giver}\njobs:\n  k:\n    description: k\n    runs: {using: node, main: {constant: "giver:script"}}\n')
     expect(await checked("taker-bad")).toEqual({ code: 1, stdout: 'bag.yaml:8:31: jobs.k.runs.main: missing.mjs does not exist in the bag (in the value of constant "giver:script")\n' })
+    // Another problem of the parent's own does not hide what its child's constant brings: both are said, as install says them.
+    writeBag("zero", "name: zero\ndescription: z\nconstants:\n  t: 0s\n")
+    writeBag(
+      "both-bad",
+      "name: both-bad\ndescription: b\nbags:\n  zero: {path: ../zero}\njobs:\n  a:\n    description: a\n    runs: {using: node, main: x.mjs}\n    timeout: {constant: zero:t}\n  b:\n    description: b\n    runs: {using: node, main: {constant: other:main}}\n",
+      { "x.mjs": "" }
+    )
+    const both = await checked("both-bad")
+    expect(both.code).toBe(1)
+    expect(both.stdout).toMatch(/jobs\.a\.timeout: must be more than 0 seconds .*\(in the value of constant "zero:t"\)/)
+    expect(both.stdout).toMatch(/jobs\.b\.runs\.main: uses constant "main" of bag "other", which this bag neither composes/)
     // Checking installs nothing.
     expect(JSON.parse((await run("bag", "list", "--json")).stdout).bags).toEqual([])
   })

@@ -103,7 +103,9 @@ export const checkBagWhole = (dir: string) =>
   Effect.gen(function* () {
     const checked = yield* checkBag(dir)
     const raw = (yield* ManifestSource).parse(checked.snapshot.manifestText).value
-    if (!checked.report.valid || compositionOf(raw).paths.length === 0) return checked
+    // Planned even when the bag alone has problems: those its children's constants bring (what
+    // install would say) are said beside them, not after they are fixed.
+    if (compositionOf(raw).paths.length === 0) return checked
     // Other bags' constants stay opaque here, as in checkBag: the machine's bags are not asked.
     const problem = yield* planTree(dir, [], new Map(), [], undefined, true).pipe(
       Effect.as(undefined),
@@ -123,6 +125,8 @@ export const checkBagWhole = (dir: string) =>
     )
     if (problem === undefined) return checked
     if (typeof problem !== "string") return { snapshot: checked.snapshot, report: { ...checked.report, valid: false, problems: problem } }
+    // The check said it already, at its own place (a child's path leading nowhere): not twice.
+    if (checked.report.problems.some((p) => p.severity === "error" && (p.path === "bags" || p.path.startsWith("bags.")))) return checked
     return { snapshot: checked.snapshot, report: yield* checkText(checked.snapshot.manifestText, checked.snapshot.listing, undefined, [error(["bags"], problem, "key")]) }
   })
 
