@@ -52,11 +52,24 @@ export const identityOf = (home: string): HomeIdentity | undefined => {
 /** The identity as one line per part, as leftover-job notes keep it and session bindings hash it. */
 export const identityText = ({ realPath, dev, ino }: HomeIdentity): string => `${realPath}\n${dev}\n${ino}`
 
+/** Why an existing `path` cannot be a home (it is a file, say), or undefined (a directory, or nothing yet). */
+export const notAHome = (path: string): SvcHomeProblem | undefined => {
+  let stat: fs.Stats
+  try {
+    stat = fs.statSync(path)
+  } catch {
+    return undefined
+  }
+  return stat.isDirectory() ? undefined : new SvcHomeProblem({ message: `SVC_HOME is ${path}, which is a file, not a directory: point it at a directory (svc makes it when missing)` })
+}
+
 export const layer = Layer.effect(
   SvcHome,
   Effect.flatMap(Effect.orDie(Config.string("SVC_HOME").pipe(Config.withDefault(""))), (given) => {
     const path = homeOf(given, os.homedir())
-    return typeof path === "string" ? Effect.succeed({ path }) : Effect.fail(path)
+    if (typeof path !== "string") return Effect.fail(path)
+    const problem = notAHome(path)
+    return problem === undefined ? Effect.succeed({ path }) : Effect.fail(problem)
   })
 )
 

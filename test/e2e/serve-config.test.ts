@@ -199,6 +199,13 @@ describe("svc serve configuration", () => {
       stderr: `svc: SVC_HOME must be an absolute path, not "relative-home": a relative one names another home in each directory svc runs from (unset it for ${join(home, ".svc")})\n`
     })
     expect(existsSync(join(home, "relative-home"))).toBe(false)
+    // A file is no home: said once, the same for every command (bag list said "no bags installed").
+    const file = join(home, "a-file")
+    writeFileSync(file, "{}")
+    for (const args of [["bag", "list"], ["runs", "list"], ["journal", "tail"], ["serve"]]) {
+      const r = await svc(args, { cwd: home, home, env: { SVC_HOME: file } })
+      expect({ args, code: r.code, stderr: r.stderr }).toEqual({ args, code: 2, stderr: `svc: SVC_HOME is ${file}, which is a file, not a directory: point it at a directory (svc makes it when missing)\n` })
+    }
     const shown = await svc(["runs", "show", "r1"], { cwd: home, home })
     expect({ code: shown.code, stderr: shown.stderr }).toEqual({
       code: 2,
