@@ -116,7 +116,14 @@ const unknownFormat = (ajv: Ajv | Ajv2020, e: unknown): { readonly why: string; 
   if (m === null) return undefined
   const known = Object.keys(ajv.formats)
   const hint = suggest(m[1]!, known)
-  return { why: `is not a format svc knows (${JSON.stringify(m[1])})${hint === undefined ? "" : `; did you mean ${JSON.stringify(hint)}?`}`, path: [...pointerParts(m[2]!), "format"] }
+  // The path is a URI fragment: its parts are percent-encoded (`a%20b` for the property "a b").
+  let pointer: string
+  try {
+    pointer = decodeURIComponent(m[2]!)
+  } catch {
+    pointer = m[2]!
+  }
+  return { why: `is not a format svc knows (${JSON.stringify(m[1])})${hint === undefined ? "" : `; did you mean ${JSON.stringify(hint)}?`}`, path: [...pointerParts(pointer), "format"] }
 }
 
 const compile = (schema: unknown): Compiled => {

@@ -218,6 +218,13 @@ describe("input_schema and output_schema", () => {
       line: 9,
       message: 'is not a format svc knows ("emaill"); did you mean "email"? (JSON Schema)'
     },
+    {
+      name: "an unknown format under a property whose name needs escaping, at its own key (the fragment was percent-encoded)",
+      yaml: job("input_schema:", "  type: object", "  properties:", "    'a b/c':", "      type: string", "      format: nope"),
+      path: 'jobs.build.input_schema.properties["a b/c"].format',
+      line: 11,
+      message: 'is not a format svc knows ("nope")'
+    },
     { name: "an output_schema with a misspelt keyword", yaml: job("output_schema: {tpye: object}"), path: "jobs.build.output_schema", line: 6, message: 'is not a valid JSON Schema: strict mode: unknown keyword: "tpye"' },
     { name: "an input_schema that is a string", yaml: job("input_schema: object"), path: "jobs.build.input_schema", line: 6, message: "a JSON Schema object" },
     // ajv threw for a meta-schema it was not given: bag check crashed (exit 70).
