@@ -111,6 +111,12 @@ describe("svc runs show", () => {
     ])
   })
 
+  it("--wait's progress names the host with its id when another worker carries its name; an owner that sends no hostId reads as before", () => {
+    expect(progressLine({ ...view, hostId: "wNew1234567", hostNameShared: true })).toBe("run rAbc123 running on lab-1 (wNew1234567)")
+    expect(progressLine({ ...view, hostId: "wNew1234567" })).toBe("run rAbc123 running on lab-1")
+    expect(progressLine(view)).toBe("run rAbc123 running on lab-1")
+  })
+
   it("reads an answer from an owner that does not give waitingForSlotSince", () => {
     const { waitingForSlotSince: _, ...older } = attempt
     expect(showLines(detail({ attemptRecords: [older as typeof attempt] }))).toContain("attempt rAbc123.1 on lab-1: running; holds a slot")

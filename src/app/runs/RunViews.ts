@@ -28,8 +28,12 @@ export interface RunView {
   readonly state: RunRecord["state"]
   readonly submittedAt: string
   readonly finishedAt: string | null
-  /** The host of its latest attempt: where it runs or where it ended; null while pending. */
+  /** The host of its latest attempt: where it runs or where it ended (its name); null while pending. */
   readonly host: string | null
+  /** That host's id (`owner`, or the worker's id); null while pending. (An owner from before it does not send it.) */
+  readonly hostId?: string | null
+  /** Another worker carries the host's name (a machine that joined again): texts add the id. Absent: no. */
+  readonly hostNameShared?: true
   readonly attempts: number
   readonly explanation: string | null
   readonly result: unknown
@@ -105,17 +109,32 @@ export interface RunViewsContext {
 export const makeRunViews = ({ state, readRun, files, nextChange, slotWaits }: RunViewsContext) => {
   const runOf = (s: OwnerState, id: string) => Option.getOrUndefined(HashMap.get(s.runs.runs, id))
   const nameOf = (s: OwnerState, hostId: string) => (hostId === "owner" ? "owner" : Option.match(HashMap.get(s.registry.workers, hostId), { onNone: () => hostId, onSome: (w) => w.name }))
+  /** How many workers carry each name, per registry (it is a new value whenever a worker changes). */
+  const nameCounts = new WeakMap<object, Map<string, number>>()
+  const sharedName = (s: OwnerState, name: string): boolean => {
+    let counts = nameCounts.get(s.registry.workers)
+    if (counts === undefined) {
+      counts = new Map()
+      for (const [, w] of s.registry.workers) counts.set(w.name, (counts.get(w.name) ?? 0) + 1)
+      nameCounts.set(s.registry.workers, counts)
+    }
+    return (counts.get(name) ?? 0) > 1
+  }
 
   const view = (s: OwnerState, run: RunRecord): RunView => {
     const last = lastAttempt(run)
+    // A pending run is on no host, whatever its last attempt was (runs show lists them).
+    const hostId = last === undefined || run.state === "pending" ? null : last.host
+    const host = hostId === null ? null : nameOf(s, hostId)
     return {
       id: run.id,
       address: run.job.address,
       state: run.state,
       submittedAt: iso(run.submittedAt)!,
       finishedAt: iso(run.finishedAt),
-      // A pending run is on no host, whatever its last attempt was (runs show lists them).
-      host: last === undefined || run.state === "pending" ? null : nameOf(s, last.host),
+      host,
+      hostId,
+      ...(hostId !== null && hostId !== "owner" && host !== null && sharedName(s, host) ? { hostNameShared: true as const } : {}),
       attempts: run.attempts.length,
       explanation: run.placement?.explanation ?? null,
       result: run.result,

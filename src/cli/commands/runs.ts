@@ -14,6 +14,10 @@ import { admin } from "../admin.js"
 import { CliFailure, exitQuietly, refused, usage } from "../CliFailure.js"
 import { printJson, printLines, table } from "../output.js"
 
+
+/** A run's host as texts say it: its name, with its id when another worker carries the name (a machine that joined again). */
+const hostText = (r: RunView): string | null => (r.host !== null && r.hostNameShared === true && typeof r.hostId === "string" ? `${r.host} (${r.hostId})` : r.host)
+
 const json = Options.boolean("json").pipe(Options.withDescription("print one JSON document on stdout"))
 
 /** `--input '{"a":1}'` or `--input @file.json`. */
@@ -37,7 +41,7 @@ const readInput = (raw: Option.Option<string>) =>
 export const progressLine = (r: RunView) =>
   r.state === "pending"
     ? `run ${r.id} pending: ${r.explanation ?? "not placed yet"}`
-    : `run ${r.id} ${r.state}${r.host === null ? "" : ` on ${r.host}`}${r.attempts > 1 ? ` (attempt ${r.attempts})` : ""}`
+    : `run ${r.id} ${r.state}${r.host === null ? "" : ` on ${hostText(r)}`}${r.attempts > 1 ? ` (attempt ${r.attempts})` : ""}`
 
 /**
  * Whether `--wait` says so on stderr: a run that is not going as it should (not placed, placed
@@ -46,7 +50,7 @@ export const progressLine = (r: RunView) =>
 export const worthSaying = (r: RunView, saidBefore: boolean) => saidBefore || r.state === "pending" || r.attempts > 1
 
 const outcomeLine = (r: RunView) =>
-  r.state === "succeeded" ? `run ${r.id} succeeded on ${r.host ?? "?"}` : `run ${r.id} ${r.state}${r.host === null ? "" : ` on ${r.host}`}: ${r.error ?? r.explanation ?? ""}`
+  r.state === "succeeded" ? `run ${r.id} succeeded on ${hostText(r) ?? "?"}` : `run ${r.id} ${r.state}${r.host === null ? "" : ` on ${hostText(r)}`}: ${r.error ?? r.explanation ?? ""}`
 
 /** How long `--wait` waits for an owner that stopped answering (a restart) before it gives up. */
 const RESTART_PATIENCE = "60 seconds"
@@ -159,7 +163,7 @@ const list = Command.make(
       if (json) return yield* printJson({ runs, total, forgotten })
       if (total === 0 && forgotten === 0 && state.length === 0) return yield* Console.log("no runs yet; submit one with: svc run BAG:JOB@VERSION")
       if (total === 0 && state.length > 0) yield* Console.log(`no run kept in memory is ${state.join(" or ")}`)
-      if (runs.length > 0) yield* printLines(table(["RUN", "JOB", "STATE", "HOST", "ATTEMPTS", "SUBMITTED", "WHY"], runs.map((r) => [r.id, r.address, r.state, r.host ?? "-", String(r.attempts), r.submittedAt, r.error ?? r.explanation ?? ""])))
+      if (runs.length > 0) yield* printLines(table(["RUN", "JOB", "STATE", "HOST", "ATTEMPTS", "SUBMITTED", "WHY"], runs.map((r) => [r.id, r.address, r.state, hostText(r) ?? "-", String(r.attempts), r.submittedAt, r.error ?? r.explanation ?? ""])))
       if (runs.length < total) yield* Console.log(`the ${runs.length} most recently submitted of ${total} runs${state.length === 0 ? "" : ` ${state.join(" or ")}`}; --limit 0 lists them all`)
       // Older finished runs are in the journal only (docs/runs.md, "Runs kept in memory").
       if (forgotten > 0) yield* Console.log(`${forgotten} older finished run${forgotten === 1 ? " is" : "s are"} not listed; svc runs show RUN reads any of them from the journal`)
@@ -271,7 +275,7 @@ const stop = Command.make("stop", { run: runArg, json }, ({ json, run }) =>
   Effect.gen(function* () {
     const r = (yield* admin("POST", "/runs/stop", { run })) as unknown as RunView
     if (json) return yield* printJson(r)
-    yield* Console.log(`stopped run ${r.id}${r.host === null ? "" : r.host === "owner" ? "; its attempt on the owner is stopped" : `; ${r.host} is told to stop it`}`)
+    yield* Console.log(`stopped run ${r.id}${r.host === null ? "" : r.host === "owner" ? "; its attempt on the owner is stopped" : `; ${hostText(r)} is told to stop it`}`)
   })
 ).pipe(Command.withDescription("Stop a run wherever it is (a worker is told in the answer to its next call)"))
 

@@ -501,6 +501,20 @@ describe("on a worker", () => {
     }).pipe(Effect.provide(TestOwner))
   )
 
+  it.effect("a run's view names its host's id, and says when another worker carries that name (texts then add the id)", () =>
+    Effect.gen(function* () {
+      const old = yield* linked("lab-1")
+      yield* (yield* Owner).revoke(old.workerId, "operator")
+      const again = yield* linked("lab-1")
+      yield* advertise(again)
+      const a = yield* runningOn(again)
+      const v = yield* show(a.runId)
+      expect(v).toMatchObject({ host: "lab-1", hostId: again.workerId, hostNameShared: true })
+      const single = yield* linked("lab-2")
+      expect(single.workerId).not.toBe(again.workerId)
+    }).pipe(Effect.provide(TestOwner))
+  )
+
   it.effect("a report that claims the next, with nothing placed on the worker: next is null; without claimNext there is no next at all", () =>
     Effect.gen(function* () {
       const w = yield* linked("lab-1")
