@@ -112,6 +112,8 @@ export interface DispatcherService {
    * of their wait.
    */
   readonly wakeClaims: (workerId: string) => Effect.Effect<void>
+  /** The worker's process said bye: its waiting claims are answered now, with no work. */
+  readonly endClaims: (workerId: string) => Effect.Effect<void>
   /** Why no worker would run `address` now (its bag is not installed here, or only the owner runs it), or undefined: what an invite's scope is checked against. */
   readonly jobProblem: (address: string) => Effect.Effect<string | undefined>
 }
@@ -555,7 +557,7 @@ export const make = Effect.gen(function* () {
       Effect.catchAll((e) => Effect.succeed(e.message))
     )
 
-  return Dispatcher.of({ submit, list, show, stop, wait, release, hello, claim, heartbeat, decline, report, stopsFor, kick, wakeClaims: claims.wake, jobProblem })
+  return Dispatcher.of({ submit, list, show, stop, wait, release, hello, claim, heartbeat, decline, report, stopsFor, kick, wakeClaims: claims.wake, endClaims: claims.withdraw, jobProblem })
 })
 
 export const layer = Layer.scoped(Dispatcher, make)

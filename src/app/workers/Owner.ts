@@ -247,7 +247,8 @@ export const make = Effect.gen(function* () {
         case "bye":
           // A clean stop: its session and advertisement end now; what it held is placed again at the next round.
           freshness.end(worker.id)
-          return Effect.as(dispatcher.kick, { kind: "ack", stop: [], newCredential } satisfies Ack)
+          // Its claims still waiting are answered now (no work): the process that made them is going.
+          return Effect.as(Effect.zipRight(dispatcher.endClaims(worker.id), dispatcher.kick), { kind: "ack", stop: [], newCredential } satisfies Ack)
         case "advertise":
           return advertise(worker, now, request, newCredential)
         case "heartbeat":

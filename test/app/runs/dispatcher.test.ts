@@ -731,6 +731,18 @@ describe("on a worker", () => {
     }).pipe(Effect.provide(CountingOwner))
   )
 
+  it.effect("a waiting claim is answered with no work at once when its process says bye", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const waiting = yield* waitingClaim(w)
+      ok(yield* call(w.credential, { kind: "bye", fence: w.fence }), "ack")
+      yield* quiet
+      // The test clock stands still: the bye answered it, not the end of its 30 s.
+      ok(yield* waiting.await.pipe(Effect.flatten), "no-work")
+    }).pipe(Effect.provide(CountingOwner))
+  )
+
   it.effect("submissions at once, on the SQLite journal's group commit, never promise a worker more slots than it has", () =>
     Effect.gen(function* () {
       const w = yield* linked("lab-1")
