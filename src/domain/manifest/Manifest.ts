@@ -19,7 +19,7 @@ import { Store, StoreHooks, Stores } from "./schema/Stores.js"
 import { Vendors } from "./schema/Vendors.js"
 
 /** The bag's description: one line, as `svc bag list` and `show` print it (spec); a block's final line break is fine. */
-const OneLine = NonEmpty.pipe(Schema.filter((s) => !s.trimEnd().includes("\n") || "must be one line (svc bag list shows it on one): put longer text in instructions"))
+const OneLine = NonEmpty.pipe(Schema.filter((s) => !/[\n\r]/.test(s.trimEnd()) || "must be one line (svc bag list shows it on one): put longer text in instructions"))
 
 export const Manifest = Schema.Struct({
   name: BagName,

@@ -144,6 +144,18 @@ const rows: ReadonlyArray<ErrorsRow> = [
     expected: { path: "description", line: 2, message: "must be one line" }
   },
   {
+    condition: "the description holds a carriage return (a terminal would overwrite the line)",
+    pass: 'name: demo\ndescription: "first part"\n',
+    fail: 'name: demo\ndescription: "first part\\rSECOND"\n',
+    expected: { path: "description", line: 2, message: "must be one line" }
+  },
+  {
+    condition: "a hook's timeout is not finite",
+    pass: doc("hooks:", "  - {event: stop, run: h.js, timeout: 5}"),
+    fail: doc("hooks:", "  - {event: stop, run: h.js, timeout: .inf}"),
+    expected: { path: "hooks[0].timeout", line: 4, message: "must be a finite number of seconds" }
+  },
+  {
     condition: "a hook's timeout is not a number of seconds",
     pass: doc("hooks:", "  - {event: stop, run: h.js, timeout: 5}"),
     fail: doc("hooks:", "  - {event: stop, run: h.js, timeout: 5s}"),

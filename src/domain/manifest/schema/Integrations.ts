@@ -34,7 +34,7 @@ export const AGENT_EVENTS = ["session-start", "session-end", "user-prompt", "sto
 
 /** A hook's `timeout`: seconds, as a number (spec: "number, seconds per run"; not `5s` as a job's). */
 const HookSeconds = byKind("seconds as a number, such as 5 (a hook's timeout takes no unit)", { number: Schema.Number }).pipe(
-  Schema.filter((n) => (Number.isFinite(n) && n > 0) || "must be more than 0 seconds")
+  Schema.filter((n) => (!Number.isFinite(n) ? "must be a finite number of seconds" : n > 0 || "must be more than 0 seconds"))
 )
 
 export const AgentHook = Schema.Struct({
