@@ -108,6 +108,12 @@ const rows: ReadonlyArray<ErrorsRow> = [
     expected: { path: "schedules.s.bounds[1]", line: 6, message: 'names bound "rael", which this bag does not declare; did you mean "real"?' }
   },
   {
+    condition: "a schedule's trait is empty (said once: not also as an undeclared trait)",
+    pass: doc("schedules:", "  s: {every: 1h, action: a, traits: [demo]}"),
+    fail: doc("schedules:", "  s: {every: 1h, action: a, traits: ['']}"),
+    expected: { path: "schedules.s.traits[0]", line: 4, message: "must not be empty" }
+  },
+  {
     condition: "a schedule names a trait this bag does not declare (its own automatic trait is known)",
     pass: doc("traits:", "  t: {description: d}", "schedules:", "  s: {every: 1h, action: a, traits: [t, demo, 'demo:t', 'other:x']}"),
     fail: doc("traits:", "  t: {description: d}", "schedules:", "  s: {every: 1h, action: a, traits: [ghost]}"),

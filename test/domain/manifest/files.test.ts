@@ -91,6 +91,17 @@ describe("file existence", () => {
     ])
   })
 
+  it("says a file reached through a link to a directory is reached through it, not that it is missing", () => {
+    const files = FILES.filter((f) => !f.startsWith("jobs/"))
+    const withLink = { ...listing(files, DIRS.filter((d) => d !== "jobs")), symlinks: new Set(["jobs"]) }
+    const r = check(MANIFEST, withLink)
+    expect(r.errors.find((e) => e.path === "jobs.render.runs.main")?.message).toBe(
+      "jobs/render.js is reached through jobs, which is a symbolic link; a bag must be self-contained (svc bag install refuses it), so copy what it points to in instead"
+    )
+    // Said at the key that names a path through it, not again at the root.
+    expect(r.errors.filter((e) => e.path === "(root)" && e.message.startsWith("jobs "))).toEqual([])
+  })
+
   it("refuses missing migrations and infra directories", () => {
     const files = FILES.filter((f) => f !== "db/migrations/0001.sql" && f !== "infra/main.tf")
     fails(

@@ -64,6 +64,13 @@ export const fileRules = (raw: Record<string, unknown>, listing: BagListing): Ar
       out.push(error(ref.path, `${ref.file} ${SYMLINK}`))
       continue
     }
+    // Reached through a link to a directory (not walked): said as that, not as a file missing.
+    const through = [...symlinks].find((link) => target.startsWith(`${link}/`))
+    if (through !== undefined) {
+      named.add(through)
+      out.push(error(ref.path, `${ref.file} is reached through ${through}, which ${SYMLINK}`))
+      continue
+    }
     const found = ref.kind === "file" ? listing.files.has(target) : listing.dirs.has(target)
     if (!found) {
       const other = ref.kind === "file" ? listing.dirs.has(target) : listing.files.has(target)

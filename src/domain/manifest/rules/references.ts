@@ -183,11 +183,12 @@ export const scheduleGrantRules = (raw: Record<string, unknown>): Array<Problem>
   for (const [name, schedule] of entriesOf(raw["schedules"])) {
     if (!isMap(schedule)) continue
     listOf(schedule["traits"]).forEach((ref, i) => {
-      const own = typeof ref === "string" ? ownName(ref, bag) : undefined
+      // An empty name is the schema's to refuse ("must not be empty"), once.
+      const own = typeof ref === "string" && ref !== "" ? ownName(ref, bag) : undefined
       if (own !== undefined && own !== bag && !traitNames.includes(own)) out.push(error(["schedules", name, "traits", i], unknownName("trait", own, traitNames)))
     })
     listOf(schedule["bounds"]).forEach((ref, i) => {
-      const own = typeof ref === "string" ? ownName(ref, bag) : undefined
+      const own = typeof ref === "string" && ref !== "" ? ownName(ref, bag) : undefined
       if (own !== undefined && !boundNames.includes(own)) out.push(error(["schedules", name, "bounds", i], unknownName("bound", own, boundNames)))
     })
   }
