@@ -6,7 +6,7 @@
  */
 import { holdsSecret, withoutSecrets } from "./Secrets.js"
 
-/** A key path as messages write it: `outcome.result.a`, `labels[2]`; the body itself is `(the body)`. */
+/** A key path as messages write it: `outcome.result.a`, `labels[2]` (a top-level key alone: `kind`). */
 const joinPath = (path: string, key: string): string => (path === "" ? key : `${path}.${key}`)
 
 interface Frame {
@@ -71,7 +71,6 @@ export const duplicateKeyIn = (text: string): string | undefined => {
   }
   return undefined
 }
-
 
 /**
  * The path of the first string (value or key) in `value` shaped as an svc credential or join
