@@ -101,15 +101,8 @@ const alive = (pid: number): boolean => {
   }
 }
 
-/** Whether a process group with this id still has members. */
-const groupAlive = (pgid: number): boolean => {
-  try {
-    process.kill(-pgid, 0)
-    return true
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM"
-  }
-}
+/** Whether a process group with this id still has members (signal 0 to the group, as `alive` to a process). */
+const groupAlive = (pgid: number): boolean => alive(-pgid)
 
 const signalGroup = (pid: number, signal: NodeJS.Signals) => {
   try {
