@@ -189,7 +189,7 @@ const planTree = (
         notes.push(`${name} composes ${childName} from the Git remote ${repo}, which svc does not fetch: install it with svc bag install DIR (svc bag doctor reports it missing until then)`)
       }
     }
-    const planned = yield* planOne(dir, snapshot, staged, installed, checking).pipe(
+    const planned = yield* planOne(dir, snapshot, staged, installed, checking ? { name, doc } : undefined).pipe(
       // A child's problems say which bags compose it: the one asked for is not the one refused.
       Effect.catchTag("BagInvalid", (e) => Effect.fail(chain.length === 0 ? e : new BagInvalid({ dir: e.dir, problems: e.problems, composedBy: chain.map((c) => c.name) })))
     )
@@ -210,13 +210,12 @@ const recordOf = (manifest: Manifest, snapshot: BagSnapshot, digest: string, pin
 /**
  * For `svc bag check`: a bag without problems whose manifest stays undecoded (it uses a constant
  * of a bag outside the composition, which check does not resolve): what the plan needs of it,
- * its name and constants, read from its source.
+ * its name and constants, as planTree read them from its source.
  */
-const uncheckedRecord = (raw: unknown, snapshot: BagSnapshot, digest: string): Omit<InstalledBag, "path"> => {
-  const doc = typeof raw === "object" && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {}
+const uncheckedRecord = ({ name, doc }: AsWritten, snapshot: BagSnapshot, digest: string): Omit<InstalledBag, "path"> => {
   const constants = doc["constants"]
   return {
-    name: typeof doc["extends"] === "string" ? `${doc["extends"]}/${String(doc["name"])}` : String(doc["name"]),
+    name,
     description: "",
     digest,
     installedAt: "",
@@ -227,20 +226,35 @@ const uncheckedRecord = (raw: unknown, snapshot: BagSnapshot, digest: string): O
   }
 }
 
-/** One bag, read already (`snapshot`), checked against the bags installed now and those planned before it. */
-const planOne = (dir: string, snapshot: BagSnapshot, staged: Staged, installed: ReadonlyArray<InstalledBag>, checking = false) =>
+/** A bag's bag.yaml as written (parsed, not checked) and the name it registers as: what planTree read. */
+interface AsWritten {
+  readonly name: string
+  readonly doc: Readonly<Record<string, unknown>>
+}
+
+/**
+ * One bag, read already (`snapshot`), checked against the bags installed now and those planned
+ * before it. `checking` (`svc bag check`): other bags' constants are not resolved, and the bag as
+ * written stands in for a manifest they leave undecoded.
+ */
+const planOne = (dir: string, snapshot: BagSnapshot, staged: Staged, installed: ReadonlyArray<InstalledBag>, checking?: AsWritten) =>
   Effect.gen(function* () {
     const fromInstalled = installedResolver(installed)
     // The composition's bags resolve from what is planned; others from the bags installed here,
     // or, for `svc bag check`, not at all (check judges sources, not this machine).
     const resolve: ConstantResolver = (bag, name) => {
       const planned = staged.get(bag)
-      if (planned === undefined) return checking ? UNRESOLVED : fromInstalled(bag, name)
+      if (planned === undefined) return checking !== undefined ? UNRESOLVED : fromInstalled(bag, name)
       return Object.prototype.hasOwnProperty.call(planned.constants, name) ? { value: planned.constants[name] } : undefined
     }
     const report = yield* checkSource(snapshot, resolve)
     const digest = yield* (yield* BagDirectory).digest(snapshot)
-    const record = report.manifest !== undefined ? recordOf(report.manifest, snapshot, digest, pins(report.externalConstants, resolve)) : checking && report.valid ? uncheckedRecord((yield* ManifestSource).parse(snapshot.manifestText).value, snapshot, digest) : undefined
+    const record =
+      report.manifest !== undefined
+        ? recordOf(report.manifest, snapshot, digest, pins(report.externalConstants, resolve))
+        : checking !== undefined && report.valid
+          ? uncheckedRecord(checking, snapshot, digest)
+          : undefined
     if (record === undefined) return yield* new BagInvalid({ dir, problems: report.problems })
     const name = record.name
     const earlier = staged.get(name)
