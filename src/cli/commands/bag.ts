@@ -40,13 +40,14 @@ const check = Command.make(
       }
       if (!report.valid) return yield* exitQuietly(1)
     }).pipe(
-      Effect.catchTag("BagDirectoryError", (e) =>
-        // The directory is there but is no bag (no bag.yaml, too large, unreadable): with --json
-        // that is still the document the contract promises, invalid, beside the sentence on stderr.
-        json && e.reason !== "NotFound" && e.reason !== "NotADirectory"
-          ? Effect.zipRight(printJson({ valid: false, problems: [{ path: "(root)", line: 1, column: 1, message: e.message, severity: "error" }] }), Effect.fail(directoryFailure(e)))
-          : Effect.fail(directoryFailure(e))
-      )
+      Effect.catchTag("BagDirectoryError", (e) => {
+        const failure = directoryFailure(e)
+        // Not a usage error (the directory is there but is no bag: no bag.yaml, too large,
+        // unreadable): with --json still the document the contract promises, beside the sentence.
+        return json && failure.exitCode === 1
+          ? Effect.zipRight(printJson({ valid: false, problems: [{ path: "(root)", line: 1, column: 1, message: e.message, severity: "error" }] }), Effect.fail(failure))
+          : Effect.fail(failure)
+      })
     )
 ).pipe(Command.withDescription("Validate a bag directory without installing it (exit 0 valid, 1 invalid)"))
 
