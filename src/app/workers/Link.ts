@@ -110,6 +110,20 @@ const secondsOf = (d: Duration.Duration): string => `${(Duration.toMillis(d) / 1
 
 export class LinkStatusRef extends Context.Tag("svc/LinkStatusRef")<LinkStatusRef, Ref.Ref<ReadonlyMap<string, LinkStatus>>>() {}
 
+/** The session a link holds: the fence and key its welcome handed over. */
+export interface HeldSession {
+  readonly fence: number
+  readonly key: string
+}
+
+/** Where a link keeps the session it holds, so that its process's own restart resumes it. */
+export interface SessionMemory {
+  /** The session this home held on this boot, if any. */
+  readonly load: Effect.Effect<HeldSession | undefined>
+  /** Keeps the session a welcome handed over (best effort: a note that cannot be written is skipped). */
+  readonly save: (session: HeldSession) => Effect.Effect<void>
+}
+
 /**
  * Runs one link until it ends (fenced, revoked, refused); network trouble never ends it.
  * `offer` is read before each advertisement, so bags installed meanwhile are advertised.
@@ -123,10 +137,7 @@ export const runLink = (
   /** Whether this machine has left the owner (`svc workers leave` removed the link): its revocation is then no surprise. */
   left: Effect.Effect<boolean> = Effect.succeed(false),
   /** Where the session it holds is kept across a crash of this process (infra/workers/SessionMemory.ts); none: in memory only. */
-  sessions?: {
-    readonly load: Effect.Effect<{ readonly fence: number; readonly key: string } | undefined>
-    readonly save: (session: { readonly fence: number; readonly key: string }) => Effect.Effect<void>
-  }
+  sessions?: SessionMemory
 ) =>
   Effect.scoped(Effect.gen(function* () {
     const set = (s: Partial<LinkStatus>) =>
@@ -153,7 +164,7 @@ export const runLink = (
      * the one the process before it held on this home and boot (it crashed), so its own restart
      * is no takeover.
      */
-    let held: { readonly fence: number; readonly key: string } | undefined = sessions === undefined ? undefined : yield* sessions.load
+    let held: HeldSession | undefined = sessions === undefined ? undefined : yield* sessions.load
     // Whatever ends the link stops the work it holds (revoked: the owner says so; fenced: another
     // process has the session). Then, best effort, the session is said to be over (a clean stop:
     // the owner places that work again now, and the next process is no takeover); refused when

@@ -15,19 +15,8 @@ import { createHash } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as nodePath from "node:path"
 import * as Effect from "effect/Effect"
+import type { SessionMemory } from "../../app/workers/Link.js"
 import { identityOf, identityText, type HomeIdentity } from "../SvcHome.js"
-
-export interface HeldSession {
-  readonly fence: number
-  readonly key: string
-}
-
-export interface SessionMemory {
-  /** The session this home held on this boot, if any. */
-  readonly load: Effect.Effect<HeldSession | undefined>
-  /** Keeps the session a welcome handed over (best effort: a note that cannot be written is skipped). */
-  readonly save: (session: HeldSession) => Effect.Effect<void>
-}
 
 export const sessionsDir = (home: string) => nodePath.join(home, "sessions")
 
