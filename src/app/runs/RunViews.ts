@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
+import { sharedNames } from "../../domain/placement/Placement.js"
 import { attemptId, isRunId, lastAttempt, RUN_STATES, TERMINAL, type RunRecord } from "../../domain/runs/Runs.js"
 import type { JournalError } from "../journal/Journal.js"
 import type { RunFilesService } from "./RunFiles.js"
@@ -109,16 +110,15 @@ export interface RunViewsContext {
 export const makeRunViews = ({ state, readRun, files, nextChange, slotWaits }: RunViewsContext) => {
   const runOf = (s: OwnerState, id: string) => Option.getOrUndefined(HashMap.get(s.runs.runs, id))
   const nameOf = (s: OwnerState, hostId: string) => (hostId === "owner" ? "owner" : Option.match(HashMap.get(s.registry.workers, hostId), { onNone: () => hostId, onSome: (w) => w.name }))
-  /** How many workers carry each name, per registry (it is a new value whenever a worker changes). */
-  const nameCounts = new WeakMap<object, Map<string, number>>()
+  /** The names several workers carry, per registry (it is a new value whenever a worker changes): views are many, registries few. */
+  const sharedByRegistry = new WeakMap<object, ReadonlySet<string> | undefined>()
   const sharedName = (s: OwnerState, name: string): boolean => {
-    let counts = nameCounts.get(s.registry.workers)
-    if (counts === undefined) {
-      counts = new Map()
-      for (const [, w] of s.registry.workers) counts.set(w.name, (counts.get(w.name) ?? 0) + 1)
-      nameCounts.set(s.registry.workers, counts)
+    const workers = s.registry.workers
+    if (!sharedByRegistry.has(workers)) {
+      const all = [...HashMap.values(workers)]
+      sharedByRegistry.set(workers, sharedNames(all.length, (i) => all[i]!.id, (i) => all[i]!.name))
     }
-    return (counts.get(name) ?? 0) > 1
+    return sharedByRegistry.get(workers)?.has(name) === true
   }
 
   const view = (s: OwnerState, run: RunRecord): RunView => {

@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import { progressOf, type RunDetail, type RunList, type RunView } from "../../app/runs/Dispatcher.js"
+import { sharedNames } from "../../domain/placement/Placement.js"
 import { RUN_STATES, TERMINAL } from "../../domain/runs/Runs.js"
 import { depthProblem, jobAddressProblem, preferenceProblem } from "../../domain/runs/Values.js"
 import { admin } from "../admin.js"
@@ -213,8 +214,9 @@ const spanOf = (state: string, span: number, ranMs: number | undefined): string 
 /** `svc runs show RUN` as text: the run, its placement record, its attempts, its outcome and output. */
 export const showLines = (r: RunDetail): ReadonlyArray<string> => {
   // Two identities of one name (a machine that joined again) among the attempts: each said with its id.
-  const hostOf = (a: RunDetail["attemptRecords"][number]) =>
-    r.attemptRecords.some((b) => b.host !== a.host && b.hostName === a.hostName) ? `${a.hostName} (${a.host})` : a.hostName
+  const attempts = r.attemptRecords
+  const shared = sharedNames(attempts.length, (i) => attempts[i]!.host, (i) => attempts[i]!.hostName)
+  const hostOf = (a: RunDetail["attemptRecords"][number]) => (shared?.has(a.hostName) === true ? `${a.hostName} (${a.host})` : a.hostName)
   const hostNamed = (id: string) => {
     const a = r.attemptRecords.find((b) => b.host === id)
     return a === undefined ? id : hostOf(a)

@@ -202,22 +202,29 @@ export const explain = (o: RecordedOutcome, limit = Infinity): string => explain
  */
 export const hostWords = (id: string, name: string, withId = false): string => (id === "owner" ? "owner" : withId ? `worker '${name}' (${id})` : `worker '${name}'`)
 
-/** The names more than one worker of `t` carries, or undefined when each is unique (the usual case). */
-const sharedNames = (t: VerdictTable): ReadonlySet<string> | undefined => {
-  const seen = new Set<string>()
+/**
+ * The names more than one worker carries (two ids, one name: a machine that joined again), or
+ * undefined when each is unique, the usual case; the owner is never counted. Read by index
+ * (`size` hosts, `idAt`, `nameAt`), so a verdict table, a run's attempts or the registry serve
+ * without being copied: explanations, `runs show`, `runs list` and `journal history` all ask it.
+ */
+export const sharedNames = (size: number, idAt: (i: number) => string, nameAt: (i: number) => string): ReadonlySet<string> | undefined => {
+  const firstId = new Map<string, string>()
   let shared: Set<string> | undefined
-  for (let i = 0; i < t.size; i++) {
-    if (t.candidate(i) === "owner") continue
-    const name = t.name(i)
-    if (seen.has(name)) (shared ??= new Set()).add(name)
-    else seen.add(name)
+  for (let i = 0; i < size; i++) {
+    const id = idAt(i)
+    if (id === "owner") continue
+    const name = nameAt(i)
+    const first = firstId.get(name)
+    if (first === undefined) firstId.set(name, id)
+    else if (first !== id) (shared ??= new Set()).add(name)
   }
   return shared
 }
 
 /** `explain` of an outcome whose verdicts are read from `t`. */
 export const explainTable = (outcome: RecordedOutcome["outcome"], host: string | null, t: VerdictTable, limit = Infinity): string => {
-  const shared = sharedNames(t)
+  const shared = sharedNames(t.size, (i) => t.candidate(i), (i) => t.name(i))
   const words = (i: number) => hostWords(t.candidate(i), t.name(i), shared?.has(t.name(i)) === true)
   const named: Array<string> = []
   let excluded = 0

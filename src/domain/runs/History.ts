@@ -5,7 +5,7 @@
  * reads to see why the run went where it went, and why it moved. Pure: the events are given.
  */
 import type { Envelope, PlacementDecided } from "../journal/Events.js"
-import { hostWords } from "../placement/Placement.js"
+import { hostWords, sharedNames } from "../placement/Placement.js"
 import { auditPlacement } from "./AuditPlacement.js"
 
 export interface HistoryDecision {
@@ -56,9 +56,8 @@ export const historyOf = (envelopes: ReadonlyArray<Envelope>): ReadonlyArray<His
   const host = (id: string) => {
     const name = names.get(id) ?? id
     // Two identities of one name (a machine that joined again): said with the id.
-    let twin = false
-    for (const [other, n] of names) if (other !== id && n === name) twin = true
-    return hostWords(id, name, twin)
+    const known = [...names]
+    return hostWords(id, name, sharedNames(known.length, (i) => known[i]![0], (i) => known[i]![1])?.has(name) === true)
   }
   let decisions = 0
   const entries: Array<HistoryEntry> = []

@@ -2,7 +2,7 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { makeFeasibilityCache } from "../../../src/domain/placement/Feasibility.js"
-import { BOUNDS_CAPABILITY, capacity, eligibility, explain, place, type Activity, type Candidate, type Quotas } from "../../../src/domain/placement/Placement.js"
+import { BOUNDS_CAPABILITY, capacity, eligibility, explain, place, sharedNames, type Activity, type Candidate, type Quotas } from "../../../src/domain/placement/Placement.js"
 
 const job = "hasher:checksum@1.0.0"
 const activity: Activity = { id: "a1", address: job, digest: "sha256:d1", executor: "node", remoteEligible: true, requiredLabels: [], requiredBins: [], preferredLabels: [], bounds: [], declinedBy: [] }
@@ -119,6 +119,13 @@ describe("the outcome", () => {
     )
     // Names unique: no ids.
     expect(explain(place(activity, [busyOwner, again], free))).toBe("placed on worker 'lab-1'; excluded: owner (capacity: slots: 1 of 1 in use)")
+  })
+
+  it("finds a name shared by two ids, never by one id met twice nor by the owner", () => {
+    const of = (hosts: ReadonlyArray<readonly [string, string]>) => sharedNames(hosts.length, (i) => hosts[i]![0], (i) => hosts[i]![1])
+    expect(of([["w1", "lab-1"], ["w2", "lab-2"]])).toBeUndefined()
+    expect(of([["w1", "lab-1"], ["w1", "lab-1"], ["owner", "owner"], ["owner", "owner"]])).toBeUndefined()
+    expect([...(of([["w1", "lab-1"], ["w2", "lab-2"], ["w3", "lab-1"]]) ?? [])]).toEqual(["lab-1"])
   })
 
   it("never judges capacity for an ineligible candidate (a later layer never overrides an earlier one)", () => {
