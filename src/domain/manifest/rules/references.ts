@@ -2,7 +2,7 @@
  * Rules about names that point at other parts of the manifest: trait includes (unknown names
  * and cycles), bounds, schedule jobs, duplicate vendors, models, roles and tools.
  */
-import { error, type Problem } from "../Problem.js"
+import { error, type KeyPath, type Problem } from "../Problem.js"
 import { JOB_REFERENCE } from "../schema/Schedules.js"
 import { suggest } from "../internal/suggest.js"
 import { entriesOf, has, isMap, listOf, quote, str } from "./internal.js"
@@ -17,6 +17,20 @@ const ownName = (reference: string, bag: string | undefined): string | undefined
 const unknownName = (what: string, name: string, known: ReadonlyArray<string>): string => {
   const hint = suggest(name, known)
   return `names ${what} ${quote(name)}, which this bag does not declare${hint === undefined ? "" : `; did you mean ${quote(hint)}?`}`
+}
+
+/**
+ * The names in the list at `path` that point into this bag (bare, or as `<this bag>:<name>`) and
+ * are not among its `known` traits or bounds; other bags' are resolved where those are installed.
+ * An empty name is the schema's to refuse ("must not be empty"), said once.
+ */
+const undeclared = (list: unknown, path: KeyPath, what: "trait" | "bound", known: ReadonlyArray<string>, bag: string | undefined): Array<Problem> => {
+  const out: Array<Problem> = []
+  listOf(list).forEach((ref, i) => {
+    const own = typeof ref === "string" && ref !== "" ? ownName(ref, bag) : undefined
+    if (own !== undefined && !known.includes(own)) out.push(error([...path, i], unknownName(what, own, known)))
+  })
+  return out
 }
 
 export const traitRules = (raw: Record<string, unknown>): Array<Problem> => {
@@ -44,10 +58,7 @@ export const traitRules = (raw: Record<string, unknown>): Array<Problem> => {
         out.push(error(["traits", name, "harnessTraits", harness], unknownName("trait", own, traitNames)))
       }
     }
-    listOf(trait["bounds"]).forEach((ref, i) => {
-      const own = typeof ref === "string" ? ownName(ref, bag) : undefined
-      if (own !== undefined && !boundNames.includes(own)) out.push(error(["traits", name, "bounds", i], unknownName("bound", own, boundNames)))
-    })
+    out.push(...undeclared(trait["bounds"], ["traits", name, "bounds"], "bound", boundNames, bag))
   }
 
   // Cycles among this bag's traits, each reported once, at the first trait of the cycle.
@@ -124,10 +135,7 @@ export const jobRules = (raw: Record<string, unknown>): Array<Problem> => {
       }
     }
     const bounds = listOf(job["bounds"])
-    bounds.forEach((ref, i) => {
-      const own = typeof ref === "string" ? ownName(ref, bag) : undefined
-      if (own !== undefined && !boundNames.includes(own)) out.push(error([...path, "bounds", i], unknownName("bound", own, boundNames)))
-    })
+    out.push(...undeclared(job["bounds"], [...path, "bounds"], "bound", boundNames, bag))
     if (bounds.length > 0) {
       if (runs !== undefined && runs["using"] !== "node") {
         out.push(error([...path, "runs", "using"], "a bounded job must use node"))
@@ -182,15 +190,9 @@ export const scheduleGrantRules = (raw: Record<string, unknown>): Array<Problem>
   const boundNames = entriesOf(raw["bounds"]).map(([k]) => k)
   for (const [name, schedule] of entriesOf(raw["schedules"])) {
     if (!isMap(schedule)) continue
-    listOf(schedule["traits"]).forEach((ref, i) => {
-      // An empty name is the schema's to refuse ("must not be empty"), once.
-      const own = typeof ref === "string" && ref !== "" ? ownName(ref, bag) : undefined
-      if (own !== undefined && own !== bag && !traitNames.includes(own)) out.push(error(["schedules", name, "traits", i], unknownName("trait", own, traitNames)))
-    })
-    listOf(schedule["bounds"]).forEach((ref, i) => {
-      const own = typeof ref === "string" && ref !== "" ? ownName(ref, bag) : undefined
-      if (own !== undefined && !boundNames.includes(own)) out.push(error(["schedules", name, "bounds", i], unknownName("bound", own, boundNames)))
-    })
+    // A schedule's trait may also be the bag's automatic one, named after the bag.
+    out.push(...undeclared(schedule["traits"], ["schedules", name, "traits"], "trait", bag === undefined ? traitNames : [...traitNames, bag], bag))
+    out.push(...undeclared(schedule["bounds"], ["schedules", name, "bounds"], "bound", boundNames, bag))
   }
   return out
 }
