@@ -8,7 +8,6 @@ export interface BagFile {
   readonly path: string
   readonly executable: boolean
   readonly size: number
-  readonly symlink: boolean
 }
 
 export interface BagSnapshot {

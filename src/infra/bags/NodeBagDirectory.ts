@@ -39,7 +39,7 @@ const list = async (root: string) => {
         // A link to a directory is not walked (it could lead anywhere): it is listed as a link, which install refuses.
         if (stat?.isDirectory()) continue
         bytes += stat?.size ?? 0
-        files.push({ path, executable: ((stat?.mode ?? 0) & 0o111) !== 0, size: stat?.size ?? 0, symlink: entry.isSymbolicLink() })
+        files.push({ path, executable: ((stat?.mode ?? 0) & 0o111) !== 0, size: stat?.size ?? 0 })
       }
       if (files.length > MAX_FILES || bytes > MAX_BYTES) {
         throw new BagDirectoryError({
@@ -74,7 +74,8 @@ export const make = BagDirectory.of({
   digest: (snapshot) =>
     Effect.tryPromise({
       try: async () => {
-        const link = [...(snapshot.listing.symlinks ?? [])].sort()[0] ?? snapshot.files.find((f) => f.symlink)?.path
+        // The listing names every link, to a file or a directory (read, above).
+        const link = [...(snapshot.listing.symlinks ?? [])].sort()[0]
         if (link !== undefined) {
           throw new BagDirectoryError({
             reason: "Symlink",
