@@ -19,6 +19,8 @@ export class CliFailure extends Data.TaggedError("CliFailure")<{
 
 export const refused = (message: string) => new CliFailure({ exitCode: 1, message })
 export const usage = (message: string) => new CliFailure({ exitCode: 2, message })
+/** Exit 2: the runtime or owner asked did not answer at all; a caller may try again. */
+export const unreachable = (message: string) => new CliFailure({ exitCode: 2, message, unreachable: true })
 /** Exit 2, but not the words given: the environment svc runs in cannot serve the command. */
 export const setupProblem = (message: string) => new CliFailure({ exitCode: 2, message, setup: true })
 export const exitQuietly = (exitCode: 1 | 2 | 130) => new CliFailure({ exitCode, message: "", silent: true })

@@ -2,7 +2,7 @@
 import * as Effect from "effect/Effect"
 import { adminCall, RuntimeNotRunning, SocketPathTooLong } from "../infra/http/AdminApi.js"
 import { SvcHome } from "../infra/SvcHome.js"
-import { CliFailure, refused, setupProblem } from "./CliFailure.js"
+import { refused, setupProblem, unreachable } from "./CliFailure.js"
 
 /** Why the admin socket could not be used: not reachable, exit 2 (CLI contract). */
 const notAnswering = (e: unknown): string => {
@@ -19,10 +19,10 @@ export const admin = (method: "GET" | "POST", path: string, body?: unknown) =>
       try: () => adminCall(home.path, method, path, body),
       catch: (e) =>
         e instanceof RuntimeNotRunning
-          ? new CliFailure({ exitCode: 2, message: `${e.message}: start it with svc serve`, unreachable: true })
+          ? unreachable(`${e.message}: start it with svc serve`)
           : e instanceof SocketPathTooLong
             ? setupProblem(e.message)
-            : new CliFailure({ exitCode: 2, message: notAnswering(e), unreachable: true })
+            : unreachable(notAnswering(e))
     })
   ).pipe(
     Effect.flatMap((r) =>

@@ -15,7 +15,7 @@ import { SvcHome } from "../../infra/SvcHome.js"
 import { linkKey, linksDir, checkLinksWritable, readLinks, removeLink, writeLink, type StoredLink } from "../../infra/workers/LinkStore.js"
 import { callOwner, fetchPinnedCertificate, makeAgent } from "../../infra/workers/OwnerClient.js"
 import { admin } from "../admin.js"
-import { CliFailure, exitQuietly, refused, setupProblem, usage } from "../CliFailure.js"
+import { exitQuietly, refused, setupProblem, unreachable, usage } from "../CliFailure.js"
 import { printJson, printLines, table } from "../output.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("print one JSON document on stdout"))
@@ -75,7 +75,7 @@ const join = Command.make(
         : ""
       const certificate = yield* Effect.tryPromise({
         try: () => fetchPinnedCertificate(content.url, content.fingerprint),
-        catch: (e) => new CliFailure({ exitCode: 2, unreachable: true, message: `cannot reach the owner: ${e instanceof Error ? e.message : String(e)}${loopback}` })
+        catch: (e) => unreachable(`cannot reach the owner: ${e instanceof Error ? e.message : String(e)}${loopback}`)
       })
       // Redeeming spends the token: first make sure the link it brings can be kept here.
       yield* Effect.tryPromise({
@@ -93,7 +93,7 @@ const join = Command.make(
         ...(earlier === undefined ? {} : { previousCredential: earlier.link.credential })
       }
       const answer = yield* callOwner(pinned, agent, bearer, request).pipe(
-        Effect.mapError((e) => (e._tag === "Unreachable" ? new CliFailure({ exitCode: 2, unreachable: true, message: `cannot reach the owner: ${e.message}${loopback}` }) : refused(`the owner refused: ${e.message}`))),
+        Effect.mapError((e) => (e._tag === "Unreachable" ? unreachable(`cannot reach the owner: ${e.message}${loopback}`) : refused(`the owner refused: ${e.message}`))),
         Effect.ensuring(Effect.sync(() => agent.destroy()))
       )
       if (answer.kind !== "joined") return yield* refused(`the owner answered ${answer.kind} to join`)
