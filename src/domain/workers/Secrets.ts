@@ -13,7 +13,13 @@
 export const CREDENTIAL_PREFIX = "svc_wk_"
 export const JOIN_TOKEN_PREFIX = "svc_jt_"
 
+/**
+ * A credential or join token, or the start of one, anywhere in a text: a prefix followed by
+ * at least one character a secret's body is made of. The one pattern behind both what is cut
+ * from messages and what is refused where a value would be recorded, so the two agree.
+ */
 const SECRET_SHAPED = /svc_(wk|jt)_[A-Za-z0-9_-]+/g
+const SECRET_SHAPED_ONCE = new RegExp(SECRET_SHAPED.source)
 
 /**
  * `text` with every credential or join token in it cut to its prefix (`svc_wk_…`): what a
@@ -26,7 +32,7 @@ export const withoutSecrets = (text: string): string => text.replace(SECRET_SHAP
  * would be journaled or shown (a name, a label, a scope) must not, since the journal keeps it for
  * ever and every listing repeats it.
  */
-export const holdsSecret = (text: string): boolean => /svc_(wk|jt)_[A-Za-z0-9]/.test(text)
+export const holdsSecret = (text: string): boolean => SECRET_SHAPED_ONCE.test(text)
 
 /** What a value holding a secret's shape is told, naming `what` it was given as. */
 export const secretRefusal = (what: string): string =>

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { credentialProblem, crc32, formatJoinToken, makeCredential, parseJoinToken, secretKindOf, withoutSecrets } from "../../../src/domain/workers/Secrets.js"
+import { credentialProblem, crc32, formatJoinToken, holdsSecret, makeCredential, parseJoinToken, secretKindOf, withoutSecrets } from "../../../src/domain/workers/Secrets.js"
 
 const bytes = (seed: number, n = 40) => Uint8Array.from({ length: n }, (_, i) => (seed * 31 + i * 17) % 256)
 
@@ -56,6 +56,18 @@ describe("secrets in messages", () => {
     expect(withoutSecrets("svc workers: lab-1 is linked")).toBe("svc workers: lab-1 is linked")
     // Said once already: not cut again.
     expect(withoutSecrets("a credential (svc_wk_…)")).toBe("a credential (svc_wk_…)")
+  })
+
+  it("are refused exactly where they would be cut: one shape for both", () => {
+    const c = makeCredential(bytes(7, 30))
+    for (const text of [c, `k=${c}`, "svc_jt_eyJ", "svc_wk_-x", "svc_wk__", "a svc_jt_x b"]) {
+      expect(holdsSecret(text), text).toBe(true)
+      expect(withoutSecrets(text), text).not.toBe(text)
+    }
+    for (const text of ["svc_wk_", "svc_wk_…", "svc_wk_ alone", "svc_xx_abc", "lab-1", "svc_wk"]) {
+      expect(holdsSecret(text), text).toBe(false)
+      expect(withoutSecrets(text), text).toBe(text)
+    }
   })
 
   it("are recognised by their shape", () => {
