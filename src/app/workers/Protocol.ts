@@ -25,7 +25,13 @@ export const jsonBytes = (value: unknown): number => {
   return bytes
 }
 
-const Fence = Schema.Int.pipe(Schema.positive())
+/**
+ * A session's fence: a positive integer JSON carries exactly (`Schema.int` takes safe integers
+ * only). One past 2^53 reads as a neighbour (9007199254740993 as ...992), and the default
+ * message echoed that rounded number as the value sent.
+ */
+const fenceRule = { message: () => `a fence is a whole number from 1 to ${Number.MAX_SAFE_INTEGER}` }
+const Fence = Schema.Number.pipe(Schema.int(fenceRule), Schema.positive(fenceRule)).annotations({ title: "fence", description: "the session's fence, from the welcome: a whole number from 1 to 2^53 - 1" })
 /**
  * A joining worker's name: the transport takes up to 100 characters; the owner then refuses one
  * that is not a worker name (`join-refused`, saying the rule), which the document states.
