@@ -19,10 +19,11 @@ export interface FormatValidators {
   readonly cron: (expression: string) => string | undefined
   readonly isTimeZone: (zone: string) => boolean
   /**
-   * Why a document is not a valid JSON Schema, or undefined when it compiles: where in the
-   * document (keys from its root; empty when the validator cannot say) and what.
+   * Why a document is not a valid JSON Schema, none when it compiles: where in the document
+   * (keys from its root; empty when the validator cannot say) and what, each problem it can
+   * name (every unknown `format`, say), though one may hide others behind it.
    */
-  readonly jsonSchema: (schema: unknown) => { readonly path: ReadonlyArray<string>; readonly message: string } | undefined
+  readonly jsonSchema: (schema: unknown) => ReadonlyArray<{ readonly path: ReadonlyArray<string | number>; readonly message: string }>
   /** Why `value` does not satisfy `schema` (assumed valid), or undefined when it does. */
   readonly validate: (schema: unknown, value: unknown) => string | undefined
 }

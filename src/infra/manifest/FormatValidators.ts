@@ -60,25 +60,44 @@ const draft2020 = makeAjv(new Ajv2020(options))
 const pointerParts = (pointer: string): ReadonlyArray<string> =>
   pointer === "" ? [] : pointer.slice(1).split("/").map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"))
 
-type Compiled = { readonly ok: true; readonly validate: ValidateFunction } | { readonly ok: false; readonly why: string; readonly path: ReadonlyArray<string> }
+/**
+ * A JSON pointer's keys as a key path into `doc`: a part indexing an array is a number, so the
+ * problem reads `prefixItems[1].format` (it read `prefixItems.1.format`).
+ */
+const keyPathIn = (doc: unknown, parts: ReadonlyArray<string>): ReadonlyArray<string | number> => {
+  let value = doc
+  return parts.map((part) => {
+    const key = Array.isArray(value) && /^(0|[1-9]\d*)$/.test(part) ? Number(part) : part
+    value = typeof value === "object" && value !== null ? (value as Record<string | number, unknown>)[key] : undefined
+    return key
+  })
+}
+
+type SchemaProblem = { readonly why: string; readonly path: ReadonlyArray<string | number> }
+type Compiled = { readonly ok: true; readonly validate: ValidateFunction } | { readonly ok: false; readonly problems: readonly [SchemaProblem, ...Array<SchemaProblem>] }
 
 /** The value at `path` (JSON pointer parts) in `doc`. */
 const at = (doc: unknown, path: ReadonlyArray<string>): unknown =>
   path.reduce<unknown>((v, k) => (typeof v === "object" && v !== null ? (v as Record<string, unknown>)[k] : undefined), doc)
 
 /**
- * Where a schema breaks its meta-schema, and how, from ajv's first error there: the key
- * (`properties.sha256.type`) and, for a value outside a set, the set and the value.
+ * Where a schema breaks its meta-schema, and how: the key (`properties.sha256.type`) and, for a
+ * value outside a set, the set and the value. Of ajv's errors the deepest is said (the first
+ * of those): where the meta-schema allows alternatives (`items`: a schema or a list of them),
+ * the first error is the first alternative's complaint about the whole value ("must be
+ * object,boolean" for a list whose second schema misspells a type).
  */
-const metaProblem = (ajv: Ajv | Ajv2020, schema: unknown): { readonly why: string; readonly path: ReadonlyArray<string> } | undefined => {
+const metaProblem = (ajv: Ajv | Ajv2020, schema: unknown): SchemaProblem | undefined => {
   if (ajv.validateSchema(schema as object) === true) return undefined
-  const first = ajv.errors?.[0]
+  const errors = ajv.errors ?? []
+  const depth = (e: ErrorObject) => (e.instancePath === "" ? 0 : e.instancePath.split("/").length)
+  const first = errors.reduce<ErrorObject | undefined>((best, e) => (best === undefined || depth(e) > depth(best) ? e : best), undefined)
   if (first === undefined) return undefined
   const path = pointerParts(first.instancePath)
   const value = at(schema, path)
   const allowed = first.keyword === "enum" ? (first.params as { allowedValues?: ReadonlyArray<unknown> }).allowedValues : undefined
   const why = allowed !== undefined ? `must be one of ${allowed.map((v) => JSON.stringify(v)).join(", ")}, not ${JSON.stringify(value)}` : `${first.message ?? "is not valid"}, not ${JSON.stringify(value)}`
-  return { why, path }
+  return { why, path: keyPathIn(schema, path) }
 }
 const compiled = new Map<string, Compiled>()
 
@@ -111,8 +130,8 @@ const dialectOf = (meta: unknown): { readonly dialect: "draft-07" | "2020-12" } 
  * one: its own text ("unknown format ... ignored in schema at path ...") said "ignored" of what
  * it refused, at the schema's root.
  */
-const unknownFormat = (ajv: Ajv | Ajv2020, e: unknown): { readonly why: string; readonly path: ReadonlyArray<string> } | undefined => {
-  const m = /^unknown format "([^"]*)" ignored in schema at path "#([^"]*)"$/.exec(e instanceof Error ? e.message : "")
+const unknownFormat = (ajv: Ajv | Ajv2020, schema: unknown, message: string): SchemaProblem | undefined => {
+  const m = /^unknown format "([^"]*)" ignored in schema at path "#([^"]*)"$/.exec(message)
   if (m === null) return undefined
   const known = Object.keys(ajv.formats)
   const hint = suggest(m[1]!, known)
@@ -123,19 +142,44 @@ const unknownFormat = (ajv: Ajv | Ajv2020, e: unknown): { readonly why: string; 
   } catch {
     pointer = m[2]!
   }
-  return { why: `is not a format svc knows (${JSON.stringify(m[1])})${hint === undefined ? "" : `; did you mean ${JSON.stringify(hint)}?`}`, path: [...pointerParts(pointer), "format"] }
+  return { why: `is not a format svc knows (${JSON.stringify(m[1])})${hint === undefined ? "" : `; did you mean ${JSON.stringify(hint)}?`}`, path: [...keyPathIn(schema, pointerParts(pointer)), "format"] }
+}
+
+/**
+ * Every unknown format in `schema`, not only the one ajv threw for first: a second compile by an
+ * instance that logs unknown formats instead of throwing (`strictSchema: false`), made only when
+ * a schema has one. Its other strict checks are off too, so it says nothing else.
+ */
+const lenient = { "draft-07": undefined as Ajv | undefined, "2020-12": undefined as Ajv2020 | undefined }
+const warned: Array<string> = []
+const logger = { log: () => {}, warn: (message: unknown) => void warned.push(String(message)), error: () => {} }
+const everyUnknownFormat = (dialect: "draft-07" | "2020-12", schema: object): ReadonlyArray<SchemaProblem> => {
+  const ajv =
+    dialect === "2020-12"
+      ? (lenient["2020-12"] ??= makeAjv(new Ajv2020({ ...options, strictSchema: false, logger })))
+      : (lenient["draft-07"] ??= makeAjv(new Ajv({ ...options, strictSchema: false, logger })))
+  warned.length = 0
+  try {
+    ajv.compile(schema)
+  } catch {
+    // Whatever else is wrong was said by the strict compile.
+  } finally {
+    // ajv keeps what it compiled by the schema object: a later call must compile (and warn) again.
+    ajv.removeSchema(schema)
+  }
+  return warned.flatMap((message) => unknownFormat(ajv, schema, message) ?? [])
 }
 
 const compile = (schema: unknown): Compiled => {
   const depth = depthOf(schema, MAX_SCHEMA_DEPTH)
-  if (depth > MAX_SCHEMA_DEPTH) return { ok: false, why: `it nests more than ${MAX_SCHEMA_DEPTH} levels deep (objects and arrays within each other); at most ${MAX_SCHEMA_DEPTH} are taken`, path: [] }
+  if (depth > MAX_SCHEMA_DEPTH) return { ok: false, problems: [{ why: `it nests more than ${MAX_SCHEMA_DEPTH} levels deep (objects and arrays within each other); at most ${MAX_SCHEMA_DEPTH} are taken`, path: [] }] }
   const key = JSON.stringify(schema)
   let result = compiled.get(key)
   if (result === undefined) {
     const meta = typeof schema === "object" && schema !== null ? (schema as Record<string, unknown>)["$schema"] : undefined
     const dialect = dialectOf(meta)
     if (typeof dialect === "string") {
-      result = { ok: false, why: dialect, path: ["$schema"] }
+      result = { ok: false, problems: [{ why: dialect, path: ["$schema"] }] }
     } else {
       const ajv = dialect.dialect === "2020-12" ? draft2020 : draft7
       try {
@@ -147,7 +191,10 @@ const compile = (schema: unknown): Compiled => {
         } catch {
           meta = undefined
         }
-        result = { ok: false, ...(meta ?? unknownFormat(ajv, e) ?? { why: e instanceof Error ? e.message : String(e), path: [] }) }
+        const message = e instanceof Error ? e.message : String(e)
+        const formats = meta === undefined && unknownFormat(ajv, schema, message) !== undefined ? everyUnknownFormat(dialect.dialect, schema as object) : []
+        const [first, ...rest] = formats
+        result = { ok: false, problems: meta !== undefined ? [meta] : first !== undefined ? [first, ...rest] : [{ why: message, path: [] }] }
       }
     }
     if (compiled.size >= 1_000) compiled.delete(compiled.keys().next().value!)
@@ -161,11 +208,11 @@ export const formatValidators: FormatValidators = {
   isTimeZone,
   jsonSchema: (schema) => {
     const result = compile(schema)
-    return result.ok ? undefined : { path: result.path, message: result.why }
+    return result.ok ? [] : result.problems.map((p) => ({ path: p.path, message: p.why }))
   },
   validate: (schema, value) => {
     const result = compile(schema)
-    if (!result.ok) return result.why
+    if (!result.ok) return result.problems.map((p) => p.why).join("; ")
     if (result.validate(value)) return undefined
     return describeErrors(result.validate.errors ?? [], "inputs")
   }

@@ -192,6 +192,32 @@ describe("input_schema and output_schema", () => {
     valid(job(`input_schema: ${schema}`))
   })
 
+  it("names every unknown format in a schema, each at its own key (only ajv's first was said)", () => {
+    const yaml = job("input_schema:", "  type: object", "  properties:", "    to: {type: string, format: emial}", "    at: {type: string, format: date-tim}", "    n: {type: string, format: nope}")
+    fails(yaml, [
+      { path: "jobs.build.input_schema.properties.to.format", line: 9, message: 'is not a format svc knows ("emial"); did you mean "email"? (JSON Schema)' },
+      { path: "jobs.build.input_schema.properties.at.format", line: 10, message: 'is not a format svc knows ("date-tim"); did you mean "date-time"? (JSON Schema)' },
+      { path: "jobs.build.input_schema.properties.n.format", line: 11, message: 'is not a format svc knows ("nope") (JSON Schema)' }
+    ])
+    // Asked again (the second answer comes from the cache of compiled schemas, or compiles anew): the same three.
+    fails(yaml, { path: "jobs.build.input_schema.properties.n.format", line: 11, message: '("nope")' }, { count: 3 })
+  })
+
+  it("names every unknown format in a 2020-12 schema too", () => {
+    fails(job("output_schema:", "  $schema: 'https://json-schema.org/draft/2020-12/schema'", "  prefixItems: [{format: uri}, {format: urll}, {format: emial}]"), [
+      { path: "jobs.build.output_schema.prefixItems[1].format", line: 8, message: '("urll"); did you mean "url"?' },
+      { path: "jobs.build.output_schema.prefixItems[2].format", line: 8, message: '("emial"); did you mean "email"?' }
+    ])
+  })
+
+  it("names an array item of a schema by its index", () => {
+    fails(job("input_schema: {type: array, items: [{type: string}, {type: strin}]}"), { path: "jobs.build.input_schema.items[1].type", line: 6, message: 'not "strin" (JSON Schema)' })
+  })
+
+  it("says a misspelt keyword before any unknown format: the schema is judged as a whole first", () => {
+    fails(job("output_schema: {tpye: object, properties: {a: {format: nope}}}"), { path: "jobs.build.output_schema", line: 6, message: 'strict mode: unknown keyword: "tpye"' })
+  })
+
   it("accepts valid JSON Schemas, draft 7 and 2020-12", () => {
     valid(
       job(

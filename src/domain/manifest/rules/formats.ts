@@ -14,10 +14,10 @@ export const formatRules = (raw: Record<string, unknown>, v: FormatValidators): 
     for (const key of ["input_schema", "output_schema"]) {
       const schema = job[key]
       if (!isMap(schema)) continue
-      const why = v.jsonSchema(schema)
+      const problems = v.jsonSchema(schema)
       // At the key that is wrong when the validator says which, so that bag.yaml's line points at it.
-      if (why !== undefined) out.push(error(["jobs", name, key, ...why.path], why.path.length === 0 ? `is not a valid JSON Schema: ${why.message}` : `${why.message} (JSON Schema)`))
-      else if (key === "input_schema") validSchemas.set(name, schema)
+      for (const why of problems) out.push(error(["jobs", name, key, ...why.path], why.path.length === 0 ? `is not a valid JSON Schema: ${why.message}` : `${why.message} (JSON Schema)`))
+      if (problems.length === 0 && key === "input_schema") validSchemas.set(name, schema)
     }
   }
 
