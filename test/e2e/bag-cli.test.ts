@@ -238,6 +238,8 @@ describe("svc bag show and svc bag doctor judge what depends on this machine", (
     writeFileSync(join(copy, "out.txt"), "written by a job\n")
     const doctor = await run("bag", "doctor", "hasher", "--json")
     expect(doctor.code).toBe(1)
+    // Each bag named as bag list, show and install name it.
+    expect(JSON.parse(doctor.stdout).bags[0].name).toBe("hasher")
     expect(JSON.parse(doctor.stdout).bags[0].findings[0]).toEqual({
       severity: "error",
       message: expect.stringMatching(new RegExp(`^the installed copy no longer has the digest recorded at install \\([0-9a-f]{12}, now [0-9a-f]{12}\\): something wrote into ${copy} \\(a job writing to its working directory\\?\\); install the bag again$`))

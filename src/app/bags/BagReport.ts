@@ -120,7 +120,7 @@ export const showBag = (name: string) =>
   })
 
 export interface DoctorReport {
-  readonly bag: string
+  readonly name: string
   readonly findings: ReadonlyArray<Finding>
 }
 
@@ -213,7 +213,7 @@ export const doctorBag = (name: string) =>
     }
     const installed = yield* (yield* BagStore).list
     findings.push(...(yield* relationFindings(bag, manifest, installed)))
-    return { bag: bag.name, findings } satisfies DoctorReport
+    return { name: bag.name, findings } satisfies DoctorReport
   })
 
 export const doctorAll = Effect.gen(function* () {

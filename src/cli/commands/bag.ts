@@ -140,7 +140,7 @@ const doctor = Command.make(
       if (json) yield* printJson({ bags: reports })
       else {
         for (const r of reports) {
-          yield* printLines(r.findings.length === 0 ? [`${r.bag}: ok`] : [`${r.bag}:`, ...findingLines(r.findings).map((l) => `  ${l}`)])
+          yield* printLines(r.findings.length === 0 ? [`${r.name}: ok`] : [`${r.name}:`, ...findingLines(r.findings).map((l) => `  ${l}`)])
         }
         if (reports.length === 0) yield* Console.log("no bags installed")
       }
