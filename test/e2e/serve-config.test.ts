@@ -7,6 +7,7 @@
 import { spawn } from "node:child_process"
 import Database from "better-sqlite3"
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs"
+import { X509Certificate } from "node:crypto"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
@@ -505,6 +506,34 @@ describe("one runtime per $SVC_HOME", () => {
     // The first still answers.
     expect((await svc(["workers", "status", "--json"], { cwd: home, home })).code).toBe(0)
   }, 60_000)
+  it("two svc serve started at one moment on a new home: one runs, the other refuses, and the certificate on disk is the one served", async () => {
+    const home = tempDir("svc-cfg-race-")
+    // Both found no socket answering, and the one that gave up had written its certificate over
+    // the one the other served (and, on a journal, appended beside it): the home's lock decides.
+    const starts = [0, 1].map(() => {
+      const child = spawn(process.execPath, [SVC_BIN, "serve", "--listen", "127.0.0.1:0"], { env: { PATH: process.env["PATH"] ?? "", HOME: home, SVC_HOME: home }, stdio: ["ignore", "pipe", "pipe"] })
+      const out = { stdout: "", stderr: "", code: undefined as number | null | undefined }
+      child.stdout.setEncoding("utf8").on("data", (d: string) => (out.stdout += d))
+      child.stderr.setEncoding("utf8").on("data", (d: string) => (out.stderr += d))
+      const closed = new Promise<void>((resolve) => child.on("close", (code) => resolve(void (out.code = code))))
+      return { child, out, closed }
+    })
+    try {
+      const loser = await Promise.race(starts.map((s) => s.closed.then(() => s)))
+      const winner = starts.find((s) => s !== loser)!
+      expect(loser.out.code, loser.out.stderr).toBe(1)
+      expect(loser.out.stderr).toMatch(new RegExp(`^svc: svc serve is already running for ${home.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} \\((its admin socket answers|another process holds .*serve\.lock; it is starting or stopping)\\)\n$`))
+      await waitFor("the winner to say its certificate", async () => winner.out.stdout, (o) => /TLS certificate sha256 [0-9a-f]{64}/.test(o), { timeoutMs: 20_000, everyMs: 100 })
+      const served = /TLS certificate sha256 ([0-9a-f]{64})/.exec(winner.out.stdout)![1]
+      const onDisk = new X509Certificate(readFileSync(join(home, "tls", "owner.crt"))).fingerprint256.replace(/:/g, "").toLowerCase()
+      expect(onDisk).toBe(served)
+      expect((await svc(["workers", "status", "--json"], { cwd: home, home })).code).toBe(0)
+    } finally {
+      for (const s of starts) s.child.kill("SIGTERM")
+      await Promise.all(starts.map((s) => s.closed))
+    }
+  }, 60_000)
+
   it("npm start (README's main command) stops cleanly on SIGTERM: the runtime gets it too, and closes", async () => {
     const home = tempDir("svc-start-")
     const repo = fileURLToPath(new URL("../..", import.meta.url))

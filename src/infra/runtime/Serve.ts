@@ -38,6 +38,7 @@ import * as NodeBagDirectory from "../bags/NodeBagDirectory.js"
 import * as FileBagStore from "../bags/FileBagStore.js"
 import { runtimeAnswering, serveAdmin, socketPathProblem } from "../http/AdminApi.js"
 import { adminRoutes, interruptAdminCalls } from "./AdminRoutes.js"
+import { holdHome, LOCK_FILE } from "./HomeLock.js"
 import { createServer, makeHandler } from "../http/WorkerRoute.js"
 import * as NodeHashing from "../journal/NodeHashing.js"
 import { layer as journalLayer } from "../journal/SqliteJournal.js"
@@ -128,9 +129,18 @@ export const serve = (options: ServeOptions) =>
         })
       }
       // One runtime per $SVC_HOME: a second one would be a second writer of the same journal.
+      // The lock decides (HomeLock.ts), before anything of the home is touched; the socket is
+      // asked first only to say "its admin socket answers" when that is how it is seen.
       if (yield* wrap("checking for a running runtime", () => runtimeAnswering(options.home))) {
         return yield* new ServeError({ message: `svc serve is already running for ${options.home} (its admin socket answers)` })
       }
+      yield* holdHome(options.home).pipe(
+        Effect.mapError((p) =>
+          p.busy
+            ? new ServeError({ message: `svc serve is already running for ${options.home} (another process holds ${nodePath.join(options.home, LOCK_FILE)}; it is starting or stopping)` })
+            : new ServeError({ message: `locking ${nodePath.join(options.home, LOCK_FILE)}: ${p.message}` })
+        )
+      )
       // Children a runtime killed before this one left running: stopped before anything runs here,
       // so that this runtime's "ceased" and its workers' hello are true (Leftovers.ts).
       for (const r of yield* wrap("stopping children a killed runtime left", () => reap(childrenDir(options.home), LEFTOVER_GRACE_MS))) {

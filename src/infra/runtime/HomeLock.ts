@@ -1,0 +1,57 @@
+/**
+ * One runtime per $SVC_HOME, held by the system rather than inferred: an exclusive SQLite lock
+ * on `$SVC_HOME/serve.lock`, taken before anything else of the home is opened or written (the
+ * journal, the certificate, the children a killed runtime left) and kept for the runtime's life.
+ *
+ * Asking whether an admin socket answers cannot tell two starts at one moment apart: both found
+ * none, and the one that gave up later had written its own certificate over the one the other
+ * served, and appended to the journal the other was writing (one writer's sequences then clashed
+ * with the other's, and every later append of the live owner failed). A lock the kernel keeps on
+ * an open file is taken by one process only, and goes with the process however it ends (SIGKILL
+ * included), so no stale lock is ever left to clear. SQLite's own locking is used (fcntl locks,
+ * through better-sqlite3, already a dependency): Node has no flock of its own.
+ */
+import * as fs from "node:fs"
+import * as nodePath from "node:path"
+import Database from "better-sqlite3"
+import * as Effect from "effect/Effect"
+
+export const LOCK_FILE = "serve.lock"
+
+export type HomeLockProblem = { readonly busy: true } | { readonly busy: false; readonly message: string }
+
+const take = (file: string): Database.Database => {
+  // Created owner-only: SQLite keeps nothing in it, but a file others may open could be locked by them.
+  fs.closeSync(fs.openSync(file, "a", 0o600))
+  // No busy wait: a lock held is an answer, not something to wait for.
+  const db = new Database(file, { timeout: 0 })
+  try {
+    db.pragma("locking_mode = EXCLUSIVE")
+    db.exec("BEGIN EXCLUSIVE")
+    return db
+  } catch (e) {
+    db.close()
+    throw e
+  }
+}
+
+/**
+ * Holds the home's lock until the scope closes; fails with `busy` when another process holds it
+ * (another `svc serve` on this home), or with why the lock file cannot be taken.
+ */
+export const holdHome = (home: string) =>
+  Effect.acquireRelease(
+    Effect.try({
+      try: () => take(nodePath.join(home, LOCK_FILE)),
+      catch: (e): HomeLockProblem =>
+        (e as { code?: unknown }).code === "SQLITE_BUSY" ? { busy: true } : { busy: false, message: e instanceof Error ? e.message : String(e) }
+    }),
+    (db) =>
+      Effect.sync(() => {
+        try {
+          db.exec("ROLLBACK")
+        } finally {
+          db.close()
+        }
+      })
+  )
