@@ -3,7 +3,7 @@
  * journal adapter, run as the real binary (they work whether the owner runs or not).
  */
 import Database from "better-sqlite3"
-import { mkdirSync } from "node:fs"
+import { mkdirSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
@@ -159,4 +159,55 @@ describe("svc journal and svc audit", () => {
     })
     expect(lines[5]).toMatchObject({ sequence: 6, type: "CredentialRotated", event: { _tag: "CredentialRotated" } })
   })
+
+  it("a payload edited into another shape is said in one sentence, by its own event's fields", async () => {
+    await writeHistory(storePath(home), false)
+    const db = new Database(storePath(home))
+    db.prepare(`UPDATE events SET payload = '{"garbage":1}' WHERE sequence = 2`).run()
+    db.close()
+    const r = await run("journal", "replay")
+    expect(r.code).toBe(1)
+    // It was the whole union's tree: some twenty lines naming every other event.
+    expect(r.stderr).toMatch(/^svc: the event at sequence 2 \(WorkerJoined, stream invite-i1\) cannot be read: [a-zA-Z]+: is missing(; [a-zA-Z]+: is missing)*\n$/)
+  })
+
+  it("a store SQLite cannot read, or that is not a whole svc store, is said so by every command, with exit 1 and no stack trace", async () => {
+    const file = storePath(home)
+    const commands = [["journal", "replay"], ["journal", "tail"], ["journal", "export"], ["journal", "history", "r1"], ["audit"]]
+    const expectRefused = async (what: string, message: string) => {
+      for (const args of commands) {
+        const r = await run(...args)
+        expect({ what, args, code: r.code, stderr: r.stderr }).toEqual({ what, args, code: 1, stderr: `svc: ${message}\n` })
+      }
+    }
+    // Truncated: the second half of its pages gone.
+    await writeHistory(file, true)
+    const { size } = statSync(file)
+    truncateSync(file, Math.floor(size / 2 / 4096) * 4096)
+    for (const args of commands) {
+      const r = await run(...args)
+      expect({ args, code: r.code }).toEqual({ args, code: 1 })
+      expect(r.stderr).toMatch(new RegExp(`^svc: (cannot read ${file}|reading the journal after sequence \\d+): database disk image is malformed\n$`))
+    }
+    // Not a database at all.
+    writeFileSync(file, "these are not the pages you are looking for\n".repeat(200))
+    await expectRefused("text", `cannot read ${file}: file is not a database`)
+    // Empty.
+    writeFileSync(file, "")
+    await expectRefused("empty", `${file} holds no svc journal: it has no tables (an empty file; svc serve makes them when it first starts in this home)`)
+    // A table dropped: it read as an empty, clean journal.
+    rmSync(file)
+    await writeHistory(file, true)
+    const db = new Database(file)
+    db.exec("DROP TABLE events")
+    db.close()
+    await expectRefused("dropped", `${file} is damaged: its table events is missing (migration 1 made it)`)
+    // Migrated by a newer svc.
+    rmSync(file)
+    await writeHistory(file, true)
+    const newer = new Database(file)
+    newer.exec("INSERT INTO effect_sql_migrations (migration_id, name) VALUES (7, 'future_thing'); CREATE TABLE future_thing (x)")
+    newer.close()
+    await expectRefused("newer", `${file} was written by a newer svc: its store has migration 7 (future_thing), this svc knows up to 2; use that svc or a later one`)
+  }, 60_000)
 })

@@ -476,6 +476,24 @@ describe("start-up", () => {
     expect((await after.stop()).code).toBe(0)
   }, 60_000)
 
+  it("a store a newer svc migrated is not started on (it was, and written into)", async () => {
+    const home = tempDir("svc-cfg-newer-")
+    const first = await startServe("first", home, transcript)
+    // Answering: started whole (a SIGTERM before its handlers are set ends it as the default does).
+    expect((await svc(["workers", "status", "--json"], { cwd: home, home })).code).toBe(0)
+    expect((await first.stop()).code).toBe(0)
+    const db = new Database(join(home, "svc.sqlite"))
+    db.exec("INSERT INTO effect_sql_migrations (migration_id, name) VALUES (7, 'future_thing'); CREATE TABLE future_thing (x)")
+    const before = db.prepare("SELECT COUNT(*) AS n FROM checkpoints").get()
+    db.close()
+    const refused = await serveRefused(home)
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain(`svc: starting the owner from ${join(home, "svc.sqlite")}: ${join(home, "svc.sqlite")} was written by a newer svc: its store has migration 7 (future_thing), this svc knows up to 2; use that svc or a later one`)
+    const after = new Database(join(home, "svc.sqlite"), { readonly: true })
+    expect(after.prepare("SELECT COUNT(*) AS n FROM checkpoints").get()).toEqual(before)
+    after.close()
+  }, 60_000)
+
   it("a journal it cannot read stops the start with the reason, closing what it opened", async () => {
     const home = tempDir("svc-cfg-unreadable-")
     const first = await startServe("first", home, transcript)

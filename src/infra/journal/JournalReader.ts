@@ -1,8 +1,9 @@
 /**
  * Read-only access to a journal file for the commands that work whether the owner runs or not
  * (`svc journal *`, `svc audit`): a read-only better-sqlite3 connection, no migration, no
- * writer; a missing file in an existing home (an owner that never started there), or a file
- * without the journal's tables, reads as an empty journal; a missing or unreadable home fails.
+ * writer. A missing file in an existing home (an owner that never started there) reads as an
+ * empty journal; a missing or unreadable home, a file SQLite cannot read (truncated, not a
+ * database), and one that is not a whole svc store (StoreCheck.ts) fail, saying which and why.
  */
 import { statSync } from "node:fs"
 import { dirname } from "node:path"
@@ -13,6 +14,7 @@ import { snapshotText } from "./SnapshotText.js"
 import { Checkpoints } from "../../app/journal/Checkpoints.js"
 import { Journal, JournalError } from "../../app/journal/Journal.js"
 import { ioError, preparePage, prepareStream, readPage, readStreamOf } from "./SqliteJournal.js"
+import { openProblem, storeProblem } from "./StoreCheck.js"
 
 const readOnly = () => Effect.fail(new JournalError({ reason: "Closed", message: "this journal is open read-only" }))
 
@@ -24,18 +26,29 @@ const empty = Layer.mergeAll(
 const fromFile = (filename: string) =>
   Layer.scopedContext(
     Effect.gen(function* () {
+      const unreadable = (cause: unknown) => new JournalError({ reason: "Io", message: openProblem(filename, cause) })
       const db = yield* Effect.acquireRelease(
-        Effect.try({ try: () => new Database(filename, { readonly: true, fileMustExist: true }), catch: ioError(`opening ${filename}`) }),
+        Effect.try({ try: () => new Database(filename, { readonly: true, fileMustExist: true }), catch: unreadable }),
         (d) => Effect.sync(() => d.close())
       )
-      const tables = new Set(db.prepare<[], string>("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all())
-      if (!tables.has("events")) return yield* Layer.build(empty)
-      const page = preparePage(db)
-      const stream = prepareStream(db)
-      const head = db.prepare<[], number>("SELECT COALESCE(MAX(sequence), 0) FROM events").pluck()
-      const latest = tables.has("checkpoints")
-        ? db.prepare<[], { sequence: number; digest: string; written_at: number }>("SELECT sequence, digest, written_at FROM checkpoints ORDER BY sequence DESC LIMIT 1")
-        : undefined
+      // Everything SQLite reads before the first page: a damaged file fails here (it crashed the
+      // command as an internal error, with a stack trace).
+      const prepared = yield* Effect.try({
+        try: () => {
+          const problem = storeProblem(db, filename)
+          if (problem !== undefined) return problem
+          return {
+            page: preparePage(db),
+            stream: prepareStream(db),
+            head: db.prepare<[], number>("SELECT COALESCE(MAX(sequence), 0) FROM events").pluck(),
+            latest: db.prepare<[], { sequence: number; digest: string; written_at: number }>("SELECT sequence, digest, written_at FROM checkpoints ORDER BY sequence DESC LIMIT 1"),
+            tables: new Set(db.prepare<[], string>("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all())
+          }
+        },
+        catch: unreadable
+      })
+      if (typeof prepared === "string") return yield* new JournalError({ reason: "Io", message: prepared })
+      const { head, latest, page, stream, tables } = prepared
       const journal = Journal.of({
         append: readOnly,
         read: (after, limit) => readPage(page, after, limit),
@@ -58,7 +71,7 @@ const fromFile = (filename: string) =>
         }),
         latest: Effect.try({
           try: () => {
-            const row = latest?.get()
+            const row = latest.get()
             return row === undefined ? undefined : { sequence: row.sequence, digest: row.digest, writtenAt: row.written_at }
           },
           catch: ioError("reading checkpoints")

@@ -19,13 +19,15 @@ import type * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as RuntimeFlags from "effect/RuntimeFlags"
+import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { CURRENT_VERSION, Event, type Envelope, type EventType } from "../../domain/journal/Events.js"
 import { packedVersionOf, storedPayload, upcast } from "../../domain/journal/Upcasting.js"
 import { fastGuardOf } from "../schema/Guard.js"
 import { Checkpoints } from "../../app/journal/Checkpoints.js"
 import { Journal, JournalError, StreamConflict, type AppendCommand } from "../../app/journal/Journal.js"
-import { migrations } from "./migrations.js"
+import { migrations, MIGRATIONS_TABLE, NEWEST_MIGRATION } from "./migrations.js"
+import { newerStore } from "./StoreCheck.js"
 import { readPackedPlacement } from "./PackedPlacement.js"
 import { snapshotText, storedSnapshot } from "./SnapshotText.js"
 
@@ -74,7 +76,23 @@ export type StoredRow = {
   readonly recorded_at: number
 }
 
-const decodeEvent = Schema.decodeUnknownSync(Event)
+/**
+ * A payload the fast guard refused, decoded by its own event's schema (the row says which) for
+ * what is wrong with it, in a sentence: decoded by the union, the message was the whole union's
+ * tree, some twenty lines naming every other event.
+ */
+const memberDecoders = new Map(Event.members.map((member) => [member.identifier, Schema.decodeUnknownEither(member as Schema.Schema<Event, unknown>)] as const))
+const decodeEvent = (payload: Record<string, unknown> & { readonly _tag: string }): Event => {
+  const decoded = memberDecoders.get(payload._tag)!(payload)
+  if (decoded._tag === "Right") return decoded.right
+  const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
+  throw new Error(
+    issues
+      .slice(0, 3)
+      .map((i) => (i.path.length === 0 ? i.message : `${i.path.join(".")}: ${i.message}`))
+      .join("; ")
+  )
+}
 
 /** Each event type's own fields, without the tag, in declaration order. */
 const payloadFields: ReadonlyMap<string, ReadonlyArray<string>> = new Map(
@@ -214,7 +232,7 @@ export const preparePage = (db: Database.Database): Database.Statement<[number, 
 
 /** Reads a page. */
 export const readPage = (page: Database.Statement<[number, number], RawRow>, after: number, limit: number) =>
-  envelopesOf(() => page.all(after, limit), "reading the journal")
+  envelopesOf(() => page.all(after, limit), `reading the journal after sequence ${after}`)
 
 /**
  * The writer's own connection: better-sqlite3 directly, prepared statements, one synchronous
@@ -418,9 +436,27 @@ export const makeCheckpoints = Effect.gen(function* () {
   })
 })
 
+/**
+ * A store a newer svc migrated is not written by this one: its events and tables may carry what
+ * this code does not know (the migrator itself runs only the migrations past the store's last,
+ * so it found nothing to do and said nothing).
+ */
+const refuseNewer = (filename: string) =>
+  Layer.effectDiscard(
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const rows = yield* sql<{ id: number; name: string }>`SELECT migration_id AS id, name FROM ${sql(MIGRATIONS_TABLE)} ORDER BY migration_id DESC LIMIT 1`.pipe(
+        Effect.mapError(ioError(`reading the migrations of ${filename}`))
+      )
+      const newest = rows[0]
+      if (newest !== undefined && newest.id > NEWEST_MIGRATION) return yield* new JournalError({ reason: "Io", message: newerStore(filename, newest.id, newest.name) })
+    })
+  )
+
 /** The SQLite client on `filename`, migrated. */
 export const layerStore = (filename: string) =>
-  SqliteMigrator.layer({ loader: Migrator.fromRecord(migrations) }).pipe(
+  refuseNewer(filename).pipe(
+    Layer.provideMerge(SqliteMigrator.layer({ loader: Migrator.fromRecord(migrations) })),
     Layer.provideMerge(SqliteClient.layer({ filename })),
     // The migrator can dump the schema with the sqlite3 program; it needs these to exist.
     Layer.provide(NodeContext.layer)

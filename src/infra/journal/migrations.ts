@@ -40,3 +40,12 @@ export const migrations = {
       )`
   })
 }
+
+/** The tables each migration makes, by its number: a store that recorded one and lacks its table is damaged. */
+export const migrationTables: Readonly<Record<number, ReadonlyArray<string>>> = { 1: ["events", "checkpoints"], 2: ["snapshots"] }
+
+/** The newest migration this svc knows: a store that recorded a later one was written by a newer svc. */
+export const NEWEST_MIGRATION = Math.max(...Object.keys(migrations).map((key) => Number.parseInt(key, 10)))
+
+/** @effect/sql's record of the migrations run on a store (its default table name). */
+export const MIGRATIONS_TABLE = "effect_sql_migrations"

@@ -1,0 +1,53 @@
+/**
+ * Whether a file is a store this svc can read, before anything is read from it: the read-only
+ * commands read a file without its journal's tables as an empty journal and passed it as clean
+ * (a dropped `events` table, a 0-byte file), and a store a newer svc had migrated was read, and
+ * written, as if it were this one's.
+ */
+import { existsSync } from "node:fs"
+import { accessSync, constants } from "node:fs"
+import { dirname } from "node:path"
+import type Database from "better-sqlite3"
+import { migrationTables, MIGRATIONS_TABLE, NEWEST_MIGRATION } from "./migrations.js"
+
+/** Why the store `db` (the file `filename`) cannot be read as svc's journal, or undefined. */
+export const storeProblem = (db: Database.Database, filename: string): string | undefined => {
+  const tables = new Set(db.prepare<[], string>("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all())
+  if (tables.size === 0) return `${filename} holds no svc journal: it has no tables (an empty file; svc serve makes them when it first starts in this home)`
+  if (!tables.has(MIGRATIONS_TABLE)) return `${filename} is not an svc store: it has no record of svc's migrations (its tables: ${[...tables].sort().join(", ")})`
+  const applied = db.prepare<[], { migration_id: number; name: string }>(`SELECT migration_id, name FROM ${MIGRATIONS_TABLE} ORDER BY migration_id`).all()
+  const newest = applied[applied.length - 1]
+  if (newest === undefined) return `${filename} holds no svc journal: no migration was recorded (svc serve makes the journal when it first starts in this home)`
+  if (newest.migration_id > NEWEST_MIGRATION) return newerStore(filename, newest.migration_id, newest.name)
+  for (const { migration_id } of applied) {
+    for (const table of migrationTables[migration_id] ?? []) {
+      if (!tables.has(table)) return `${filename} is damaged: its table ${table} is missing (migration ${migration_id} made it)`
+    }
+  }
+  return undefined
+}
+
+/** What a store migrated by a newer svc is told. */
+export const newerStore = (filename: string, id: number, name: string) =>
+  `${filename} was written by a newer svc: its store has migration ${id} (${name}), this svc knows up to ${NEWEST_MIGRATION}; use that svc or a later one`
+
+/**
+ * Why SQLite could not open or read `filename`, in words: a store closed cleanly in a home that
+ * cannot be written cannot be read in place (SQLite reads a WAL store through `-shm` beside it,
+ * and a read-only connection cannot make it there).
+ */
+export const openProblem = (filename: string, cause: unknown): string => {
+  const message = cause instanceof Error ? cause.message : String(cause)
+  const code = (cause as { code?: unknown }).code
+  const home = dirname(filename)
+  let writable = true
+  try {
+    accessSync(home, constants.W_OK)
+  } catch {
+    writable = false
+  }
+  if ((code === "SQLITE_READONLY" || code === "SQLITE_CANTOPEN") && !writable && !existsSync(`${filename}-shm`)) {
+    return `cannot read ${filename}: ${home} cannot be written, and SQLite reads this store (a WAL journal) through ${filename}-shm, which it would have to create there; copy the home somewhere writable and read the copy (SVC_HOME=COPY)`
+  }
+  return `cannot read ${filename}: ${message}`
+}
