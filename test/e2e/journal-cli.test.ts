@@ -12,6 +12,8 @@ import { beforeEach, describe, expect, it } from "vitest"
 import { layer as projectionsLayer, Projections } from "../../src/app/journal/Projections.js"
 import { PROJECTION_FORM } from "../../src/app/journal/Replay.js"
 import * as Decide from "../../src/domain/workers/Decide.js"
+import * as RunDecide from "../../src/domain/runs/Decide.js"
+import type { RunJob } from "../../src/domain/journal/Events.js"
 import * as NodeHashing from "../../src/infra/journal/NodeHashing.js"
 import { layer as sqliteLayer } from "../../src/infra/journal/SqliteJournal.js"
 import { storePath } from "../../src/infra/journal/StoreFile.js"
@@ -37,6 +39,17 @@ const writeHistory = (file: string, checkpoint: boolean) =>
       yield* p.execute((r) => Decide.decideStartSession({ workerId: "w1", previousSessionLive: true, now: T0 + 5000 }, r))
       yield* p.execute((r) => Decide.decideRevoke({ workerId: "w1", actor: "operator", now: T0 + 6000 }, r))
       if (checkpoint) yield* p.checkpoint
+    }).pipe(Effect.provide(projectionsLayer.pipe(Layer.provideMerge(sqliteLayer(file)), Layer.provideMerge(NodeHashing.layer))), Effect.scoped)
+  )
+
+/** A run r1 no host can take: submitted with its (blocked) placement, then stopped: stream versions 1-3. */
+const writeRun = (file: string) =>
+  Effect.runPromise(
+    Effect.gen(function* () {
+      const p = yield* Projections
+      const job: RunJob = { address: "b:j@1.0.0", bag: "b", job: "j", digest: `sha256:${"d".repeat(64)}`, executor: "node", remoteEligible: true, ownerOnly: [], requiredLabels: [], requiredBins: [], bounds: [], timeoutMs: null }
+      yield* p.executeOn((s) => RunDecide.decideSubmitAndPlace({ runId: "r1", job, input: {}, preferredLabels: [], actor: "operator", now: T0 + 7000, candidates: [], quotas: { logical: null, endpoint: null }, notes: [] }, s.runs))
+      yield* p.executeOn((s) => RunDecide.decideStop({ runId: "r1", actor: "operator", now: T0 + 8000 }, s.runs))
     }).pipe(Effect.provide(projectionsLayer.pipe(Layer.provideMerge(sqliteLayer(file)), Layer.provideMerge(NodeHashing.layer))), Effect.scoped)
   )
 
@@ -67,7 +80,7 @@ describe("svc journal and svc audit", () => {
     expect(text.code).toBe(0)
     expect(text.stdout).toMatch(/replayed 8 events \(to sequence 8\) in \d+\.\d\d s, \d+ events\/s/)
     expect(text.stdout).toContain("checkpoint at sequence 8: matches")
-    expect(text.stdout).toContain("running owner: not compared (no owner runtime is running on this machine)")
+    expect(text.stdout).toContain("running owner: not compared (no owner runtime is running for this SVC_HOME)")
     const doc = JSON.parse((await run("journal", "replay", "--json")).stdout)
     expect(doc).toMatchObject({ events: 8, head: 8, checkpoint: { sequence: 8, matches: true }, divergences: [] })
   })
@@ -210,4 +223,50 @@ describe("svc journal and svc audit", () => {
     newer.close()
     await expectRefused("newer", `${file} was written by a newer svc: its store has migration 7 (future_thing), this svc knows up to 2; use that svc or a later one`)
   }, 60_000)
+
+  it("rows deleted from the middle are said by replay, export and history, with exit 1 (they passed as clean)", async () => {
+    const file = storePath(home)
+    await writeHistory(file, false)
+    await writeRun(file)
+    const db = new Database(file)
+    const runRows = db.prepare("SELECT sequence, stream_version AS v FROM events WHERE stream = 'run-r1' ORDER BY sequence").all() as Array<{ sequence: number; v: number }>
+    expect(runRows.map((r) => r.v)).toEqual([1, 2, 3])
+    db.prepare("DELETE FROM events WHERE sequence IN (4, 5)").run()
+    db.prepare("DELETE FROM events WHERE sequence = ?").run(runRows[1]!.sequence)
+    db.close()
+    const replayed = await run("journal", "replay")
+    expect(replayed.code).toBe(1)
+    expect(replayed.stdout).toContain("divergence (journal, sequence 4): events 4-5 are missing: sequences run without gaps, so rows were deleted from the journal")
+    expect(replayed.stdout).toContain(`divergence (journal, sequence ${runRows[1]!.sequence}): event ${runRows[1]!.sequence} is missing`)
+    const doc = JSON.parse((await run("journal", "replay", "--json")).stdout)
+    expect(doc.divergences.filter((d: { against: string }) => d.against === "journal")).toHaveLength(2)
+    const exported = await run("journal", "export")
+    expect(exported.code).toBe(1)
+    expect(exported.stderr).toBe(`svc: the journal is not whole: events 4-5 are missing, event ${runRows[1]!.sequence} is missing (rows were deleted from it); every event it holds is exported\n`)
+    expect(exported.stdout.trim().split("\n")).toHaveLength(11 - 3)
+    const history = await run("journal", "history", "r1")
+    expect(history.code).toBe(1)
+    expect(history.stdout).toContain("run r1: 2 events in the journal")
+    expect(history.stderr).toBe("svc: the run's stream is not whole: its event 2 (stream versions) are missing, deleted from the journal\n")
+    expect(JSON.parse((await run("journal", "history", "r1", "--json")).stdout).missingStreamVersions).toEqual([{ from: 2, to: 2 }])
+  })
+
+  it("a checkpoint digest of no form svc writes is a divergence; one of a later form is not compared", async () => {
+    const file = storePath(home)
+    await writeHistory(file, true)
+    const setDigest = (digest: string) => {
+      const db = new Database(file)
+      db.prepare("UPDATE checkpoints SET digest = ?").run(digest)
+      db.close()
+    }
+    setDigest("garbage")
+    const garbage = await run("journal", "replay")
+    expect(garbage.code).toBe(1)
+    expect(garbage.stdout).toContain('divergence (checkpoint, sequence 8): the checkpoint\'s digest "garbage" is of no form svc writes (pN: and 64 hexadecimal digits): it was edited or damaged')
+    expect(JSON.parse((await run("journal", "replay", "--json")).stdout).checkpoint).toMatchObject({ matches: false, form: "unknown" })
+    setDigest(`p999:${"a".repeat(64)}`)
+    const later = await run("journal", "replay")
+    expect(later.code).toBe(0)
+    expect(later.stdout).toContain("checkpoint at sequence 8: not compared (written by a newer svc, whose projections have a later form)")
+  })
 })

@@ -754,7 +754,7 @@ describe("runs between an owner and two real worker processes", () => {
 
     const text = await run(ownerHome, "journal", "replay", "--audit")
     expect(text.code, text.stdout + text.stderr).toBe(0)
-    expect(text.stdout).toMatch(/placement audit: (\d+) decisions re-run through the current placement code: \1 reproduced, 0 diverged/)
+    expect(text.stdout).toMatch(/placement audit: (\d+) decisions re-run through the current placement code in \d+\.\d\d s: \1 reproduced, 0 diverged/)
     timings["audit"] = Date.now() - t0
 
     // The human tail reads a decision as runs show explains it, not its every input on one line.

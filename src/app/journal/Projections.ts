@@ -18,7 +18,7 @@ import type { Decision, Rejection } from "../../domain/workers/Decide.js"
 import type { Registry } from "../../domain/workers/Registry.js"
 import { Checkpoints, type Checkpoint } from "./Checkpoints.js"
 import { Journal, type JournalError, StreamConflict } from "./Journal.js"
-import { foldJournal, snapshotOf } from "./Replay.js"
+import { foldJournal, gapText, snapshotOf } from "./Replay.js"
 import { startState } from "./StartSnapshot.js"
 import type { Hashing } from "./Hashing.js"
 
@@ -65,7 +65,10 @@ export const makeFrom = (from: OwnerState) => Effect.gen(function* () {
   const journal = yield* Journal
   const checkpoints = yield* Checkpoints
   const start = yield* startState(from)
-  const { state: rebuilt, events } = yield* foldJournal(new Map(), start.state)
+  const { events, gaps, state: rebuilt } = yield* foldJournal(new Map(), start.state)
+  // Not a reason to refuse the start (what is there is consistent event by event), but the
+  // operator must hear that rows were deleted: svc journal replay reports them too.
+  for (const gap of gaps) yield* Effect.logWarning(`the journal is not whole: ${gapText(gap)} (rows were deleted from it); svc journal replay reports it`)
   const started = { snapshot: start.snapshot, events, note: start.note }
   // Commits may finish in any order; envelopes wait here until they are next in sequence.
   // Each apply replaces it at once (a synchronous step: no other fiber sees half of it).

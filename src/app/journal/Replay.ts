@@ -22,7 +22,8 @@ import { jsonInTurns } from "./JsonInTurns.js"
 export const PAGE = 100
 
 export interface Divergence {
-  readonly against: "checkpoint" | "owner"
+  /** `journal`: the journal itself is not whole (sequences missing). */
+  readonly against: "checkpoint" | "owner" | "journal"
   readonly sequence: number
   readonly message: string
 }
@@ -34,10 +35,12 @@ export interface ReplayReport {
   readonly eventsPerSecond: number
   /**
    * `matches` null: not compared, since the checkpoint digests an earlier form of the projections
-   * (`PROJECTION_FORM`, form "earlier"), or projections folded keeping another number of settled
-   * runs than this replay (form "retention", `retained` the checkpoint's).
+   * (`PROJECTION_FORM`, form "earlier") or a later one (a newer svc wrote it, form "later"), or
+   * projections folded keeping another number of settled runs than this replay (form
+   * "retention", `retained` the checkpoint's). A digest of no form svc writes (edited, damaged)
+   * is form "unknown", `matches` false, and a divergence.
    */
-  readonly checkpoint: (Checkpoint & { readonly matches: boolean | null; readonly form?: "earlier" | "retention"; readonly retained?: number }) | null
+  readonly checkpoint: (Checkpoint & { readonly matches: boolean | null; readonly form?: "earlier" | "later" | "unknown" | "retention"; readonly retained?: number }) | null
   /** Settled runs per generation this replay kept (docs/runs.md, "Runs kept in memory"). */
   readonly retained: number
   readonly owner: { readonly compared: false; readonly reason: string } | { readonly compared: true; readonly matches: boolean }
@@ -81,6 +84,16 @@ export const auditPlacements = Effect.gen(function* () {
  */
 export const PROJECTION_FORM = "p4"
 
+/**
+ * The form a checkpoint's digest says it is of: `pN:<64 hex>` is form N, a bare 64-hex digest
+ * form 1; anything else no svc wrote (undefined).
+ */
+export const digestForm = (digest: string): number | undefined => {
+  const m = /^(?:p([1-9]\d{0,5}):)?[0-9a-f]{64}$/.exec(digest)
+  return m === null ? undefined : m[1] === undefined ? 1 : Number(m[1])
+}
+const CURRENT_FORM = digestForm(`${PROJECTION_FORM}:${"0".repeat(64)}`)!
+
 /** The digest of a canonical JSON text, with the form's prefix. */
 export const digestOfText = (hashing: Pick<Hashing["Type"], "sha256Hex">, text: string) => `${PROJECTION_FORM}:${hashing.sha256Hex(text)}`
 
@@ -100,21 +113,38 @@ export const snapshotOf = (state: OwnerState) =>
     return { text, digest: `${PROJECTION_FORM}:${hash.hex()}` }
   })
 
+/** Sequences missing from a journal: `from` to `to`, both included. */
+export interface SequenceGap {
+  readonly from: number
+  readonly to: number
+}
+
+/** `events 250-252 are missing` / `event 7 is missing`. */
+export const gapText = (g: SequenceGap): string => (g.from === g.to ? `event ${g.from} is missing` : `events ${g.from}-${g.to} are missing`)
+
 /**
  * Folds the whole journal; `at` is called with the state after each sequence it names. One
  * `folder` takes every page, so the fold works on plain maps throughout and builds the
- * persistent state once at the end (and at each hook).
+ * persistent state once at the end (and at each hook). Sequences run 1, 2, 3, ... without gaps
+ * (journal.md): a row deleted from the middle is a gap, answered in `gaps` (a fold cannot see
+ * one at the end; a checkpoint past the end says that).
  */
 export const foldJournal = (at: ReadonlyMap<number, (state: OwnerState) => Effect.Effect<void>> = new Map(), from: OwnerState = initialState) =>
   Effect.gen(function* () {
     const journal = yield* Journal
     const folding = folder(from)
     let events = 0
+    const gaps: Array<SequenceGap> = []
+    let expected = from.sequence + 1
     const first = at.get(0)
     if (first !== undefined) yield* first(from)
     for (;;) {
       const page = yield* journal.read(folding.sequence, PAGE)
       if (page.length === 0) break
+      for (const envelope of page) {
+        if (envelope.sequence !== expected) gaps.push({ from: expected, to: envelope.sequence - 1 })
+        expected = envelope.sequence + 1
+      }
       if (at.size === 0) for (const envelope of page) folding.add(envelope)
       else {
         for (const envelope of page) {
@@ -125,7 +155,7 @@ export const foldJournal = (at: ReadonlyMap<number, (state: OwnerState) => Effec
       }
       events += page.length
     }
-    return { state: folding.state(), events }
+    return { state: folding.state(), events, gaps }
   })
 
 /** A running owner's projections, as canonical JSON (what its admin API reports). */
@@ -166,7 +196,8 @@ export const replay = (owner: { readonly state: Effect.Effect<LiveOwnerState | u
     const divergences: Array<Divergence> = []
     const seen: { matches: boolean | null } = { matches: null }
     const hooks = new Map<number, (state: OwnerState) => Effect.Effect<void>>()
-    const sameForm = checkpoint !== undefined && checkpoint.digest.startsWith(`${PROJECTION_FORM}:`)
+    const form = checkpoint === undefined ? undefined : digestForm(checkpoint.digest)
+    const sameForm = form === CURRENT_FORM
     // A checkpoint written while the owner kept another number of settled runs (its setting
     // changed since) digests other projections: said so, not reported as a divergence.
     let retainedThen: number | undefined
@@ -192,8 +223,11 @@ export const replay = (owner: { readonly state: Effect.Effect<LiveOwnerState | u
       )
     }
     const started = yield* Clock.currentTimeMillis
-    const { state, events } = yield* foldJournal(hooks, from)
+    const { events, gaps, state } = yield* foldJournal(hooks, from)
     const seconds = ((yield* Clock.currentTimeMillis) - started) / 1000
+    for (const gap of gaps) {
+      divergences.push({ against: "journal", sequence: gap.from, message: `${gapText(gap)}: sequences run without gaps, so rows were deleted from the journal` })
+    }
     if (checkpoint !== undefined && comparable && seen.matches === null) {
       seen.matches = false
       divergences.push({
@@ -202,8 +236,15 @@ export const replay = (owner: { readonly state: Effect.Effect<LiveOwnerState | u
         message: `the checkpoint is at sequence ${checkpoint.sequence}, past the journal's last event ${state.sequence}: events it saw are missing`
       })
     }
+    if (checkpoint !== undefined && form === undefined) {
+      divergences.push({
+        against: "checkpoint",
+        sequence: checkpoint.sequence,
+        message: `the checkpoint's digest ${JSON.stringify(checkpoint.digest.slice(0, 24))}${checkpoint.digest.length > 24 ? "…" : ""} is of no form svc writes (pN: and 64 hexadecimal digits): it was edited or damaged`
+      })
+    }
     const live = yield* owner.state
-    let ownerResult: ReplayReport["owner"] = { compared: false, reason: "no owner runtime is running on this machine" }
+    let ownerResult: ReplayReport["owner"] = { compared: false, reason: "no owner runtime is running for this SVC_HOME" }
     if (live !== undefined) {
       // The owner may have moved on since it answered; compare only when both saw the same events.
       if (live.sequence !== state.sequence) {
@@ -226,7 +267,9 @@ export const replay = (owner: { readonly state: Effect.Effect<LiveOwnerState | u
             ? { ...checkpoint, matches: seen.matches === true }
             : retainedThen !== undefined
               ? { ...checkpoint, matches: null, form: "retention", retained: retainedThen }
-              : { ...checkpoint, matches: null, form: "earlier" },
+              : form === undefined
+                ? { ...checkpoint, matches: false, form: "unknown" }
+                : { ...checkpoint, matches: null, form: form > CURRENT_FORM ? "later" : "earlier" },
       retained: from.runs.retain,
       owner: ownerResult,
       divergences

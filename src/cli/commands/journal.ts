@@ -13,7 +13,7 @@ import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import { Journal, type JournalError, type StoredRowText } from "../../app/journal/Journal.js"
-import { auditPlacements, foldJournal, replay, type LiveOwnerState } from "../../app/journal/Replay.js"
+import { auditPlacements, foldJournal, gapText, replay, type LiveOwnerState, type SequenceGap } from "../../app/journal/Replay.js"
 import { parseRetainedRuns, RETAINED_RUNS_VARIABLE } from "../../app/runs/Retention.js"
 import { initialStateRetaining } from "../../domain/journal/OwnerState.js"
 import { explain, hostWords } from "../../domain/placement/Placement.js"
@@ -90,7 +90,9 @@ const replayCommand = Command.make("replay", { json, audit }, ({ audit, json }) 
       const journal = yield* Journal
       const atEnd = Effect.flatMap(Effect.orElseSucceed(journal.head, () => -1), (head) => (running !== undefined && running.sequence === head ? Effect.succeed(running) : live))
       const report = yield* replay({ state: atEnd }, initialStateRetaining(retain))
+      const auditStarted = Date.now()
       const placements = audit ? yield* auditPlacements : undefined
+      const auditSeconds = (Date.now() - auditStarted) / 1000
       if (json) yield* printJson(placements === undefined ? report : { ...report, placements })
       else {
         yield* printLines([
@@ -100,14 +102,16 @@ const replayCommand = Command.make("replay", { json, audit }, ({ audit, json }) 
             : report.checkpoint.matches === null
               ? report.checkpoint.form === "retention"
                 ? `checkpoint at sequence ${report.checkpoint.sequence}: not compared (written while the owner kept ${report.checkpoint.retained} settled runs per generation, this replay kept ${report.retained}: ${RETAINED_RUNS_VARIABLE} changed; a running owner writes a current one within 5 minutes)`
-                : `checkpoint at sequence ${report.checkpoint.sequence}: not compared (written by an earlier svc, whose projections had another form; a running owner writes a current one within 5 minutes)`
+                : report.checkpoint.form === "later"
+                  ? `checkpoint at sequence ${report.checkpoint.sequence}: not compared (written by a newer svc, whose projections have a later form)`
+                  : `checkpoint at sequence ${report.checkpoint.sequence}: not compared (written by an earlier svc, whose projections had another form; a running owner writes a current one within 5 minutes)`
               : `checkpoint at sequence ${report.checkpoint.sequence}: ${report.checkpoint.matches ? "matches" : "DIVERGES"}`,
           report.owner.compared ? `running owner: ${report.owner.matches ? "matches" : "DIVERGES"}` : `running owner: not compared (${report.owner.reason})`,
           ...report.divergences.map((d) => `divergence (${d.against}, sequence ${d.sequence}): ${d.message}`)
         ])
         if (placements !== undefined) {
           yield* printLines([
-            `placement audit: ${placements.decisions} decisions re-run through the current placement code: ${placements.reproduced} reproduced, ${placements.diverged.length} diverged`,
+            `placement audit: ${placements.decisions} decisions re-run through the current placement code in ${auditSeconds.toFixed(2)} s: ${placements.reproduced} reproduced, ${placements.diverged.length} diverged`,
             ...placements.diverged.map((d) => `diverged (sequence ${d.sequence}, run ${d.runId}): ${d.differences.join("; ")}`)
           ])
         }
@@ -162,7 +166,12 @@ const exportCommand = Command.make("export", {}, () =>
     Effect.gen(function* () {
       const journal = yield* Journal
       const unreadable: Array<number> = []
+      const gaps: Array<SequenceGap> = []
       let after = 0
+      // Sequences run without gaps (journal.md): a jump is rows deleted, said at the end.
+      const noteGap = (sequence: number) => {
+        if (sequence !== after + 1) gaps.push({ from: after + 1, to: sequence - 1 })
+      }
       for (;;) {
         const page = yield* Effect.either(journal.read(after, 10_000))
         if (Either.isLeft(page)) {
@@ -173,22 +182,29 @@ const exportCommand = Command.make("export", {}, () =>
             const one = yield* Effect.either(journal.read(after, 1))
             if (Either.isLeft(one) || one.right.length === 0) break
             yield* printLines([JSON.stringify(envelopeJson(one.right[0]!))])
+            noteGap(one.right[0]!.sequence)
             after = one.right[0]!.sequence
           }
           yield* printLines([JSON.stringify(unreadableJson(e, e.row))])
           unreadable.push(e.row.sequence)
+          noteGap(e.row.sequence)
           after = e.row.sequence
           continue
         }
         if (page.right.length === 0) break
         yield* printLines(page.right.map((e) => JSON.stringify(envelopeJson(e))))
-        after = page.right[page.right.length - 1]!.sequence
+        for (const e of page.right) {
+          noteGap(e.sequence)
+          after = e.sequence
+        }
       }
-      if (unreadable.length > 0) {
-        return yield* refused(
-          `${unreadable.length === 1 ? "1 event" : `${unreadable.length} events`} could not be read (sequence ${unreadable.join(", ")}): exported as stored, with "unreadable" saying why; every other event is exported whole`
-        )
-      }
+      const problems = [
+        ...(unreadable.length > 0
+          ? [`${unreadable.length === 1 ? "1 event" : `${unreadable.length} events`} could not be read (sequence ${unreadable.join(", ")}): exported as stored, with "unreadable" saying why; every other event is exported whole`]
+          : []),
+        ...(gaps.length > 0 ? [`the journal is not whole: ${gaps.map(gapText).join(", ")} (rows were deleted from it); every event it holds is exported`] : [])
+      ]
+      if (problems.length > 0) return yield* refused(problems.join("; and "))
     }).pipe(Effect.provide(ReadLayer))
   )
 ).pipe(Command.withDescription("Write every event as JSON lines (one envelope per line) to stdout"))
@@ -221,8 +237,16 @@ const historyCommand = Command.make("history", { run: Args.text({ name: "RUN" })
       const envelopes = yield* (yield* Journal).readStream(`run-${run}`)
       if (envelopes.length === 0) return yield* refused(`the journal holds no run ${run}`)
       const entries = historyOf(envelopes)
-      if (json) yield* printJson({ run, events: entries.map((e) => ({ ...e, at: new Date(e.at).toISOString() })) })
+      // A run's stream is versioned 1, 2, 3, ...: a version missing is an event deleted from its story.
+      const missing: Array<SequenceGap> = []
+      envelopes.forEach((e, i) => {
+        const expected = i === 0 ? 1 : envelopes[i - 1]!.streamVersion + 1
+        if (e.streamVersion !== expected) missing.push({ from: expected, to: e.streamVersion - 1 })
+      })
+      const missingText = missing.length === 0 ? undefined : `the run's stream is not whole: ${missing.map((g) => (g.from === g.to ? `its event ${g.from}` : `its events ${g.from}-${g.to}`)).join(", ")} (stream versions) are missing, deleted from the journal`
+      if (json) yield* printJson({ run, events: entries.map((e) => ({ ...e, at: new Date(e.at).toISOString() })), ...(missing.length > 0 ? { missingStreamVersions: missing } : {}) })
       else yield* printLines(historyLines(run, entries))
+      if (missingText !== undefined) return yield* refused(missingText)
       // As replay --audit: a decision the current code decides otherwise is a finding.
       if (entries.some((e) => e.decision?.reproduced === false)) return yield* exitQuietly(1)
     }).pipe(Effect.provide(ReadLayer))
