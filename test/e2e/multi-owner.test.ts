@@ -155,4 +155,23 @@ describe("one worker with one slot, serving two owners", () => {
       expect(await json<RunView>(owner, "runs", "show", id)).toMatchObject({ host: "shared", attempts: 1 })
     }
   }, 60_000)
+
+  it("an owner paused longer than a worker's 15 s does not blame the worker: the job that ended meanwhile counts, in its first attempt", async () => {
+    // What a suspended laptop or VM, or SIGSTOP, does to the owner: it heard nothing for 20 s,
+    // and found every worker lapsed for its own silence (the attempt placed again, its result dropped).
+    const nap = await json<RunView>(ownerA, "run", NAP, "--input", JSON.stringify({ n: 20, ms: 4_000 }))
+    await waitFor(`run ${nap.id} running`, () => json<RunView>(ownerA, "runs", "show", nap.id), (r) => r.state === "running", { timeoutMs: 15_000, everyMs: 200 })
+    const logBefore = serveA.output().length
+    process.kill(serveA.pid, "SIGSTOP")
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 20_000))
+    } finally {
+      process.kill(serveA.pid, "SIGCONT")
+    }
+    await waitFor(`run ${nap.id} succeeded`, () => json<RunView>(ownerA, "runs", "show", nap.id), (r) => r.state === "succeeded", { timeoutMs: 20_000, everyMs: 250 })
+    expect(await json<RunView>(ownerA, "runs", "show", nap.id)).toMatchObject({ host: "shared", attempts: 1 })
+    const log = serveA.output().slice(logBefore)
+    expect(log).toMatch(/WARN this owner did not run for (19|20|21) s \(its process was stopped, or the machine suspended or overloaded\): its workers' silence in that time is not held against them/)
+    expect(log).not.toContain("is Offline")
+  }, 90_000)
 })

@@ -32,7 +32,7 @@ import type { WorkerRecord } from "../../domain/workers/Registry.js"
 import { base62FromBytes } from "../../domain/workers/Secrets.js"
 import { Projections, type AnyDecision, type AnyRejection } from "../journal/Projections.js"
 import { Entropy } from "../workers/Entropy.js"
-import { Freshness } from "../workers/Freshness.js"
+import { Freshness, noteAwake } from "../workers/Freshness.js"
 import { type OutputDelta, type Refusal, type Work } from "../workers/Protocol.js"
 import { makeCandidates } from "./Candidates.js"
 import { makeLocalRuns } from "./LocalRuns.js"
@@ -454,6 +454,9 @@ export const make = Effect.gen(function* () {
   /** One round: supersede what lapsed, place what is pending; answers when the next deadline falls. */
   const tick = Effect.gen(function* () {
     const now = yield* Clock.currentTimeMillis
+    // Resumed from a pause of the owner's own, this round may come before the beat (Presence's
+    // check): the pause is excused first, or every worker would be found lapsed for the owner's silence.
+    yield* noteAwake(freshness, now)
     const next = yield* supersedeLapsed(now)
     yield* placePending(now)
     return next

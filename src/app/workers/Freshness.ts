@@ -5,6 +5,7 @@
  * (is the advertisement alive?) read it with the current time.
  */
 import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { Freshness as Seen } from "../../domain/workers/DisplayState.js"
 
@@ -22,12 +23,41 @@ export interface FreshnessService {
   readonly busyFell: (workerId: string, busy: number) => boolean
   /** Its process stopped cleanly (`bye`): its advertisement is over and its session no longer live. */
   readonly end: (workerId: string) => void
+  /**
+   * The owner runs at `now`: called on its beat (`beat`: every `OWNER_BEAT_MS`, by the presence
+   * check `svc serve` mounts) and before lapses are judged. A longer gap since the last call is
+   * time the owner heard nothing (its process stopped by SIGSTOP, a suspended machine, an event
+   * loop held for seconds), which is no worker's silence: every time recorded before it is moved
+   * on by it (never past `now`), so a worker is judged on the silence the owner was there to
+   * hear. Until a beat has been noted, nothing is excused (without a beat a gap says nothing).
+   * Answers the milliseconds excused (0 when the beat was on time).
+   */
+  readonly awake: (now: number, beat?: boolean) => number
+}
+
+/** How often the owner notes that it runs (Freshness.awake). */
+export const OWNER_BEAT_MS = 1_000
+/** A gap between beats longer than this is the owner's own pause, not its beat running late under load. */
+export const OWNER_PAUSE_MS = 5_000
+
+/**
+ * `freshness.awake(now)`, logging the owner's own pause when there was one: what an operator
+ * reading the log of a resumed machine needs, where workers would otherwise look Offline.
+ */
+export const noteAwake = (freshness: FreshnessService, now: number, beat = false): Effect.Effect<void> => {
+  const deaf = freshness.awake(now, beat)
+  return deaf === 0
+    ? Effect.void
+    : Effect.logWarning(
+        `this owner did not run for ${Math.round(deaf / 1000)} s (its process was stopped, or the machine suspended or overloaded): its workers' silence in that time is not held against them`
+      )
 }
 
 export class Freshness extends Context.Tag("svc/Freshness")<Freshness, FreshnessService>() {}
 
 export const make = (): FreshnessService => {
   const seen = new Map<string, { lastSeenAt: number | null; lastAdvertisedAt: number | null; busy: number; sessionEnded?: boolean }>()
+  let awakeAt: number | undefined
   return {
     get: (id) => seen.get(id),
     touch: (id, now, advertised, busy) => {
@@ -49,6 +79,25 @@ export const make = (): FreshnessService => {
       if (f === undefined) return
       f.busy = 0
       f.sessionEnded = true
+    },
+    awake: (now, beat = false) => {
+      if (awakeAt === undefined) {
+        if (beat) awakeAt = now
+        return 0
+      }
+      const before = awakeAt
+      const gap = now - before
+      awakeAt = Math.max(before, now)
+      if (gap <= OWNER_PAUSE_MS) return 0
+      // The beat's own spacing is time it was listening; what was recorded after the pause
+      // (a call answered before this) is the owner's own hearing, kept as it is.
+      const deaf = gap - OWNER_BEAT_MS
+      const excuse = (t: number | null) => (t !== null && t <= before ? Math.min(now, t + deaf) : t)
+      for (const f of seen.values()) {
+        f.lastSeenAt = excuse(f.lastSeenAt)
+        f.lastAdvertisedAt = excuse(f.lastAdvertisedAt)
+      }
+      return deaf
     }
   }
 }

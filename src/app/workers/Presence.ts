@@ -21,7 +21,7 @@ import type { AuditRow } from "../../domain/workers/Audit.js"
 import { ADVERTISEMENT_LIFETIME_MS, advertisementAlive } from "../../domain/workers/DisplayState.js"
 import { Projections } from "../journal/Projections.js"
 import { heldBy } from "../runs/WorkerCalls.js"
-import { Freshness } from "./Freshness.js"
+import { Freshness, noteAwake } from "./Freshness.js"
 
 export const CHECK_EVERY = Duration.seconds(1)
 
@@ -78,6 +78,8 @@ export const run = Effect.gen(function* () {
       audited = row.sequence
     }
     const now = yield* Clock.currentTimeMillis
+    // The owner's beat (every second): a pause of its own is excused before anyone is judged Offline for it.
+    yield* noteAwake(freshness, now, true)
     const sightings: Array<Sighting> = []
     // Revoked workers are left out: their revocation is in the audit, and they never call again.
     for (const w of HashMap.values(registry.workers)) {

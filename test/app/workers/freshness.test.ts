@@ -1,0 +1,55 @@
+/**
+ * The owner's own pause is no worker's silence (Freshness.awake): a gap in the owner's beat moves
+ * every recorded time on by it, so a worker that was calling when the owner stopped (SIGSTOP, a
+ * suspended machine) is not lapsed, and its attempts not placed again, the moment the owner resumes.
+ */
+import { describe, expect, it } from "vitest"
+import { make, OWNER_BEAT_MS, OWNER_PAUSE_MS } from "../../../src/app/workers/Freshness.js"
+import { ADVERTISEMENT_LIFETIME_MS, advertisementAlive } from "../../../src/domain/workers/DisplayState.js"
+
+/** A beat every second from `from` to `to`, as the owner's runs while it is not paused. */
+const beatThrough = (f: ReturnType<typeof make>, from: number, to: number) => {
+  let excused = 0
+  for (let t = from; t <= to; t += OWNER_BEAT_MS) excused += f.awake(t, true)
+  return excused
+}
+
+describe("the owner's pause", () => {
+  it("is not held against a worker: its silence is counted in the time the owner was there to hear it", () => {
+    const f = make()
+    beatThrough(f, 0, 10_000)
+    f.touch("w1", 9_000, true)
+    // Stopped at 10 s, resumed at 32 s: a 22 s pause; the beat finds it at its first tick.
+    expect(f.awake(32_000)).toBe(22_000 - OWNER_BEAT_MS)
+    expect(f.get("w1")).toMatchObject({ lastAdvertisedAt: 9_000 + 21_000, lastSeenAt: 9_000 + 21_000 })
+    expect(advertisementAlive(f.get("w1"), 32_000)).toBe(true)
+    // Still silent after the pause: it lapses once the owner itself has listened for the rest of the 15 s.
+    expect(beatThrough(f, 33_000, 60_000)).toBe(0)
+    const lapses = 9_000 + 21_000 + ADVERTISEMENT_LIFETIME_MS
+    expect(advertisementAlive(f.get("w1"), lapses - 1)).toBe(true)
+    expect(advertisementAlive(f.get("w1"), lapses)).toBe(false)
+  })
+
+  it("moves no time past now: a worker that called right after the resume keeps its own time", () => {
+    const f = make()
+    beatThrough(f, 0, 10_000)
+    f.touch("w1", 5_000, true)
+    // The worker's call is answered before the beat's first tick after the pause.
+    f.touch("w2", 31_500, true)
+    f.awake(32_000)
+    expect(f.get("w2")?.lastAdvertisedAt).toBe(31_500)
+    expect(f.get("w1")?.lastAdvertisedAt).toBe(5_000 + 21_000)
+  })
+
+  it("is not found in a beat that runs late under load, nor when none has run before", () => {
+    const f = make()
+    f.touch("w1", 100_000, true)
+    // No beat yet: a gap says nothing (the owner's rounds alone may be far apart).
+    expect(f.awake(200_000)).toBe(0)
+    expect(f.awake(100_000, true)).toBe(0)
+    expect(f.awake(100_000 + OWNER_PAUSE_MS)).toBe(0)
+    expect(f.get("w1")?.lastAdvertisedAt).toBe(100_000)
+    // A time from before the last beat (two callers' clocks read a moment apart) excuses nothing either.
+    expect(f.awake(100_000 + OWNER_PAUSE_MS - 500)).toBe(0)
+  })
+})
