@@ -6,7 +6,7 @@
  */
 import { spawn } from "node:child_process"
 import Database from "better-sqlite3"
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { X509Certificate } from "node:crypto"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -492,6 +492,28 @@ describe("start-up", () => {
     const after = new Database(join(home, "svc.sqlite"), { readonly: true })
     expect(after.prepare("SELECT COUNT(*) AS n FROM checkpoints").get()).toEqual(before)
     after.close()
+  }, 60_000)
+
+  it("a clean stop leaves every commit in svc.sqlite itself, even while a reader has the store open", async () => {
+    const home = tempDir("svc-cfg-wal-")
+    const owner = await startServe("owner", home, transcript)
+    for (const name of ["lab-1", "lab-2", "lab-3"]) expect((await svc(["workers", "invite", "--name", name], { cwd: home, home })).code).toBe(0)
+    // A reader's connection, as svc journal tail --follow keeps between its polls.
+    const reader = new Database(join(home, "svc.sqlite"), { readonly: true })
+    try {
+      const head = (reader.prepare("SELECT MAX(sequence) AS n FROM events").get() as { n: number }).n
+      expect(head).toBeGreaterThanOrEqual(3)
+      expect((await owner.stop()).code).toBe(0)
+      // The file alone, as a backup that copies it alone has it.
+      const copy = tempDir("svc-cfg-wal-copy-")
+      copyFileSync(join(home, "svc.sqlite"), join(copy, "svc.sqlite"))
+      const copied = new Database(join(copy, "svc.sqlite"), { readonly: true })
+      expect((copied.prepare("SELECT MAX(sequence) AS n FROM events").get() as { n: number }).n).toBe(head)
+      expect((copied.prepare("SELECT COUNT(*) AS n FROM checkpoints").get() as { n: number }).n).toBeGreaterThan(0)
+      copied.close()
+    } finally {
+      reader.close()
+    }
   }, 60_000)
 
   it("a journal it cannot read stops the start with the reason, closing what it opened", async () => {

@@ -252,7 +252,19 @@ const openWriter = (filename: string) =>
       },
       catch: ioError(`opening ${filename}`)
     }),
-    (db) => Effect.sync(() => db.close())
+    (db) =>
+      Effect.sync(() => {
+        // Every commit into the file itself before it closes: SQLite merges the WAL at close only
+        // when no other connection has the file open, and a reader (`svc journal tail --follow`)
+        // left the last commits in `-wal`, where a backup of `svc.sqlite` alone missed them.
+        // Waits for a reader mid-read up to the busy timeout; the close goes on either way.
+        try {
+          db.pragma("wal_checkpoint(TRUNCATE)")
+        } catch {
+          // The close below still keeps every commit (in -wal), as before.
+        }
+        db.close()
+      })
   )
 
 /** Streams whose version the writer keeps in memory: the streams of the runs and workers in use, with room. */
