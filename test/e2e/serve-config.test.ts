@@ -494,6 +494,29 @@ describe("start-up", () => {
     after.close()
   }, 60_000)
 
+  it("keeps the journal owner-only in a home made beforehand with a looser mode, and tightens one an earlier svc left readable", async () => {
+    const home = tempDir("svc-cfg-modes-")
+    chmodSync(home, 0o755)
+    // An earlier svc's store, 0644 (its mode followed the umask).
+    const before = await startServe("before", home, transcript)
+    expect((await svc(["workers", "invite", "--name", "lab-1"], { cwd: home, home })).code).toBe(0)
+    expect((await before.stop()).code).toBe(0)
+    chmodSync(join(home, "svc.sqlite"), 0o644)
+    const owner = await startServe("owner", home, transcript)
+    expect((await svc(["workers", "invite", "--name", "lab-2"], { cwd: home, home })).code).toBe(0)
+    const files = readdirSync(home).filter((f) => f.startsWith("svc.sqlite"))
+    expect(files).toEqual(expect.arrayContaining(["svc.sqlite", "svc.sqlite-wal", "svc.sqlite-shm"]))
+    for (const f of files) expect({ f, mode: statSync(join(home, f)).mode & 0o777 }).toEqual({ f, mode: 0o600 })
+    expect((await owner.stop()).code).toBe(0)
+    // A new home's store is made owner-only from the start.
+    const fresh = tempDir("svc-cfg-modes-new-")
+    chmodSync(fresh, 0o755)
+    const first = await startServe("first", fresh, transcript)
+    expect((await svc(["workers", "status", "--json"], { cwd: fresh, home: fresh })).code).toBe(0)
+    expect(statSync(join(fresh, "svc.sqlite")).mode & 0o777).toBe(0o600)
+    expect((await first.stop()).code).toBe(0)
+  }, 60_000)
+
   it("a clean stop leaves every commit in svc.sqlite itself, even while a reader has the store open", async () => {
     const home = tempDir("svc-cfg-wal-")
     const owner = await startServe("owner", home, transcript)

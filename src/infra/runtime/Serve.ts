@@ -110,6 +110,15 @@ const stopSignal = Effect.async<string>((resume) => {
   })
 })
 
+/** `file` (created when missing) and its `-wal` and `-shm`, readable and writable by the owner only. */
+const privateFiles = async (file: string) => {
+  await (await fs.open(file, "a", 0o600)).close()
+  for (const path of [file, `${file}-wal`, `${file}-shm`]) {
+    const mode = await fs.stat(path).then((s) => s.mode & 0o777, () => undefined)
+    if (mode !== undefined && (mode & 0o077) !== 0) await fs.chmod(path, 0o600)
+  }
+}
+
 const wrap = <A>(what: string, f: () => Promise<A>) =>
   Effect.tryPromise({ try: f, catch: (e) => new ServeError({ message: `${what}: ${e instanceof Error ? e.message : String(e)}` }) })
 
@@ -141,6 +150,10 @@ export const serve = (options: ServeOptions) =>
             : new ServeError({ message: `locking ${nodePath.join(options.home, LOCK_FILE)}: ${p.message}` })
         )
       )
+      // The journal holds every run's input and result and the credentials' hashes: owner-only,
+      // whatever mode the home was made with (a home made beforehand, 0755, left it readable by
+      // every local user). SQLite gives -wal and -shm the mode of the file they belong to.
+      yield* wrap("making the journal private", () => privateFiles(storePath(options.home)))
       // Children a runtime killed before this one left running: stopped before anything runs here,
       // so that this runtime's "ceased" and its workers' hello are true (Leftovers.ts).
       for (const r of yield* wrap("stopping children a killed runtime left", () => reap(childrenDir(options.home), LEFTOVER_GRACE_MS))) {
