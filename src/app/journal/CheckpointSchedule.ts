@@ -2,6 +2,7 @@
  * The owner writes a projection checkpoint periodically (when something was appended since the
  * last one) and once more when it stops cleanly (its scope closes). `svc serve` mounts this.
  */
+import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -11,22 +12,46 @@ import { Projections } from "./Projections.js"
 
 export const DEFAULT_INTERVAL = Duration.minutes(5)
 
+const messageOf = (e: unknown): string => (typeof e === "object" && e !== null && "message" in e ? String((e as { message: unknown }).message) : String(e))
+
+/** A failure in words, with its cause when that says more (SQLite's "database or disk is full" behind "Failed to execute statement"). */
+const said = (e: unknown): string => {
+  const message = messageOf(e)
+  const cause = typeof e === "object" && e !== null && "cause" in e ? (e as { cause: unknown }).cause : undefined
+  const more = cause === undefined ? undefined : messageOf(cause)
+  return more === undefined || more === "" || message.includes(more) ? message : `${message}: ${more}`
+}
+
 export const run = (interval: Duration.DurationInput = DEFAULT_INTERVAL) =>
   Effect.gen(function* () {
     const projections = yield* Projections
     const last = yield* Ref.make(-1)
+    /** Writes one when the projections moved since the last; answers why it could not, if it could not. */
     const writeIfMoved = Effect.gen(function* () {
       const { sequence } = yield* projections.state
-      if (sequence === (yield* Ref.get(last))) return
+      if (sequence === (yield* Ref.get(last))) return undefined
       const written = yield* projections.checkpoint
       yield* Ref.set(last, written.sequence)
-    }).pipe(Effect.catchAll((e) => Effect.logWarning(`could not write a projection checkpoint: ${e.message}`)))
-    yield* Effect.repeat(writeIfMoved, Schedule.spaced(interval)).pipe(Effect.delay(interval), Effect.forkScoped)
+      return undefined
+    }).pipe(
+      // A failure of any kind (a full disk fails SQLite's rollback too, which surfaced as a
+      // defect and ended the stop as an internal error) is said, and the runtime goes on or stops.
+      Effect.catchAllCause((cause) => Effect.succeed(said(Cause.squash(cause))))
+    )
+    yield* Effect.repeat(
+      Effect.flatMap(writeIfMoved, (why) => (why === undefined ? Effect.void : Effect.logWarning(`could not write a projection checkpoint: ${why}`))),
+      Schedule.spaced(interval)
+    ).pipe(Effect.delay(interval), Effect.forkScoped)
     // The last word of a clean stop: where the next start takes over from.
     yield* Effect.addFinalizer(() =>
-      Effect.zipRight(
-        writeIfMoved,
-        Effect.flatMap(Ref.get(last), (n) => (n < 0 ? Effect.void : Effect.logInfo(`checkpoint at sequence ${n} written: the next start folds only what comes after it`)))
+      Effect.flatMap(writeIfMoved, (why) =>
+        Effect.flatMap(Ref.get(last), (n) =>
+          why !== undefined
+            ? Effect.logError(`the last checkpoint could not be written: ${why}; the journal is whole, and the next start folds it from ${n < 0 ? "its start" : `the checkpoint at sequence ${n}`}`)
+            : n < 0
+              ? Effect.void
+              : Effect.logInfo(`checkpoint at sequence ${n} written: the next start folds only what comes after it`)
+        )
       )
     )
   })

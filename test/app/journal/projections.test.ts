@@ -11,6 +11,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Logger from "effect/Logger"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
 import * as HashMap from "effect/HashMap"
@@ -451,5 +452,27 @@ describe("the checkpoint schedule", () => {
       expect(written).toEqual([1, 2])
     })
   )
-})
 
+  const logged: Array<string> = []
+  const logger = Logger.make(({ logLevel, message }) => void logged.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}`))
+  it.scoped("a checkpoint that cannot be written at stop (a full disk failed even SQLite's rollback: a defect) is said as an error, and the stop completes", () =>
+    Effect.gen(function* () {
+      const failing = Layer.effect(
+        Checkpoints,
+        Effect.map(Checkpoints, (c) => Checkpoints.of({ ...c, write: () => Effect.die(Object.assign(new Error("Failed to execute statement"), { cause: new Error("database or disk is full") })) }))
+      )
+      const owner = projectionsLayer.pipe(
+        Layer.provideMerge(Layer.merge(failing, Layer.service(Journal))),
+        Layer.provideMerge(Layer.merge(sqliteLayer(tempFile()), NodeHashing.layer))
+      )
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(CheckpointSchedule.layer().pipe(Layer.provideMerge(owner)), scope)
+      yield* Context.get(context, Projections).execute((r) => Decide.decideInvite({ inviteId: "a", tokenHash: hash("t"), name: null, scope: [], expiresAt: null, actor: "op", now: 1 }, r))
+      const closed = yield* Effect.exit(Scope.close(scope, Exit.void))
+      expect(Exit.isSuccess(closed)).toBe(true)
+      expect(logged).toContain(
+        "ERROR the last checkpoint could not be written: Failed to execute statement: database or disk is full; the journal is whole, and the next start folds it from its start"
+      )
+    }).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+  )
+})
