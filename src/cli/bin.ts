@@ -13,7 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import { withoutSecrets } from "../domain/workers/Secrets.js"
-import { argumentsProblem } from "./arguments.js"
+import { argumentsProblem, withGlobalOptionsFirst } from "./arguments.js"
 import { CliFailure } from "./CliFailure.js"
 import { mapText, plainText, withoutColour } from "./output.js"
 import { cli, MainLayer, svc } from "./main.js"
@@ -81,7 +81,7 @@ const main = async (args: ReadonlyArray<string>): Promise<number> => {
     process.stderr.write(said.startsWith("svc") ? `${said}\n` : command === "svc" ? `svc: ${said}\n` : `${command}: ${said} (${command} --help)\n`)
     return 2
   }
-  const program = cli(process.argv).pipe(Effect.provide(MainLayer))
+  const program = cli([...process.argv.slice(0, 2), ...args]).pipe(Effect.provide(MainLayer))
   // Colour only for a terminal, and not when NO_COLOR is set (no-color.org); help is plain text,
   // tidied (usageProblems.ts, tidyHelp).
   const plain = !process.stdout.isTTY || (process.env["NO_COLOR"] ?? "") !== ""
@@ -89,6 +89,13 @@ const main = async (args: ReadonlyArray<string>): Promise<number> => {
   return exitCodeOf(await Effect.runPromiseExit(shown), commandOf(tree, args).command.path)
 }
 
-main(process.argv.slice(2)).then((code) => {
+// A reader that went away (`svc journal tail --follow | head`): stop quietly, as a pipe's writer
+// does, instead of an unhandled EPIPE and its stack trace.
+process.stdout.on("error", (e: NodeJS.ErrnoException) => {
+  if (e.code === "EPIPE") process.exit(0)
+  throw e
+})
+
+main(withGlobalOptionsFirst(process.argv.slice(2))).then((code) => {
   process.exitCode = code
 })

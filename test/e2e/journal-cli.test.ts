@@ -3,6 +3,7 @@
  * journal adapter, run as the real binary (they work whether the owner runs or not).
  */
 import Database from "better-sqlite3"
+import { spawn } from "node:child_process"
 import { mkdirSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -18,7 +19,7 @@ import * as NodeHashing from "../../src/infra/journal/NodeHashing.js"
 import { layer as sqliteLayer } from "../../src/infra/journal/SqliteJournal.js"
 import { storePath } from "../../src/infra/journal/StoreFile.js"
 import { hash } from "../support/events.js"
-import { svc, tempDir } from "../support/svc.js"
+import { SVC_BIN, svc, tempDir } from "../support/svc.js"
 
 let home: string
 const run = (...args: Array<string>) => svc(args, { cwd: home, home })
@@ -269,4 +270,22 @@ describe("svc journal and svc audit", () => {
     expect(later.code).toBe(0)
     expect(later.stdout).toContain("checkpoint at sequence 8: not compared (written by a newer svc, whose projections have a later form)")
   })
+
+  it("tail --follow ends quietly when its reader goes away (| head), and follows a store made after it started", async () => {
+    const file = storePath(home)
+    // Started before the owner ever ran in this home: it waits for the store (it never showed an event).
+    const child = spawn(process.execPath, [SVC_BIN, "journal", "tail", "--follow", "--json"], { env: { PATH: process.env["PATH"] ?? "", HOME: home, SVC_HOME: home }, stdio: ["ignore", "pipe", "pipe"] })
+    let stderr = ""
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d))
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve))
+    const first = new Promise<string>((resolve) => child.stdout.once("data", (d: Buffer) => resolve(d.toString("utf8"))))
+    await new Promise((resolve) => setTimeout(resolve, 700))
+    await writeHistory(file, false)
+    expect(JSON.parse((await first).split("\n")[0]!)).toMatchObject({ sequence: 1, type: "WorkerInvited" })
+    // The reader goes away; the next events written find the pipe closed.
+    child.stdout.destroy()
+    await writeRun(file)
+    expect(await exited).toBe(0)
+    expect(stderr).toBe("")
+  }, 30_000)
 })

@@ -2,6 +2,8 @@
  * `svc journal replay|tail|export|history` and `svc audit`: read-only over the store file, so they work
  * whether the owner runs or not (design.md, CLI contract).
  */
+import { existsSync } from "node:fs"
+import { dirname } from "node:path"
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
@@ -128,20 +130,31 @@ const tailCommand = Command.make("tail", { json, lines, follow }, ({ follow, jso
   journalFailure(
     Effect.gen(function* () {
       if (lines < 0) return yield* usage(`--lines takes how many of the last events to show, 0 or more, not ${lines}`)
-      const journal = yield* Journal
-      const head = yield* journal.head
-      const last = yield* journal.read(Math.max(0, head - Math.max(0, lines)), Math.max(0, lines))
-      if (json && !follow) return yield* printJson({ events: last.map(envelopeJson) })
-      const print = (es: ReadonlyArray<Envelope>) => (json ? printLines(es.map((e) => JSON.stringify(envelopeJson(e)))) : printLines(es.map(envelopeLine)))
-      yield* print(last)
-      if (!follow) return
-      let after = head
-      yield* Effect.gen(function* () {
-        const fresh = yield* journal.read(after, 10_000)
-        if (fresh.length > 0) after = fresh[fresh.length - 1]!.sequence
-        yield* print(fresh)
-      }).pipe(Effect.repeat(Schedule.spaced("500 millis")))
-    }).pipe(Effect.provide(ReadLayer))
+      const file = storePath((yield* SvcHome).path)
+      // Following a home whose owner has not started yet: it waits for the store, and every event
+      // in it is new (it read the empty journal of the missing file for ever, and showed nothing).
+      const fromStart = follow && !existsSync(file) && existsSync(dirname(file))
+      if (fromStart) {
+        while (!existsSync(file)) yield* Effect.sleep("500 millis")
+      }
+      const tail = Effect.gen(function* () {
+        const journal = yield* Journal
+        const head = fromStart ? 0 : yield* journal.head
+        const last = yield* journal.read(Math.max(0, head - Math.max(0, lines)), Math.max(0, lines))
+        if (json && !follow) return yield* printJson({ events: last.map(envelopeJson) })
+        const print = (es: ReadonlyArray<Envelope>) => (json ? printLines(es.map((e) => JSON.stringify(envelopeJson(e)))) : printLines(es.map(envelopeLine)))
+        yield* print(last)
+        if (!follow) return
+        let after = head
+        yield* Effect.gen(function* () {
+          const fresh = yield* journal.read(after, 10_000)
+          if (fresh.length > 0) after = fresh[fresh.length - 1]!.sequence
+          yield* print(fresh)
+        }).pipe(Effect.repeat(Schedule.spaced("500 millis")))
+      }).pipe(Effect.provide(ReadLayer))
+      // The store just made: its tables come a moment after the file.
+      return yield* fromStart ? tail.pipe(Effect.retry({ while: (e) => e._tag === "JournalError" && e.message.includes("holds no svc journal"), schedule: Schedule.spaced("200 millis") })) : tail
+    })
   )
 ).pipe(Command.withDescription("Print the last events of the journal (--follow keeps printing new ones)"))
 
