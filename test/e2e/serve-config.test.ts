@@ -14,6 +14,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import { startServe, stopAllServes, svcIn, Transcript, waitFor } from "../support/serve.js"
 import { SVC_BIN, svc, tempDir } from "../support/svc.js"
 import { formatJoinToken, makeCredential } from "../../src/domain/workers/Secrets.js"
+import { adminCall } from "../../src/infra/http/AdminApi.js"
 
 const transcript = new Transcript()
 afterAll(stopAllServes)
@@ -138,6 +139,36 @@ describe("svc serve configuration", () => {
     expect(statSync(join(owner.home, "admin.sock")).mode & 0o777).toBe(0o600)
     expect(statSync(join(owner.home, "tls", "owner.key")).mode & 0o777).toBe(0o600)
     expect(statSync(join(workerHome, "links")).mode & 0o777).toBe(0o700)
+  }, 60_000)
+
+  it("the admin API refuses a body its route does not take, naming the field, and records nothing (a bad invite body made the widest invite)", async () => {
+    const home = tempDir("svc-cfg-admin-")
+    const owner = await startServe("owner", home, transcript)
+    const headOf = async () => (JSON.parse((await svc(["journal", "tail", "-n", "1", "--json"], { cwd: home, home })).stdout).events[0]?.sequence ?? 0) as number
+    expect((await svc(["workers", "status", "--json"], { cwd: home, home })).code).toBe(0)
+    const before = await headOf()
+    const bad: ReadonlyArray<readonly [string, unknown, RegExp]> = [
+      ["/invite", { name: 123, scope: "x", expires: [1] }, /^the body of POST \/invite is not what it takes: /],
+      ["/invite", { scope: "hasher:checksum@1.0.0" }, /scope: Expected ReadonlyArray<string>/],
+      ["/invite", { expires: "1d" }, /expires: is unexpected/],
+      ["/invite", { expiresInMs: "soon" }, /expiresInMs/],
+      ["/revoke", {}, /worker: is missing/],
+      ["/rotate", { worker: 5 }, /worker: Expected string/],
+      ["/runs/submit", { address: "a:b@1.0.0", prefer: "gpu=true" }, /prefer/],
+      ["/runs/list", { limit: -1 }, /limit/],
+      ["/runs/stop", { run: "r1", force: true }, /force: is unexpected/]
+    ]
+    for (const [path, body, message] of bad) {
+      const answer = await adminCall(home, "POST", path, body)
+      expect({ path, status: answer.status }).toEqual({ path, status: 400 })
+      expect((answer.body as { code: string }).code).toBe("bad-request")
+      expect((answer.body as { message: string }).message).toMatch(message)
+    }
+    expect(await headOf()).toBe(before)
+    // What the CLI sends still works.
+    expect((await svc(["workers", "invite", "--name", "lab-1", "--expires", "1h"], { cwd: home, home })).code).toBe(0)
+    expect(await headOf()).toBe(before + 1)
+    expect((await owner.stop()).code).toBe(0)
   }, 60_000)
 
   it("administrative commands say the runtime is not running (exit 2), and refuse a bad --scope, --expires or empty value as usage (exit 2)", async () => {

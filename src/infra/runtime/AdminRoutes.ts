@@ -6,17 +6,60 @@
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as ParseResult from "effect/ParseResult"
 import * as Runtime from "effect/Runtime"
+import * as Schema from "effect/Schema"
 import { jsonInTurns } from "../../app/journal/JsonInTurns.js"
 import { Projections } from "../../app/journal/Projections.js"
 import { Dispatcher } from "../../app/runs/Dispatcher.js"
 import { Owner } from "../../app/workers/Owner.js"
 import { canonicalState } from "../../domain/journal/OwnerState.js"
+import { withoutSecrets } from "../../domain/workers/Secrets.js"
 import { JsonText, type AdminRoute } from "../http/AdminApi.js"
 
-const field = (body: unknown, key: string): unknown => (typeof body === "object" && body !== null ? (body as Record<string, unknown>)[key] : undefined)
+/**
+ * What each POST route takes: its fields and their types, nothing else. A body a script got
+ * wrong is refused (400, naming the field) rather than read with the wrong parts left out: an
+ * invite's `scope` given as a string, or its `expires` misspelt, made an invite for every job
+ * that never expires, the widest there is.
+ */
+const Names = Schema.Array(Schema.String)
+const bodies = {
+  "/invite": Schema.Struct({
+    scope: Schema.optional(Names),
+    expiresInMs: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.finite()))),
+    name: Schema.optional(Schema.NullOr(Schema.String))
+  }),
+  "/rotate": Schema.Struct({ worker: Schema.String }),
+  "/revoke": Schema.Struct({ worker: Schema.String }),
+  "/release": Schema.Struct({ worker: Schema.String, force: Schema.optional(Schema.Boolean) }),
+  "/runs/submit": Schema.Struct({ address: Schema.String, input: Schema.optional(Schema.Unknown), prefer: Schema.optional(Names) }),
+  "/runs/list": Schema.Struct({ states: Schema.optional(Names), limit: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.nonNegative())) }),
+  "/runs/show": Schema.Struct({ run: Schema.String }),
+  "/runs/stop": Schema.Struct({ run: Schema.String }),
+  "/runs/wait": Schema.Struct({ run: Schema.String, ms: Schema.optional(Schema.Number), seen: Schema.optional(Schema.String) })
+} as const
+
+/** The body as its route takes it, or the 400 answer saying what is wrong with it. */
+const parsed = <P extends keyof typeof bodies>(path: P, body: unknown): { readonly ok: Schema.Schema.Type<(typeof bodies)[P]> } | { readonly refused: readonly [number, unknown] } => {
+  const decoded = Schema.decodeUnknownEither(bodies[path] as unknown as Schema.Schema<Schema.Schema.Type<(typeof bodies)[P]>, unknown>, { onExcessProperty: "error" })(body ?? {})
+  if (Either.isRight(decoded)) return { ok: decoded.right }
+  const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
+    .slice(0, 3)
+    .map((i) => (i.path.length === 0 ? i.message : `${i.path.join(".")}: ${i.message}`))
+  return { refused: [400, { code: "bad-request", message: withoutSecrets(`the body of POST ${path} is not what it takes: ${issues.join("; ")}`) }] as const }
+}
+
+/** A route's handler over its checked body. */
+const checked =
+  <P extends keyof typeof bodies>(path: P, handle: (body: Schema.Schema.Type<(typeof bodies)[P]>) => Promise<readonly [number, unknown]>) =>
+  (body: unknown): Promise<readonly [number, unknown]> => {
+    const b = parsed(path, body)
+    return "refused" in b ? Promise.resolve(b.refused) : handle(b.ok)
+  }
 
 const inflight = new Set<Fiber.RuntimeFiber<unknown, unknown>>()
 
@@ -41,45 +84,38 @@ export const adminRoutes = (
     if (Cause.isInterruptedOnly(exit.cause)) return [503, { code: "stopping", message: "svc serve is stopping" }]
     return [500, { code: "internal", message: "the runtime failed to handle this request" }]
   }
-  const worker = (body: unknown) => String(field(body, "worker") ?? "")
-  const run = (body: unknown) => String(field(body, "run") ?? "")
   return [
     {
       method: "POST",
       path: "/invite",
-      handle: (body) => {
-        const scope = field(body, "scope")
-        const expiresInMs = field(body, "expiresInMs")
-        const name = field(body, "name")
-        if (expiresInMs != null && (typeof expiresInMs !== "number" || !Number.isFinite(expiresInMs))) {
-          return Promise.resolve([400, { code: "bad-request", message: `expiresInMs takes a number of milliseconds, not ${JSON.stringify(expiresInMs)}` }] as const)
-        }
-        return answer(
+      handle: checked("/invite", (body) =>
+        answer(
           Effect.flatMap(Owner, (o) =>
             o.invite({
-              scope: Array.isArray(scope) ? scope.map(String) : [],
-              expiresInMs: typeof expiresInMs === "number" ? expiresInMs : null,
-              name: typeof name === "string" ? name : null,
+              scope: body.scope ?? [],
+              expiresInMs: body.expiresInMs ?? null,
+              name: body.name ?? null,
               actor: options.actor
             })
           )
         )
-      }
+      )
     },
     {
       method: "POST",
       path: "/rotate",
-      handle: (body) => answer(Effect.map(Effect.flatMap(Owner, (o) => o.rotate(worker(body), options.actor)), (w) => ({ id: w.id, name: w.name })))
+      handle: checked("/rotate", (body) => answer(Effect.map(Effect.flatMap(Owner, (o) => o.rotate(body.worker, options.actor)), (w) => ({ id: w.id, name: w.name }))))
     },
     {
       method: "POST",
       path: "/revoke",
-      handle: (body) =>
+      handle: checked("/revoke", (body) =>
         answer(
-          Effect.map(Effect.flatMap(Owner, (o) => o.revokeWorkerOrInvite(worker(body), options.actor)), (r) =>
+          Effect.map(Effect.flatMap(Owner, (o) => o.revokeWorkerOrInvite(body.worker, options.actor)), (r) =>
             r.kind === "worker" ? { kind: r.kind, id: r.worker.id, name: r.worker.name } : { kind: r.kind, id: r.invite.id, name: r.invite.name }
           )
         )
+      )
     },
     {
       method: "GET",
@@ -101,49 +137,37 @@ export const adminRoutes = (
     {
       method: "POST",
       path: "/runs/submit",
-      handle: (body) => {
-        const prefer = field(body, "prefer")
-        return answer(
-          Effect.flatMap(Dispatcher, (d) =>
-            d.submit({ address: String(field(body, "address") ?? ""), input: field(body, "input") ?? {}, prefer: Array.isArray(prefer) ? prefer.map(String) : [], actor: options.actor })
-          )
-        )
-      }
+      handle: checked("/runs/submit", (body) =>
+        answer(Effect.flatMap(Dispatcher, (d) => d.submit({ address: body.address, input: body.input ?? {}, prefer: body.prefer ?? [], actor: options.actor })))
+      )
     },
     { method: "GET", path: "/runs", handle: () => answer(Effect.flatMap(Dispatcher, (d) => d.list())) },
     {
       method: "POST",
       path: "/runs/list",
-      handle: (body) => {
-        const states = field(body, "states")
-        const limit = field(body, "limit")
-        return answer(Effect.flatMap(Dispatcher, (d) => d.list({ states: Array.isArray(states) ? states.map(String) : [], limit: limit === undefined ? 0 : Number(limit) })))
-      }
+      handle: checked("/runs/list", (body) => answer(Effect.flatMap(Dispatcher, (d) => d.list({ states: body.states ?? [], limit: body.limit ?? 0 }))))
     },
-    { method: "POST", path: "/runs/show", handle: (body) => answer(Effect.flatMap(Dispatcher, (d) => d.show(run(body)))) },
-    { method: "POST", path: "/runs/stop", handle: (body) => answer(Effect.flatMap(Dispatcher, (d) => d.stop(run(body), options.actor))) },
+    { method: "POST", path: "/runs/show", handle: checked("/runs/show", (body) => answer(Effect.flatMap(Dispatcher, (d) => d.show(body.run)))) },
+    { method: "POST", path: "/runs/stop", handle: checked("/runs/stop", (body) => answer(Effect.flatMap(Dispatcher, (d) => d.stop(body.run, options.actor)))) },
     {
       method: "POST",
       path: "/runs/wait",
-      handle: (body) => {
-        const ms = Number(field(body, "ms"))
-        const seen = field(body, "seen")
-        return answer(
-          Effect.flatMap(Dispatcher, (d) => d.wait(run(body), Number.isFinite(ms) ? Math.min(Math.max(ms, 0), 60_000) : 25_000, typeof seen === "string" ? seen : undefined))
-        )
-      }
+      handle: checked("/runs/wait", (body) =>
+        answer(Effect.flatMap(Dispatcher, (d) => d.wait(body.run, body.ms !== undefined && Number.isFinite(body.ms) ? Math.min(Math.max(body.ms, 0), 60_000) : 25_000, body.seen)))
+      )
     },
     {
       method: "POST",
       path: "/release",
-      handle: (body) =>
+      handle: checked("/release", (body) =>
         answer(
           Effect.flatMap(Owner, (o) =>
-            Effect.flatMap(o.find(worker(body)), (w) =>
-              Effect.map(Effect.flatMap(Dispatcher, (d) => d.release(w.id, options.actor, field(body, "force") === true)), (freed) => ({ id: w.id, name: w.name, freed }))
+            Effect.flatMap(o.find(body.worker), (w) =>
+              Effect.map(Effect.flatMap(Dispatcher, (d) => d.release(w.id, options.actor, body.force === true)), (freed) => ({ id: w.id, name: w.name, freed }))
             )
           )
         )
+      )
     }
   ]
 }
