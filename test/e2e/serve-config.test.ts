@@ -171,6 +171,26 @@ describe("svc serve configuration", () => {
     expect((await owner.stop()).code).toBe(0)
   }, 60_000)
 
+  it("a machine that joins an owner again keeps the name it had there unless --name says otherwise", async () => {
+    const home = tempDir("svc-cfg-rejoin-")
+    const workerHome = tempDir("svc-cfg-rejoin-w-")
+    const owner = await startServe("owner", home, transcript)
+    const join = async (...extra: Array<string>) => {
+      const invited = await svc(["workers", "invite"], { cwd: home, home })
+      expect(invited.code, invited.stderr).toBe(0)
+      const joined = await svc(["workers", "join", invited.stdout.trim(), "--json", ...extra], { cwd: workerHome, home: workerHome })
+      expect(joined.code, joined.stderr).toBe(0)
+      return JSON.parse(joined.stdout) as { name: string; workerId: string; replaces: string | null }
+    }
+    const first = await join("--name", "spare-1")
+    expect(first.name).toBe("spare-1")
+    // Without --name it took the host name: the operator's `svc workers rotate spare-1` found no worker.
+    const again = await join()
+    expect(again).toMatchObject({ name: "spare-1", replaces: first.workerId })
+    expect((await join("--name", "spare-2")).name).toBe("spare-2")
+    expect((await owner.stop()).code).toBe(0)
+  }, 60_000)
+
   it("administrative commands say the runtime is not running (exit 2), and refuse a bad --scope, --expires or empty value as usage (exit 2)", async () => {
     const home = tempDir("svc-cfg-none-")
     for (const args of [["workers", "invite"], ["workers", "rotate", "x"], ["workers", "revoke", "x"]]) {

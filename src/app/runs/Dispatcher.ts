@@ -412,7 +412,7 @@ export const make = Effect.gen(function* () {
               ? "its worker was revoked"
               : lapsed
                 ? ended
-                  ? "its worker's svc serve stopped cleanly (it said so) before the attempt ended"
+                  ? "its worker ended its session cleanly (it said so: its svc serve stopped, or the machine joined again) before the attempt ended"
                   : "its worker's advertisement lapsed (no refresh for 15 s)"
                 : unclaimed
                   ? `its worker did not claim it within ${CLAIM_DEADLINE_MS / 1000} s`

@@ -61,7 +61,7 @@ const invite = Command.make(
 
 const join = Command.make(
   "join",
-  { token: Args.text({ name: "TOKEN" }).pipe(Args.withDescription("the join token svc workers invite printed on the owner (svc_jt_...)")), name: Options.text("name").pipe(Options.optional, Options.withDescription("this worker's human name (default: host name)")), json },
+  { token: Args.text({ name: "TOKEN" }).pipe(Args.withDescription("the join token svc workers invite printed on the owner (svc_jt_...)")), name: Options.text("name").pipe(Options.optional, Options.withDescription("this worker's human name (default: the name it had with that owner when it joins again, else the host name)")), json },
   ({ json, name, token }) =>
     Effect.gen(function* () {
       // A token pasted with its line end (or spaces) is the same token.
@@ -75,7 +75,8 @@ const join = Command.make(
         : ""
       const certificate = yield* Effect.tryPromise({
         try: () => fetchPinnedCertificate(content.url, content.fingerprint),
-        catch: (e) => unreachable(`cannot reach the owner: ${e instanceof Error ? e.message : String(e)}${loopback}`)
+        // The loopback hint only where nothing answered: a certificate that is not the pinned one came from a server that did.
+        catch: (e) => unreachable(`cannot reach the owner: ${e instanceof Error ? e.message : String(e)}${typeof (e as { code?: unknown }).code === "string" ? loopback : ""}`)
       })
       // Redeeming spends the token: first make sure the link it brings can be kept here.
       yield* Effect.tryPromise({
@@ -89,7 +90,8 @@ const join = Command.make(
       const earlier = (yield* Effect.promise(() => readLinks(home))).find((l) => l.key === linkKey(content.url, content.fingerprint))
       const request = {
         kind: "join" as const,
-        name: Option.getOrElse(name, () => workerNameFromHost(os.hostname())),
+        // Joining again keeps the name it had there (the operator's commands and scripts use it), unless --name says otherwise.
+        name: Option.getOrElse(name, () => earlier?.link.name ?? workerNameFromHost(os.hostname())),
         ...(earlier === undefined ? {} : { previousCredential: earlier.link.credential })
       }
       const answer = yield* callOwner(pinned, agent, bearer, request).pipe(

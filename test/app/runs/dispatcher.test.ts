@@ -880,7 +880,7 @@ describe("a lapsed advertisement", () => {
       const { runId } = yield* runningOn(w1, ["zone=a"])
       ok(yield* call(w1.credential, { kind: "bye", fence: w1.fence }), "ack")
       const after = yield* placedOn(runId, 2)
-      expect(attempt(after, 1)).toMatchObject({ host: w1.workerId, state: "superseded", reason: "its worker's svc serve stopped cleanly (it said so) before the attempt ended" })
+      expect(attempt(after, 1)).toMatchObject({ host: w1.workerId, state: "superseded", reason: "its worker ended its session cleanly (it said so: its svc serve stopped, or the machine joined again) before the attempt ended" })
       expect(attempt(after, 2)).toMatchObject({ host: w2.workerId, state: "assigned" })
       // Its exclusion says what the owner knows, not that its advertisement lapsed.
       expect(after.placement!.explanation).toContain("worker 'lab-1' (eligibility: its svc serve stopped cleanly (it said so))")
