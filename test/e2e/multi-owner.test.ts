@@ -24,6 +24,7 @@ let ownerB: string
 let worker: string
 let serveA: ServeProcess
 let serveB: ServeProcess
+let serveW: ServeProcess
 
 const run = (h: string, ...args: Array<string>) => svcIn(transcript, h, args)
 const json = async <A>(h: string, ...args: Array<string>): Promise<A> => {
@@ -80,7 +81,7 @@ beforeAll(async () => {
     const joined = await run(worker, "workers", "join", invite.stdout.trim())
     expect(joined.code, joined.stderr).toBe(0)
   }
-  await startServe("worker", worker, transcript, { env: { SVC_WORKFLOW_CAPACITY: "1", SVC_WORKFLOW_LABELS: "pool=shared" } })
+  serveW = await startServe("worker", worker, transcript, { env: { SVC_WORKFLOW_CAPACITY: "1", SVC_WORKFLOW_LABELS: "pool=shared" } })
   for (const owner of [ownerA, ownerB]) {
     await waitFor(
       "the shared worker Ready",
@@ -123,6 +124,12 @@ describe("one worker with one slot, serving two owners", () => {
     // The worker's one slot: no two jobs ran at once, whichever owner they came from.
     ran.sort((x, y) => x.start - y.start)
     for (let i = 1; i < ran.length; i++) expect(ran[i]!.start, `job ${i} started before job ${i - 1} ended`).toBeGreaterThanOrEqual(ran[i - 1]!.end)
+    // The worker's log says what ran on it, for which owner, and how it ended.
+    const logged = serveW.output()
+    for (const owner of [serveA, serveB]) {
+      expect(logged).toMatch(new RegExp(`INFO running attempt r\\w+\\.1 \\(${NAP}\\) for the owner at ${owner.url.replace(/[.]/g, "\\.")}\n`))
+      expect(logged).toMatch(new RegExp(`INFO attempt r\\w+\\.1 \\(${NAP}\\) succeeded in \\d+\\.\\d s; reporting it to the owner at ${owner.url.replace(/[.]/g, "\\.")}\n`))
+    }
     // Six jobs of 1 s each, one after another: no owner's work waited out the other's idle claim (20 s).
     expect(elapsed).toBeLessThan(2 * RUNS_EACH * NAP_MS + 12_000)
   }, 90_000)

@@ -158,7 +158,7 @@ export const runLink = (
 
     const call = (request: WorkerRequest) => Effect.tap(transport.call(request), takeCredential)
     // Attempts outlive sessions: a reconnect says hello listing them, and they carry on.
-    const work = side === undefined ? undefined : yield* makeWork(side, call)
+    const work = side === undefined ? undefined : yield* makeWork(side, call, `the owner at ${link.url}`)
     /**
      * The session this process holds, to resume when it says hello again; and, kept by `sessions`,
      * the one the process before it held on this home and boot (it crashed), so its own restart

@@ -58,7 +58,11 @@ export const MAX_REPORT_BYTES = (MAX_BODY_BYTES / 4) * 3 - BODY_SLACK
 /** What one delta adds to a body besides its text: the field names, the attempt id, the quotes. */
 const deltaOverhead = (attempt: string) => jsonBytes({ attempt, stdout: "", stderr: "" }) + 1
 
-export const makeWork = (side: WorkSide, call: Call) =>
+/**
+ * `owner`: how this machine's log names the owner the work is for (`the owner at URL`): a person
+ * looking after a worker sees in its log what ran on it, for whom, and how it ended.
+ */
+export const makeWork = (side: WorkSide, call: Call, owner = "the owner") =>
   Effect.gen(function* () {
     const running = new Map<string, Running>()
     // Nothing runs yet for this owner in this process: output files here are left from a process
@@ -258,11 +262,13 @@ export const makeWork = (side: WorkSide, call: Call) =>
               ? `this worker holds ${work.address} with digest ${resolved.right.job.digest}, not ${work.digest}`
               : undefined
         if (problem !== undefined || resolved._tag === "Left") {
+          yield* Effect.logWarning(`declined attempt ${work.attempt} (${work.address}) for ${owner}: ${problem ?? "cannot run it"}`)
           yield* call({ kind: "decline", fence, attempt: work.attempt, reason: problem ?? "cannot run it" }).pipe(Effect.ignore)
           return
         }
         const job = resolved.right
         const paths = side.files.paths(work.attempt)
+        yield* Effect.logInfo(`running attempt ${work.attempt} (${work.address}) for ${owner}`)
         const outcome = yield* side.executor.run({
           attempt: work.attempt,
           runId: work.runId,
@@ -280,6 +286,13 @@ export const makeWork = (side: WorkSide, call: Call) =>
         })
         const r = entry.r!
         if (!r.stopped) {
+          // The job's own error text stays out of this log (it may quote what the job was given); the owner keeps it.
+          const took = `${(outcome.durationMs / 1000).toFixed(1)} s`
+          yield* Effect.logInfo(
+            outcome.ok
+              ? `attempt ${work.attempt} (${work.address}) succeeded in ${took}; reporting it to ${owner}`
+              : `attempt ${work.attempt} (${work.address}) failed in ${took}${outcome.exitCode === null ? "" : ` (exit code ${outcome.exitCode})`}; reporting it to ${owner}, where svc runs show ${work.runId} tells why`
+          )
           const next = yield* report(work.attempt, outcome, r, entry)
           if (next !== undefined) entry.next = next
         }
