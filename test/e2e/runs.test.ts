@@ -532,7 +532,7 @@ describe("runs between an owner and two real worker processes", () => {
     const stopAt = Date.now()
     const stopped = await run(ownerHome, "runs", "stop", long.id)
     expect(stopped.code, stopped.stderr).toBe(0)
-    expect(stopped.stdout).toMatch(new RegExp(`stopped run ${long.id}; a is told to stop it`))
+    expect(stopped.stdout).toMatch(new RegExp(`stopped run ${long.id}; a is told to stop it at its next call`))
     const gone = await waitFor(`job process ${pid} gone`, async () => alive(pid), (a) => !a, { timeoutMs: 10_000, everyMs: 100 })
     timings["stop on worker: process gone"] = gone.at - stopAt
     expect(gone.at - stopAt).toBeLessThan(8_000)

@@ -5,6 +5,7 @@ import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import { progressOf, type RunDetail, type RunList, type RunView } from "../../app/runs/Dispatcher.js"
@@ -275,9 +276,22 @@ const show = Command.make("show", { run: runArg, json }, ({ json, run }) =>
 
 const stop = Command.make("stop", { run: runArg, json }, ({ json, run }) =>
   Effect.gen(function* () {
+    // What ran before the stop: a worker is told only of an attempt that still counted (a
+    // superseded one, on a revoked worker say, is no longer its to run, and it is told nothing).
+    const before = json ? undefined : ((yield* Effect.either(admin("POST", "/runs/show", { run }))).pipe(Either.getOrUndefined) as unknown as RunDetail | undefined)
     const r = (yield* admin("POST", "/runs/stop", { run })) as unknown as RunView
     if (json) return yield* printJson(r)
-    yield* Console.log(`stopped run ${r.id}${r.host === null ? "" : r.host === "owner" ? "; its attempt on the owner is stopped" : `; ${hostText(r)} is told to stop it`}`)
+    const last = before?.attemptRecords[before.attemptRecords.length - 1]
+    const active = last !== undefined && (last.state === "assigned" || last.state === "running")
+    yield* Console.log(
+      `stopped run ${r.id}${
+        r.host === null || (before !== undefined && !active)
+          ? ""
+          : r.host === "owner"
+            ? "; its attempt on the owner is stopped"
+            : `; ${hostText(r)} is told to stop it at its next call`
+      }`
+    )
   })
 ).pipe(Command.withDescription("Stop a run wherever it is (a worker is told in the answer to its next call)"))
 
