@@ -149,7 +149,7 @@ describe("one worker with one slot, serving two owners", () => {
     const seen = await waitFor("the worker's own view", served, (o) => o.find((x) => x.url === serveB.url)?.status?.busy === 1, { timeoutMs: 10_000, everyMs: 250 })
     expect(seen.value.find((x) => x.url === serveA.url)?.status).toMatchObject({ running: 1, busy: 0 })
     const text = await run(worker, "workers", "status")
-    expect(text.stdout).toContain("runs 0 attempt(s) for it; 1 of the 1 slots held by other work (other owners, own runs): no slot free for it now")
+    expect(text.stdout).toContain("runs 0 attempt(s) for it; 1 of the 1 slot held by other work (other owners, own runs): no slot free for it now")
     // B's run waits for that slot instead of being placed on a worker with none free.
     const mine = await json<RunView>(ownerB, "run", NAP, "--input", JSON.stringify({ n: 11, ms: 200 }))
     expect(mine.state).toBe("pending")

@@ -53,6 +53,9 @@ describe("svc serve configuration", () => {
     const shared = await serveRefused(open)
     expect(shared.code).toBe(1)
     expect(shared.stderr).toContain(`${open} (SVC_HOME) is writable by every user (mode 0777), who could replace its admin socket, journal or secrets: chmod 700 ${open}`)
+    // Sticky, as /tmp is: said with its bit.
+    chmodSync(open, 0o1777)
+    expect((await serveRefused(open)).stderr).toContain(`${open} (SVC_HOME) is writable by every user (mode 1777)`)
     // A misspelt setting left its default in force, silently.
     writeFileSync(join(home, "svc.yaml"), "services:\n  workflows:\n    runtime:\n      env:\n        SVC_WORKFLOW_CAPACTY: 3\n")
     const typo = await serveRefused(home)
@@ -646,6 +649,29 @@ describe("one runtime per $SVC_HOME", () => {
       for (const s of starts) s.child.kill("SIGTERM")
       await Promise.all(starts.map((s) => s.closed))
     }
+  }, 60_000)
+
+  it("a second Ctrl-C while it stops (a job that ignores SIGTERM holds the stop) ends it at once, saying so; the next start stops the job", async () => {
+    const home = tempDir("svc-cfg-twice-int-")
+    const bag = join(home, "bags-src", "stub")
+    mkdirSync(join(bag, "jobs"), { recursive: true })
+    writeFileSync(join(bag, "bag.yaml"), "name: stub\ndescription: ignores SIGTERM\nversion: 0.1.0\njobs:\n  hold:\n    version: 1.0.0\n    runs:\n      using: node\n      main: jobs/hold.mjs\n")
+    writeFileSync(join(bag, "jobs", "hold.mjs"), 'process.on("SIGTERM", () => {}); console.error("holding"); setInterval(() => {}, 1000)\n')
+    expect((await svcIn(transcript, home, ["bag", "install", bag])).code).toBe(0)
+    const owner = await startServe("owner", home, transcript)
+    const submitted = JSON.parse((await svcIn(transcript, home, ["run", "stub:hold@1.0.0", "--json"])).stdout) as { id: string }
+    await waitFor("the job running", async () => JSON.parse((await svcIn(transcript, home, ["runs", "show", submitted.id, "--json"])).stdout), (r: { state: string }) => r.state === "running", { timeoutMs: 10_000, everyMs: 100 })
+    process.kill(owner.pid, "SIGINT")
+    await waitFor("the stop begun", async () => owner.output(), (o) => o.includes("SIGINT: stopping"), { timeoutMs: 5_000, everyMs: 50 })
+    process.kill(owner.pid, "SIGINT")
+    await waitFor("the runtime gone", async () => owner.exited(), (gone) => gone, { timeoutMs: 5_000, everyMs: 50 })
+    const exit = await owner.stop(10_000)
+    expect(exit.code).toBe(130)
+    expect(owner.output()).toContain("svc serve: SIGINT again: stopping at once; no last checkpoint, and jobs still running are stopped by the next svc serve on this home")
+    const next = await startServe("next", home, transcript)
+    await waitFor("the leftover job stopped", async () => next.output(), (o) => /WARN stopped attempt \S+\.1 \(jobs\/hold\.mjs\)/.test(o), { timeoutMs: 15_000, everyMs: 100 })
+    expect((await svcIn(transcript, home, ["workers", "status", "--json"])).code).toBe(0)
+    expect((await next.stop(15_000)).code).toBe(0)
   }, 60_000)
 
   it("npm start (README's main command) stops cleanly on SIGTERM: the runtime gets it too, and closes", async () => {

@@ -188,12 +188,12 @@ export const servedLines = (url: string, name: string, workerId: string, s: Serv
   const scope = s.scope ?? []
   const inScope = s.offer.artifacts.filter((a) => scope.length === 0 || scope.includes(a.address)).map((a) => a.address)
   const outside = s.offer.artifacts.filter((a) => scope.length > 0 && !scope.includes(a.address)).map((a) => a.address)
-  lines.push(`    offers ${s.offer.capacity} slots; labels ${s.offer.labels.join(",") || "none"}; jobs ${inScope.join(", ") || "none"}${scope.length > 0 ? ` (its scope there: ${scope.join(", ")})` : ""}`)
+  lines.push(`    offers ${s.offer.capacity} slot${s.offer.capacity === 1 ? "" : "s"}; labels ${s.offer.labels.join(",") || "none"}; jobs ${inScope.join(", ") || "none"}${scope.length > 0 ? ` (its scope there: ${scope.join(", ")})` : ""}`)
   if (outside.length > 0) lines.push(`    holds outside that scope (never placed here by this owner): ${outside.join(", ")}`)
   // Its slots are shared with every other owner and this machine's own runs (docs/runs.md, "On a worker").
   const running = s.running ?? 0
   const busy = s.busy ?? 0
-  lines.push(`    runs ${running} attempt(s) for it; ${busy} of the ${s.offer.capacity} slots held by other work (other owners, own runs)${running + busy >= s.offer.capacity ? ": no slot free for it now" : ""}`)
+  lines.push(`    runs ${running} attempt(s) for it; ${busy} of the ${s.offer.capacity === 1 ? "1 slot" : `${s.offer.capacity} slots`} held by other work (other owners, own runs)${running + busy >= s.offer.capacity ? ": no slot free for it now" : ""}`)
   for (const w of s.offer.withheld) lines.push(`    withholds ${w.job}: ${w.reason}`)
   return lines
 }

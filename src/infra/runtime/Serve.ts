@@ -4,6 +4,7 @@
  * machine works for. The admin API (Unix socket) serves the CLI. Stops cleanly on SIGINT or
  * SIGTERM: servers close, links end, a last checkpoint is written.
  */
+import { constants as fsConstants } from "node:fs"
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as nodePath from "node:path"
@@ -131,10 +132,23 @@ export const serve = (options: ServeOptions) =>
       yield* wrap("creating $SVC_HOME", () => fs.mkdir(options.home, { recursive: true, mode: 0o700 }))
       // A home others may write to is anyone's runtime: they could replace its admin socket, its
       // journal or a job's secret.
-      const homeMode = (yield* wrap("reading $SVC_HOME", () => fs.stat(options.home))).mode & 0o777
+      // With its special bits: a sticky /tmp-like home (1777) was said to be 0777.
+      const homeMode = (yield* wrap("reading $SVC_HOME", () => fs.stat(options.home))).mode & 0o7777
       if ((homeMode & 0o002) !== 0) {
         return yield* new ServeError({
           message: `${options.home} (SVC_HOME) is writable by every user (mode ${homeMode.toString(8).padStart(4, "0")}), who could replace its admin socket, journal or secrets: chmod 700 ${options.home}`
+        })
+      }
+      // Handlers for a second stop signal, set once the first arrives (below): removed last of all,
+      // so that they hold through the whole stop.
+      const secondSignals: Array<readonly [NodeJS.Signals, () => void]> = []
+      yield* Effect.addFinalizer(() => Effect.sync(() => secondSignals.forEach(([signal, on]) => process.off(signal, on))))
+      // A home it cannot write to is said so (on a read-only file system, each later step failed
+      // with a bare ENOENT of the first directory it tried to make there).
+      const unwritable = yield* Effect.promise(() => fs.access(options.home, fsConstants.W_OK).then(() => undefined, (e: NodeJS.ErrnoException) => e.code ?? String(e)))
+      if (unwritable !== undefined) {
+        return yield* new ServeError({
+          message: `${options.home} (SVC_HOME) cannot be written (${unwritable === "EROFS" ? "a read-only file system" : unwritable}): svc serve keeps its journal, certificate and admin socket there`
         })
       }
       // One runtime per $SVC_HOME: a second one would be a second writer of the same journal.
@@ -319,7 +333,19 @@ export const serve = (options: ServeOptions) =>
       yield* Console.log(`svc serve: TLS certificate sha256 ${tls.fingerprint}`)
       yield* Console.log(`svc serve: admin socket ${options.home}/admin.sock; stop with Ctrl-C`)
       const signal = yield* stopSignal
-      yield* Console.log(`svc serve: ${signal}: stopping`)
+      yield* Console.log(`svc serve: ${signal}: stopping (its jobs are given 5 s to end; ${signal} again stops at once)`)
+      // A second signal while it stops (a job that ignores SIGTERM holds the stop 5 s: the moment
+      // an operator presses Ctrl-C again) ended the process without a word: said, and the next
+      // start stops what it leaves running (docs/executors.md, "When svc is killed").
+      const again = (second: NodeJS.Signals) => () => {
+        process.stderr.write(`svc serve: ${second} again: stopping at once; no last checkpoint, and jobs still running are stopped by the next svc serve on this home\n`)
+        process.exit(130)
+      }
+      for (const second of ["SIGINT", "SIGTERM"] as const) {
+        const on = again(second)
+        process.once(second, on)
+        secondSignals.push([second, on])
+      }
     })
   )
 
