@@ -50,6 +50,8 @@ describe("svc runs show", () => {
       "attempt rAbc123.1 on lab-1: running; holds a slot; not started yet: waiting there since 2026-11-24T20:55:01.120Z for a free slot (other work holds the machine's slots)"
     )
     expect(showLines(detail())).toContain("attempt rAbc123.1 on lab-1: running; holds a slot")
+    // A name another worker of the fleet carries: with the id, as the explanation says it.
+    expect(showLines(detail({ attemptRecords: [{ ...attempt, hostNameShared: true }] }))).toContain(`attempt rAbc123.1 on lab-1 (${attempt.host}): running; holds a slot`)
   })
 
   it("shows the stated preference, and what it did: locality comes before it", () => {

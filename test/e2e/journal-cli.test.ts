@@ -249,7 +249,13 @@ describe("svc journal and svc audit", () => {
     expect(history.code).toBe(1)
     expect(history.stdout).toContain("run r1: 2 events in the journal")
     expect(history.stderr).toBe("svc: the run's stream is not whole: its event 2 (stream versions) are missing, deleted from the journal\n")
-    expect(JSON.parse((await run("journal", "history", "r1", "--json")).stdout).missingStreamVersions).toEqual([{ from: 2, to: 2 }])
+    const historyDoc = JSON.parse((await run("journal", "history", "r1", "--json")).stdout)
+    expect(historyDoc.missingStreamVersions).toEqual([{ from: 2, to: 2 }])
+    // Each event with its own fields beside the sentence (scripts had only the prose).
+    expect(historyDoc.events.map((e: { type: string; event?: { _tag: string; runId?: string } }) => [e.type, e.event?._tag, e.event?.runId])).toEqual([
+      ["RunSubmitted", "RunSubmitted", "r1"],
+      ["RunStopRequested", "RunStopRequested", "r1"]
+    ])
   })
 
   it("a checkpoint digest of no form svc writes is a divergence; one of a later form is not compared", async () => {

@@ -60,6 +60,8 @@ export interface RunDetail extends RunView {
     IsoTimes<RunRecord["attempts"][number], "assignedAt" | "startedAt" | "endedAt"> & {
       readonly id: string
       readonly hostName: string
+      /** Another worker carries the host's name (a machine that joined again): texts add the id. Absent: no. */
+      readonly hostNameShared?: true
       /** A running attempt its worker holds while waiting for a free slot there: since when (its latest heartbeat says so); else null. */
       readonly waitingForSlotSince: string | null
     }
@@ -193,6 +195,8 @@ export const makeRunViews = ({ state, readRun, files, nextChange, slotWaits }: R
             endedAt: iso(a.endedAt),
             id,
             hostName: nameOf(s, a.host),
+            // Another worker of the fleet carries its name (a machine that joined again): texts add the id.
+            ...(a.host !== "owner" && sharedName(s, nameOf(s, a.host)) ? { hostNameShared: true as const } : {}),
             waitingForSlotSince: iso(waitingSince ?? null)
           }
         }),

@@ -257,7 +257,20 @@ const historyCommand = Command.make("history", { run: Args.text({ name: "RUN" })
         if (e.streamVersion !== expected) missing.push({ from: expected, to: e.streamVersion - 1 })
       })
       const missingText = missing.length === 0 ? undefined : `the run's stream is not whole: ${missing.map((g) => (g.from === g.to ? `its event ${g.from}` : `its events ${g.from}-${g.to}`)).join(", ")} (stream versions) are missing, deleted from the journal`
-      if (json) yield* printJson({ run, events: entries.map((e) => ({ ...e, at: new Date(e.at).toISOString() })), ...(missing.length > 0 ? { missingStreamVersions: missing } : {}) })
+      // Each event's own fields beside its sentence (a host's id, an exit code, a fence: scripts had
+      // only the prose); a decision's are in `decision`, as it is re-run.
+      const bySequence = new Map(envelopes.map((e) => [e.sequence, e] as const))
+      const fieldsOf = (sequence: number) => {
+        const envelope = bySequence.get(sequence)
+        return envelope === undefined || envelope.event._tag === "PlacementDecided" ? {} : { event: encodeEvent(envelope.event) }
+      }
+      if (json) {
+        yield* printJson({
+          run,
+          events: entries.map((e) => ({ ...e, at: new Date(e.at).toISOString(), ...fieldsOf(e.sequence) })),
+          ...(missing.length > 0 ? { missingStreamVersions: missing } : {})
+        })
+      }
       else yield* printLines(historyLines(run, entries))
       if (missingText !== undefined) return yield* refused(missingText)
       // As replay --audit: a decision the current code decides otherwise is a finding.

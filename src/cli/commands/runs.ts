@@ -217,7 +217,8 @@ export const showLines = (r: RunDetail): ReadonlyArray<string> => {
   // Two identities of one name (a machine that joined again) among the attempts: each said with its id.
   const attempts = r.attemptRecords
   const shared = sharedNames(attempts.length, (i) => attempts[i]!.host, (i) => attempts[i]!.hostName)
-  const hostOf = (a: RunDetail["attemptRecords"][number]) => (shared?.has(a.hostName) === true ? `${a.hostName} (${a.host})` : a.hostName)
+  // Or among the fleet (the owner says so): the explanation names them with ids, and so do these lines.
+  const hostOf = (a: RunDetail["attemptRecords"][number]) => (shared?.has(a.hostName) === true || a.hostNameShared === true ? `${a.hostName} (${a.host})` : a.hostName)
   const hostNamed = (id: string) => {
     const a = r.attemptRecords.find((b) => b.host === id)
     return a === undefined ? id : hostOf(a)

@@ -510,6 +510,9 @@ describe("on a worker", () => {
       const a = yield* runningOn(again)
       const v = yield* show(a.runId)
       expect(v).toMatchObject({ host: "lab-1", hostId: again.workerId, hostNameShared: true })
+      // Each attempt on a name the fleet shares says so too (runs show added ids only among the run's own attempts).
+      const detail = yield* (yield* Dispatcher).show(a.runId)
+      expect(detail.attemptRecords.map((x) => [x.hostName, x.hostNameShared])).toEqual([["lab-1", true]])
       const single = yield* linked("lab-2")
       expect(single.workerId).not.toBe(again.workerId)
     }).pipe(Effect.provide(TestOwner))
