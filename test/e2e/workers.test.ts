@@ -443,7 +443,7 @@ describe("svc workers between two real svc serve processes", () => {
     const widened = editToken(token, { ...payload, scope: [JOB] }, "keep")
     const cli = await run(w3Home, "workers", "join", widened)
     expect(cli.code).toBe(1)
-    expect(cli.stderr).toMatch(/checksum does not match/)
+    expect(cli.stderr).toMatch(/checksum does not match: it was mistyped, truncated or edited: give the whole line svc workers invite printed on the owner \(one word, svc_jt_\.\.\.\), or ask the owner.s operator for a new one\n$/)
     expectRefusal(await send("join with an edited token", widened, { kind: "join", name: "x" }), 401, "unauthenticated", /checksum does not match/)
     // Edited with a recomputed checksum: the secret no longer matches the invite.
     for (const [what, edited] of [

@@ -67,7 +67,10 @@ const join = Command.make(
       // A token pasted with its line end (or spaces) is the same token.
       const bearer = token.trim()
       const content = parseJoinToken(bearer)
-      if (typeof content === "string") return yield* refused(content)
+      // What is wrong with it, then what to do: it is one line, printed once by the owner's invite.
+      if (typeof content === "string") {
+        return yield* refused(`${content}: give the whole line svc workers invite printed on the owner (one word, svc_jt_...), or ask the owner's operator for a new one`)
+      }
       const home = (yield* SvcHome).path
       // A loopback address in the token reaches only the owner's own machine: say so, it is the likely cause.
       const loopback = onlyThisMachine(content.url)
