@@ -248,7 +248,7 @@ describe("svc journal and svc audit", () => {
     const history = await run("journal", "history", "r1")
     expect(history.code).toBe(1)
     expect(history.stdout).toContain("run r1: 2 events in the journal")
-    expect(history.stderr).toBe("svc: the run's stream is not whole: its event 2 (stream versions) are missing, deleted from the journal\n")
+    expect(history.stderr).toBe("svc: the run's stream is not whole: its event 2 is missing (stream versions), deleted from the journal\n")
     const historyDoc = JSON.parse((await run("journal", "history", "r1", "--json")).stdout)
     expect(historyDoc.missingStreamVersions).toEqual([{ from: 2, to: 2 }])
     // Each event with its own fields beside the sentence (scripts had only the prose).

@@ -176,7 +176,8 @@ describe("one worker with one slot, serving two owners", () => {
       process.kill(serveA.pid, "SIGCONT")
     }
     await waitFor(`run ${nap.id} succeeded`, () => json<RunView>(ownerA, "runs", "show", nap.id), (r) => r.state === "succeeded", { timeoutMs: 20_000, everyMs: 250 })
-    expect(await json<RunView>(ownerA, "runs", "show", nap.id)).toMatchObject({ host: "shared", attempts: 1 })
+    const shown = await json<RunView & { attemptRecords: ReadonlyArray<{ state: string; reason: string | null }> }>(ownerA, "runs", "show", nap.id)
+    expect(shown, JSON.stringify(shown.attemptRecords.map((a) => [a.state, a.reason]))).toMatchObject({ host: "shared", attempts: 1 })
     const log = serveA.output().slice(logBefore)
     expect(log).toMatch(/WARN this owner did not run for (19|20|21) s \(its process was stopped, or the machine suspended or overloaded\): its workers' silence in that time is not held against them/)
     expect(log).not.toContain("is Offline")

@@ -89,10 +89,13 @@ export const make = (): FreshnessService => {
       const gap = now - before
       awakeAt = Math.max(before, now)
       if (gap <= OWNER_PAUSE_MS) return 0
-      // The beat's own spacing is time it was listening; what was recorded after the pause
-      // (a call answered before this) is the owner's own hearing, kept as it is.
+      // The beat's own spacing is time it was listening. What was recorded before the pause (up
+      // to a beat after the last one) is moved on; what was recorded after it (a call answered
+      // since the resume, before this) is the owner's own hearing, kept as it is: the two lie at
+      // either end of the gap, told apart at its middle.
       const deaf = gap - OWNER_BEAT_MS
-      const excuse = (t: number | null) => (t !== null && t <= before ? Math.min(now, t + deaf) : t)
+      const middle = before + gap / 2
+      const excuse = (t: number | null) => (t !== null && t < middle ? Math.min(now, t + deaf) : t)
       for (const f of seen.values()) {
         f.lastSeenAt = excuse(f.lastSeenAt)
         f.lastAdvertisedAt = excuse(f.lastAdvertisedAt)

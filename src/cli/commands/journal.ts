@@ -256,7 +256,10 @@ const historyCommand = Command.make("history", { run: Args.text({ name: "RUN" })
         const expected = i === 0 ? 1 : envelopes[i - 1]!.streamVersion + 1
         if (e.streamVersion !== expected) missing.push({ from: expected, to: e.streamVersion - 1 })
       })
-      const missingText = missing.length === 0 ? undefined : `the run's stream is not whole: ${missing.map((g) => (g.from === g.to ? `its event ${g.from}` : `its events ${g.from}-${g.to}`)).join(", ")} (stream versions) are missing, deleted from the journal`
+      const missingText =
+        missing.length === 0
+          ? undefined
+          : `the run's stream is not whole: ${missing.map((g) => (g.from === g.to ? `its event ${g.from} is missing` : `its events ${g.from}-${g.to} are missing`)).join(", ")} (stream versions), deleted from the journal`
       // Each event's own fields beside its sentence (a host's id, an exit code, a fence: scripts had
       // only the prose); a decision's are in `decision`, as it is re-run.
       const bySequence = new Map(envelopes.map((e) => [e.sequence, e] as const))

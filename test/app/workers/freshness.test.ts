@@ -30,6 +30,16 @@ describe("the owner's pause", () => {
     expect(advertisementAlive(f.get("w1"), lapses)).toBe(false)
   })
 
+  it("counts a call between the last beat and the pause as before the pause", () => {
+    const f = make()
+    beatThrough(f, 0, 10_000)
+    // Advertised 0.6 s after the last beat, then the owner stopped.
+    f.touch("w1", 10_600, true)
+    f.awake(32_000)
+    expect(f.get("w1")?.lastAdvertisedAt).toBe(10_600 + 21_000)
+    expect(advertisementAlive(f.get("w1"), 32_000)).toBe(true)
+  })
+
   it("moves no time past now: a worker that called right after the resume keeps its own time", () => {
     const f = make()
     beatThrough(f, 0, 10_000)
