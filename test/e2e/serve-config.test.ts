@@ -372,6 +372,29 @@ describe("svc run --wait", () => {
     expect(said).toBe(`stopped waiting for run ${runId}; it goes on: svc runs show ${runId} follows it, svc runs stop ${runId} stops it\n`)
     expect(JSON.parse((await svcIn(transcript, home, ["runs", "show", runId, "--json"])).stdout).state).toBe("running")
     expect((await svcIn(transcript, home, ["runs", "stop", runId])).code).toBe(0)
+
+    // Ctrl-C while the owner has not answered the submission yet (here: stopped, as a busy owner
+    // would be slow): the run's id is still said once the answer comes (the CLI died unheard).
+    process.kill(owner.pid, "SIGSTOP")
+    let early: ReturnType<typeof spawn> | undefined
+    try {
+      early = spawn(process.execPath, [SVC_BIN, "run", "slow:nap@1.0.0", "--wait"], { env: { PATH: process.env["PATH"] ?? "", HOME: home, SVC_HOME: home } })
+      let earlySaid = ""
+      early.stderr!.setEncoding("utf8").on("data", (d: string) => (earlySaid += d))
+      const earlyExit = new Promise<number | null>((resolve) => early!.on("close", resolve))
+      // Started, and asking: the CLI is up well within this (it reads no more than its arguments first).
+      await new Promise((resolve) => setTimeout(resolve, 3_000))
+      early.kill("SIGINT")
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      process.kill(owner.pid, "SIGCONT")
+      expect(await earlyExit).toBe(130)
+      expect(earlySaid).toMatch(/^stopped waiting for run (r\w+); it goes on: svc runs show \1 follows it, svc runs stop \1 stops it\n$/)
+      const earlyId = /run (r\w+);/.exec(earlySaid)![1]!
+      expect((await svcIn(transcript, home, ["runs", "stop", earlyId])).code).toBe(0)
+    } finally {
+      process.kill(owner.pid, "SIGCONT")
+      early?.kill("SIGKILL")
+    }
     expect((await owner.stop()).code).toBe(0)
   }, 60_000)
 })

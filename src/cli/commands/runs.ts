@@ -5,6 +5,8 @@ import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Deferred from "effect/Deferred"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
@@ -92,6 +94,10 @@ export const runCommand = Command.make(
       const malformed = jobAddressProblem(address) ?? preferenceProblem(prefer)
       if (malformed !== undefined) return yield* usage(malformed)
       const value = yield* readInput(input)
+      // Waiting, Ctrl-C is this command's from before the submission: pressed while the owner
+      // answers it, the run's id is still said (the default action ended the CLI, the run
+      // submitted and unnamed).
+      const ctrlC = wait ? yield* ctrlCLatch : undefined
       let run = (yield* admin("POST", "/runs/submit", { address, input: value, prefer })) as unknown as RunView
       // A preference is weighed only among workers: the owner keeps what it can run (locality first).
       if (prefer.length > 0 && run.host === "owner") {
@@ -120,7 +126,7 @@ export const runCommand = Command.make(
         // says nothing until it ends). Exit 130, as a shell reports an interrupted command.
         Effect.raceFirst(
           Effect.zipRight(
-            ctrlC,
+            ctrlC ?? Effect.never,
             Effect.zipRight(Console.error(`stopped waiting for run ${id}; it goes on: svc runs show ${id} follows it, svc runs stop ${id} stops it`), exitQuietly(130))
           )
         )
@@ -129,14 +135,21 @@ export const runCommand = Command.make(
       else if (run.state === "succeeded") yield* Console.log(JSON.stringify(run.result))
       if (run.state !== "succeeded") return yield* refused(outcomeLine(run))
       if (!json) yield* Console.error(outcomeLine(run))
-    })
+    }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("Submit a run of a versioned job on this owner; prints the run id (with --wait, the result)"))
 
-/** Completes when the process gets SIGINT (Ctrl-C), which it then handles instead of dying of it. */
-const ctrlC = Effect.async<void>((resume) => {
-  const on = () => resume(Effect.void)
-  process.once("SIGINT", on)
-  return Effect.sync(() => void process.off("SIGINT", on))
+/**
+ * From now until the command's scope closes, SIGINT (Ctrl-C) is handled instead of ending the
+ * process: answers an effect that completes once it has come (at once if it came already).
+ */
+const ctrlCLatch = Effect.gen(function* () {
+  const pressed = yield* Deferred.make<void>()
+  const on = () => Deferred.unsafeDone(pressed, Exit.void)
+  yield* Effect.acquireRelease(
+    Effect.sync(() => void process.on("SIGINT", on)),
+    () => Effect.sync(() => void process.off("SIGINT", on))
+  )
+  return Deferred.await(pressed)
 })
 
 /** When the owner does not answer, what reads the journal without it (the store is there either way). */
