@@ -4,8 +4,7 @@
  * (a dropped `events` table, a 0-byte file), and a store a newer svc had migrated was read, and
  * written, as if it were this one's.
  */
-import { existsSync } from "node:fs"
-import { accessSync, constants } from "node:fs"
+import { accessSync, constants, existsSync } from "node:fs"
 import { dirname } from "node:path"
 import type Database from "better-sqlite3"
 import { migrationTables, MIGRATIONS_TABLE, NEWEST_MIGRATION } from "./migrations.js"
