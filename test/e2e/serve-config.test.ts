@@ -545,6 +545,7 @@ describe("start-up", () => {
     expect(isAlive(first!)).toBe(false)
     expect(after.output()).toMatch(new RegExp(`WARN stopped attempt ${runId}\\.1 \\(sh\\) \\(pid ${first}, running since \\S+\\): the svc serve that started it was killed without stopping it`))
     // Its attempt ceased (the owner restarted while running it), and the run runs again: one job at a time.
+    await waitFor("the owner's log to say so", async () => after.output(), (o) => o.includes(`INFO 1 attempt the last runtime was running on this owner when it stopped (${runId}.1) is placed again`), { timeoutMs: 10_000, everyMs: 100 })
     const [, second] = (await waitFor("the run to run again", async () => pidsSoFar(), (p) => p.length === 2, { timeoutMs: 15_000, everyMs: 100 })).value
     expect(isAlive(second!)).toBe(true)
     expect((await svcIn(transcript, home, ["runs", "stop", runId])).code).toBe(0)

@@ -139,11 +139,19 @@ export const makeLocalRuns = ({ state, execute, host, executor, files, scope }: 
   const reconcileOwnerAtStart = Effect.gen(function* () {
     const s = yield* state
     const now = yield* Clock.currentTimeMillis
+    const again: Array<string> = []
     for (const [runId] of s.runs.open) {
       const last = lastAttempt(runOf(s, runId)!)
       if (last === undefined || last.host !== "owner" || !ACTIVE.has(last.state)) continue
       yield* execute((st) => RunDecide.decideSupersede({ runId, attempt: last.n, reason: "the owner restarted while running it", now }, st.runs)).pipe(Effect.ignore)
       yield* execute((st) => RunDecide.decideCease({ runId, attempt: last.n, reason: "the owner restarted", now }, st.runs)).pipe(Effect.ignore)
+      again.push(attemptId(runId, last.n))
+    }
+    // Said in the owner's log too (a worker's log says what it stops; the owner's said nothing).
+    if (again.length > 0) {
+      yield* Effect.logInfo(
+        `${again.length === 1 ? "1 attempt" : `${again.length} attempts`} the last runtime was running on this owner when it stopped (${again.join(", ")}) ${again.length === 1 ? "is" : "are"} placed again`
+      )
     }
     for (const { runId, a } of heldBy(s, "owner")) {
       if (!ACTIVE.has(a.state)) yield* execute((st) => RunDecide.decideCease({ runId, attempt: a.n, reason: "the owner restarted", now }, st.runs)).pipe(Effect.ignore)
