@@ -59,6 +59,14 @@ export const auditLine = (row: AuditRow, name: string | undefined): string =>
 /** Rows an operator must not miss: another process took a session over, a worker or invite was revoked. */
 const WARNING_KINDS: ReadonlySet<AuditRow["kind"]> = new Set(["takeover", "revocation"])
 
+/**
+ * How loud an audit row is in the log: a takeover or a revocation is a warning, for alerting;
+ * but not a worker's own revocation (it left, `svc workers leave`, or its installation joined
+ * again), which its operator or the machine's asked for.
+ */
+export const auditLevel = (row: AuditRow): "warning" | "info" =>
+  WARNING_KINDS.has(row.kind) && !(row.kind === "revocation" && row.actor.startsWith("worker ")) ? "warning" : "info"
+
 export const run = Effect.gen(function* () {
   const projections = yield* Projections
   const freshness = yield* Freshness
@@ -74,7 +82,7 @@ export const run = Effect.gen(function* () {
     for (const row of Chunk.drop(state.audit, first)) {
       const worker = row.workerId === null ? undefined : HashMap.get(registry.workers, row.workerId).pipe(Option.getOrUndefined)
       const line = auditLine(row, worker?.name)
-      yield* WARNING_KINDS.has(row.kind) ? Effect.logWarning(line) : Effect.logInfo(line)
+      yield* auditLevel(row) === "warning" ? Effect.logWarning(line) : Effect.logInfo(line)
       audited = row.sequence
     }
     const now = yield* Clock.currentTimeMillis

@@ -550,6 +550,13 @@ describe("presence lines", () => {
     expect(Presence.lineOf(gone, 1)).toBe("worker lab-1 (w1) is Offline: no advertisement for 15 s; the attempt it held is placed again")
     expect(Presence.lineOf(gone, 3)).toBe("worker lab-1 (w1) is Offline: no advertisement for 15 s; the 3 attempts it held are placed again")
     expect(Presence.lineOf({ ...gone, ended: true }, 1)).toBe("worker lab-1 (w1) is Offline: its svc serve stopped cleanly (it said so); the attempt it held is placed again")
+    // An audit row is a warning when it is one an operator must not miss; a worker's own leave or re-join is not.
+    const row = { sequence: 1, at: 1, workerId: "w1", inviteId: null, detail: "d" } as const
+    expect(Presence.auditLevel({ ...row, kind: "revocation", actor: "operator root" })).toBe("warning")
+    expect(Presence.auditLevel({ ...row, kind: "takeover", actor: "worker w1" })).toBe("warning")
+    expect(Presence.auditLevel({ ...row, kind: "revocation", actor: "worker w1 (it left)" })).toBe("info")
+    expect(Presence.auditLevel({ ...row, kind: "revocation", actor: "worker w2 (its installation joined again)" })).toBe("info")
+    expect(Presence.auditLevel({ ...row, kind: "join", actor: "worker w1" })).toBe("info")
   })
 
   it("a worker first seen silent is no news; first seen advertising, or changed since, is", () => {
