@@ -139,6 +139,11 @@ describe("svc journal and svc audit", () => {
     const exported = (await run("journal", "export")).stdout.trim().split("\n").map((l) => JSON.parse(l))
     expect(exported.map((e: { sequence: number }) => e.sequence)).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
     expect(exported[1]).toMatchObject({ stream: "invite-i1", streamVersion: 2, type: "WorkerJoined", event: { _tag: "WorkerJoined", credentialHash: hash("c1") } })
+    // The document, written page by page, is the very text of the whole document pretty-printed.
+    const whole = await run("journal", "tail", "-n", "100", "--json")
+    expect(whole.stdout).toBe(`${JSON.stringify({ events: exported }, null, 2)}\n`)
+    expect((await run("journal", "tail", "-n", "0", "--json")).stdout).toBe(`${JSON.stringify({ events: [] }, null, 2)}\n`)
+    expect((await run("journal", "tail", "-n", "1", "--json")).stdout).toBe(`${JSON.stringify({ events: exported.slice(-1) }, null, 2)}\n`)
     // The journal holds hashes only: neither the token nor a credential is in it.
     const all = JSON.stringify(exported)
     expect(all).not.toMatch(/"t"|"c1"|"c2"/)
@@ -294,4 +299,20 @@ describe("svc journal and svc audit", () => {
     expect(await exited).toBe(0)
     expect(stderr).toBe("")
   }, 30_000)
+
+  it("tail --json of more events than one page is one document, the same text as built whole", async () => {
+    const file = storePath(home)
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        const p = yield* Projections
+        for (let i = 0; i < 1_100; i++) {
+          yield* p.execute((r) => Decide.decideInvite({ inviteId: `i${i}`, tokenHash: hash(`t${i}`), name: null, scope: [], expiresAt: null, actor: "operator", now: T0 + i }, r))
+        }
+      }).pipe(Effect.provide(projectionsLayer.pipe(Layer.provideMerge(sqliteLayer(file)), Layer.provideMerge(NodeHashing.layer))), Effect.scoped)
+    )
+    const exported = (await run("journal", "export")).stdout.trim().split("\n").map((l) => JSON.parse(l))
+    expect(exported).toHaveLength(1_100)
+    const tail = await run("journal", "tail", "-n", "1050", "--json")
+    expect(tail.stdout).toBe(`${JSON.stringify({ events: exported.slice(-1_050) }, null, 2)}\n`)
+  }, 60_000)
 })
