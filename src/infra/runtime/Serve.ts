@@ -4,7 +4,6 @@
  * machine works for. The admin API (Unix socket) serves the CLI. Stops cleanly on SIGINT or
  * SIGTERM: servers close, links end, a last checkpoint is written.
  */
-import { constants as fsConstants } from "node:fs"
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as nodePath from "node:path"
@@ -37,9 +36,9 @@ import * as ChildExecutor from "../runs/ChildExecutor.js"
 import * as FileRunFiles from "../runs/FileRunFiles.js"
 import * as NodeBagDirectory from "../bags/NodeBagDirectory.js"
 import * as FileBagStore from "../bags/FileBagStore.js"
-import { runtimeAnswering, serveAdmin, socketPathProblem } from "../http/AdminApi.js"
+import { serveAdmin } from "../http/AdminApi.js"
 import { adminRoutes, interruptAdminCalls } from "./AdminRoutes.js"
-import { holdHome, LOCK_FILE } from "./HomeLock.js"
+import { claimHome } from "./HomeStart.js"
 import { createServer, makeHandler } from "../http/WorkerRoute.js"
 import * as NodeHashing from "../journal/NodeHashing.js"
 import { layer as journalLayer } from "../journal/SqliteJournal.js"
@@ -111,63 +110,18 @@ const stopSignal = Effect.async<string>((resume) => {
   })
 })
 
-/** `file` (created when missing) and its `-wal` and `-shm`, readable and writable by the owner only. */
-const privateFiles = async (file: string) => {
-  await (await fs.open(file, "a", 0o600)).close()
-  for (const path of [file, `${file}-wal`, `${file}-shm`]) {
-    const mode = await fs.stat(path).then((s) => s.mode & 0o777, () => undefined)
-    if (mode !== undefined && (mode & 0o077) !== 0) await fs.chmod(path, 0o600)
-  }
-}
-
 const wrap = <A>(what: string, f: () => Promise<A>) =>
   Effect.tryPromise({ try: f, catch: (e) => new ServeError({ message: `${what}: ${e instanceof Error ? e.message : String(e)}` }) })
 
 export const serve = (options: ServeOptions) =>
   Effect.scoped(
     Effect.gen(function* () {
-      // Before anything opens: a home whose admin socket the system cannot name is refused.
-      const tooLong = socketPathProblem(options.home)
-      if (tooLong !== null) return yield* new ServeError({ message: tooLong })
-      yield* wrap("creating $SVC_HOME", () => fs.mkdir(options.home, { recursive: true, mode: 0o700 }))
-      // A home others may write to is anyone's runtime: they could replace its admin socket, its
-      // journal or a job's secret.
-      // With its special bits: a sticky /tmp-like home (1777) was said to be 0777.
-      const homeMode = (yield* wrap("reading $SVC_HOME", () => fs.stat(options.home))).mode & 0o7777
-      if ((homeMode & 0o002) !== 0) {
-        return yield* new ServeError({
-          message: `${options.home} (SVC_HOME) is writable by every user (mode ${homeMode.toString(8).padStart(4, "0")}), who could replace its admin socket, journal or secrets: chmod 700 ${options.home}`
-        })
-      }
-      // Handlers for a second stop signal, set once the first arrives (below): removed last of all,
-      // so that they hold through the whole stop.
+      // The home made, checked and claimed before anything of it is opened (HomeStart.ts).
+      yield* claimHome(options.home).pipe(Effect.mapError((e) => new ServeError({ message: e.message })))
+      // Handlers for a second stop signal, set once the first arrives (below): removed once all
+      // else has closed, so that they hold through the whole stop.
       const secondSignals: Array<readonly [NodeJS.Signals, () => void]> = []
       yield* Effect.addFinalizer(() => Effect.sync(() => secondSignals.forEach(([signal, on]) => process.off(signal, on))))
-      // A home it cannot write to is said so (on a read-only file system, each later step failed
-      // with a bare ENOENT of the first directory it tried to make there).
-      const unwritable = yield* Effect.promise(() => fs.access(options.home, fsConstants.W_OK).then(() => undefined, (e: NodeJS.ErrnoException) => e.code ?? String(e)))
-      if (unwritable !== undefined) {
-        return yield* new ServeError({
-          message: `${options.home} (SVC_HOME) cannot be written (${unwritable === "EROFS" ? "a read-only file system" : unwritable}): svc serve keeps its journal, certificate and admin socket there`
-        })
-      }
-      // One runtime per $SVC_HOME: a second one would be a second writer of the same journal.
-      // The lock decides (HomeLock.ts), before anything of the home is touched; the socket is
-      // asked first only to say "its admin socket answers" when that is how it is seen.
-      if (yield* wrap("checking for a running runtime", () => runtimeAnswering(options.home))) {
-        return yield* new ServeError({ message: `svc serve is already running for ${options.home} (its admin socket answers)` })
-      }
-      yield* holdHome(options.home).pipe(
-        Effect.mapError((p) =>
-          p.busy
-            ? new ServeError({ message: `svc serve is already running for ${options.home} (another process holds ${nodePath.join(options.home, LOCK_FILE)}; it is starting or stopping)` })
-            : new ServeError({ message: `locking ${nodePath.join(options.home, LOCK_FILE)}: ${p.message}` })
-        )
-      )
-      // The journal holds every run's input and result and the credentials' hashes: owner-only,
-      // whatever mode the home was made with (a home made beforehand, 0755, left it readable by
-      // every local user). SQLite gives -wal and -shm the mode of the file they belong to.
-      yield* wrap("making the journal private", () => privateFiles(storePath(options.home)))
       // Children a runtime killed before this one left running: stopped before anything runs here,
       // so that this runtime's "ceased" and its workers' hello are true (Leftovers.ts).
       for (const r of yield* wrap("stopping children a killed runtime left", () => reap(childrenDir(options.home), LEFTOVER_GRACE_MS))) {
