@@ -15,6 +15,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Cause from "effect/Cause"
 import * as ParseResult from "effect/ParseResult"
+import { issuesText } from "../schema/Issues.js"
 import * as Fiber from "effect/Fiber"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
@@ -84,12 +85,6 @@ export const bearerOf = (req: http.IncomingMessage): string | undefined => {
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header)
   return m?.[1]
 }
-
-const describeIssue = (issue: ParseResult.ParseIssue): string =>
-  ParseResult.ArrayFormatter.formatIssueSync(issue)
-    .slice(0, 5)
-    .map((i) => (i.path.length === 0 ? i.message : `${i.path.join(".")}: ${i.message}`))
-    .join("; ")
 
 /** The answer to a finished call: its response, its refusal, or a bare 500 for a bug. */
 const answer = (res: http.ServerResponse, exit: Exit.Exit<WorkerResponse, Refusal>): void => {
@@ -170,7 +165,7 @@ export const makeHandler = (runtime: Runtime.Runtime<Owner>) => {
       if (isRequest(json)) request = json
       else {
         const decoded = decodeRequest(json)
-        if (decoded._tag === "Left") return refuse(res, "bad-request", `the body is not a worker message: ${describeIssue(decoded.left)}`)
+        if (decoded._tag === "Left") return refuse(res, "bad-request", `the body is not a worker message: ${issuesText(decoded.left, 5)}`)
         request = decoded.right
       }
       // Most calls (an unchanged refresh, a refused credential) are answered from the state as it

@@ -19,11 +19,11 @@ import type * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as RuntimeFlags from "effect/RuntimeFlags"
-import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { CURRENT_VERSION, Event, type Envelope, type EventType } from "../../domain/journal/Events.js"
 import { packedVersionOf, storedPayload, upcast } from "../../domain/journal/Upcasting.js"
 import { fastGuardOf } from "../schema/Guard.js"
+import { issuesText } from "../schema/Issues.js"
 import { Checkpoints } from "../../app/journal/Checkpoints.js"
 import { Journal, JournalError, StreamConflict, type AppendCommand } from "../../app/journal/Journal.js"
 import { migrations, MIGRATIONS_TABLE, NEWEST_MIGRATION } from "./migrations.js"
@@ -85,13 +85,7 @@ const memberDecoders = new Map(Event.members.map((member) => [member.identifier,
 const decodeEvent = (payload: Record<string, unknown> & { readonly _tag: string }): Event => {
   const decoded = memberDecoders.get(payload._tag)!(payload)
   if (decoded._tag === "Right") return decoded.right
-  const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
-  throw new Error(
-    issues
-      .slice(0, 3)
-      .map((i) => (i.path.length === 0 ? i.message : `${i.path.join(".")}: ${i.message}`))
-      .join("; ")
-  )
+  throw new Error(issuesText(decoded.left.issue, 3))
 }
 
 /** Each event type's own fields, without the tag, in declaration order. */

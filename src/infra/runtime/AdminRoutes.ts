@@ -9,7 +9,6 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import * as ParseResult from "effect/ParseResult"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
 import { jsonInTurns } from "../../app/journal/JsonInTurns.js"
@@ -19,6 +18,7 @@ import { Owner } from "../../app/workers/Owner.js"
 import { canonicalState } from "../../domain/journal/OwnerState.js"
 import { withoutSecrets } from "../../domain/workers/Secrets.js"
 import { JsonText, type AdminRoute } from "../http/AdminApi.js"
+import { issuesText } from "../schema/Issues.js"
 
 /**
  * What each POST route takes: its fields and their types, nothing else. A body a script got
@@ -47,10 +47,7 @@ const bodies = {
 const parsed = <P extends keyof typeof bodies>(path: P, body: unknown): { readonly ok: Schema.Schema.Type<(typeof bodies)[P]> } | { readonly refused: readonly [number, unknown] } => {
   const decoded = Schema.decodeUnknownEither(bodies[path] as unknown as Schema.Schema<Schema.Schema.Type<(typeof bodies)[P]>, unknown>, { onExcessProperty: "error" })(body ?? {})
   if (Either.isRight(decoded)) return { ok: decoded.right }
-  const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
-    .slice(0, 3)
-    .map((i) => (i.path.length === 0 ? i.message : `${i.path.join(".")}: ${i.message}`))
-  return { refused: [400, { code: "bad-request", message: withoutSecrets(`the body of POST ${path} is not what it takes: ${issues.join("; ")}`) }] as const }
+  return { refused: [400, { code: "bad-request", message: withoutSecrets(`the body of POST ${path} is not what it takes: ${issuesText(decoded.left.issue, 3)}`) }] as const }
 }
 
 /** A route's handler over its checked body. */
