@@ -8,19 +8,10 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
+import { reasonText } from "../FailureText.js"
 import { Projections } from "./Projections.js"
 
 export const DEFAULT_INTERVAL = Duration.minutes(5)
-
-const messageOf = (e: unknown): string => (typeof e === "object" && e !== null && "message" in e ? String((e as { message: unknown }).message) : String(e))
-
-/** A failure in words, with its cause when that says more (SQLite's "database or disk is full" behind "Failed to execute statement"). */
-const said = (e: unknown): string => {
-  const message = messageOf(e)
-  const cause = typeof e === "object" && e !== null && "cause" in e ? (e as { cause: unknown }).cause : undefined
-  const more = cause === undefined ? undefined : messageOf(cause)
-  return more === undefined || more === "" || message.includes(more) ? message : `${message}: ${more}`
-}
 
 export const run = (interval: Duration.DurationInput = DEFAULT_INTERVAL) =>
   Effect.gen(function* () {
@@ -36,7 +27,7 @@ export const run = (interval: Duration.DurationInput = DEFAULT_INTERVAL) =>
     }).pipe(
       // A failure of any kind (a full disk fails SQLite's rollback too, which surfaced as a
       // defect and ended the stop as an internal error) is said, and the runtime goes on or stops.
-      Effect.catchAllCause((cause) => Effect.succeed(said(Cause.squash(cause))))
+      Effect.catchAllCause((cause) => Effect.succeed(reasonText(Cause.squash(cause))))
     )
     yield* Effect.repeat(
       Effect.flatMap(writeIfMoved, (why) => (why === undefined ? Effect.void : Effect.logWarning(`could not write a projection checkpoint: ${why}`))),

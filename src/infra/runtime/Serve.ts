@@ -52,19 +52,7 @@ import * as NodeEntropy from "../workers/NodeEntropy.js"
 import { callOwner, makeAgent } from "../workers/OwnerClient.js"
 import { sessionMemoryAt } from "../workers/SessionMemory.js"
 import { reap } from "../runs/Leftovers.js"
-
-
-/**
- * A failure in words, with what caused it when it says more: @effect/sql's "Failed to execute
- * statement" alone hid SQLite's "database or disk is full" (a full disk at start).
- */
-export const reasonText = (reason: unknown): string => {
-  const messageOf = (e: unknown): string | undefined =>
-    e instanceof Error ? e.message : typeof (e as { message?: unknown } | null)?.message === "string" ? (e as { message: string }).message : undefined
-  const own = messageOf(reason) ?? String(reason)
-  const cause = messageOf((reason as { cause?: unknown } | null)?.cause)
-  return cause === undefined || cause === "" || own.includes(cause) ? own : `${own}: ${cause}`
-}
+import { reasonText } from "../../app/FailureText.js"
 
 /** Where the jobs' secrets are kept on this machine: one file per name (docs/executors.md, "Secrets"). */
 export const secretsDir = (home: string) => nodePath.join(home, "secrets")

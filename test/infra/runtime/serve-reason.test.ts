@@ -1,7 +1,7 @@
 /** How svc serve says why its start failed: with the cause when it says more. */
 import { SqlError } from "@effect/sql/SqlError"
 import { describe, expect, it } from "vitest"
-import { reasonText } from "../../../src/infra/runtime/Serve.js"
+import { reasonText } from "../../../src/app/FailureText.js"
 
 describe("the reason a start failed", () => {
   it("adds what caused it when that says more (a full disk hid behind 'Failed to execute statement')", () => {
