@@ -188,15 +188,16 @@ export const makeRunViews = ({ state, readRun, files, nextChange, slotWaits }: R
         attemptRecords: run.attempts.map((a) => {
           const id = attemptId(run.id, a.n)
           const waitingSince = a.state === "running" ? slotWaits.since(a.host, id) : undefined
+          const hostName = nameOf(s, a.host)
           return {
             ...a,
             assignedAt: iso(a.assignedAt)!,
             startedAt: iso(a.startedAt),
             endedAt: iso(a.endedAt),
             id,
-            hostName: nameOf(s, a.host),
+            hostName,
             // Another worker of the fleet carries its name (a machine that joined again): texts add the id.
-            ...(a.host !== "owner" && sharedName(s, nameOf(s, a.host)) ? { hostNameShared: true as const } : {}),
+            ...(a.host !== "owner" && sharedName(s, hostName) ? { hostNameShared: true as const } : {}),
             waitingForSlotSince: iso(waitingSince ?? null)
           }
         }),

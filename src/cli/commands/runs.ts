@@ -18,7 +18,6 @@ import { admin } from "../admin.js"
 import { CliFailure, exitQuietly, refused, usage } from "../CliFailure.js"
 import { printJson, printLines, table } from "../output.js"
 
-
 /** A run's host as texts say it: its name, with its id when another worker carries the name (a machine that joined again). */
 const hostText = (r: RunView): string | null => (r.host !== null && r.hostNameShared === true && typeof r.hostId === "string" ? `${r.host} (${r.hostId})` : r.host)
 

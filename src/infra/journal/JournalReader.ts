@@ -14,7 +14,7 @@ import { snapshotText } from "./SnapshotText.js"
 import { Checkpoints } from "../../app/journal/Checkpoints.js"
 import { Journal, JournalError } from "../../app/journal/Journal.js"
 import { ioError, preparePage, prepareStream, readPage, readStreamOf } from "./SqliteJournal.js"
-import { openProblem, storeProblem } from "./StoreCheck.js"
+import { openProblem, storeProblem, tablesOf } from "./StoreCheck.js"
 
 const readOnly = () => Effect.fail(new JournalError({ reason: "Closed", message: "this journal is open read-only" }))
 
@@ -35,14 +35,15 @@ const fromFile = (filename: string) =>
       // command as an internal error, with a stack trace).
       const prepared = yield* Effect.try({
         try: () => {
-          const problem = storeProblem(db, filename)
+          const tables = tablesOf(db)
+          const problem = storeProblem(db, filename, tables)
           if (problem !== undefined) return problem
           return {
+            tables,
             page: preparePage(db),
             stream: prepareStream(db),
             head: db.prepare<[], number>("SELECT COALESCE(MAX(sequence), 0) FROM events").pluck(),
-            latest: db.prepare<[], { sequence: number; digest: string; written_at: number }>("SELECT sequence, digest, written_at FROM checkpoints ORDER BY sequence DESC LIMIT 1"),
-            tables: new Set(db.prepare<[], string>("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all())
+            latest: db.prepare<[], { sequence: number; digest: string; written_at: number }>("SELECT sequence, digest, written_at FROM checkpoints ORDER BY sequence DESC LIMIT 1")
           }
         },
         catch: unreadable

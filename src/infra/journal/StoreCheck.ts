@@ -9,9 +9,11 @@ import { dirname } from "node:path"
 import type Database from "better-sqlite3"
 import { migrationTables, MIGRATIONS_TABLE, NEWEST_MIGRATION } from "./migrations.js"
 
-/** Why the store `db` (the file `filename`) cannot be read as svc's journal, or undefined. */
-export const storeProblem = (db: Database.Database, filename: string): string | undefined => {
-  const tables = new Set(db.prepare<[], string>("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all())
+/** The tables of the store `db`. */
+export const tablesOf = (db: Database.Database): ReadonlySet<string> => new Set(db.prepare<[], string>("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all())
+
+/** Why the store `db` (the file `filename`, with its `tables`) cannot be read as svc's journal, or undefined. */
+export const storeProblem = (db: Database.Database, filename: string, tables: ReadonlySet<string>): string | undefined => {
   if (tables.size === 0) return `${filename} holds no svc journal: it has no tables (an empty file; svc serve makes them when it first starts in this home)`
   if (!tables.has(MIGRATIONS_TABLE)) return `${filename} is not an svc store: it has no record of svc's migrations (its tables: ${[...tables].sort().join(", ")})`
   const applied = db.prepare<[], { migration_id: number; name: string }>(`SELECT migration_id, name FROM ${MIGRATIONS_TABLE} ORDER BY migration_id`).all()
