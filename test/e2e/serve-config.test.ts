@@ -557,7 +557,7 @@ describe("start-up", () => {
   it("a store a newer svc migrated is not started on (it was, and written into)", async () => {
     const home = tempDir("svc-cfg-newer-")
     const first = await startServe("first", home, transcript)
-    // Answering: started whole (a SIGTERM before its handlers are set ends it as the default does).
+    // Answering: started whole, so that the stop below writes its checkpoint.
     expect((await svc(["workers", "status", "--json"], { cwd: home, home })).code).toBe(0)
     expect((await first.stop()).code).toBe(0)
     const db = new Database(join(home, "svc.sqlite"))
@@ -694,6 +694,51 @@ describe("one runtime per $SVC_HOME", () => {
     expect(owner.output()).toContain("svc serve: SIGINT again: stopping at once; no last checkpoint, and jobs still running are stopped by the next svc serve on this home")
     const next = await startServe("next", home, transcript)
     await waitFor("the leftover job stopped", async () => next.output(), (o) => /WARN stopped attempt \S+\.1 \(jobs\/hold\.mjs\)/.test(o), { timeoutMs: 15_000, everyMs: 100 })
+    expect((await svcIn(transcript, home, ["workers", "status", "--json"])).code).toBe(0)
+    expect((await next.stop(15_000)).code).toBe(0)
+  }, 60_000)
+
+  it("a SIGTERM while it starts (stopping a job a killed runtime left) stops the start, saying so, after the job's stop; it was the default action's silent end", async () => {
+    const home = tempDir("svc-cfg-term-start-")
+    const bag = join(home, "bags-src", "stub")
+    const pidFile = join(home, "job.pid")
+    const termFile = join(home, "job.term")
+    mkdirSync(join(bag, "jobs"), { recursive: true })
+    writeFileSync(join(bag, "bag.yaml"), "name: stub\ndescription: ignores SIGTERM\nversion: 0.1.0\njobs:\n  hold:\n    version: 1.0.0\n    runs:\n      using: node\n      main: jobs/hold.mjs\n")
+    writeFileSync(
+      join(bag, "jobs", "hold.mjs"),
+      `import { writeFileSync } from "node:fs"\nprocess.on("SIGTERM", () => writeFileSync(${JSON.stringify(termFile)}, "TERM"))\nwriteFileSync(${JSON.stringify(pidFile)}, String(process.pid))\nsetInterval(() => {}, 1000)\n`
+    )
+    expect((await svcIn(transcript, home, ["bag", "install", bag])).code).toBe(0)
+    const killed = await startServe("owner killed", home, transcript)
+    expect((await svcIn(transcript, home, ["run", "stub:hold@1.0.0", "--json"])).code).toBe(0)
+    const pid = Number((await waitFor("the job to start", async () => (existsSync(pidFile) ? readFileSync(pidFile, "utf8") : ""), (p) => p !== "", { timeoutMs: 10_000, everyMs: 50 })).value)
+    await waitFor("the job's note", async () => existsSync(join(home, "children", String(pid))), (noted) => noted, { timeoutMs: 5_000, everyMs: 20 })
+    process.kill(killed.pid, "SIGKILL")
+    await killed.stop()
+    // The next start stops the job first, giving it 5 s: the operator's SIGTERM comes meanwhile.
+    const child = spawn(process.execPath, [SVC_BIN, "serve", "--listen", "127.0.0.1:0"], { env: { PATH: process.env["PATH"] ?? "", HOME: home, SVC_HOME: home }, stdio: ["ignore", "pipe", "pipe"] })
+    let out = ""
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d))
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (out += d))
+    const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on("close", (code, signal) => resolve({ code, signal })))
+    try {
+      await waitFor("the start to stop the job", async () => existsSync(termFile), (t) => t, { timeoutMs: 10_000, everyMs: 20 })
+      child.kill("SIGTERM")
+      expect(await closed).toEqual({ code: 0, signal: null })
+    } finally {
+      child.kill("SIGKILL")
+    }
+    transcript.add("serve stopped while starting", out)
+    expect(out).toContain("svc serve: SIGTERM while starting: stopping\n")
+    // The job's stop was finished and said; no runtime answers, and the next start takes the home.
+    expect(out).toMatch(/WARN stopped attempt \S+\.1 \(jobs\/hold\.mjs\) \(pid \d+, running since \S+\): the svc serve that started it was killed/)
+    expect(out).not.toContain("owner route")
+    // Ended: gone, or a zombie its new parent (init, here maybe a container's) has not reaped yet.
+    expect(existsSync(`/proc/${pid}`) ? /^\d+ \(.*\) (\S)/.exec(readFileSync(`/proc/${pid}/stat`, "utf8"))?.[1] : "Z").toBe("Z")
+    expect(readdirSync(join(home, "children"))).toEqual([])
+    expect((await svcIn(transcript, home, ["runs", "list"])).code).toBe(2)
+    const next = await startServe("next", home, transcript)
     expect((await svcIn(transcript, home, ["workers", "status", "--json"])).code).toBe(0)
     expect((await next.stop(15_000)).code).toBe(0)
   }, 60_000)

@@ -11,11 +11,13 @@ import type { AddressInfo } from "node:net"
 import * as Cause from "effect/Cause"
 import * as Console from "effect/Console"
 import * as Data from "effect/Data"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as CheckpointSchedule from "../../app/journal/CheckpointSchedule.js"
@@ -39,6 +41,7 @@ import * as FileBagStore from "../bags/FileBagStore.js"
 import { serveAdmin } from "../http/AdminApi.js"
 import { adminRoutes, interruptAdminCalls } from "./AdminRoutes.js"
 import { claimHome } from "./HomeStart.js"
+import { listen as listenForStop, type StopSignal } from "./StopSignals.js"
 import { createServer, makeHandler } from "../http/WorkerRoute.js"
 import * as NodeHashing from "../journal/NodeHashing.js"
 import { layer as journalLayer } from "../journal/SqliteJournal.js"
@@ -85,209 +88,207 @@ const closeServer = (server: import("node:net").Server) =>
     ;(server as import("node:http").Server).closeAllConnections?.()
   })
 
-/** Resolves when the process is asked to stop. */
-const stopSignal = Effect.async<string>((resume) => {
-  const on = (signal: string) => () => resume(Effect.succeed(signal))
-  const int = on("SIGINT")
-  const term = on("SIGTERM")
-  process.once("SIGINT", int)
-  process.once("SIGTERM", term)
-  return Effect.sync(() => {
-    process.off("SIGINT", int)
-    process.off("SIGTERM", term)
-  })
-})
-
 const wrap = <A>(what: string, f: () => Promise<A>) =>
   Effect.tryPromise({ try: f, catch: (e) => new ServeError({ message: `${what}: ${e instanceof Error ? e.message : String(e)}` }) })
 
+/**
+ * Runs until SIGINT or SIGTERM. A signal while it starts stops the start where it is (what it
+ * opened is closed, in reverse order, as at a stop); the stop of a job a killed runtime left is
+ * finished first, so that its note and the log tell the truth (StopSignals.ts).
+ */
 export const serve = (options: ServeOptions) =>
   Effect.scoped(
     Effect.gen(function* () {
-      // The home made, checked and claimed before anything of it is opened (HomeStart.ts).
-      yield* claimHome(options.home).pipe(Effect.mapError((e) => new ServeError({ message: e.message })))
-      // Handlers for a second stop signal, set once the first arrives (below): removed once all
-      // else has closed, so that they hold through the whole stop.
-      const secondSignals: Array<readonly [NodeJS.Signals, () => void]> = []
-      yield* Effect.addFinalizer(() => Effect.sync(() => secondSignals.forEach(([signal, on]) => process.off(signal, on))))
-      // Children a runtime killed before this one left running: stopped before anything runs here,
-      // so that this runtime's "ceased" and its workers' hello are true (Leftovers.ts).
-      for (const r of yield* wrap("stopping children a killed runtime left", () => reap(childrenDir(options.home), LEFTOVER_GRACE_MS))) {
-        const since = r.note.at > 0 ? ` since ${new Date(r.note.at).toISOString()}` : ""
-        yield* r.kind === "stopped"
-          ? Effect.logWarning(`stopped ${r.note.name} (pid ${r.note.pid}, running${since}): the svc serve that started it was killed without stopping it`)
-          : Effect.logWarning(`${r.note.name} (pid ${r.note.pid}${since}), started by an svc serve that was killed, may still run: this system does not say whether that pid is still that process, so it was left alone`)
+      const stop = yield* listenForStop
+      const early = yield* Effect.raceFirst(
+        start(options).pipe(Effect.as(Option.none<StopSignal>())),
+        Deferred.await(stop).pipe(Effect.map(Option.some))
+      )
+      if (Option.isSome(early)) {
+        yield* Console.log(`svc serve: ${early.value} while starting: stopping`)
+        return
       }
-      // Its messages name where the setting came from (svc.yaml, or the environment).
-      const env = yield* wrap("reading the runtime's settings", () => runtimeEnv(options.home))
-      const settings = { env, os: process.platform, arch: process.arch, capabilities: ["node", "process"] }
-      const bagLayers = Layer.mergeAll(NodeBagDirectory.layer, FileBagStore.layer.pipe(Layer.provide(svcHomeAt(options.home))), ManifestSourceLive.layer, HostProgramsLive.layer)
-      const offerNow = computeOffer(settings).pipe(Effect.provide(bagLayers))
-      // A bad SVC_WORKFLOW_CAPACITY or label stops the start with its message.
-      const firstOffer = yield* offerNow.pipe(Effect.mapError((e) => new ServeError({ message: e.message })))
-      // And so does a bad SVC_WORKFLOW_RETAINED_RUNS.
-      const retain = yield* Effect.mapError(parseRetainedRuns(env[RETAINED_RUNS_VARIABLE]), (message) => new ServeError({ message }))
-      // One arbiter of this machine's slots: its own runs and the work it does for other owners.
-      const slots = yield* makeSlots(firstOffer.capacity)
-      const resolve = (address: string) => resolveJob(address).pipe(Effect.provide(bagLayers))
-      const executor = ChildExecutor.make({ secretsDir: secretsDir(options.home), childrenDir: childrenDir(options.home) })
-      const ownerHost = Layer.succeed(OwnerHost, {
-        capacity: firstOffer.capacity,
-        labels: firstOffer.labels,
-        capabilities: settings.capabilities,
-        bins: (programs) =>
-          Effect.flatMap(HostPrograms, (h) => Effect.filter(programs, (p) => Effect.map(h.which(p), (found) => found !== undefined))).pipe(Effect.provide(HostProgramsLive.layer)),
-        resolve,
-        withSlot: slots.withSlot
-      })
-
-      const tls = yield* wrap("loading the TLS certificate", () => loadOrCreate(options.home, options.tls))
-      const server = createServer({ cert: tls.cert, key: tls.key, host: options.host, port: options.port }, () => undefined)
-      const address = yield* listen(server, options.port, options.host)
-      // Closed whatever stops the start from here on (an open listener would keep the process
-      // alive), and once running, before the owner's runtime closes (below).
-      const closeRoute = yield* Effect.cached(closeServer(server))
-      yield* Effect.addFinalizer(() => closeRoute)
-      const shownHost = options.host === "0.0.0.0" || options.host === "::" ? os.hostname() : options.host.includes(":") ? `[${options.host}]` : options.host
-      const url = options.publicUrl ?? `https://${shownHost}:${address.port}`
-
-      const ownerStack = ownerLayer.pipe(
-        Layer.provideMerge(CheckpointSchedule.layer().pipe(Layer.provideMerge(projectionsFrom(initialStateRetaining(retain))))),
-        Layer.provideMerge(
-          Layer.mergeAll(
-            journalLayer(storePath(options.home)),
-            NodeHashing.layer,
-            NodeEntropy.layer,
-            Layer.succeed(OwnerAddress, { url, fingerprint: tls.fingerprint }),
-            Layer.succeed(Executor, executor),
-            FileRunFiles.layer(`${options.home}/runs`),
-            ownerHost
-          )
-        )
-      )
-      // The owner's log of workers coming and going, over the same projections and freshness.
-      const owner = Presence.layer.pipe(Layer.provideMerge(ownerStack))
-      // A failure or a defect (an event a fold cannot take, say) ends the start with its message.
-      const runtime = yield* Layer.toRuntime(owner).pipe(
-        Effect.catchAllCause((cause) => {
-          return new ServeError({ message: `starting the owner from ${storePath(options.home)}: ${reasonText(Cause.squash(cause))}` })
-        })
-      )
-      server.removeAllListeners("request")
-      const handler = makeHandler(runtime)
-      server.on("request", handler)
-      // Calls still running (a claim's long poll) end with the runtime instead of holding the process.
-      yield* Effect.addFinalizer(() => Effect.andThen(Effect.promise(handler.interruptAll), closeRoute))
-
-      // Worker side: one link per owner this machine works for; new links are picked up.
-      const statuses = yield* Ref.make<ReadonlyMap<string, LinkStatus>>(new Map())
-      const running = new Map<string, { readonly workerId: string; readonly url: string; readonly name: string; readonly fiber: Fiber.RuntimeFiber<unknown, unknown> }>()
-      /** Where a link keeps its copy of the output of the attempts it runs. */
-      const workDir = (key: string) => nodePath.join(options.home, "work", key)
-      // Output left for owners this machine no longer has a link to (its file was removed while
-      // no runtime ran): nothing can report it.
-      const linked = new Set(yield* wrap("reading links", () => linkKeys(options.home)))
-      for (const key of yield* wrap("reading work", () => fs.readdir(nodePath.join(options.home, "work")).catch(() => [] as Array<string>))) {
-        if (!linked.has(key)) yield* Effect.ignore(wrap("removing work", () => fs.rm(workDir(key), { recursive: true, force: true })))
-      }
-      const startLinks = Effect.gen(function* () {
-        // A link whose file was removed ends (the attempts it runs are stopped), with its output.
-        const present = new Set(yield* wrap("reading links", () => linkKeys(options.home)))
-        for (const [key, gone] of running) {
-          if (present.has(key)) continue
-          running.delete(key)
-          yield* Fiber.interrupt(gone.fiber)
-          // Interrupted, the link says nothing of its end: said here, once.
-          yield* Effect.logInfo(`the link to the owner at ${gone.url} as ${gone.name} was removed (svc workers leave): it has ended, and what it ran for that owner is stopped`)
-          yield* Ref.update(statuses, (m) => {
-            const next = new Map(m)
-            next.delete(key)
-            return next
-          })
-          yield* Effect.ignore(wrap("removing work", () => fs.rm(workDir(key), { recursive: true, force: true })))
-        }
-        for (const { key, link } of yield* wrap("reading links", () => readLinks(options.home))) {
-          const current = running.get(key)
-          if (current !== undefined && current.workerId === link.workerId) continue
-          // `svc workers join` again (after a revocation, say) wrote a new identity: the old link,
-          // ended or not, gives way to it (its work stops), and the new one says hello.
-          if (current !== undefined) yield* Fiber.interrupt(current.fiber)
-          const pinned = { url: link.url, fingerprint: link.fingerprint, certificate: link.certificate }
-          const agent = makeAgent(pinned)
-          const transport = credentialTransport(
-            (credential, request) => callOwner(pinned, agent, credential, request),
-            link.credential,
-            (next) => Effect.promise(() => writeLink(options.home, { ...link, credential: next }))
-          )
-          const side = {
-            slots,
-            resolve,
-            executor,
-            files: FileRunFiles.make(workDir(key)),
-            claimWaitSeconds: 20,
-            heartbeatEvery: Duration.seconds(3)
-          }
-          // `svc workers leave` removes the link file before it tells the owner.
-          const left = Effect.promise(() => fs.access(nodePath.join(linksDir(options.home), `${key}.json`)).then(() => false, () => true))
-          const fiber = yield* runLink(
-            { key, url: link.url, workerId: link.workerId, name: link.name },
-            transport,
-            offerNow.pipe(Effect.orDie) as Effect.Effect<Offer>,
-            statuses,
-            side,
-            left,
-            sessionMemoryAt(options.home, key)
-          ).pipe(
-            // The link logs its end itself (Link.ts), with the reason.
-            Effect.ignore,
-            Effect.forkScoped
-          )
-          running.set(key, { workerId: link.workerId, url: link.url, name: link.name, fiber })
-        }
-      })
-      yield* startLinks.pipe(Effect.catchAll((e) => Console.error(`svc: ${e.message}`)), Effect.repeat(Schedule.spaced("2 seconds")), Effect.forkScoped)
-
-      const routes = adminRoutes(runtime, {
-        actor: `operator ${os.userInfo().username}`,
-        links: async () => {
-          const links = await readLinks(options.home)
-          const status = await Effect.runPromise(Ref.get(statuses))
-          // Times as ISO strings, as every --json output gives them.
-          const shown = (s: LinkStatus | undefined) => (s === undefined ? null : { ...s, lastAdvertisedAt: s.lastAdvertisedAt === null ? null : new Date(s.lastAdvertisedAt).toISOString() })
-          return links.map(({ key, link }) => ({ key, url: link.url, workerId: link.workerId, name: link.name, status: shown(status.get(key)) }))
-        }
-      })
-      const admin = yield* wrap("opening the admin socket", () => serveAdmin(options.home, routes))
-      yield* Effect.addFinalizer(() =>
-        Effect.promise(interruptAdminCalls).pipe(
-          Effect.andThen(closeServer(admin)),
-          Effect.andThen(Effect.promise(() => fs.rm(`${options.home}/admin.sock`, { force: true })))
-        )
-      )
-
-      yield* Console.log(`svc serve: owner route ${url}/api/worker (listening on ${options.host}:${address.port})`)
-      const { started } = Context.get(runtime.context, Projections)
-      yield* Console.log(
-        started.snapshot === null
-          ? `svc serve: projections rebuilt from the whole journal (${started.events} events)${started.note === null ? "" : `: ${started.note}`}`
-          : `svc serve: projections from the snapshot at sequence ${started.snapshot} and the ${started.events} events after it`
-      )
-      yield* Console.log(`svc serve: TLS certificate sha256 ${tls.fingerprint}`)
-      yield* Console.log(`svc serve: admin socket ${options.home}/admin.sock; stop with Ctrl-C`)
-      const signal = yield* stopSignal
-      yield* Console.log(`svc serve: ${signal}: stopping (its jobs are given 5 s to end; ${signal} again stops at once)`)
+      const signal = yield* Deferred.await(stop)
       // A second signal while it stops (a job that ignores SIGTERM holds the stop 5 s: the moment
-      // an operator presses Ctrl-C again) ended the process without a word: said, and the next
-      // start stops what it leaves running (docs/executors.md, "When svc is killed").
-      const again = (second: NodeJS.Signals) => () => {
-        process.stderr.write(`svc serve: ${second} again: stopping at once; no last checkpoint, and jobs still running are stopped by the next svc serve on this home\n`)
-        process.exit(130)
-      }
-      for (const second of ["SIGINT", "SIGTERM"] as const) {
-        const on = again(second)
-        process.once(second, on)
-        secondSignals.push([second, on])
-      }
+      // an operator presses Ctrl-C again) ends the process at once, saying so; the next start stops
+      // what it leaves running (docs/executors.md, "When svc is killed").
+      yield* Console.log(`svc serve: ${signal}: stopping (its jobs are given 5 s to end; ${signal} again stops at once)`)
     })
   )
+
+/** Everything a start opens, in the scope of `serve`: answers once the runtime runs. */
+const start = (options: ServeOptions) =>
+  Effect.gen(function* () {
+    // The home made, checked and claimed before anything of it is opened (HomeStart.ts).
+    yield* claimHome(options.home).pipe(Effect.mapError((e) => new ServeError({ message: e.message })))
+    // Children a runtime killed before this one left running: stopped before anything runs here,
+    // so that this runtime's "ceased" and its workers' hello are true (Leftovers.ts).
+    // Not cut short by a stop signal: the notes and the log would not say what was stopped.
+    yield* Effect.uninterruptible(
+      Effect.gen(function* () {
+        for (const r of yield* wrap("stopping children a killed runtime left", () => reap(childrenDir(options.home), LEFTOVER_GRACE_MS))) {
+          const since = r.note.at > 0 ? ` since ${new Date(r.note.at).toISOString()}` : ""
+          yield* r.kind === "stopped"
+            ? Effect.logWarning(`stopped ${r.note.name} (pid ${r.note.pid}, running${since}): the svc serve that started it was killed without stopping it`)
+            : Effect.logWarning(`${r.note.name} (pid ${r.note.pid}${since}), started by an svc serve that was killed, may still run: this system does not say whether that pid is still that process, so it was left alone`)
+        }
+      })
+    )
+    // Its messages name where the setting came from (svc.yaml, or the environment).
+    const env = yield* wrap("reading the runtime's settings", () => runtimeEnv(options.home))
+    const settings = { env, os: process.platform, arch: process.arch, capabilities: ["node", "process"] }
+    const bagLayers = Layer.mergeAll(NodeBagDirectory.layer, FileBagStore.layer.pipe(Layer.provide(svcHomeAt(options.home))), ManifestSourceLive.layer, HostProgramsLive.layer)
+    const offerNow = computeOffer(settings).pipe(Effect.provide(bagLayers))
+    // A bad SVC_WORKFLOW_CAPACITY or label stops the start with its message.
+    const firstOffer = yield* offerNow.pipe(Effect.mapError((e) => new ServeError({ message: e.message })))
+    // And so does a bad SVC_WORKFLOW_RETAINED_RUNS.
+    const retain = yield* Effect.mapError(parseRetainedRuns(env[RETAINED_RUNS_VARIABLE]), (message) => new ServeError({ message }))
+    // One arbiter of this machine's slots: its own runs and the work it does for other owners.
+    const slots = yield* makeSlots(firstOffer.capacity)
+    const resolve = (address: string) => resolveJob(address).pipe(Effect.provide(bagLayers))
+    const executor = ChildExecutor.make({ secretsDir: secretsDir(options.home), childrenDir: childrenDir(options.home) })
+    const ownerHost = Layer.succeed(OwnerHost, {
+      capacity: firstOffer.capacity,
+      labels: firstOffer.labels,
+      capabilities: settings.capabilities,
+      bins: (programs) =>
+        Effect.flatMap(HostPrograms, (h) => Effect.filter(programs, (p) => Effect.map(h.which(p), (found) => found !== undefined))).pipe(Effect.provide(HostProgramsLive.layer)),
+      resolve,
+      withSlot: slots.withSlot
+    })
+
+    const tls = yield* wrap("loading the TLS certificate", () => loadOrCreate(options.home, options.tls))
+    const server = createServer({ cert: tls.cert, key: tls.key, host: options.host, port: options.port }, () => undefined)
+    const address = yield* listen(server, options.port, options.host)
+    // Closed whatever stops the start from here on (an open listener would keep the process
+    // alive), and once running, before the owner's runtime closes (below).
+    const closeRoute = yield* Effect.cached(closeServer(server))
+    yield* Effect.addFinalizer(() => closeRoute)
+    const shownHost = options.host === "0.0.0.0" || options.host === "::" ? os.hostname() : options.host.includes(":") ? `[${options.host}]` : options.host
+    const url = options.publicUrl ?? `https://${shownHost}:${address.port}`
+
+    const ownerStack = ownerLayer.pipe(
+      Layer.provideMerge(CheckpointSchedule.layer().pipe(Layer.provideMerge(projectionsFrom(initialStateRetaining(retain))))),
+      Layer.provideMerge(
+        Layer.mergeAll(
+          journalLayer(storePath(options.home)),
+          NodeHashing.layer,
+          NodeEntropy.layer,
+          Layer.succeed(OwnerAddress, { url, fingerprint: tls.fingerprint }),
+          Layer.succeed(Executor, executor),
+          FileRunFiles.layer(`${options.home}/runs`),
+          ownerHost
+        )
+      )
+    )
+    // The owner's log of workers coming and going, over the same projections and freshness.
+    const owner = Presence.layer.pipe(Layer.provideMerge(ownerStack))
+    // A failure or a defect (an event a fold cannot take, say) ends the start with its message.
+    const runtime = yield* Layer.toRuntime(owner).pipe(
+      Effect.catchAllCause((cause) => {
+        return new ServeError({ message: `starting the owner from ${storePath(options.home)}: ${reasonText(Cause.squash(cause))}` })
+      })
+    )
+    server.removeAllListeners("request")
+    const handler = makeHandler(runtime)
+    server.on("request", handler)
+    // Calls still running (a claim's long poll) end with the runtime instead of holding the process.
+    yield* Effect.addFinalizer(() => Effect.andThen(Effect.promise(handler.interruptAll), closeRoute))
+
+    // Worker side: one link per owner this machine works for; new links are picked up.
+    const statuses = yield* Ref.make<ReadonlyMap<string, LinkStatus>>(new Map())
+    const running = new Map<string, { readonly workerId: string; readonly url: string; readonly name: string; readonly fiber: Fiber.RuntimeFiber<unknown, unknown> }>()
+    /** Where a link keeps its copy of the output of the attempts it runs. */
+    const workDir = (key: string) => nodePath.join(options.home, "work", key)
+    // Output left for owners this machine no longer has a link to (its file was removed while
+    // no runtime ran): nothing can report it.
+    const linked = new Set(yield* wrap("reading links", () => linkKeys(options.home)))
+    for (const key of yield* wrap("reading work", () => fs.readdir(nodePath.join(options.home, "work")).catch(() => [] as Array<string>))) {
+      if (!linked.has(key)) yield* Effect.ignore(wrap("removing work", () => fs.rm(workDir(key), { recursive: true, force: true })))
+    }
+    const startLinks = Effect.gen(function* () {
+      // A link whose file was removed ends (the attempts it runs are stopped), with its output.
+      const present = new Set(yield* wrap("reading links", () => linkKeys(options.home)))
+      for (const [key, gone] of running) {
+        if (present.has(key)) continue
+        running.delete(key)
+        yield* Fiber.interrupt(gone.fiber)
+        // Interrupted, the link says nothing of its end: said here, once.
+        yield* Effect.logInfo(`the link to the owner at ${gone.url} as ${gone.name} was removed (svc workers leave): it has ended, and what it ran for that owner is stopped`)
+        yield* Ref.update(statuses, (m) => {
+          const next = new Map(m)
+          next.delete(key)
+          return next
+        })
+        yield* Effect.ignore(wrap("removing work", () => fs.rm(workDir(key), { recursive: true, force: true })))
+      }
+      for (const { key, link } of yield* wrap("reading links", () => readLinks(options.home))) {
+        const current = running.get(key)
+        if (current !== undefined && current.workerId === link.workerId) continue
+        // `svc workers join` again (after a revocation, say) wrote a new identity: the old link,
+        // ended or not, gives way to it (its work stops), and the new one says hello.
+        if (current !== undefined) yield* Fiber.interrupt(current.fiber)
+        const pinned = { url: link.url, fingerprint: link.fingerprint, certificate: link.certificate }
+        const agent = makeAgent(pinned)
+        const transport = credentialTransport(
+          (credential, request) => callOwner(pinned, agent, credential, request),
+          link.credential,
+          (next) => Effect.promise(() => writeLink(options.home, { ...link, credential: next }))
+        )
+        const side = {
+          slots,
+          resolve,
+          executor,
+          files: FileRunFiles.make(workDir(key)),
+          claimWaitSeconds: 20,
+          heartbeatEvery: Duration.seconds(3)
+        }
+        // `svc workers leave` removes the link file before it tells the owner.
+        const left = Effect.promise(() => fs.access(nodePath.join(linksDir(options.home), `${key}.json`)).then(() => false, () => true))
+        const fiber = yield* runLink(
+          { key, url: link.url, workerId: link.workerId, name: link.name },
+          transport,
+          offerNow.pipe(Effect.orDie) as Effect.Effect<Offer>,
+          statuses,
+          side,
+          left,
+          sessionMemoryAt(options.home, key)
+        ).pipe(
+          // The link logs its end itself (Link.ts), with the reason.
+          Effect.ignore,
+          Effect.forkScoped
+        )
+        running.set(key, { workerId: link.workerId, url: link.url, name: link.name, fiber })
+      }
+    })
+    yield* startLinks.pipe(Effect.catchAll((e) => Console.error(`svc: ${e.message}`)), Effect.repeat(Schedule.spaced("2 seconds")), Effect.forkScoped)
+
+    const routes = adminRoutes(runtime, {
+      actor: `operator ${os.userInfo().username}`,
+      links: async () => {
+        const links = await readLinks(options.home)
+        const status = await Effect.runPromise(Ref.get(statuses))
+        // Times as ISO strings, as every --json output gives them.
+        const shown = (s: LinkStatus | undefined) => (s === undefined ? null : { ...s, lastAdvertisedAt: s.lastAdvertisedAt === null ? null : new Date(s.lastAdvertisedAt).toISOString() })
+        return links.map(({ key, link }) => ({ key, url: link.url, workerId: link.workerId, name: link.name, status: shown(status.get(key)) }))
+      }
+    })
+    const admin = yield* wrap("opening the admin socket", () => serveAdmin(options.home, routes))
+    yield* Effect.addFinalizer(() =>
+      Effect.promise(interruptAdminCalls).pipe(
+        Effect.andThen(closeServer(admin)),
+        Effect.andThen(Effect.promise(() => fs.rm(`${options.home}/admin.sock`, { force: true })))
+      )
+    )
+
+    yield* Console.log(`svc serve: owner route ${url}/api/worker (listening on ${options.host}:${address.port})`)
+    const { started } = Context.get(runtime.context, Projections)
+    yield* Console.log(
+      started.snapshot === null
+        ? `svc serve: projections rebuilt from the whole journal (${started.events} events)${started.note === null ? "" : `: ${started.note}`}`
+        : `svc serve: projections from the snapshot at sequence ${started.snapshot} and the ${started.events} events after it`
+    )
+    yield* Console.log(`svc serve: TLS certificate sha256 ${tls.fingerprint}`)
+    yield* Console.log(`svc serve: admin socket ${options.home}/admin.sock; stop with Ctrl-C`)
+  })
 

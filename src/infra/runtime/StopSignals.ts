@@ -1,0 +1,50 @@
+/**
+ * How `svc serve` is asked to stop: SIGINT (Ctrl-C) or SIGTERM (a process manager), heard from
+ * the first moment of a start, not only once it is running. A start takes seconds (stopping a
+ * job a killed runtime left gives it 5 s; folding a long journal), and a signal then used to end
+ * the process by the default action without a word. Now the first signal is recorded (the start
+ * stops where it is, closing what it opened) and a second one ends the process at once, saying
+ * so, exit 130.
+ */
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
+
+const SIGNALS = ["SIGINT", "SIGTERM"] as const
+export type StopSignal = (typeof SIGNALS)[number]
+
+/** What a second signal says before the process ends (exit 130). */
+export const againText = (signal: StopSignal) =>
+  `svc serve: ${signal} again: stopping at once; no last checkpoint, and jobs still running are stopped by the next svc serve on this home\n`
+
+/**
+ * Listens for the stop signals for as long as the scope is open: its release, the scope's last
+ * when acquired first, removes the handlers once all else has closed, so that a second signal is
+ * heard through the whole stop. Answers a deferred that completes with the first signal.
+ */
+export const listen = Effect.acquireRelease(
+  Effect.sync(() => {
+    const stop = Deferred.unsafeMake<StopSignal>(FiberId.none)
+    const handlers: Array<readonly [StopSignal, () => void]> = []
+    const set = (make: (signal: StopSignal) => () => void) => {
+      for (const [signal, handler] of handlers) process.off(signal, handler)
+      handlers.length = 0
+      for (const signal of SIGNALS) {
+        const handler = make(signal)
+        process.on(signal, handler)
+        handlers.push([signal, handler])
+      }
+    }
+    const again = (signal: StopSignal) => () => {
+      process.stderr.write(againText(signal))
+      process.exit(130)
+    }
+    set((signal) => () => {
+      set(again)
+      Deferred.unsafeDone(stop, Exit.succeed(signal))
+    })
+    return { stop, handlers }
+  }),
+  ({ handlers }) => Effect.sync(() => handlers.forEach(([signal, handler]) => process.off(signal, handler)))
+).pipe(Effect.map(({ stop }) => stop))
