@@ -149,16 +149,30 @@ describe("svc journal and svc audit", () => {
     expect(all).not.toMatch(/"t"|"c1"|"c2"/)
   })
 
-  it("a damaged row is named by its sequence; export writes every other event whole, and that row as stored", async () => {
+  it("a damaged row is named by its sequence; export and tail give every other event whole, and that row as stored", async () => {
     await writeHistory(storePath(home), false)
     const db = new Database(storePath(home))
     db.prepare("UPDATE events SET payload = '{not json' WHERE sequence = 5").run()
     db.close()
     const said = "the event at sequence 5 (CredentialRotationRequested, stream worker-w1) cannot be read: "
-    for (const args of [["journal", "replay"], ["audit"], ["journal", "tail", "-n", "20"]]) {
+    for (const args of [["journal", "replay"], ["audit"]]) {
       const r = await run(...args)
       expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 1, stderr: expect.stringContaining(`svc: ${said}`) })
     }
+    // tail shows every other event, and that row with why (it showed none, only the error).
+    const shown = "shown as stored, with why; every other event is shown whole (svc journal export writes them all)"
+    const tail = await run("journal", "tail", "-n", "20")
+    expect({ code: tail.code, stderr: tail.stderr }).toEqual({ code: 1, stderr: `svc: 1 event could not be read (sequence 5): ${shown}\n` })
+    const tailLines = tail.stdout.trim().split("\n")
+    expect(tailLines.map((l) => Number(l.trim().split(" ")[0]))).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
+    expect(tailLines[4]).toMatch(/^\s+5  \d{4}-\d\d-\d\dT[\d:.]+Z  worker-w1#3  CredentialRotationRequested  cannot be read: \S/)
+    const tailJson = await run("journal", "tail", "-n", "5", "--json")
+    expect(tailJson.code).toBe(1)
+    const document = JSON.parse(tailJson.stdout) as { events: Array<Record<string, unknown>> }
+    expect(document.events.map((e) => e["sequence"])).toEqual([4, 5, 6, 7, 8])
+    expect(document.events[1]).toMatchObject({ sequence: 5, payload: "{not json", unreadable: expect.stringContaining(said) })
+    // The last two events do not hold it: said only of what is shown.
+    expect((await run("journal", "tail", "-n", "2")).code).toBe(0)
     const exported = await run("journal", "export")
     expect(exported.code).toBe(1)
     expect(exported.stderr).toBe(

@@ -127,25 +127,101 @@ const lines = Options.integer("lines").pipe(Options.withAlias("n"), Options.with
 const follow = Options.boolean("follow").pipe(Options.withAlias("f"), Options.withDescription("keep printing new events as they are appended (with --json: one JSON document per line)"))
 
 /**
+ * An event that cannot be read is still shown: its row as stored (the payload as its text), with
+ * why it cannot be read. An export is what an auditor keeps, a tail what an operator reads; one
+ * damaged row must not cost every other event.
+ */
+interface Unreadable {
+  readonly unreadable: JournalError
+  readonly row: StoredRowText
+}
+type Read = Envelope | Unreadable
+const isUnreadable = (r: Read): r is Unreadable => "unreadable" in r
+const sequenceOf = (r: Read) => (isUnreadable(r) ? r.row.sequence : r.sequence)
+const timeOf = (at: number) => (Number.isFinite(at) && Math.abs(at) <= 8.64e15 ? new Date(at).toISOString() : at)
+/** A row that cannot be read, as stored (the payload as its text), with why. */
+const unreadableJson = ({ row, unreadable: e }: Unreadable) => ({
+  sequence: row.sequence,
+  stream: row.stream,
+  streamVersion: row.streamVersion,
+  type: row.type,
+  schemaVersion: row.schemaVersion,
+  recordedAt: timeOf(row.recordedAt),
+  payload: row.payload,
+  unreadable: e.message
+})
+const readJson = (r: Read) => (isUnreadable(r) ? unreadableJson(r) : envelopeJson(r))
+/** As `envelopeLine`, why in place of the fields (`--json` and `svc journal export` give the payload as stored). */
+const readLine = (r: Read) => {
+  if (!isUnreadable(r)) return envelopeLine(r)
+  const { row } = r
+  const why = r.unreadable.message.replace(/^the event at sequence \d+ \([^)]*\) cannot be read: /, "")
+  return `${String(row.sequence).padStart(8)}  ${timeOf(row.recordedAt)}  ${row.stream}#${row.streamVersion}  ${row.type}  cannot be read: ${why}`
+}
+
+/**
+ * Up to `limit` events after `after`, as `journal.read`; a row that cannot be read ends the page,
+ * given as stored (the events before it read one at a time: the page failed as a whole).
+ */
+const readSalvaging = (journal: Journal["Type"], after: number, limit: number) =>
+  Effect.gen(function* () {
+    const page = yield* Effect.either(journal.read(after, limit))
+    if (Either.isRight(page)) return page.right as ReadonlyArray<Read>
+    const e = page.left
+    if (e.reason !== "Corrupt" || e.row === undefined) return yield* e
+    const read: Array<Read> = []
+    for (let from = after; ; ) {
+      const one = yield* Effect.either(journal.read(from, 1))
+      if (Either.isLeft(one)) {
+        if (one.left.reason !== "Corrupt") return yield* one.left
+        break
+      }
+      if (one.right.length === 0) break
+      read.push(one.right[0]!)
+      from = one.right[0]!.sequence
+    }
+    read.push({ unreadable: e, row: e.row })
+    return read as ReadonlyArray<Read>
+  })
+
+/** `count` events after `after` (fewer at the journal's end), damaged rows among them as stored. */
+const readRange = (journal: Journal["Type"], after: number, count: number) =>
+  Effect.gen(function* () {
+    const read: Array<Read> = []
+    for (let from = after; read.length < count; ) {
+      const page = yield* readSalvaging(journal, from, count - read.length)
+      if (page.length === 0) break
+      read.push(...page)
+      from = sequenceOf(page[page.length - 1]!)
+    }
+    return read
+  })
+
+/** What a reader says at its end of the rows it could not read (exit 1). */
+const unreadableText = (sequences: ReadonlyArray<number>, done: string) =>
+  `${sequences.length === 1 ? "1 event" : `${sequences.length} events`} could not be read (sequence ${sequences.join(", ")}): ${done}`
+
+/**
  * `{"events": [...]}` of the events after `after` up to `head`, as `printJson` writes it, byte for
  * byte, but page by page: built whole, tens of thousands of decisions held hundreds of megabytes
  * (695 MB for 40,000) before the first byte was written.
  */
-const jsonDocumentOf = (journal: Journal["Type"], after: number, head: number) =>
+const jsonDocumentOf = (journal: Journal["Type"], after: number, head: number, unreadable: Array<number>) =>
   Effect.gen(function* () {
     let from = after
     let written = 0
     let pending: string | undefined
     while (from < head) {
-      const page = yield* journal.read(from, Math.min(TAIL_PAGE, head - from))
+      const page = yield* readSalvaging(journal, from, Math.min(TAIL_PAGE, head - from))
       if (page.length === 0) break
-      for (const e of page) {
+      for (const r of page) {
         if (pending !== undefined) yield* Console.log(`${pending},`)
         else if (written === 0) yield* Console.log('{\n  "events": [')
-        pending = JSON.stringify(envelopeJson(e), null, 2).replace(/^/gm, "    ")
+        pending = JSON.stringify(readJson(r), null, 2).replace(/^/gm, "    ")
+        if (isUnreadable(r)) unreadable.push(r.row.sequence)
         written++
       }
-      from = page[page.length - 1]!.sequence
+      from = sequenceOf(page[page.length - 1]!)
     }
     if (pending === undefined) return yield* printJson({ events: [] })
     yield* Console.log(`${pending}\n  ]\n}`)
@@ -165,42 +241,32 @@ const tailCommand = Command.make("tail", { json, lines, follow }, ({ follow, jso
       if (fromStart) {
         while (!existsSync(file)) yield* Effect.sleep("500 millis")
       }
+      const unreadable: Array<number> = []
       const tail = Effect.gen(function* () {
         const journal = yield* Journal
         const head = fromStart ? 0 : yield* journal.head
-        if (json && !follow) return yield* jsonDocumentOf(journal, Math.max(0, head - lines), head)
-        const last = yield* journal.read(Math.max(0, head - Math.max(0, lines)), Math.max(0, lines))
-        const print = (es: ReadonlyArray<Envelope>) => (json ? printLines(es.map((e) => JSON.stringify(envelopeJson(e)))) : printLines(es.map(envelopeLine)))
-        yield* print(last)
+        if (json && !follow) return yield* jsonDocumentOf(journal, Math.max(0, head - lines), head, unreadable)
+        const print = (rs: ReadonlyArray<Read>) => {
+          for (const r of rs) if (isUnreadable(r)) unreadable.push(r.row.sequence)
+          return json ? printLines(rs.map((r) => JSON.stringify(readJson(r)))) : printLines(rs.map(readLine))
+        }
+        yield* print(yield* readRange(journal, Math.max(0, head - Math.max(0, lines)), Math.max(0, lines)))
         if (!follow) return
         let after = head
         yield* Effect.gen(function* () {
-          const fresh = yield* journal.read(after, 10_000)
-          if (fresh.length > 0) after = fresh[fresh.length - 1]!.sequence
+          const fresh = yield* readRange(journal, after, 10_000)
+          if (fresh.length > 0) after = sequenceOf(fresh[fresh.length - 1]!)
           yield* print(fresh)
         }).pipe(Effect.repeat(Schedule.spaced("500 millis")))
       }).pipe(Effect.provide(ReadLayer))
       // The store just made: its tables come a moment after the file.
-      return yield* fromStart ? tail.pipe(Effect.retry({ while: (e) => e._tag === "JournalError" && e.message.includes("holds no svc journal"), schedule: Schedule.spaced("200 millis") })) : tail
+      yield* fromStart ? tail.pipe(Effect.retry({ while: (e) => e._tag === "JournalError" && e.message.includes("holds no svc journal"), schedule: Schedule.spaced("200 millis") })) : tail
+      if (unreadable.length > 0) return yield* refused(unreadableText(unreadable, `shown as stored, with why; every other event is shown whole (svc journal export writes them all)`))
+      // The store just made: its tables come a moment after the file.
     })
   )
 ).pipe(Command.withDescription("Print the last events of the journal (--follow keeps printing new ones)"))
 
-/**
- * An event that cannot be read is still exported: its row as stored (the payload as its text),
- * with why it cannot be read. An export is what an auditor keeps; one damaged row must not cost
- * every other event.
- */
-const unreadableJson = (e: JournalError, row: StoredRowText) => ({
-  sequence: row.sequence,
-  stream: row.stream,
-  streamVersion: row.streamVersion,
-  type: row.type,
-  schemaVersion: row.schemaVersion,
-  recordedAt: Number.isFinite(row.recordedAt) && Math.abs(row.recordedAt) <= 8.64e15 ? new Date(row.recordedAt).toISOString() : row.recordedAt,
-  payload: row.payload,
-  unreadable: e.message
-})
 
 const exportCommand = Command.make("export", {}, () =>
   journalFailure(
@@ -214,34 +280,18 @@ const exportCommand = Command.make("export", {}, () =>
         if (sequence !== after + 1) gaps.push({ from: after + 1, to: sequence - 1 })
       }
       for (;;) {
-        const page = yield* Effect.either(journal.read(after, 10_000))
-        if (Either.isLeft(page)) {
-          const e = page.left
-          if (e.reason !== "Corrupt" || e.row === undefined) return yield* e
-          // The events before it, one at a time (the page failed as a whole), then the row as stored.
-          for (;;) {
-            const one = yield* Effect.either(journal.read(after, 1))
-            if (Either.isLeft(one) || one.right.length === 0) break
-            yield* printLines([JSON.stringify(envelopeJson(one.right[0]!))])
-            noteGap(one.right[0]!.sequence)
-            after = one.right[0]!.sequence
-          }
-          yield* printLines([JSON.stringify(unreadableJson(e, e.row))])
-          unreadable.push(e.row.sequence)
-          noteGap(e.row.sequence)
-          after = e.row.sequence
-          continue
-        }
-        if (page.right.length === 0) break
-        yield* printLines(page.right.map((e) => JSON.stringify(envelopeJson(e))))
-        for (const e of page.right) {
-          noteGap(e.sequence)
-          after = e.sequence
+        const page = yield* readSalvaging(journal, after, 10_000)
+        if (page.length === 0) break
+        yield* printLines(page.map((r) => JSON.stringify(readJson(r))))
+        for (const r of page) {
+          if (isUnreadable(r)) unreadable.push(r.row.sequence)
+          noteGap(sequenceOf(r))
+          after = sequenceOf(r)
         }
       }
       const problems = [
         ...(unreadable.length > 0
-          ? [`${unreadable.length === 1 ? "1 event" : `${unreadable.length} events`} could not be read (sequence ${unreadable.join(", ")}): exported as stored, with "unreadable" saying why; every other event is exported whole`]
+          ? [unreadableText(unreadable, `exported as stored, with "unreadable" saying why; every other event is exported whole`)]
           : []),
         ...(gaps.length > 0 ? [`the journal is not whole: ${gaps.map(gapText).join(", ")} (rows were deleted from it); every event it holds is exported`] : [])
       ]
