@@ -194,6 +194,24 @@ describe("svc serve configuration", () => {
     expect((await owner.stop()).code).toBe(0)
   }, 60_000)
 
+  it("a machine cannot join its own owner: refused before the token is spent, which another machine then redeems", async () => {
+    const home = tempDir("svc-cfg-self-")
+    const workerHome = tempDir("svc-cfg-self-w-")
+    const owner = await startServe("owner", home, transcript)
+    const token = (await svc(["workers", "invite"], { cwd: home, home })).stdout.trim()
+    const self = await svc(["workers", "join", token], { cwd: home, home })
+    const fingerprint = /TLS certificate sha256 ([0-9a-f]{64})/.exec(owner.output())![1]
+    expect({ code: self.code, stdout: self.stdout, stderr: self.stderr }).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: `svc: this token is from the owner of this very $SVC_HOME (${home}; its certificate sha256 ${fingerprint}): an owner runs its own work, it does not join itself; redeem it on another machine, or with another SVC_HOME (the token is still good)\n`
+    })
+    expect(existsSync(join(home, "links"))).toBe(false)
+    const joined = await svc(["workers", "join", token], { cwd: workerHome, home: workerHome })
+    expect(joined.code, joined.stderr).toBe(0)
+    expect((await owner.stop()).code).toBe(0)
+  }, 60_000)
+
   it("administrative commands say the runtime is not running (exit 2), and refuse a bad --scope, --expires or empty value as usage (exit 2)", async () => {
     const home = tempDir("svc-cfg-none-")
     for (const args of [["workers", "invite"], ["workers", "rotate", "x"], ["workers", "revoke", "x"]]) {

@@ -14,6 +14,7 @@ import { parseJoinToken, secretKindOf } from "../../domain/workers/Secrets.js"
 import { SvcHome } from "../../infra/SvcHome.js"
 import { linkKey, linksDir, checkLinksWritable, readLinks, removeLink, writeLink, type StoredLink } from "../../infra/workers/LinkStore.js"
 import { callOwner, fetchPinnedCertificate, makeAgent } from "../../infra/workers/OwnerClient.js"
+import { ownFingerprint } from "../../infra/tls/OwnerCertificate.js"
 import { admin } from "../admin.js"
 import { exitQuietly, refused, setupProblem, unreachable, usage } from "../CliFailure.js"
 import { printJson, printLines, table } from "../output.js"
@@ -72,6 +73,14 @@ const join = Command.make(
         return yield* refused(`${content}: give the whole line svc workers invite printed on the owner (one word, svc_jt_...), or ask the owner's operator for a new one`)
       }
       const home = (yield* SvcHome).path
+      // This home's own owner: a machine does its owner's work itself, and linked to itself as a
+      // worker it would be offered its own work twice, its slots counted twice. Refused before the
+      // token is spent.
+      if (yield* Effect.promise(() => ownFingerprint(home).then((own) => own === content.fingerprint))) {
+        return yield* refused(
+          `this token is from the owner of this very $SVC_HOME (${home}; its certificate sha256 ${content.fingerprint}): an owner runs its own work, it does not join itself; redeem it on another machine, or with another SVC_HOME (the token is still good)`
+        )
+      }
       // A loopback address in the token reaches only the owner's own machine: say so, it is the likely cause.
       const loopback = onlyThisMachine(content.url)
         ? `; the token names ${content.url}, a loopback address: on the owner's own machine, is its svc serve running? From another machine it cannot be reached: the owner's operator should run svc serve with --listen and --public-url (docs/operations.md) and invite again`

@@ -41,6 +41,22 @@ const checkedPair = (cert: string, key: string, given: { readonly certFile: stri
 
 const exists = (path: string) => fs.access(path).then(() => true, () => false)
 
+/**
+ * The fingerprint of the certificate this home's owner generated for itself, or undefined when it
+ * has none (never started, or started with the operator's own `--tls-cert`, kept elsewhere).
+ */
+export const ownFingerprint = (home: string): Promise<string | undefined> =>
+  fs.readFile(nodePath.join(home, "tls", "owner.crt"), "utf8").then(
+    (pem) => {
+      try {
+        return fingerprintOf(pem)
+      } catch {
+        return undefined
+      }
+    },
+    () => undefined
+  )
+
 export const loadOrCreate = async (home: string, given?: { readonly certFile: string; readonly keyFile: string }): Promise<TlsMaterial> => {
   if (given !== undefined) {
     const [cert, key] = await Promise.all([fs.readFile(given.certFile, "utf8"), fs.readFile(given.keyFile, "utf8")])
