@@ -11,7 +11,7 @@ import { X509Certificate } from "node:crypto"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
-import { startServe, stopAllServes, svcIn, Transcript, waitFor } from "../support/serve.js"
+import { callRoute, ownerCa, startServe, stopAllServes, svcIn, Transcript, waitFor } from "../support/serve.js"
 import { SVC_BIN, svc, tempDir } from "../support/svc.js"
 import { formatJoinToken, makeCredential } from "../../src/domain/workers/Secrets.js"
 import { adminCall } from "../../src/infra/http/AdminApi.js"
@@ -192,6 +192,28 @@ describe("svc serve configuration", () => {
     expect(again).toMatchObject({ name: "spare-1", replaces: first.workerId })
     expect((await join("--name", "spare-2")).name).toBe("spare-2")
     expect((await owner.stop()).code).toBe(0)
+  }, 60_000)
+
+  it("an owner logging at debug writes no secret an operator mistyped or a caller sent, and its admin answers cut them too", async () => {
+    const home = tempDir("svc-cfg-debug-")
+    const owner = await startServe("owner", home, transcript, { args: ["--log-level", "debug"] })
+    const credential = makeCredential(new Uint8Array(30).fill(7))
+    const secret = credential.slice("svc_wk_".length)
+    const rotated = await svc(["workers", "rotate", `x${credential}`], { cwd: home, home })
+    expect({ code: rotated.code, stderr: rotated.stderr }).toEqual({ code: 1, stderr: 'svc: no worker "xsvc_wk_…" is linked to this owner\n' })
+    // The admin API itself, as any local client of the socket reads it.
+    const submitted = await adminCall(home, "POST", "/runs/submit", { address: credential })
+    expect(submitted.status).toBe(409)
+    expect(JSON.stringify(submitted.body)).not.toContain(secret)
+    // A caller on the worker route with no credential: refused, and not a DEBUG entry per call.
+    const before = owner.output().length
+    const raw = await callRoute(owner.listenUrl, ownerCa(home), { bearer: credential, body: JSON.stringify({ kind: "heartbeat", fence: 1, running: [] }) })
+    expect(raw.status).toBe(401)
+    await new Promise((r) => setTimeout(r, 200))
+    expect(owner.output().slice(before)).not.toContain("Fiber terminated")
+    expect(owner.output()).not.toContain(secret)
+    expect((await owner.stop()).code).toBe(0)
+    expect(owner.output()).not.toContain(secret)
   }, 60_000)
 
   it("a machine cannot join its own owner: refused before the token is spent, which another machine then redeems", async () => {

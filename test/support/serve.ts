@@ -62,10 +62,10 @@ export const startServe = (
   name: string,
   home: string,
   transcript: Transcript,
-  options: { readonly publicUrl?: string; readonly env?: Record<string, string> } = {}
+  options: { readonly publicUrl?: string; readonly env?: Record<string, string>; readonly args?: ReadonlyArray<string> } = {}
 ): Promise<ServeProcess> => {
   if (!existsSync(SVC_BIN)) throw new Error(`${SVC_BIN} is missing: run npm run build (npm test builds first)`)
-  const args = [SVC_BIN, "serve", "--listen", "127.0.0.1:0", ...(options.publicUrl === undefined ? [] : ["--public-url", options.publicUrl])]
+  const args = [SVC_BIN, "serve", "--listen", "127.0.0.1:0", ...(options.publicUrl === undefined ? [] : ["--public-url", options.publicUrl]), ...(options.args ?? [])]
   const startedAt = Date.now()
   const child: ChildProcessByStdio<Writable, Readable, Readable> = spawn(process.execPath, args, {
     cwd: home,

@@ -105,7 +105,7 @@ export const makeHandler = (runtime: Runtime.Runtime<Owner>) => {
   const owner = Context.get(runtime.context, Owner)
   // The runtime's clock (a test clock under test), read without running an effect.
   const clock = Runtime.runSync(runtime)(Clock.clockWith(Effect.succeed))
-  const inflight = new Set<Fiber.RuntimeFiber<WorkerResponse, Refusal>>()
+  const inflight = new Set<Fiber.RuntimeFiber<Exit.Exit<WorkerResponse, Refusal>>>()
   const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const bearer = bearerOf(req)
     const path = (req.url ?? "").split("?")[0]
@@ -172,9 +172,11 @@ export const makeHandler = (runtime: Runtime.Runtime<Owner>) => {
       // is, without a fiber; the rest run as one, answered at once when they did not wait.
       const now = owner.answerNow(bearer, request, clock.unsafeCurrentTimeMillis())
       if (now !== undefined) return now instanceof Refusal ? answer(res, Exit.fail(now)) : answer(res, Exit.succeed(now))
-      const fiber = fork(owner.handle(bearer, request))
+      // Its outcome as a value: a refusal is an answer, not a fiber failing (which Effect logs
+      // at DEBUG with its message: the refused secret itself, and a line per unauthenticated call).
+      const fiber = fork(Effect.exit(owner.handle(bearer, request)))
       const done = fiber.unsafePoll()
-      if (done !== null) return answer(res, done)
+      if (done !== null) return answer(res, Exit.flatten(done))
       inflight.add(fiber)
       // A caller that went away (a worker stopped mid long-poll) does not keep its call running.
       res.once("close", () => {
@@ -182,7 +184,7 @@ export const makeHandler = (runtime: Runtime.Runtime<Owner>) => {
       })
       fiber.addObserver((exit) => {
         inflight.delete(fiber)
-        answer(res, exit)
+        answer(res, Exit.flatten(exit))
       })
     })
   }

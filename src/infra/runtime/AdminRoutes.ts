@@ -69,14 +69,16 @@ export const adminRoutes = (
 ): ReadonlyArray<AdminRoute> => {
   const fork = Runtime.runFork(runtime)
   const answer = async <A, E extends { readonly message: string }>(effect: Effect.Effect<A, E, Owner | Projections | Dispatcher>): Promise<readonly [number, unknown]> => {
-    const fiber = fork(effect)
+    // Its outcome as a value: a refusal is an answer, not a fiber failing (logged at DEBUG by
+    // Effect with its message, a secret the operator mistyped included).
+    const fiber = fork(Effect.exit(effect))
     inflight.add(fiber)
-    const exit = await Effect.runPromise(Fiber.await(fiber)).finally(() => inflight.delete(fiber))
+    const exit = Exit.flatten(await Effect.runPromise(Fiber.await(fiber)).finally(() => inflight.delete(fiber)))
     if (Exit.isSuccess(exit)) return [200, exit.value]
     const failure = Cause.failureOption(exit.cause)
     if (failure._tag === "Some") {
       const e = failure.value as { readonly message: string; readonly _tag?: string; readonly code?: string; readonly rejection?: { readonly code: string } }
-      return [409, { code: e.rejection?.code ?? e.code ?? "refused", message: e.message }]
+      return [409, { code: e.rejection?.code ?? e.code ?? "refused", message: withoutSecrets(e.message) }]
     }
     if (Cause.isInterruptedOnly(exit.cause)) return [503, { code: "stopping", message: "svc serve is stopping" }]
     return [500, { code: "internal", message: "the runtime failed to handle this request" }]

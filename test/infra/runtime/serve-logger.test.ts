@@ -27,4 +27,12 @@ describe("svc serve's log lines", () => {
       expect(rest.join("\n")).toContain("Error: disk full")
     })
   )
+
+  it("cut a secret a message or its cause quotes (an operator's mistyped credential in a refusal, at DEBUG), as every CLI message is", () => {
+    const credential = `svc_wk_${"A1b2C3".repeat(6)}abcdef`
+    const line = serveLogLine({ logLevel: LogLevel.Debug, message: [`no worker "x${credential}" is linked to this owner`], cause: Cause.fail(new Error(`Refusal: ${credential}`)), date: at })
+    expect(line).not.toContain(credential.slice(7))
+    expect(line.split("\n")[0]).toBe('svc serve: 2026-11-24T20:38:53.684Z DEBUG no worker "xsvc_wk_…" is linked to this owner')
+    expect(line).toContain("Refusal: svc_wk_…")
+  })
 })
