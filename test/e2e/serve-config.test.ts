@@ -8,6 +8,7 @@ import { spawn } from "node:child_process"
 import Database from "better-sqlite3"
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { X509Certificate } from "node:crypto"
+import { connect as tlsConnect } from "node:tls"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
@@ -214,6 +215,40 @@ describe("svc serve configuration", () => {
     expect(owner.output()).not.toContain(secret)
     expect((await owner.stop()).code).toBe(0)
     expect(owner.output()).not.toContain(secret)
+  }, 60_000)
+
+  it("a caller on the worker route without a credential is answered, and its connection closed: it cannot hold connections by calling again", async () => {
+    const home = tempDir("svc-cfg-close-")
+    const owner = await startServe("owner", home, transcript)
+    const port = Number(new URL(owner.listenUrl).port)
+    /** Two requests written at once on one connection: what comes back before the server closes it (5 s at most). */
+    const pipelined = (request: string) =>
+      new Promise<{ readonly text: string; readonly closed: boolean }>((resolve) => {
+        const socket = tlsConnect({ host: "127.0.0.1", port, rejectUnauthorized: false }, () => socket.write(request + request))
+        let text = ""
+        socket.setEncoding("utf8").on("data", (d: string) => (text += d))
+        const timer = setTimeout(() => {
+          socket.destroy()
+          resolve({ text, closed: false })
+        }, 5_000)
+        socket.on("close", () => {
+          clearTimeout(timer)
+          resolve({ text, closed: true })
+        })
+        socket.on("error", () => undefined)
+      })
+    const unknown = makeCredential(new Uint8Array(30).fill(5))
+    const body = JSON.stringify({ kind: "heartbeat", fence: 1, running: [] })
+    for (const [what, request, status] of [
+      ["another path", "GET / HTTP/1.1\r\nHost: owner\r\n\r\n", "404"],
+      ["an unknown credential", `POST /api/worker HTTP/1.1\r\nHost: owner\r\nAuthorization: Bearer ${unknown}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`, "401"],
+      ["no JSON", "POST /api/worker HTTP/1.1\r\nHost: owner\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nhi", "415"]
+    ] as const) {
+      const { text, closed } = await pipelined(request)
+      expect({ what, answers: text.match(/^HTTP\/1\.1 \d+/gm), closed }).toEqual({ what, answers: [`HTTP/1.1 ${status}`], closed: true })
+      expect(text).toMatch(/\r\nConnection: close\r\n/i)
+    }
+    expect((await owner.stop()).code).toBe(0)
   }, 60_000)
 
   it("a machine cannot join its own owner: refused before the token is spent, which another machine then redeems", async () => {

@@ -22,6 +22,7 @@ import * as Schema from "effect/Schema"
 import { Owner } from "../../app/workers/Owner.js"
 import { MAX_BODY_BYTES, Refusal, STATUS, WorkerRequest, WorkerResponse } from "../../app/workers/Protocol.js"
 import { CREDENTIAL_PREFIX, withoutSecrets } from "../../domain/workers/Secrets.js"
+import { connectionCap } from "./ConnectionCap.js"
 import { duplicateKeyIn, secretPlaceIn } from "../../domain/workers/StrictJson.js"
 import { strictGuard } from "../schema/Guard.js"
 
@@ -36,16 +37,29 @@ const isResponse = strictGuard(WorkerResponse)
 /** A response the strict guard lets through is its own encoding (the schemas transform nothing). */
 const encodeResponse = (response: WorkerResponse): unknown => (isResponse(response) ? response : encodeSync(response))
 
-const send = (res: http.ServerResponse, status: number, body: unknown) => {
+/** `close`: the connection ends with this answer (Connection: close) instead of being kept for the next call. */
+const send = (res: http.ServerResponse, status: number, body: unknown, close = false) => {
   if (res.headersSent) return
   const text = JSON.stringify(body)
-  res.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(text), "cache-control": "no-store" })
+  res.writeHead(status, {
+    "content-type": "application/json; charset=utf-8",
+    "content-length": Buffer.byteLength(text),
+    "cache-control": "no-store",
+    ...(close ? { connection: "close" } : {})
+  })
   res.end(text)
 }
 
+/**
+ * Refusals after which the connection is closed: a caller not shown to hold a credential (or one
+ * whose call is not a worker's at all) does not keep a connection open by calling again and
+ * again. A worker's own refusals (fenced, superseded, ...) keep it: the worker calls on.
+ */
+const CLOSES: ReadonlySet<keyof typeof STATUS> = new Set(["unauthenticated", "join-refused", "bad-request", "payload-too-large", "unsupported-media-type"] as const)
+
 /** A refusal quotes what was sent at most cut to a secret's prefix: a worker's log keeps these messages. */
 const refuse = (res: http.ServerResponse, code: keyof typeof STATUS, message: string, extra: Record<string, unknown> = {}) =>
-  send(res, STATUS[code], { code, message: withoutSecrets(message), ...extra })
+  send(res, STATUS[code], { code, message: withoutSecrets(message), ...extra }, CLOSES.has(code))
 
 /** Top-level fields a secret-shaped string may be in: a join's earlier credential (its proof), a job's own result and output. */
 const SECRETS_MAY_BE_IN: Readonly<Record<string, ReadonlySet<string>>> = {
@@ -113,7 +127,7 @@ export const makeHandler = (runtime: Runtime.Runtime<Owner>) => {
       // Spec: the worker's credential opens this route and nothing else.
       if (bearer?.startsWith(CREDENTIAL_PREFIX)) {
         refuse(res, "unauthenticated", `a worker credential opens POST ${ROUTE} and nothing else`)
-      } else send(res, 404, { code: "not-found", message: `this server answers POST ${ROUTE} only` })
+      } else send(res, 404, { code: "not-found", message: `this server answers POST ${ROUTE} only` }, true)
       req.resume()
       return
     }
@@ -198,13 +212,20 @@ export interface ServeOptions {
   readonly key: string
   readonly host: string
   readonly port: number
+  /** Connections held at once (ConnectionCap.ts); default from this process's limit of open files. */
+  readonly maxConnections?: number
 }
 
-/** The HTTPS server, with timeouts against slow clients and keep-alive well above 5 s. */
+/**
+ * The HTTPS server, with timeouts against slow clients, keep-alive well above 5 s, and a cap on
+ * the connections held at once (docs/protocol.md, "Limits").
+ */
 export const createServer = (options: ServeOptions, handler: (req: http.IncomingMessage, res: http.ServerResponse) => void): https.Server => {
   // Node checks the header and request timeouts every connectionsCheckingInterval (30 s by
-  // default): a client that stopped mid-headers was cut after 20-40 s, not 10.
-  const server = https.createServer({ cert: options.cert, key: options.key, connectionsCheckingInterval: 1_000 }, handler)
+  // default): a client that stopped mid-headers was cut after 20-40 s, not 10. A TLS handshake
+  // not finished in 10 s is dropped (Node's default: 120 s for a connection that says nothing).
+  const server = https.createServer({ cert: options.cert, key: options.key, connectionsCheckingInterval: 1_000, handshakeTimeout: 10_000 }, handler)
+  server.maxConnections = options.maxConnections ?? connectionCap()
   server.headersTimeout = 10_000
   // A claim may wait up to 30 s for work.
   server.requestTimeout = 60_000
