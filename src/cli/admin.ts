@@ -1,6 +1,6 @@
 /** Calls the running runtime's admin API; not running is exit 2 (CLI contract), a refusal exit 1. */
 import * as Effect from "effect/Effect"
-import { adminCall, RuntimeNotRunning, SocketPathTooLong } from "../infra/http/AdminApi.js"
+import { adminCall, ForeignSocket, RuntimeNotRunning, SocketPathTooLong } from "../infra/http/AdminApi.js"
 import { SvcHome } from "../infra/SvcHome.js"
 import { refused, setupProblem, unreachable } from "./CliFailure.js"
 
@@ -20,7 +20,7 @@ export const admin = (method: "GET" | "POST", path: string, body?: unknown) =>
       catch: (e) =>
         e instanceof RuntimeNotRunning
           ? unreachable(`${e.message}: start it with svc serve`)
-          : e instanceof SocketPathTooLong
+          : e instanceof SocketPathTooLong || e instanceof ForeignSocket
             ? setupProblem(e.message)
             : unreachable(notAnswering(e))
     })

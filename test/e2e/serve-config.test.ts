@@ -6,9 +6,10 @@
  */
 import { spawn } from "node:child_process"
 import Database from "better-sqlite3"
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { X509Certificate } from "node:crypto"
 import { connect as tlsConnect } from "node:tls"
+import { createServer as createNetServer } from "node:net"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
@@ -249,6 +250,33 @@ describe("svc serve configuration", () => {
       expect(text).toMatch(/\r\nConnection: close\r\n/i)
     }
     expect((await owner.stop()).code).toBe(0)
+  }, 60_000)
+
+  it.skipIf(process.getuid?.() !== 0)("a home another user owns is refused by svc serve and svc workers join, and an admin socket another user made is not called (needs root, to chown)", async () => {
+    const home = tempDir("svc-cfg-foreign-")
+    chownSync(home, 65534, 65534)
+    const serve = await serveRefused(home)
+    const owned = `${home} (SVC_HOME) belongs to uid 65534, not to this user (uid 0), who could replace its admin socket, journal or secrets: run svc as the user it belongs to, or use a home of your own`
+    expect({ code: serve.code, stderr: serve.stderr }).toEqual({ code: 1, stderr: `svc: ${owned}\n` })
+    const token = formatJoinToken({ url: "https://127.0.0.1:9", fingerprint: "a".repeat(64), inviteId: "i1", secret: "s".repeat(40) })
+    const joined = await svc(["workers", "join", token], { cwd: home, home })
+    expect({ code: joined.code, stderr: joined.stderr }).toEqual({ code: 1, stderr: `svc: ${owned}; nothing was redeemed, the token is still good\n` })
+    // A socket at the home's admin.sock that another user made: nothing is sent to it.
+    const mine = tempDir("svc-cfg-foreign-sock-")
+    let connections = 0
+    const squatter = createNetServer(() => void connections++)
+    await new Promise<void>((resolve) => squatter.listen(join(mine, "admin.sock"), resolve))
+    try {
+      chownSync(join(mine, "admin.sock"), 65534, 65534)
+      const listed = await svc(["runs", "list"], { cwd: mine, home: mine })
+      expect({ code: listed.code, stderr: listed.stderr }).toEqual({
+        code: 2,
+        stderr: `svc: ${join(mine, "admin.sock")} belongs to uid 65534, not to this user (uid 0): it is not this user's svc serve, and nothing was sent to it; run svc as the user that runs svc serve for this $SVC_HOME\n`
+      })
+      expect(connections).toBe(0)
+    } finally {
+      await new Promise<void>((resolve) => squatter.close(() => resolve()))
+    }
   }, 60_000)
 
   it("a machine cannot join its own owner: refused before the token is spent, which another machine then redeems", async () => {

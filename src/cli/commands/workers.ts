@@ -1,4 +1,5 @@
 /** `svc workers invite|join|rotate|revoke|status` (worker-protocol spec, "Command-line operations"), `release` and `leave`. */
+import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
@@ -15,6 +16,8 @@ import { SvcHome } from "../../infra/SvcHome.js"
 import { linkKey, linksDir, checkLinksWritable, readLinks, removeLink, writeLink, type StoredLink } from "../../infra/workers/LinkStore.js"
 import { callOwner, fetchPinnedCertificate, makeAgent } from "../../infra/workers/OwnerClient.js"
 import { ownFingerprint } from "../../infra/tls/OwnerCertificate.js"
+import { currentUid } from "../../infra/PrivateFiles.js"
+import { unsafeHomeProblem } from "../../infra/runtime/HomeStart.js"
 import { admin } from "../admin.js"
 import { exitQuietly, refused, setupProblem, unreachable, usage } from "../CliFailure.js"
 import { printJson, printLines, table } from "../output.js"
@@ -73,6 +76,9 @@ const join = Command.make(
         return yield* refused(`${content}: give the whole line svc workers invite printed on the owner (one word, svc_jt_...), or ask the owner's operator for a new one`)
       }
       const home = (yield* SvcHome).path
+      // The link (its credential) is kept here: not in a home another user may write to or owns.
+      const unsafe = yield* Effect.promise(() => fs.stat(home).then((st) => unsafeHomeProblem(home, st, currentUid()), () => undefined))
+      if (unsafe !== undefined) return yield* refused(`${unsafe}; nothing was redeemed, the token is still good`)
       // This home's own owner: a machine does its owner's work itself, and linked to itself as a
       // worker it would be offered its own work twice, its slots counted twice. Refused before the
       // token is spent.

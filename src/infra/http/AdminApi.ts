@@ -3,10 +3,12 @@
  * `$SVC_HOME/admin.sock`, mode 0600. Only the user who runs svc (and root) can connect, so no
  * operator secret is needed, and nothing of it is reachable from the network (docs/operations.md).
  */
+import * as fsSync from "node:fs"
 import * as fs from "node:fs/promises"
 import * as http from "node:http"
 import * as net from "node:net"
 import * as nodePath from "node:path"
+import { currentUid } from "../PrivateFiles.js"
 
 const pathIn = (home: string) => nodePath.join(home, "admin.sock")
 
@@ -129,12 +131,27 @@ export const serveAdmin = async (home: string, routes: ReadonlyArray<AdminRoute>
 }
 
 export class RuntimeNotRunning extends Error {}
+/** The admin socket belongs to another user: not this user's runtime, and not asked. */
+export class ForeignSocket extends Error {}
 
 /** One admin call; a missing or dead socket is RuntimeNotRunning. */
 export const adminCall = (home: string, method: "GET" | "POST", path: string, body?: unknown): Promise<{ readonly status: number; readonly body: unknown }> =>
   new Promise((resolve, reject) => {
     // Thrown here (a path too long), it rejects the call.
     const socket = socketPath(home)
+    // A socket another user made (in a home it could write to) would read what is sent, and its
+    // answers would be taken for the runtime's: not called.
+    const owner = (() => {
+      try {
+        return fsSync.lstatSync(socket).uid
+      } catch {
+        return undefined
+      }
+    })()
+    const uid = currentUid()
+    if (owner !== undefined && uid !== undefined && owner !== uid) {
+      throw new ForeignSocket(`${socket} belongs to uid ${owner}, not to this user (uid ${uid}): it is not this user's svc serve, and nothing was sent to it; run svc as the user that runs svc serve for this $SVC_HOME`)
+    }
     const text = body === undefined ? "" : JSON.stringify(body)
     const req = http.request(
       { socketPath: socket, method, path, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(text) } },

@@ -13,6 +13,7 @@
  */
 import { createHash } from "node:crypto"
 import * as fs from "node:fs/promises"
+import { makePrivateDir, NotPrivate, writePrivateFile } from "../PrivateFiles.js"
 import { isBuiltin } from "node:module"
 import * as os from "node:os"
 import * as nodePath from "node:path"
@@ -59,23 +60,16 @@ const unchanged = async (inputsFile: string): Promise<boolean> => {
 
 /** Creates the cache directory, and refuses one this user does not own alone. */
 const privateDir = async (dir: string): Promise<void> => {
-  await fs.mkdir(dir, { recursive: true, mode: 0o700 })
-  const stat = await fs.lstat(dir)
-  const uid = typeof process.getuid === "function" ? process.getuid() : undefined
-  if (!stat.isDirectory() || (uid !== undefined && stat.uid !== uid) || (stat.mode & 0o077) !== 0) {
-    throw new TypeScriptMainError({
-      reason: "Cache",
-      message: `the TypeScript cache directory ${dir} is not a directory private to this user`
-    })
+  try {
+    await makePrivateDir(dir)
+  } catch (e) {
+    if (!(e instanceof NotPrivate)) throw e
+    throw new TypeScriptMainError({ reason: "Cache", message: `the TypeScript cache directory ${dir} is not a directory private to this user` })
   }
 }
 
 /** Writes through a temporary name and renames, so a concurrent run never reads half a file. */
-const writeAtomically = async (file: string, contents: string | Uint8Array) => {
-  const temporary = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`
-  await fs.writeFile(temporary, contents, { mode: 0o600 })
-  await fs.rename(temporary, file)
-}
+const writeAtomically = writePrivateFile
 
 const describe = (messages: ReadonlyArray<Message>): string => {
   const first = messages[0]

@@ -1,7 +1,7 @@
 /**
  * What `svc serve` does with `$SVC_HOME` before it opens anything of it: make it (0700), refuse
- * one it must not run in (every user may write to it; it cannot be written; its admin socket's
- * path is too long), claim it (one runtime per home: HomeLock.ts) and make its journal owner-only.
+ * one it must not run in (every user may write to it, or another user owns it; it cannot be
+ * written; its admin socket's path is too long), claim it (one runtime per home: HomeLock.ts) and make its journal owner-only.
  * Each refusal is one sentence naming the home (docs/operations.md, "$SVC_HOME").
  */
 import { constants as fsConstants } from "node:fs"
@@ -11,6 +11,7 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import { runtimeAnswering, socketPathProblem } from "../http/AdminApi.js"
 import { storePath } from "../journal/StoreFile.js"
+import { currentUid } from "../PrivateFiles.js"
 import { holdHome, LOCK_FILE } from "./HomeLock.js"
 
 export class HomeProblem extends Data.TaggedError("HomeProblem")<{ readonly message: string }> {}
@@ -27,6 +28,23 @@ const privateFiles = async (file: string) => {
   }
 }
 
+/**
+ * Why `home` (its stat) must not be used by user `uid`, or undefined. A home others may write to
+ * is anyone's runtime: they could replace its admin socket (and read what the CLI sends it), its
+ * journal, a link's credential or a job's secret; so is a home another user owns. Its special
+ * bits are said: a sticky /tmp-like home (1777) was said to be 0777.
+ */
+export const unsafeHomeProblem = (home: string, stat: { readonly mode: number; readonly uid: number }, uid: number | undefined): string | undefined => {
+  const mode = stat.mode & 0o7777
+  if ((mode & 0o002) !== 0) {
+    return `${home} (SVC_HOME) is writable by every user (mode ${mode.toString(8).padStart(4, "0")}), who could replace its admin socket, journal or secrets: chmod 700 ${home}`
+  }
+  if (uid !== undefined && stat.uid !== uid) {
+    return `${home} (SVC_HOME) belongs to uid ${stat.uid}, not to this user (uid ${uid}), who could replace its admin socket, journal or secrets: run svc as the user it belongs to, or use a home of your own`
+  }
+  return undefined
+}
+
 /** Makes, checks and claims `home`; the claim (the lock) is held until the scope closes. */
 export const claimHome = (home: string) =>
   Effect.gen(function* () {
@@ -34,14 +52,8 @@ export const claimHome = (home: string) =>
     const tooLong = socketPathProblem(home)
     if (tooLong !== null) return yield* new HomeProblem({ message: tooLong })
     yield* attempt("creating $SVC_HOME", () => fs.mkdir(home, { recursive: true, mode: 0o700 }))
-    // A home others may write to is anyone's runtime: they could replace its admin socket, its
-    // journal or a job's secret. With its special bits: a sticky /tmp-like home (1777) was said to be 0777.
-    const homeMode = (yield* attempt("reading $SVC_HOME", () => fs.stat(home))).mode & 0o7777
-    if ((homeMode & 0o002) !== 0) {
-      return yield* new HomeProblem({
-        message: `${home} (SVC_HOME) is writable by every user (mode ${homeMode.toString(8).padStart(4, "0")}), who could replace its admin socket, journal or secrets: chmod 700 ${home}`
-      })
-    }
+    const unsafe = unsafeHomeProblem(home, yield* attempt("reading $SVC_HOME", () => fs.stat(home)), currentUid())
+    if (unsafe !== undefined) return yield* new HomeProblem({ message: unsafe })
     // A home it cannot write to is said so (on a read-only file system, each later step failed
     // with a bare ENOENT of the first directory it tried to make there).
     const unwritable = yield* Effect.promise(() => fs.access(home, fsConstants.W_OK).then(() => undefined, (e: NodeJS.ErrnoException) => e.code ?? String(e)))

@@ -6,6 +6,7 @@
 import { createHash } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as nodePath from "node:path"
+import { makePrivateDir, writePrivateFile } from "../PrivateFiles.js"
 import { forgetSession } from "./SessionMemory.js"
 
 export interface StoredLink {
@@ -32,23 +33,21 @@ export const linkKey = (url: string, fingerprint: string) => createHash("sha256"
 export const checkLinksWritable = async (home: string): Promise<void> => {
   const dir = linksDir(home)
   const made = await fs.mkdir(dir, { recursive: true, mode: 0o700 })
-  const probe = nodePath.join(dir, `.probe.${process.pid}.tmp`)
   try {
-    await fs.writeFile(probe, "", { mode: 0o600 })
-    await fs.rm(probe, { force: true })
+    await makePrivateDir(dir)
+    await writePrivateFile(nodePath.join(dir, ".probe"), "")
+    await fs.rm(nodePath.join(dir, ".probe"), { force: true })
   } finally {
     if (made !== undefined) await fs.rm(made, { recursive: true, force: true })
   }
 }
 
+/** Writes the link's file (0600, in a directory private to this user: PrivateFiles.ts); answers its key. */
 export const writeLink = async (home: string, link: StoredLink): Promise<string> => {
   const dir = linksDir(home)
-  await fs.mkdir(dir, { recursive: true, mode: 0o700 })
+  await makePrivateDir(dir)
   const key = linkKey(link.url, link.fingerprint)
-  const file = nodePath.join(dir, `${key}.json`)
-  const tmp = `${file}.${process.pid}.tmp`
-  await fs.writeFile(tmp, JSON.stringify(link, null, 2) + "\n", { mode: 0o600 })
-  await fs.rename(tmp, file)
+  await writePrivateFile(nodePath.join(dir, `${key}.json`), JSON.stringify(link, null, 2) + "\n")
   return key
 }
 

@@ -16,6 +16,7 @@ import * as fs from "node:fs/promises"
 import * as nodePath from "node:path"
 import * as Effect from "effect/Effect"
 import type { SessionMemory } from "../../app/workers/Link.js"
+import { makePrivateDir, writePrivateFile } from "../PrivateFiles.js"
 import { identityOf, identityText, type HomeIdentity } from "../SvcHome.js"
 
 export const sessionsDir = (home: string) => nodePath.join(home, "sessions")
@@ -53,10 +54,8 @@ export const sessionMemoryAt = (home: string, linkKey: string, bootIdFile?: stri
         const binding = await bindingOf(home, bootIdFile)
         if (binding === undefined) return
         try {
-          await fs.mkdir(sessionsDir(home), { recursive: true, mode: 0o700 })
-          const tmp = `${file}.${process.pid}.tmp`
-          await fs.writeFile(tmp, JSON.stringify({ fence: session.fence, key: session.key, binding }), { mode: 0o600 })
-          await fs.rename(tmp, file)
+          await makePrivateDir(sessionsDir(home))
+          await writePrivateFile(file, JSON.stringify({ fence: session.fence, key: session.key, binding }))
         } catch {
           // The link goes on: only a crash right after would be audited as a takeover.
         }
