@@ -149,6 +149,27 @@ export const commandOf = (root: CommandSpec, args: ReadonlyArray<string>): { rea
 }
 
 /**
+ * `args` with a lone `-` (read it from stdin: `svc workers join -`) moved after the command's
+ * options: @effect/cli stops looking for options at a word that starts with `-` and names none,
+ * and refused `svc workers join - --name lab-1` as "unexpected argument --name". A `-` given as
+ * an option's value stays where it is. Words after `--` are left alone. Pure: no I/O.
+ */
+export const withStdinArgumentLast = (root: CommandSpec, args: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const { command, rest } = commandOf(root, args)
+  const end = args.indexOf("--") < 0 ? args.length : args.indexOf("--")
+  const moved: Array<number> = []
+  for (let i = rest; i < end; i++) {
+    if (args[i] !== "-") continue
+    const before = i > rest ? args[i - 1]! : undefined
+    const option = before !== undefined && looksLikeOption(before) && splitInline(before)[1] === undefined ? findOption(command, before) : undefined
+    if (option?.value === undefined) moved.push(i)
+  }
+  if (moved.length === 0) return args
+  const kept = args.slice(0, end).filter((_, i) => !moved.includes(i))
+  return [...kept, ...moved.map(() => "-"), ...args.slice(end)]
+}
+
+/**
  * What is wrong with the words themselves, before any parsing: a word where a command is
  * expected that names none, an option the command does not take, an option without its value
  * (@effect/cli reads `--scope` at the end as no --scope at all, and for `svc workers invite` that

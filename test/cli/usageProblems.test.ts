@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest"
 import { svc } from "../../src/cli/main.js"
-import { commandOf, commandTree, parseProblem, tidyHelp, wordsProblem } from "../../src/cli/usageProblems.js"
+import { commandOf, commandTree, parseProblem, tidyHelp, wordsProblem, withStdinArgumentLast } from "../../src/cli/usageProblems.js"
 
 // svc's own command tree, read from @effect/cli's descriptor: a release that changes its shape
 // fails here.
@@ -207,5 +207,15 @@ describe("help, tidied", () => {
 
   it("leaves a text without a usage line as it is, but for the type lines", () => {
     expect(tidyHelp("no usage here\n", "svc")).toBe("no usage here\n")
+  })
+})
+
+describe("a lone - (read from stdin)", () => {
+  it("is moved after the command's options, which @effect/cli would not look for past it; an option's value - stays", () => {
+    expect(withStdinArgumentLast(tree, ["workers", "join", "-", "--name", "lab-1", "--json"])).toEqual(["workers", "join", "--name", "lab-1", "--json", "-"])
+    expect(withStdinArgumentLast(tree, ["workers", "join", "--json", "-", "--name", "lab-1"])).toEqual(["workers", "join", "--json", "--name", "lab-1", "-"])
+    expect(withStdinArgumentLast(tree, ["workers", "join", "--name", "-", "TOKEN"])).toEqual(["workers", "join", "--name", "-", "TOKEN"])
+    expect(withStdinArgumentLast(tree, ["workers", "join", "TOKEN", "--name", "x"])).toEqual(["workers", "join", "TOKEN", "--name", "x"])
+    expect(withStdinArgumentLast(tree, ["workers", "join", "-", "--", "--name"])).toEqual(["workers", "join", "-", "--", "--name"])
   })
 })

@@ -279,7 +279,7 @@ describe("svc serve configuration", () => {
     }
   }, 60_000)
 
-  it("a machine cannot join its own owner: refused before the token is spent, which another machine then redeems", async () => {
+  it("a machine cannot join its own owner: refused before the token is spent, which another machine then redeems (from stdin)", async () => {
     const home = tempDir("svc-cfg-self-")
     const workerHome = tempDir("svc-cfg-self-w-")
     const owner = await startServe("owner", home, transcript)
@@ -292,8 +292,15 @@ describe("svc serve configuration", () => {
       stderr: `svc: this token is from the owner of this very $SVC_HOME (${home}; its certificate sha256 ${fingerprint}): an owner runs its own work, it does not join itself; redeem it on another machine, or with another SVC_HOME (the token is still good)\n`
     })
     expect(existsSync(join(home, "links"))).toBe(false)
-    const joined = await svc(["workers", "join", token], { cwd: workerHome, home: workerHome })
+    // Given on stdin (`-`), where other local users do not see it as they see a command line.
+    const empty = await svc(["workers", "join", "-"], { cwd: workerHome, home: workerHome, input: "\n" })
+    expect({ code: empty.code, stderr: empty.stderr }).toEqual({
+      code: 2,
+      stderr: "svc workers join: - reads the join token from stdin, and stdin gave none: paste it, then Ctrl-D, or svc workers join - < FILE (svc workers join --help)\n"
+    })
+    const joined = await svc(["workers", "join", "-", "--name", "from-stdin"], { cwd: workerHome, home: workerHome, input: `${token}\n` })
     expect(joined.code, joined.stderr).toBe(0)
+    expect(joined.stdout).toContain("as from-stdin")
     expect((await owner.stop()).code).toBe(0)
   }, 60_000)
 

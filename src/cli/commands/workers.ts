@@ -63,13 +63,27 @@ const invite = Command.make(
     })
 ).pipe(Command.withDescription("Print a one-time join token for a new worker (stdout, one line)"))
 
+/** Everything on stdin (at most 64 KiB: a token is some 200 characters). */
+const readStdin = async (): Promise<string> => {
+  let text = ""
+  process.stdin.setEncoding("utf8")
+  for await (const chunk of process.stdin) {
+    text += chunk as string
+    if (text.length > 65_536) break
+  }
+  return text
+}
+
 const join = Command.make(
   "join",
-  { token: Args.text({ name: "TOKEN" }).pipe(Args.withDescription("the join token svc workers invite printed on the owner (svc_jt_...)")), name: Options.text("name").pipe(Options.optional, Options.withDescription("this worker's human name (default: the name it had with that owner when it joins again, else the host name)")), json },
+  { token: Args.text({ name: "TOKEN" }).pipe(Args.withDescription("the join token svc workers invite printed on the owner (svc_jt_...), or - to read it from stdin (a command line is visible to every local user)")), name: Options.text("name").pipe(Options.optional, Options.withDescription("this worker's human name (default: the name it had with that owner when it joins again, else the host name)")), json },
   ({ json, name, token }) =>
     Effect.gen(function* () {
-      // A token pasted with its line end (or spaces) is the same token.
-      const bearer = token.trim()
+      // `-`: the token from stdin, where other users do not see it (every local user can read a
+      // process's command line while it runs). A token pasted with its line end (or spaces) is the same token.
+      const given = token === "-" ? yield* Effect.promise(() => readStdin()) : token
+      if (token === "-" && given.trim() === "") return yield* usage("- reads the join token from stdin, and stdin gave none: paste it, then Ctrl-D, or svc workers join - < FILE")
+      const bearer = given.trim()
       const content = parseJoinToken(bearer)
       // What is wrong with it, then what to do: it is one line, printed once by the owner's invite.
       if (typeof content === "string") {
