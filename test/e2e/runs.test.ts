@@ -456,11 +456,18 @@ describe("runs between an owner and two real worker processes", () => {
     const notJson = await run(ownerHome, "run", ALPHA, "--input", "{n: 1")
     expect(notJson.code).not.toBe(0)
     expect(notJson.stderr).toMatch(/--input is not JSON/)
+    // JSON null is an input, not the lack of one: the schema says what it is (it was run as {}).
+    const nothing = await run(ownerHome, "run", ALPHA, "--input", "null")
+    expect({ code: nothing.code, stderr: nothing.stderr }).toEqual({ code: 1, stderr: "svc: input does not match the job's input_schema: input must be object\n" })
 
     // An input over 1 MiB is refused saying its size (it read "the body is not JSON": the admin call was cut at 1 MiB).
     const bigDir = tempDir("svc-big-")
     writeFileSync(join(bigDir, "near.json"), JSON.stringify({ n: 1, s: "x".repeat(1_048_600) }))
     writeFileSync(join(bigDir, "huge.json"), JSON.stringify({ n: 1, s: "x".repeat(9 * 1024 * 1024) }))
+    // A file an editor saved with a byte order mark: its JSON is read (it was "Unexpected token").
+    writeFileSync(join(bigDir, "bom.json"), '\uFEFF{"n":"seven"}\n')
+    const bom = await run(ownerHome, "run", ALPHA, "--input", `@${join(bigDir, "bom.json")}`)
+    expect({ code: bom.code, stderr: bom.stderr }).toEqual({ code: 1, stderr: expect.stringMatching(/^svc: input does not match the job's input_schema: input\.n must be integer/) })
     const near = await run(ownerHome, "run", ALPHA, "--input", `@${join(bigDir, "near.json")}`)
     expect({ code: near.code, stderr: near.stderr }).toEqual({ code: 1, stderr: expect.stringMatching(/^svc: the input is 1048614 bytes; at most 1048576 are accepted/) })
     const huge = await run(ownerHome, "run", ALPHA, "--input", `@${join(bigDir, "huge.json")}`)

@@ -32,7 +32,8 @@ const readInput = (raw: Option.Option<string>) =>
       : raw.value
     const given = `--input${raw.value.startsWith("@") ? ` ${raw.value}` : ""}`
     const value = yield* Effect.try({
-      try: () => JSON.parse(text) as unknown,
+      // A byte order mark before the JSON (an editor's UTF-8 "with BOM") is not part of it (RFC 8259, 8.1).
+      try: () => JSON.parse(text.replace(/^\uFEFF/, "")) as unknown,
       catch: (e) => usage(`${given} is not JSON: ${e instanceof Error ? e.message : String(e)}`)
     })
     // Refused here, before it is sent: too deep to be written as JSON again.

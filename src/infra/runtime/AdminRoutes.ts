@@ -137,7 +137,8 @@ export const adminRoutes = (
       method: "POST",
       path: "/runs/submit",
       handle: checked("/runs/submit", (body) =>
-        answer(Effect.flatMap(Dispatcher, (d) => d.submit({ address: body.address, input: body.input ?? {}, prefer: body.prefer ?? [], actor: options.actor })))
+        // No input is `{}`; an input of JSON null is null, given to the job as it was given.
+        answer(Effect.flatMap(Dispatcher, (d) => d.submit({ address: body.address, input: body.input === undefined ? {} : body.input, prefer: body.prefer ?? [], actor: options.actor })))
       )
     },
     { method: "GET", path: "/runs", handle: () => answer(Effect.flatMap(Dispatcher, (d) => d.list())) },
