@@ -82,7 +82,7 @@ const followThroughRestarts = <A, R>(call: Effect.Effect<A, CliFailure, R>, runI
 export const runCommand = Command.make(
   "run",
   {
-    address: Args.text({ name: "BAG:JOB@VERSION" }).pipe(Args.withDescription("the job to run: a bag installed on the owner, one of its jobs, and the bag's version (svc bag show BAG lists them)")),
+    address: Args.text({ name: "BAG:JOB@VERSION" }).pipe(Args.withDescription("the job to run: a bag installed on the owner, one of its jobs, and that job's own version (not the bag's; svc bag show BAG lists the addresses)")),
     input: Options.text("input").pipe(Options.optional, Options.withDescription("the job's input: JSON, or @FILE holding JSON (default {})")),
     prefer: Options.text("prefer").pipe(Options.repeated, Options.withDescription("KEY=VALUE label a host should have, weighed among the workers that can run it (the owner keeps what it can run; repeatable)")),
     wait: Options.boolean("wait").pipe(Options.withDescription("wait for the outcome: print the result (exit 0) or why it failed (exit 1)")),
