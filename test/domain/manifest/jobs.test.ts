@@ -13,6 +13,12 @@ const job = (...lines: ReadonlyArray<string>) =>
   doc("jobs:", "  build:", "    runs: {using: process, command: [make]}", ...lines.map((l) => `    ${l}`))
 
 describe("jobs", () => {
+  it("takes a process command's arguments as written, a blank or empty one too (tr ' ' _, -N \"\"): only the program must be named", () => {
+    const m = valid(doc("jobs:", "  cut:", "    runs: {using: process, command: [tr, ' ', _]}", "  nl:", "    runs: {using: process, command: [printf, '%s|%s', '', x]}"))
+    expect(m.jobs?.["cut"]?.runs).toMatchObject({ command: ["tr", " ", "_"] })
+    expect(m.jobs?.["nl"]?.runs).toMatchObject({ command: ["printf", "%s|%s", "", "x"] })
+  })
+
   it("accepts node, process and action jobs with every key", () => {
     const m = valid(
       doc(
@@ -98,6 +104,7 @@ describe("jobs", () => {
     { name: "a process job without command", yaml: doc("jobs:", "  build:", "    runs: {using: process}"), path: "jobs.build.runs.command", line: 5, message: "is required" },
     { name: "a process command as a string", yaml: doc("jobs:", "  build:", "    runs: {using: process, command: make all}"), path: "jobs.build.runs.command", line: 5, message: "must be a list" },
     { name: "an empty process command", yaml: doc("jobs:", "  build:", "    runs: {using: process, command: []}"), path: "jobs.build.runs.command", line: 5, message: "must be a non-empty list" },
+    { name: "a process command naming no program", yaml: doc("jobs:", "  build:", "    runs: {using: process, command: [' ', x]}"), path: "jobs.build.runs.command[0]", line: 5, message: "must name the program (then its arguments): it is empty" },
     { name: "an action job without action", yaml: doc("jobs:", "  build:", "    runs: {using: action}"), path: "jobs.build.runs.action", line: 5, message: "is required" },
     { name: "an action reference with a space", yaml: doc("jobs:", "  build:", "    runs: {using: action, action: 'do it'}"), path: "jobs.build.runs.action", line: 5, message: "must name an action" },
     { name: "main on a process job", yaml: doc("jobs:", "  build:", "    runs: {using: process, command: [x], main: a.js}"), path: "jobs.build.runs.main", line: 5, message: "applies only to node jobs" },

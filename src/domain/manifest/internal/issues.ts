@@ -92,6 +92,8 @@ export const problemsOfIssue = (root: ParseResult.ParseIssue): Array<Problem> =>
       case "Refinement": {
         if (issue.kind === "From") return walk(issue.issue, path, parent)
         const inner = issue.issue
+        // A filter that says where in the value the problem is (`{ path: [0], message }`).
+        if (inner._tag === "Pointer") return walk(inner, path, parent)
         const message =
           (inner._tag === "Type" ? inner.message : undefined) ??
           customMessage(issue.ast, issue) ??

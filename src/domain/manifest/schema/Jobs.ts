@@ -40,8 +40,14 @@ export const NodeRuns = Schema.Struct({
 
 export const ProcessRuns = Schema.Struct({
   using: Schema.Literal("process"),
-  command: Schema.Array(NonEmpty).pipe(
-    Schema.filter((c) => c.length > 0 || "must be a non-empty list: the program, then its arguments (no shell)")
+  // The program must be named; an argument is any string, " " and "" too (`tr " " _`, `-N ""`):
+  // with no shell between, each reaches the program as written (executors.md).
+  command: Schema.Array(Schema.String).pipe(
+    Schema.filter((c) =>
+      c.length === 0
+        ? "must be a non-empty list: the program, then its arguments (no shell)"
+        : c[0]!.trim().length > 0 || { path: [0], message: "must name the program (then its arguments): it is empty" }
+    )
   ),
   main: opt(forbidden("applies only to node jobs (using: node)")),
   action: opt(forbidden("applies only to action jobs (using: action)")),
