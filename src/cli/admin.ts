@@ -16,7 +16,8 @@ const notAnswering = (e: unknown): string => {
 export const admin = (method: "GET" | "POST", path: string, body?: unknown) =>
   Effect.flatMap(SvcHome, (home) =>
     Effect.tryPromise({
-      try: () => adminCall(home.path, method, path, body),
+      // Interrupted, the call is aborted (its connection closed), not left to run out.
+      try: (signal) => adminCall(home.path, method, path, body, signal),
       catch: (e) =>
         e instanceof RuntimeNotRunning
           ? unreachable(`${e.message}: start it with svc serve`)

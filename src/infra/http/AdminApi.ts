@@ -135,7 +135,7 @@ export class RuntimeNotRunning extends Error {}
 export class ForeignSocket extends Error {}
 
 /** One admin call; a missing or dead socket is RuntimeNotRunning. */
-export const adminCall = (home: string, method: "GET" | "POST", path: string, body?: unknown): Promise<{ readonly status: number; readonly body: unknown }> =>
+export const adminCall = (home: string, method: "GET" | "POST", path: string, body?: unknown, signal?: AbortSignal): Promise<{ readonly status: number; readonly body: unknown }> =>
   new Promise((resolve, reject) => {
     // Thrown here (a path too long), it rejects the call.
     const socket = socketPath(home)
@@ -154,7 +154,9 @@ export const adminCall = (home: string, method: "GET" | "POST", path: string, bo
     }
     const text = body === undefined ? "" : JSON.stringify(body)
     const req = http.request(
-      { socketPath: socket, method, path, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(text) } },
+      // `signal`: the call given up (a `run --wait` stopped by Ctrl-C) closes its connection, which
+      // would keep the process alive until the owner answered (a wait's 25 s).
+      { socketPath: socket, method, path, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(text) }, ...(signal === undefined ? {} : { signal }) },
       (res) => {
         const chunks: Array<Buffer> = []
         res.on("data", (c: Buffer) => chunks.push(c))
