@@ -18,8 +18,13 @@ export interface RunFilesService {
    * there is none yet); `skipped`: how many bytes before it are not shown.
    */
   readonly tail: (attempt: string, stream: OutputStream, maxBytes: number) => Effect.Effect<{ readonly text: string; readonly skipped: number }>
-  /** At most `max` bytes from `offset`, and the offset after them (whole UTF-8 characters only). */
-  readonly readFrom: (attempt: string, stream: OutputStream, offset: number, max: number) => Effect.Effect<{ readonly text: string; readonly next: number }>
+  /**
+   * At most `max` bytes from `offset`, and the offset after them: whole UTF-8 characters only (the
+   * start of one cut at the end is left for the next read), but when `ended` (the job has exited,
+   * nothing more will come) the stream's last bytes are read as they are, a character the job left
+   * incomplete as U+FFFD, as a reader of the whole file would see it.
+   */
+  readonly readFrom: (attempt: string, stream: OutputStream, offset: number, max: number, ended?: boolean) => Effect.Effect<{ readonly text: string; readonly next: number }>
   /** Every attempt that has output files here. */
   readonly attempts: Effect.Effect<ReadonlyArray<string>>
   /** Removes an attempt's files (none there: nothing to do). */

@@ -82,11 +82,11 @@ export const makeWork = (side: WorkSide, call: Call, owner = "the owner") =>
      * UTF-8 included); `more` when the read was cut short, by the budget or the delta's limit,
      * so output may be left.
      */
-    const readWithin = (attempt: string, stream: "stdout" | "stderr", offset: number, budget: number) =>
+    const readWithin = (attempt: string, stream: "stdout" | "stderr", offset: number, budget: number, ended: boolean) =>
       Effect.gen(function* () {
         let max = Math.min(MAX_DELTA, budget - 2)
         while (max > 0) {
-          const read = yield* side.files.readFrom(attempt, stream, offset, max)
+          const read = yield* side.files.readFrom(attempt, stream, offset, max, ended)
           const bytes = jsonBytes(read.text)
           // A read that filled what was asked (but for a character cut at its end) may have left some.
           if (bytes <= budget) return { text: read.text, next: read.next, bytes, more: read.next - offset > max - 4 }
@@ -103,8 +103,9 @@ export const makeWork = (side: WorkSide, call: Call, owner = "the owner") =>
     const delta = (attempt: string, r: Running, budget: number) =>
       Effect.gen(function* () {
         const room = budget - deltaOverhead(attempt)
-        const out = yield* readWithin(attempt, "stdout", r.offsets.stdout, room)
-        const err = yield* readWithin(attempt, "stderr", r.offsets.stderr, room - out.bytes + 2)
+        // Reporting, the job has exited: its streams are whole, a character it left incomplete included.
+        const out = yield* readWithin(attempt, "stdout", r.offsets.stdout, room, r.reporting)
+        const err = yield* readWithin(attempt, "stderr", r.offsets.stderr, room - out.bytes + 2, r.reporting)
         return {
           delta: { attempt, stdout: out.text, stderr: err.text } satisfies OutputDelta,
           next: { stdout: out.next, stderr: err.next },

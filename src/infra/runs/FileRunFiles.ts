@@ -55,10 +55,11 @@ export const make = (dir: string): RunFilesService => {
     }),
     remove: (attempt) =>
       Effect.promise(() => Promise.all([fs.rm(file(attempt, "stdout"), { force: true }), fs.rm(file(attempt, "stderr"), { force: true })]).then(() => undefined)),
-    readFrom: (attempt, stream, offset, max) =>
+    readFrom: (attempt, stream, offset, max, ended = false) =>
       Effect.promise(async () => {
         const read = await readRange(file(attempt, stream), offset, max)
-        const bytes = read.subarray(0, completeUtf8Length(read))
+        // Fewer bytes than asked for, of a job that has exited: the end of the stream, all of it.
+        const bytes = ended && read.length < max ? read : read.subarray(0, completeUtf8Length(read))
         return { text: bytes.toString("utf8"), next: offset + bytes.length }
       })
   }

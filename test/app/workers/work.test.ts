@@ -564,6 +564,29 @@ describe("the worker side of runs", () => {
     })
   )
 
+  it.live("carries a character a job left incomplete at the end of its output, as the owner's own copy of a local run reads it", () =>
+    Effect.gen(function* () {
+      const stdout = Buffer.concat([Buffer.from('log\n{"r":1}\n'), Buffer.from([0xe2, 0x82])])
+      const stderr = Buffer.from([0x61, 0x62, 0x63, 0xc3])
+      fs.writeFileSync(
+        nodePath.join(bagDir, "tail.mjs"),
+        `process.stderr.write(Buffer.from(${JSON.stringify([...stderr])})); process.stdout.write(Buffer.from(${JSON.stringify([...stdout])}))\n`
+      )
+      const tail: ResolvedJob = { ...job, job: { ...job.job, address: "print:tail@1.0.0" }, runs: { using: "node", main: "tail.mjs" } }
+      const slots = yield* makeSlots(1)
+      const o = owner("T", 1, 0)
+      const side = { ...sideWith(slots, ChildExecutor.make()), resolve: () => Effect.succeed(tail) }
+      const w = yield* makeWork(side, (r: WorkerRequest) => (r.kind === "claim" && o.calls.length === 0 ? Effect.succeed(work("rT.1", {})) : o.call(r)))
+      const f = yield* Effect.fork(w.session(1))
+      yield* until("the report", () => o.reports.length === 1, 20_000)
+      yield* Fiber.interrupt(f)
+      const carried = o.calls.flatMap((r) => (r.kind === "heartbeat" ? (r.output ?? []) : r.kind === "report" && r.output !== undefined ? [r.output] : []))
+      // The last bytes were held back for a rest that never came, and lost.
+      expect(carried.map((d) => d.stdout).join("")).toBe(stdout.toString("utf8"))
+      expect(carried.map((d) => d.stderr).join("")).toBe(stderr.toString("utf8"))
+    })
+  )
+
   describe("output larger than one body (64 KiB)", () => {
     // Escapes and characters of 2 to 4 bytes weigh more in JSON than in the file.
     const line = (i: number) => `${i} plain text, "quoted" \\ back, é € 😀, tab\t and bell \u0007 and \u0001\n`

@@ -85,6 +85,24 @@ describe("reading output from an offset (a worker's deltas)", () => {
   })
 })
 
+describe("reading an attempt's output from an offset", () => {
+  it("leaves a character cut at the end for the next read, but at the end of a job that has exited reads the last bytes as they are", async () => {
+    const dir3 = mkdtempSync(join(tmpdir(), "svc-run-files-end-"))
+    const bytes = Buffer.concat([Buffer.from('{"r":1}\n'), Buffer.from([0xe2, 0x82])])
+    writeFileSync(join(dir3, "r6.1.stdout"), bytes)
+    const raw = FileRunFiles.make(dir3)
+    // Running: the job may yet write the rest of it.
+    expect(await run(raw.readFrom("r6.1", "stdout", 0, 100))).toEqual({ text: '{"r":1}\n', next: 8 })
+    expect(await run(raw.readFrom("r6.1", "stdout", 8, 100))).toEqual({ text: "", next: 8 })
+    // Ended: nothing more comes; it was never read, and the worker's copy of the output lost it.
+    expect(await run(raw.readFrom("r6.1", "stdout", 8, 100, true))).toEqual({ text: bytes.subarray(8).toString("utf8"), next: 10 })
+    expect(await run(raw.readFrom("r6.1", "stdout", 0, 100, true))).toEqual({ text: bytes.toString("utf8"), next: 10 })
+    // A read the limit cut still ends on a whole character: the rest comes next.
+    expect(await run(raw.readFrom("r6.1", "stdout", 0, 9, true))).toEqual({ text: '{"r":1}\n', next: 8 })
+    rmSync(dir3, { recursive: true, force: true })
+  })
+})
+
 describe("completeUtf8Length", () => {
   it("cuts an incomplete character at the end, and nothing else", () => {
     expect(FileRunFiles.completeUtf8Length(Buffer.from("abc"))).toBe(3)
