@@ -82,8 +82,14 @@ const describe = (messages: ReadonlyArray<Message>): string => {
 const isBuildFailure = (e: unknown): e is { errors: ReadonlyArray<Message> } =>
   typeof e === "object" && e !== null && Array.isArray((e as { errors?: unknown }).errors)
 
-/** Bare imports: external, pinned to the file Node would resolve from the importer. */
-const pinPackages: Plugin = {
+/** A CommonJS main (`.cts`): bundled as CommonJS, so that `require`, `__filename` and `module` work as where it lies. */
+const isCommonJs = (path: string) => /\.c[jt]s$/.test(path)
+
+/**
+ * Bare imports: external, pinned to the file Node would resolve from the importer (an ES module
+ * bundle imports its `file://` URL; a CommonJS one requires its path).
+ */
+const pinPackages = (commonJs: boolean): Plugin => ({
   name: "svc-pin-packages",
   setup(build) {
     build.onResolve({ filter: /^[^./]/ }, async (args) => {
@@ -96,12 +102,12 @@ const pinPackages: Plugin = {
         pluginData: "svc-inner"
       })
       if (resolved.errors.length > 0) return { errors: resolved.errors }
-      return { path: pathToFileURL(resolved.path).href, external: true }
+      return { path: commonJs ? resolved.path : pathToFileURL(resolved.path).href, external: true }
     })
   }
-}
+})
 
-/** Bag files: `import.meta.url`/`filename`/`dirname` replaced by each file's own. */
+/** Bag files: `import.meta.url`/`filename`/`dirname` (and a CommonJS file's `__filename`/`__dirname`) replaced by each file's own. */
 const ownImportMeta = (transform: typeof import("esbuild").transform, bagDir: string): Plugin => ({
   name: "svc-own-import-meta",
   setup(build) {
@@ -110,9 +116,10 @@ const ownImportMeta = (transform: typeof import("esbuild").transform, bagDir: st
       const extension = nodePath.extname(args.path)
       const loader = extension.endsWith("tsx") ? "tsx" : extension.endsWith("ts") ? "ts" : extension.endsWith("jsx") ? "jsx" : "js"
       try {
+        const commonJs = isCommonJs(args.path)
         const out = await transform(source, {
           loader,
-          format: "esm",
+          format: commonJs ? "cjs" : "esm",
           target: "node20",
           // The file's own name: the bundle's source map resolves it against the file's directory.
           sourcefile: nodePath.basename(args.path),
@@ -120,7 +127,8 @@ const ownImportMeta = (transform: typeof import("esbuild").transform, bagDir: st
           define: {
             "import.meta.url": JSON.stringify(pathToFileURL(args.path).href),
             "import.meta.filename": JSON.stringify(args.path),
-            "import.meta.dirname": JSON.stringify(nodePath.dirname(args.path))
+            "import.meta.dirname": JSON.stringify(nodePath.dirname(args.path)),
+            ...(commonJs ? { __filename: JSON.stringify(args.path), __dirname: JSON.stringify(nodePath.dirname(args.path)) } : {})
           }
         })
         return { contents: out.code, loader: "js", resolveDir: nodePath.dirname(args.path) }
@@ -144,7 +152,8 @@ export const bundle = (main: string, bagDir: string, cacheDir: string = defaultC
     try: async () => {
       const [, mtimeMs, size] = await statOf(main)
       const key = createHash("sha256").update(`${CACHE_FORMAT}\0${main}\0${mtimeMs}\0${size}`).digest("hex")
-      const outfile = nodePath.join(cacheDir, `${key}.mjs`)
+      const commonJs = isCommonJs(main)
+      const outfile = nodePath.join(cacheDir, `${key}.${commonJs ? "cjs" : "mjs"}`)
       const inputsFile = nodePath.join(cacheDir, `${key}.inputs.json`)
       await privateDir(cacheDir)
       if (await unchanged(inputsFile)) {
@@ -165,7 +174,7 @@ export const bundle = (main: string, bagDir: string, cacheDir: string = defaultC
           bundle: true,
           platform: "node",
           target: "node20",
-          format: "esm",
+          format: commonJs ? "cjs" : "esm",
           // Node's own choice among a package's entry points, for pinPackages.
           mainFields: ["main"],
           conditions: [],
@@ -173,7 +182,7 @@ export const bundle = (main: string, bagDir: string, cacheDir: string = defaultC
           metafile: true,
           write: false,
           logLevel: "silent",
-          plugins: [pinPackages, ownImportMeta(esbuild.transform, bagDir)]
+          plugins: [pinPackages(commonJs), ownImportMeta(esbuild.transform, bagDir)]
         })
       } catch (e) {
         if (isBuildFailure(e)) throw new TypeScriptMainError({ reason: "Compile", message: describe(e.errors) })

@@ -101,6 +101,16 @@ describe("ChildExecutor", () => {
       }).pipe(Effect.provide(ExecutorLive))
     )
 
+    it.live("runs a .cts job as CommonJS, as it runs where it lies: require, a package, __filename and __dirname its own (it ran as an ES module: require was 'not supported')", () =>
+      Effect.gen(function* () {
+        const outcome = yield* run(spec({ runs: { using: "node", main: "jobs/common.cts" }, input: { name: "ada" } }))
+        expect(outcome).toMatchObject({
+          ok: true,
+          result: { text: "hello, ada", answer: 42, filename: join(bagDir, "jobs", "common.cts"), dirname: join(bagDir, "jobs"), commonJs: true }
+        })
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+
     it.live("a TypeScript syntax error is an outcome naming the file and line", () =>
       Effect.gen(function* () {
         const bag = mkdtempSync(join(scratch, "bag-"))
