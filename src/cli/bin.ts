@@ -17,7 +17,7 @@ import { argumentsProblem, withGlobalOptionsFirst } from "./arguments.js"
 import { CliFailure } from "./CliFailure.js"
 import { mapText, plainText, withoutColour } from "./output.js"
 import { cli, MainLayer, svc } from "./main.js"
-import { commandOf, commandTree, parseProblem, tidyHelp, withStdinArgumentLast, wordsProblem } from "./usageProblems.js"
+import { commandOf, commandTree, parseProblem, tidyHelp, withShortValuesApart, withStdinArgumentLast, wordsProblem } from "./usageProblems.js"
 
 /**
  * `command`: the path of the command that ran (`svc runs list`): a usage problem it finds is said
@@ -96,6 +96,6 @@ process.stdout.on("error", (e: NodeJS.ErrnoException) => {
   throw e
 })
 
-main(withStdinArgumentLast(tree, withGlobalOptionsFirst(process.argv.slice(2)))).then((code) => {
+main(withStdinArgumentLast(tree, withShortValuesApart(tree, withGlobalOptionsFirst(process.argv.slice(2))))).then((code) => {
   process.exitCode = code
 })

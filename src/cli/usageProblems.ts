@@ -149,6 +149,25 @@ export const commandOf = (root: CommandSpec, args: ReadonlyArray<string>): { rea
 }
 
 /**
+ * `args` with a short option's value given in the same word (`-n1`, as `head` and `tail` take it)
+ * split into two (`-n 1`), which is how @effect/cli reads it: it refused `-n1` as an unknown
+ * option. Only a short option of the command that takes a value. Pure: no I/O.
+ */
+export const withShortValuesApart = (root: CommandSpec, args: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const { command, rest } = commandOf(root, args)
+  const end = args.indexOf("--") < 0 ? args.length : args.indexOf("--")
+  const out: Array<string> = [...args.slice(0, rest)]
+  for (let i = rest; i < args.length; i++) {
+    const word = args[i]!
+    const m = i < end ? /^(-[A-Za-z])(.+)$/.exec(word) : null
+    const option = m === null ? undefined : findOption(command, m[1]!)
+    if (m !== null && option !== undefined && option.value !== undefined && !m[2]!.startsWith("=")) out.push(m[1]!, m[2]!)
+    else out.push(word)
+  }
+  return out
+}
+
+/**
  * `args` with a lone `-` (read it from stdin: `svc workers join -`) moved after the command's
  * options: @effect/cli stops looking for options at a word that starts with `-` and names none,
  * and refused `svc workers join - --name lab-1` as "unexpected argument --name". A `-` given as

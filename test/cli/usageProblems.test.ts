@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest"
 import { svc } from "../../src/cli/main.js"
-import { commandOf, commandTree, parseProblem, tidyHelp, wordsProblem, withStdinArgumentLast } from "../../src/cli/usageProblems.js"
+import { commandOf, commandTree, parseProblem, tidyHelp, wordsProblem, withShortValuesApart, withStdinArgumentLast } from "../../src/cli/usageProblems.js"
 
 // svc's own command tree, read from @effect/cli's descriptor: a release that changes its shape
 // fails here.
@@ -217,5 +217,16 @@ describe("a lone - (read from stdin)", () => {
     expect(withStdinArgumentLast(tree, ["workers", "join", "--name", "-", "TOKEN"])).toEqual(["workers", "join", "--name", "-", "TOKEN"])
     expect(withStdinArgumentLast(tree, ["workers", "join", "TOKEN", "--name", "x"])).toEqual(["workers", "join", "TOKEN", "--name", "x"])
     expect(withStdinArgumentLast(tree, ["workers", "join", "-", "--", "--name"])).toEqual(["workers", "join", "-", "--", "--name"])
+  })
+})
+
+describe("a short option's value in the same word", () => {
+  it("is split from it (-n1, as head and tail take it), for a short option that takes a value only", () => {
+    expect(withShortValuesApart(tree, ["journal", "tail", "-n1"])).toEqual(["journal", "tail", "-n", "1"])
+    expect(withShortValuesApart(tree, ["journal", "tail", "-n20", "-f"])).toEqual(["journal", "tail", "-n", "20", "-f"])
+    // -f takes no value: -fx is not -f x.
+    expect(withShortValuesApart(tree, ["journal", "tail", "-fx"])).toEqual(["journal", "tail", "-fx"])
+    expect(withShortValuesApart(tree, ["journal", "tail", "--lines", "3"])).toEqual(["journal", "tail", "--lines", "3"])
+    expect(withShortValuesApart(tree, ["journal", "tail", "--", "-n1"])).toEqual(["journal", "tail", "--", "-n1"])
   })
 })

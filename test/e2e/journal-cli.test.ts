@@ -135,6 +135,8 @@ describe("svc journal and svc audit", () => {
     ])
     const text = (await run("journal", "tail", "-n", "3")).stdout.trim().split("\n")
     expect(text).toHaveLength(3)
+    // Written as head and tail take it: -n3 (refused as an unknown option -n3).
+    expect((await run("journal", "tail", "-n3")).stdout.trim().split("\n")).toEqual(text)
     expect(text[2]).toMatch(/^\s+8  \d{4}-\d\d-\d\dT[\d:.]+Z  worker-w1#6  WorkerRevoked  \{"workerId":"w1"/)
     const exported = (await run("journal", "export")).stdout.trim().split("\n").map((l) => JSON.parse(l))
     expect(exported.map((e: { sequence: number }) => e.sequence)).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
