@@ -137,4 +137,9 @@ describe("svc run --wait", () => {
     expect(worthSaying(again, false)).toBe(true)
     expect(progressLine(again)).toBe("run rAbc123 assigned on lab-2 (attempt 2)")
   })
+
+  it("says a run pending again after its attempt ended (declined, superseded) as such, not by the decision that placed it", () => {
+    const declined: RunView = { ...view, state: "pending", host: null, attempts: 1, explanation: "placed on worker 'lab-1'; excluded: owner (eligibility: lacks label pool=lab)" }
+    expect(progressLine(declined)).toBe("run rAbc123 pending: its attempt 1 ended (svc runs show rAbc123 says how); it is placed again")
+  })
 })

@@ -29,7 +29,7 @@ export interface RunView {
   readonly state: RunRecord["state"]
   readonly submittedAt: string
   readonly finishedAt: string | null
-  /** The host of its latest attempt: where it runs or where it ended (its name); null while pending. */
+  /** The host of its latest attempt: where it runs or where it ended (its name); null while pending, or when that attempt was declined. */
   readonly host: string | null
   /** That host's id (`owner`, or the worker's id); null while pending. (An owner from before it does not send it.) */
   readonly hostId?: string | null
@@ -125,8 +125,10 @@ export const makeRunViews = ({ state, readRun, files, nextChange, slotWaits }: R
 
   const view = (s: OwnerState, run: RunRecord): RunView => {
     const last = lastAttempt(run)
-    // A pending run is on no host, whatever its last attempt was (runs show lists them).
-    const hostId = last === undefined || run.state === "pending" ? null : last.host
+    // A pending run is on no host, whatever its last attempt was (runs show lists them); nor is a
+    // run whose last attempt its worker declined: it never ran there (a run stopped then said
+    // "stopped on lab-1").
+    const hostId = last === undefined || run.state === "pending" || last.state === "declined" ? null : last.host
     const host = hostId === null ? null : nameOf(s, hostId)
     return {
       id: run.id,

@@ -44,7 +44,10 @@ const readInput = (raw: Option.Option<string>) =>
 /** How a run `--wait` follows is getting on, while it is not finished. */
 export const progressLine = (r: RunView) =>
   r.state === "pending"
-    ? `run ${r.id} pending: ${r.explanation ?? "not placed yet"}`
+    ? // Pending again, its last decision (which placed it) is not what happens now.
+      r.attempts > 0 && r.explanation?.startsWith("placed on ") === true
+      ? `run ${r.id} pending: its attempt ${r.attempts} ended (svc runs show ${r.id} says how); it is placed again`
+      : `run ${r.id} pending: ${r.explanation ?? "not placed yet"}`
     : `run ${r.id} ${r.state}${r.host === null ? "" : ` on ${hostText(r)}`}${r.attempts > 1 ? ` (attempt ${r.attempts})` : ""}`
 
 /**

@@ -1111,6 +1111,19 @@ describe("a claim's answer that never arrived", () => {
 // ---- Stop ---------------------------------------------------------------------------------------
 
 describe("stop", () => {
+  it.effect("a run stopped after its only worker declined it is on no host: it never ran there (it said 'stopped on lab-1')", () =>
+    Effect.gen(function* () {
+      const dispatcher = yield* Dispatcher
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const { runId, id } = yield* runningOn(w)
+      ok(yield* call(w.credential, { kind: "decline", fence: w.fence, attempt: id, reason: "not today" }), "ack")
+      expect(yield* show(runId)).toMatchObject({ state: "pending", host: null })
+      expect(yield* dispatcher.stop(runId, "operator")).toMatchObject({ state: "stopped", host: null, hostId: null, error: "stopped by the operator" })
+      expect(attempt(yield* show(runId), 1)).toMatchObject({ state: "declined", host: w.workerId })
+    }).pipe(Effect.provide(TestOwner))
+  )
+
   it.effect("a run stopped while running on a worker is in stopsFor and in the heartbeat's stop list; its slot is freed when the worker no longer lists it", () =>
     Effect.gen(function* () {
       const dispatcher = yield* Dispatcher
