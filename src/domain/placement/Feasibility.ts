@@ -52,9 +52,14 @@ interface Requirements {
   readonly fixed: Array<ReadonlyArray<Exclusion>>
   /** Whether `fixed` excludes it (its length, kept beside it: one object fewer to read per candidate). */
   readonly excluded: Array<boolean>
-  /** The whole verdict of an excluded configuration, made at first use, and whether it was made for an expired advertisement. */
+  /**
+   * The whole verdict of an excluded configuration, made at first use, and the moment it was made
+   * for (`silenceKey`): an expired advertisement's reason depends on the kind of silence (it said
+   * bye, it lapsed, nothing heard), so a verdict made for one is not another's (a worker frozen
+   * was recorded "stopped cleanly", its decision then diverging from its own inputs at audit).
+   */
   readonly verdict: Array<CandidateVerdict | undefined>
-  readonly verdictExpired: Array<boolean>
+  readonly verdictFor: Array<string>
   readonly byConfiguration: WeakMap<Configuration, ReadonlyArray<Exclusion>>
 }
 
@@ -179,7 +184,7 @@ const truncate = (cache: FeasibilityCache, n: number): void => {
       r.fixed.length = n
       r.excluded.length = n
       r.verdict.length = n
-      r.verdictExpired.length = n
+      r.verdictFor.length = n
     }
   }
 }
@@ -239,6 +244,10 @@ const bitCount = (x: number): number => {
   return (((x + (x >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24
 }
 
+/** What a cached verdict of an excluded candidate was made for: its advertisement alive, or which silence. */
+const ALIVE = "alive"
+const silenceKey = (c: Candidate, expired: boolean): string => (expired ? (c.silence ?? "lapsed") : ALIVE)
+
 /** Whether the host at `i` declined, by its id; found so, its position is noted for the next decision. */
 const declinedHere = (cache: FeasibilityCache, a: Activity, i: number): boolean => {
   const id = cache.id[i]!
@@ -251,7 +260,7 @@ export const placeWithCache = (a: Activity, candidates: ReadonlyArray<Candidate>
   const n = candidates.length
   if (cache.candidate.length > n) truncate(cache, n)
   const layer1 = new Layer1(a)
-  const r = bounded(cache.requirements, requirementsKey(a), (): Requirements => ({ configuration: [], fixed: [], excluded: [], verdict: [], verdictExpired: [], byConfiguration: new WeakMap() }))
+  const r = bounded(cache.requirements, requirementsKey(a), (): Requirements => ({ configuration: [], fixed: [], excluded: [], verdict: [], verdictFor: [], byConfiguration: new WeakMap() }))
   const shared = ledgerExclusions(q)
   const ledger = bounded(cache.ledgers, `${shared.logical?.text ?? ""}\u0000${shared.endpoint?.text ?? ""}`, () => shared)
   const ledgerFull = ledger.logical !== undefined || ledger.endpoint !== undefined
@@ -275,7 +284,7 @@ export const placeWithCache = (a: Activity, candidates: ReadonlyArray<Candidate>
       r.fixed[i] = fixed
       r.excluded[i] = fixed.length > 0
       r.verdict[i] = undefined
-      r.verdictExpired[i] = false
+      r.verdictFor[i] = ALIVE
     }
     // The moment: a decline or an expired advertisement excludes it, with its static exclusions.
     if (declined === undefined ? declinedHere(cache, a, i) : declined.length > 0 && declined.includes(i)) {
@@ -285,10 +294,11 @@ export const placeWithCache = (a: Activity, candidates: ReadonlyArray<Candidate>
     const expired = cache.expired[i]!
     if (expired || r.excluded[i]) {
       let v = r.verdict[i]
-      if (v === undefined || r.verdictExpired[i] !== expired) {
+      const moment = silenceKey(c, expired)
+      if (v === undefined || r.verdictFor[i] !== moment) {
         v = { candidate: cache.id[i]!, name: cache.name[i]!, exclusions: expired ? layer1.withMoment(c, fixed) : fixed, score: null }
         r.verdict[i] = v
-        r.verdictExpired[i] = expired
+        r.verdictFor[i] = moment
       }
       verdicts[i] = v
       continue

@@ -30,7 +30,17 @@ export const auditPlacement = (e: PlacementDecided): PlacementAudit => {
     if (before === undefined) differences.push(`candidate ${v.candidate}: not in the recorded verdicts`)
     else if (canonical(before) !== canonical(v)) {
       const codes = (x: { readonly exclusions: ReadonlyArray<{ readonly code: string }> }) => x.exclusions.map((c) => c.code).join(",") || "none"
-      differences.push(`candidate ${v.candidate} (${v.name}): recorded exclusions ${codes(before)}, now ${codes(v)}${codes(before) === codes(v) ? " (their text, numbers or score differ)" : ""}`)
+      // The same codes: what differs is said (it read "recorded exclusions X, now X").
+      const texts = (x: { readonly exclusions: ReadonlyArray<{ readonly text: string }> }) => x.exclusions.map((c) => JSON.stringify(c.text)).join(", ")
+      const same =
+        codes(before) !== codes(v)
+          ? ""
+          : texts(before) !== texts(v)
+            ? ` (recorded as ${texts(before)}, now ${texts(v)})`
+            : canonical(before.score) !== canonical(v.score)
+              ? ` (score recorded ${canonical(before.score)}, now ${canonical(v.score)})`
+              : " (their numbers differ)"
+      differences.push(`candidate ${v.candidate} (${v.name}): recorded exclusions ${codes(before)}, now ${codes(v)}${same}`)
     }
     recorded.delete(v.candidate)
   }

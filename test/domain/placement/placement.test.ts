@@ -216,6 +216,8 @@ const stepArb = fc.oneof(
       preferredLabels: fc.subarray(["zone=eu", "gpu=true"]),
       declinedBy: fc.subarray(["w1", "w2", "w3"]),
       alive: fc.array(fc.boolean(), { minLength: 4, maxLength: 4 }),
+      // Why a silent one is silent: it said bye, it lapsed, nothing heard since the owner started, never advertised.
+      silence: fc.array(fc.constantFrom(undefined, "ended", "unheard", "never"), { minLength: 4, maxLength: 4 }),
       used: fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 4, maxLength: 4 }),
       logicalFull: fc.boolean(),
       // As a dispatcher does: a host whose view did not change is the very same object again.
@@ -278,7 +280,9 @@ describe("the feasibility cache", () => {
               const cs = [...fleet.values()].map((c, i) => {
                 const before = handed.get(c.id)
                 if (step.reuse[i] && before !== undefined && before.from === c) return before.as
-                const made = { ...c, advertisementAlive: c.isOwner || step.alive[i]!, slots: { capacity: 2, used: step.used[i]! } }
+                const alive = c.isOwner || step.alive[i]!
+                const silence = alive ? undefined : step.silence[i]
+                const made: Candidate = { ...c, advertisementAlive: alive, ...(silence === undefined ? {} : { silence }), slots: { capacity: 2, used: step.used[i]! } }
                 handed.set(c.id, { from: c, as: made })
                 return made
               })

@@ -848,9 +848,12 @@ describe("auditPlacement", () => {
 
   it("a tampered verdict's text or score, with the same codes, is named too", () => {
     const text = verdicts((v) => (v.candidate === "w3" ? { ...v, exclusions: v.exclusions.map((x) => ({ ...x, text: "it was fine" })) } : v))
-    expect(diverged(tampered({ verdicts: text }))).toEqual(["candidate w3 (box-w3): recorded exclusions advertisement-expired, now advertisement-expired (their text, numbers or score differ)"])
+    // What differs is said: it read "recorded exclusions advertisement-expired, now advertisement-expired".
+    expect(diverged(tampered({ verdicts: text }))).toEqual([
+      'candidate w3 (box-w3): recorded exclusions advertisement-expired, now advertisement-expired (recorded as "it was fine", now "its advertisement expired (no refresh for 15 s)")'
+    ])
     const score = verdicts((v) => (v.candidate === "w1" ? { ...v, score: { locality: 0, preference: 5 } } : v))
-    expect(diverged(tampered({ verdicts: score }))).toEqual(["candidate w1 (box-w1): recorded exclusions none, now none (their text, numbers or score differ)"])
+    expect(diverged(tampered({ verdicts: score }))).toEqual(['candidate w1 (box-w1): recorded exclusions none, now none (score recorded {"locality":0,"preference":5}, now {"locality":0,"preference":0})'])
   })
 
   it("a verdict dropped or added, and a tampered provenance, are named", () => {
