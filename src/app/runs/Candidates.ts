@@ -1,6 +1,7 @@
 /**
  * The candidates of a placement as the owner sees them now: the owner itself (its settings, its
- * reserved slots) and every worker (its last journaled advertisement, scope, revocation,
+ * reserved slots) and every worker but those revoked long ago that hold nothing (its last
+ * journaled advertisement, scope, revocation,
  * freshness, and as used slots those it reserved plus those the worker's last advertisement said
  * other work holds: docs/runs.md, "On a worker"). Built for each decision, from lists kept per
  * advertisement so that consecutive decisions share them (the feasibility cache and the
@@ -11,6 +12,14 @@ import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import type { Candidate, Silence } from "../../domain/placement/Placement.js"
 import type { RunRecord } from "../../domain/runs/Runs.js"
 import type { AdvertisementRecord, WorkerRecord } from "../../domain/workers/Registry.js"
+
+/**
+ * A revoked identity is a candidate, excluded as revoked, while it holds slots and for a day
+ * after its revocation; then no longer: a machine that joins again each day would otherwise add
+ * an identity to every decision for ever (journal and explanations growing, the live workers'
+ * reasons pushed past what an explanation names). docs/placement.md, "Candidates".
+ */
+export const REVOKED_CANDIDATE_MS = 24 * 60 * 60 * 1000
 
 export const makeCandidates = (
   host: { readonly labels: ReadonlyArray<string>; readonly capabilities: ReadonlyArray<string>; readonly capacity: number },
@@ -135,6 +144,7 @@ export const makeCandidates = (
     ]
     for (let i = 0; i < workers.length; i++) {
       const w = workers[i]!
+      if (w.revokedAt !== null && now - w.revokedAt >= REVOKED_CANDIDATE_MS && reserved(w.id) === 0) continue
       const ad = w.advertisement
       const view = ad === null ? NO_VIEW : viewOf(ad, job, jobKey)
       const alive = workerAlive(w, now)

@@ -1163,6 +1163,50 @@ describe("stop", () => {
   )
 })
 
+// ---- Candidates ---------------------------------------------------------------------------------
+
+describe("candidates", () => {
+  const candidatesOf = (runId: string) =>
+    Effect.gen(function* () {
+      const decided = yield* Effect.flatMap(Journal, (j) => j.readStream(`run-${runId}`))
+      const placement = decided.map((e) => e.event).find((e) => e._tag === "PlacementDecided")
+      return placement?._tag === "PlacementDecided" ? placement.verdicts.map((v) => [v.candidate, v.exclusions[0]?.code ?? "eligible"]) : []
+    })
+
+  it.effect("a revoked identity is one, excluded as revoked, for a day after its revocation, and then no longer unless it still holds a slot", () =>
+    Effect.gen(function* () {
+      const owner = yield* Owner
+      const lab1 = yield* linked("lab-1")
+      const idle = yield* linked("lab-2")
+      const holding = yield* linked("lab-3")
+      yield* advertise(holding)
+      // lab-3 runs a job when it is revoked: its slot stays reserved until it is seen stopped.
+      yield* runningOn(holding)
+      yield* owner.revoke(idle.workerId, "operator")
+      yield* owner.revoke(holding.workerId, "operator")
+      yield* advertise(lab1)
+      const first = yield* submit(GPU)
+      yield* until("placed", show(first.id), (d) => d.placement !== null)
+      expect(yield* candidatesOf(first.id)).toEqual(
+        [
+          ["owner", "missing-label"],
+          [lab1.workerId, "eligible"],
+          [idle.workerId, "revoked"],
+          [holding.workerId, "revoked"]
+        ].sort((a, b) => (a[0] === "owner" ? -1 : b[0] === "owner" ? 1 : a[0]! < b[0]! ? -1 : 1))
+      )
+      expect(yield* reserved(holding.workerId)).toBe(1)
+      yield* TestClock.adjust("24 hours")
+      yield* advertise(lab1)
+      const later = yield* submit(GPU)
+      yield* until("placed", show(later.id), (d) => d.placement !== null)
+      // The idle one is gone from the decision; the one still holding a slot is kept, as workers status shows it.
+      expect((yield* candidatesOf(later.id)).map(([id]) => id)).toEqual(["owner", ...[lab1.workerId, holding.workerId].sort()])
+      expect(yield* reserved(holding.workerId)).toBe(1)
+    }).pipe(Effect.provide(TestOwner))
+  )
+})
+
 // ---- Scope --------------------------------------------------------------------------------------
 
 describe("scope", () => {
