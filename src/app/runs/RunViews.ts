@@ -31,7 +31,7 @@ export interface RunView {
   readonly finishedAt: string | null
   /** The host of its latest attempt: where it runs or where it ended (its name); null while pending, or when that attempt was declined. */
   readonly host: string | null
-  /** That host's id (`owner`, or the worker's id); null while pending. (An owner from before it does not send it.) */
+  /** That host's id (`owner`, or the worker's id); null when `host` is. (An owner from before it does not send it.) */
   readonly hostId?: string | null
   /** Another worker carries the host's name (a machine that joined again): texts add the id. Absent: no. */
   readonly hostNameShared?: true

@@ -262,11 +262,9 @@ const tailCommand = Command.make("tail", { json, lines, follow }, ({ follow, jso
       // The store just made: its tables come a moment after the file.
       yield* fromStart ? tail.pipe(Effect.retry({ while: (e) => e._tag === "JournalError" && e.message.includes("holds no svc journal"), schedule: Schedule.spaced("200 millis") })) : tail
       if (unreadable.length > 0) return yield* refused(unreadableText(unreadable, `shown as stored, with why; every other event is shown whole (svc journal export writes them all)`))
-      // The store just made: its tables come a moment after the file.
     })
   )
 ).pipe(Command.withDescription("Print the last events of the journal (--follow keeps printing new ones)"))
-
 
 const exportCommand = Command.make("export", {}, () =>
   journalFailure(
