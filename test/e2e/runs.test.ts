@@ -33,6 +33,7 @@ import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { callRoute, ownerCa, startServe, stopAllServes, svcIn, Transcript, waitFor, type ServeProcess } from "../support/serve.js"
 import { SVC_BIN, tempDirs } from "../support/svc.js"
+import { adminCall } from "../../src/infra/http/AdminApi.js"
 
 const HOME_JOB = "lab:home@1.0.0"
 const ALPHA = "lab:alpha@1.0.0"
@@ -758,6 +759,14 @@ describe("runs between an owner and two real worker processes", () => {
     expect(report.placements.decisions).toBeGreaterThanOrEqual(58)
     expect(report.placements.reproduced).toBe(report.placements.decisions)
     expect(report.owner).toMatchObject({ compared: true, matches: true })
+
+    // svc audit reads the workers' and invites' streams only, passing over the runs': its rows are
+    // the running owner's audit projection, row for row (joins, rotations and the revocation here).
+    const audited = await run(ownerHome, "audit", "--json")
+    expect(audited.code, audited.stderr).toBe(0)
+    const live = (await adminCall(ownerHome, "GET", "/state")).body as { state: { audit: ReadonlyArray<{ at: number }> } }
+    expect(live.state.audit.length).toBeGreaterThanOrEqual(5)
+    expect(JSON.parse(audited.stdout).rows).toEqual(live.state.audit.map((row) => ({ ...row, at: new Date(row.at).toISOString() })))
 
     const text = await run(ownerHome, "journal", "replay", "--audit")
     expect(text.code, text.stdout + text.stderr).toBe(0)

@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Ref from "effect/Ref"
 import * as Clock from "effect/Clock"
-import { CURRENT_VERSION, type Envelope, type Event } from "../../domain/journal/Events.js"
+import { CURRENT_VERSION, RUN_STREAM_PREFIX, type Envelope, type Event } from "../../domain/journal/Events.js"
 
 export interface AppendCommand {
   readonly stream: string
@@ -57,6 +57,11 @@ export interface JournalService {
   readonly read: (after: number, limit: number) => Effect.Effect<ReadonlyArray<Envelope>, JournalError>
   /** Every envelope of one stream, in stream order (a forgotten run read back: docs/runs.md). */
   readonly readStream: (stream: string) => Effect.Effect<ReadonlyArray<Envelope>, JournalError>
+  /**
+   * As `read`, of every stream but the runs' (`run-...`): the workers' and invites' events, what
+   * the audit rows are made of, without reading (or decoding) the runs' many more.
+   */
+  readonly readOutsideRuns: (after: number, limit: number) => Effect.Effect<ReadonlyArray<Envelope>, JournalError>
   /** The last sequence written; 0 when empty. */
   readonly head: Effect.Effect<number, JournalError>
 }
@@ -101,6 +106,7 @@ export const makeMemory = Effect.gen(function* () {
       ),
     read: (after, limit) => Effect.map(Ref.get(state), (s) => s.events.slice(Math.max(0, after), Math.max(0, after) + limit)),
     readStream: (stream) => Effect.map(Ref.get(state), (s) => s.events.filter((e) => e.stream === stream)),
+    readOutsideRuns: (after, limit) => Effect.map(Ref.get(state), (s) => s.events.filter((e) => e.sequence > after && !e.stream.startsWith(RUN_STREAM_PREFIX)).slice(0, limit)),
     head: Effect.map(Ref.get(state), (s) => s.events.length)
   })
 })

@@ -335,4 +335,6 @@ export interface Envelope {
 
 export const workerStream = (workerId: string) => `worker-${workerId}`
 export const inviteStream = (inviteId: string) => `invite-${inviteId}`
-export const runStream = (runId: string) => `run-${runId}`
+/** Every run's stream name starts so. */
+export const RUN_STREAM_PREFIX = "run-"
+export const runStream = (runId: string) => `${RUN_STREAM_PREFIX}${runId}`

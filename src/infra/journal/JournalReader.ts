@@ -13,13 +13,13 @@ import * as Layer from "effect/Layer"
 import { snapshotText } from "./SnapshotText.js"
 import { Checkpoints } from "../../app/journal/Checkpoints.js"
 import { Journal, JournalError } from "../../app/journal/Journal.js"
-import { ioError, preparePage, prepareStream, readPage, readStreamOf } from "./SqliteJournal.js"
+import { ioError, prepareOutsideRuns, preparePage, prepareStream, readPage, readStreamOf } from "./SqliteJournal.js"
 import { openProblem, storeProblem, tablesOf } from "./StoreCheck.js"
 
 const readOnly = () => Effect.fail(new JournalError({ reason: "Closed", message: "this journal is open read-only" }))
 
 const empty = Layer.mergeAll(
-  Layer.succeed(Journal, Journal.of({ append: readOnly, read: () => Effect.succeed([]), readStream: () => Effect.succeed([]), head: Effect.succeed(0) })),
+  Layer.succeed(Journal, Journal.of({ append: readOnly, read: () => Effect.succeed([]), readStream: () => Effect.succeed([]), readOutsideRuns: () => Effect.succeed([]), head: Effect.succeed(0) })),
   Layer.succeed(Checkpoints, Checkpoints.of({ write: readOnly, latest: Effect.succeed(undefined), snapshot: Effect.succeed(undefined) }))
 )
 
@@ -41,6 +41,7 @@ const fromFile = (filename: string) =>
           return {
             tables,
             page: preparePage(db),
+            outsideRuns: prepareOutsideRuns(db),
             stream: prepareStream(db),
             head: db.prepare<[], number>("SELECT COALESCE(MAX(sequence), 0) FROM events").pluck(),
             latest: db.prepare<[], { sequence: number; digest: string; written_at: number }>("SELECT sequence, digest, written_at FROM checkpoints ORDER BY sequence DESC LIMIT 1")
@@ -49,11 +50,12 @@ const fromFile = (filename: string) =>
         catch: unreadable
       })
       if (typeof prepared === "string") return yield* new JournalError({ reason: "Io", message: prepared })
-      const { head, latest, page, stream, tables } = prepared
+      const { head, latest, outsideRuns, page, stream, tables } = prepared
       const journal = Journal.of({
         append: readOnly,
         read: (after, limit) => readPage(page, after, limit),
         readStream: (name) => readStreamOf(stream, name),
+        readOutsideRuns: (after, limit) => readPage(outsideRuns, after, limit),
         head: Effect.try({ try: () => head.get() ?? 0, catch: ioError("reading the journal head") })
       })
       const lastSnapshot = tables.has("snapshots")

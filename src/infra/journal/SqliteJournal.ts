@@ -20,7 +20,7 @@ import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as RuntimeFlags from "effect/RuntimeFlags"
 import * as Schema from "effect/Schema"
-import { CURRENT_VERSION, Event, type Envelope, type EventType } from "../../domain/journal/Events.js"
+import { CURRENT_VERSION, Event, RUN_STREAM_PREFIX, type Envelope, type EventType } from "../../domain/journal/Events.js"
 import { packedVersionOf, storedPayload, upcast } from "../../domain/journal/Upcasting.js"
 import { fastGuardOf } from "../schema/Guard.js"
 import { issuesText } from "../schema/Issues.js"
@@ -224,6 +224,13 @@ export const readStreamOf = (query: Database.Statement<[string], RawRow>, stream
 export const preparePage = (db: Database.Database): Database.Statement<[number, number], RawRow> =>
   db.prepare<[number, number], RawRow>(PAGE_SQL).raw(true)
 
+/** A page of every stream but the runs': their rows are passed over without their payloads being read. */
+export const OUTSIDE_RUNS_SQL = `SELECT sequence, stream, stream_version, type, schema_version, payload, recorded_at FROM events WHERE sequence > ? AND stream NOT LIKE '${RUN_STREAM_PREFIX}%' ORDER BY sequence LIMIT ?`
+
+/** That query on `db`, answering rows as arrays. */
+export const prepareOutsideRuns = (db: Database.Database): Database.Statement<[number, number], RawRow> =>
+  db.prepare<[number, number], RawRow>(OUTSIDE_RUNS_SQL).raw(true)
+
 /** Reads a page. */
 export const readPage = (page: Database.Statement<[number, number], RawRow>, after: number, limit: number) =>
   envelopesOf(() => page.all(after, limit), `reading the journal after sequence ${after}`)
@@ -285,6 +292,7 @@ export const make = (filename: string, { streamCache = STREAM_CACHE }: { readonl
     })
     const streamHead = db.prepare<[string], number>("SELECT COALESCE(MAX(stream_version), 0) FROM events WHERE stream = ?").pluck()
     const page = preparePage(db)
+    const outsideRuns = prepareOutsideRuns(db)
     const streamQuery = prepareStream(db)
 
     let head = db.prepare<[], number>("SELECT COALESCE(MAX(sequence), 0) FROM events").pluck().get() ?? 0
@@ -409,7 +417,13 @@ export const make = (filename: string, { streamCache = STREAM_CACHE }: { readonl
 
     const read = (after: number, limit: number) => readPage(page, after, limit)
 
-    return Journal.of({ append, read, readStream: (stream) => readStreamOf(streamQuery, stream), head: Effect.sync(() => head) })
+    return Journal.of({
+      append,
+      read,
+      readStream: (stream) => readStreamOf(streamQuery, stream),
+      readOutsideRuns: (after, limit) => readPage(outsideRuns, after, limit),
+      head: Effect.sync(() => head)
+    })
   })
 
 export const makeCheckpoints = Effect.gen(function* () {

@@ -61,6 +61,25 @@ const contract = (name: string, makeLayer: () => Layer.Layer<Journal, unknown>) 
       }).pipe(Effect.provide(makeLayer()))
     )
 
+    it.effect("reads every stream but the runs', in order, a page at a time", () =>
+      Effect.gen(function* () {
+        const journal = yield* Journal
+        yield* journal.append({ stream: "invite-a", expectedVersion: 0, events: [invited("a")] })
+        yield* journal.append({ stream: "run-r1", expectedVersion: 0, events: [invited("r1")] })
+        yield* journal.append({ stream: "worker-w1", expectedVersion: 0, events: [session("w1", 1)] })
+        yield* journal.append({ stream: "run-r2", expectedVersion: 0, events: [invited("r2")] })
+        yield* journal.append({ stream: "invite-a", expectedVersion: 1, events: [joined("w1", "a")] })
+        expect((yield* journal.readOutsideRuns(0, 100)).map((e) => [e.sequence, e.stream])).toEqual([
+          [1, "invite-a"],
+          [3, "worker-w1"],
+          [5, "invite-a"]
+        ])
+        expect((yield* journal.readOutsideRuns(1, 1)).map((e) => e.sequence)).toEqual([3])
+        expect((yield* journal.readOutsideRuns(3, 100)).map((e) => e.sequence)).toEqual([5])
+        expect(yield* journal.readOutsideRuns(5, 100)).toEqual([])
+      }).pipe(Effect.provide(makeLayer()))
+    )
+
     it.effect("refuses a stale expected version with a conflict that writes nothing", () =>
       Effect.gen(function* () {
         const journal = yield* Journal
