@@ -207,6 +207,17 @@ export const makeHandler = (runtime: Runtime.Runtime<Owner>) => {
   return Object.assign(handler, { interruptAll })
 }
 
+/**
+ * What the route answers while the owner starts (it listens before it has folded its journal,
+ * so that a port already in use is said at once): 503, `starting`, call again in a second. The
+ * calls used to wait unanswered for the whole start, up to the request timeout.
+ */
+export const startingHandler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+  if (!res.headersSent) res.setHeader("retry-after", "1")
+  send(res, 503, { code: "starting", message: "svc serve is starting (it reads its journal): call again in a moment" }, true)
+  req.resume()
+}
+
 export interface ServeOptions {
   readonly cert: string
   readonly key: string

@@ -42,7 +42,7 @@ import { serveAdmin } from "../http/AdminApi.js"
 import { adminRoutes, interruptAdminCalls } from "./AdminRoutes.js"
 import { claimHome } from "./HomeStart.js"
 import { listen as listenForStop, type StopSignal } from "./StopSignals.js"
-import { createServer, makeHandler } from "../http/WorkerRoute.js"
+import { createServer, makeHandler, startingHandler } from "../http/WorkerRoute.js"
 import * as NodeHashing from "../journal/NodeHashing.js"
 import { layer as journalLayer } from "../journal/SqliteJournal.js"
 import { storePath } from "../journal/StoreFile.js"
@@ -158,7 +158,7 @@ const start = (options: ServeOptions) =>
     })
 
     const tls = yield* wrap("loading the TLS certificate", () => loadOrCreate(options.home, options.tls))
-    const server = createServer({ cert: tls.cert, key: tls.key, host: options.host, port: options.port }, () => undefined)
+    const server = createServer({ cert: tls.cert, key: tls.key, host: options.host, port: options.port }, startingHandler)
     const address = yield* listen(server, options.port, options.host)
     // Closed whatever stops the start from here on (an open listener would keep the process
     // alive), and once running, before the owner's runtime closes (below).

@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { Unreachable } from "../../app/workers/Link.js"
 import { Refusal, RefusalCode, WorkerResponse, type WorkerRequest } from "../../app/workers/Protocol.js"
+import { withoutSecrets } from "../../domain/workers/Secrets.js"
 
 const fingerprintHex = (cert: tls.PeerCertificate) => cert.fingerprint256.replace(/:/g, "").toLowerCase()
 
@@ -77,6 +78,12 @@ export const certificateProblem = (e: NodeJS.ErrnoException): string | undefined
 }
 
 /** One call of the route: the answer, a refusal, or Unreachable. */
+/** The message of an answer that is no refusal (an owner starting says so), as `: message`; else nothing. */
+const messageOf = (json: unknown): string => {
+  const message = typeof json === "object" && json !== null ? (json as { readonly message?: unknown }).message : undefined
+  return typeof message === "string" && message !== "" ? `: ${withoutSecrets(message.slice(0, 300))}` : ""
+}
+
 export const callOwner = (owner: PinnedOwner, agent: https.Agent, bearer: string, request: WorkerRequest, timeoutMs = 45_000) =>
   Effect.async<import("../../app/workers/Protocol.js").WorkerResponse, Refusal | Unreachable>((resume) => {
     const body = JSON.stringify(request)
@@ -108,7 +115,7 @@ export const callOwner = (owner: PinnedOwner, agent: https.Agent, bearer: string
           return resume(
             refusal._tag === "Right"
               ? Effect.fail(new Refusal(refusal.right))
-              : Effect.fail(new Unreachable({ message: `${owner.url} answered ${res.statusCode}` }))
+              : Effect.fail(new Unreachable({ message: `${owner.url} answered ${res.statusCode}${messageOf(json)}` }))
           )
         })
       }

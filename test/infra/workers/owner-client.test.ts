@@ -6,6 +6,7 @@ import { createServer, type Server } from "node:https"
 import { join } from "node:path"
 import * as Effect from "effect/Effect"
 import { afterEach, describe, expect, it } from "vitest"
+import { createServer as createRouteServer, startingHandler } from "../../../src/infra/http/WorkerRoute.js"
 import { loadOrCreate } from "../../../src/infra/tls/OwnerCertificate.js"
 import { callOwner, certificateProblem, makeAgent } from "../../../src/infra/workers/OwnerClient.js"
 import { tempDir } from "../../support/svc.js"
@@ -45,6 +46,24 @@ describe("the worker's client", () => {
     expect(failed.message).toBe(
       `${impostor.url}: it presented another certificate than the one pinned at join (TLS: DEPTH_ZERO_SELF_SIGNED_CERT): not the owner that invited this worker, or one that made itself a new certificate (then join again with a new token from it)`
     )
+  })
+
+  it("hears an owner that is starting as such: answered at once (503, starting), a moment to call again, where calls waited out the start", async () => {
+    const home = join(tempDir("svc-client-"), "owner")
+    const tls = await loadOrCreate(home)
+    const server = createRouteServer({ cert: tls.cert, key: tls.key, host: "127.0.0.1", port: 0 }, startingHandler)
+    servers.push(server)
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
+    const url = `https://127.0.0.1:${(server.address() as { port: number }).port}`
+    const pinned = { url, fingerprint: tls.fingerprint, certificate: tls.cert }
+    const agent = makeAgent(pinned)
+    const failed = await Effect.runPromise(Effect.flip(callOwner(pinned, agent, "svc_wk_x", { kind: "heartbeat", fence: 1, running: [] })))
+    agent.destroy()
+    // Unreachable: the link backs off and calls again, as while the owner is down.
+    expect({ tag: failed._tag, message: failed.message }).toEqual({
+      tag: "Unreachable",
+      message: `${url} answered 503: svc serve is starting (it reads its journal): call again in a moment`
+    })
   })
 
   it("says an expired or not yet valid pinned certificate as such, and leaves other errors as they are", () => {
