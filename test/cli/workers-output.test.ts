@@ -30,9 +30,10 @@ describe("svc workers status", () => {
   })
 
   it("says what release freed without claiming runs placed elsewhere already are placed again", () => {
-    expect(releasedLine(0, "lab-2")).toBe("nothing to release: no attempt holds a slot of lab-2")
-    expect(releasedLine(2, "lab-2")).toBe(
-      "released 2 slots of lab-2: its attempts there are recorded as stopped; a run of theirs still unfinished, and not placed elsewhere already, is placed again"
+    // By name and id: a machine that joined again has identities of one name (it said "of lab-2").
+    expect(releasedLine(0, "lab-2", "wAbc1234567")).toBe("nothing to release: no attempt holds a slot of lab-2 (wAbc1234567)")
+    expect(releasedLine(2, "lab-2", "wAbc1234567")).toBe(
+      "released 2 slots of lab-2 (wAbc1234567): its attempts there are recorded as stopped; a run of theirs still unfinished, and not placed elsewhere already, is placed again"
     )
   })
 
