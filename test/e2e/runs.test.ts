@@ -811,4 +811,25 @@ describe("runs between an owner and two real worker processes", () => {
     expect(workerC.output()).not.toMatch(/internal error/)
     timings["own runs beside a waiting claim"] = Date.now() - t0
   }, 60_000)
+
+  it("a worker that leaves while it runs a job stops it first and says so: the owner frees its slot at once (it held it until released)", async () => {
+    const t0 = Date.now()
+    const slow = await submit(SLOW, { sleepMs: [40_000, 300], pidDir }, "--prefer", "host=a")
+    // Worker a, as a2 since it joined again (b was killed by an earlier test).
+    const first = await runningOn(slow.id, "a2")
+    const { url, workerId } = readLink(aHome)
+    const left = await run(aHome, "workers", "leave", url, "--json")
+    expect(left.code, left.stderr).toBe(0)
+    expect(JSON.parse(left.stdout)).toEqual({ owner: url, workerId, name: "a2", ownerTold: true, released: 1 })
+    expect(left.stderr).toContain("the owner was told: it lists a2 as revoked (it left), and places again whatever ran here for it, stopped here first; the slot it held there is freed.")
+    // Stopped before the owner was told; the old identity holds nothing.
+    expect(alive(first.pid)).toBe(false)
+    expect(await workerRow("a2")).toMatchObject({ id: workerId, revoked: true, used: 0 })
+    // The run is the owner's to place again (no other worker here has pool-a now: it waits).
+    const after = await showRun(slow.id)
+    expect(after.state).toBe("pending")
+    expect(after.attemptRecords[0]).toMatchObject({ hostName: "a2", state: "ceased", holdsSlot: false })
+    expect((await run(ownerHome, "runs", "stop", slow.id)).code).toBe(0)
+    timings["leave while running"] = Date.now() - t0
+  }, 60_000)
 })

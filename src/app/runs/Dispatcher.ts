@@ -84,6 +84,12 @@ export interface DispatcherService {
   readonly wait: (runId: string, ms: number, seen?: string) => Effect.Effect<RunView, RunRefused>
   /** The operator confirms a (revoked) worker no longer runs anything: its slots are freed. */
   readonly release: (workerId: string, actor: string, force?: boolean) => Effect.Effect<number, RunRefused>
+  /**
+   * The installation left, its runtime having stopped what it ran for this owner but `running`
+   * (`svc workers leave`): the slots of the others are freed, as a hello's list frees them.
+   * Answers how many.
+   */
+  readonly left: (workerId: string, running: ReadonlyArray<string>) => Effect.Effect<number>
   // The worker route, after authentication and the fence check:
   readonly hello: (worker: WorkerRecord, running: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, Refusal>
   /**
@@ -521,6 +527,9 @@ export const make = Effect.gen(function* () {
       return yield* releaseHeld(workerId, "the operator confirmed its worker stopped", new Set())
     })
 
+  const left: DispatcherService["left"] = (workerId, running) =>
+    Effect.tap(releaseHeld(workerId, "its worker left, having stopped it", new Set(running)), () => kick)
+
   // ---- The worker route (WorkerCalls.ts) ---------------------------------------------------
 
   const { hello, claim, heartbeat, decline, report, stopsFor } = makeWorkerCalls({ state, execute, executeWithoutRound, toRefusal, claims, slotWaits, files, kick, afterNextRound, runWaiting: earlierRunWaiting, releaseHeld, recordReport })
@@ -560,7 +569,7 @@ export const make = Effect.gen(function* () {
       Effect.catchAll((e) => Effect.succeed(e.message))
     )
 
-  return Dispatcher.of({ submit, list, show, stop, wait, release, hello, claim, heartbeat, decline, report, stopsFor, kick, wakeClaims: claims.wake, endClaims: claims.withdraw, jobProblem })
+  return Dispatcher.of({ submit, list, show, stop, wait, release, left, hello, claim, heartbeat, decline, report, stopsFor, kick, wakeClaims: claims.wake, endClaims: claims.withdraw, jobProblem })
 })
 
 export const layer = Layer.scoped(Dispatcher, make)

@@ -324,16 +324,21 @@ export const make = Effect.gen(function* () {
         const { authenticated, answer } = quick(s, bearer, request, now)
         if (authenticated instanceof Refusal) return Effect.fail(authenticated)
         if (answer !== undefined) return Effect.succeed(answer)
-        return request.kind === "hello" ? hello(authenticated, request) : request.kind === "leave" ? leave(authenticated) : call(authenticated, request)
+        return request.kind === "hello" ? hello(authenticated, request) : request.kind === "leave" ? leave(authenticated, request) : call(authenticated, request)
       })
     )
   }
 
-  /** The installation left (`svc workers leave`): revoked as on the operator's word, the actor saying so. */
-  const leave = ({ worker }: Authenticated) =>
+  /**
+   * The installation left (`svc workers leave`): revoked as on the operator's word, the actor
+   * saying so. With the list of what it still runs (its runtime stopped the rest first), the slots
+   * of the rest are freed, as a hello's list frees them; without it they stay held until released.
+   */
+  const leave = ({ worker }: Authenticated, request: Leave) =>
     revoke(worker.id, `worker ${worker.id} (it left)`).pipe(
       Effect.mapError((e) => (e instanceof Refusal ? e : commandRefusal("unauthenticated")(e))),
-      Effect.as({ kind: "left" as const, workerId: worker.id, name: worker.name } satisfies WorkerResponse)
+      Effect.zipRight(request.running === undefined ? Effect.succeed(undefined) : dispatcher.left(worker.id, request.running)),
+      Effect.map((released) => ({ kind: "left" as const, workerId: worker.id, name: worker.name, ...(released === undefined ? {} : { released }) }) satisfies WorkerResponse)
     )
 
   // `find` serves release, which is for revoked workers too: a shared name is refused there.

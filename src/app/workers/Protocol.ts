@@ -188,7 +188,13 @@ export type Report = typeof Report.Type
  * worker as it would on its operator's word, saying it left. No session needed (no fence): the
  * command is not the runtime.
  */
-export const Leave = Schema.Struct({ kind: Schema.Literal("leave") })
+/**
+ * The installation leaves (`svc workers leave`). `running`, when given: the attempts it still runs
+ * for this owner, as a hello lists them, said once its own runtime has stopped the link's work
+ * (normally none): the owner frees the slots of the others, which it would otherwise hold until
+ * its operator released them. Without it, the installation cannot say (no runtime running).
+ */
+export const Leave = Schema.Struct({ kind: Schema.Literal("leave"), running: Schema.optional(ShortList(Schema.String, 100)) })
 export type Leave = typeof Leave.Type
 
 /**
@@ -279,7 +285,9 @@ export type Work = typeof Work.Type
 export const Left = Schema.Struct({
   kind: Schema.Literal("left"),
   workerId: Schema.String,
-  name: Schema.String
+  name: Schema.String,
+  /** With a `running` list in the leave: how many slots the owner freed (attempts it no longer runs). */
+  released: Schema.optional(Schema.Number)
 })
 export type Left = typeof Left.Type
 

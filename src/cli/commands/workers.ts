@@ -19,6 +19,7 @@ import { ownFingerprint } from "../../infra/tls/OwnerCertificate.js"
 import { currentUid } from "../../infra/PrivateFiles.js"
 import { unsafeHomeProblem } from "../../infra/runtime/HomeStart.js"
 import { admin } from "../admin.js"
+import { adminCall } from "../../infra/http/AdminApi.js"
 import { exitQuietly, refused, setupProblem, unreachable, usage } from "../CliFailure.js"
 import { printJson, printLines, table } from "../output.js"
 
@@ -324,6 +325,25 @@ const sameOwner = (given: string, url: string): boolean => {
 
 const linkLine = (l: StoredLink) => `${l.url} as ${l.name} (${l.workerId})`
 
+/**
+ * Whether this machine's running svc serve has ended the link `key` (its work stopped): it ends a
+ * removed link within 2 s, and stopping its jobs takes up to their 5 s grace. False when no
+ * runtime answers (a killed one may have left jobs running) or it has not within 15 s.
+ */
+const linkStopped = (home: string, key: string) =>
+  Effect.gen(function* () {
+    const deadline = Date.now() + 15_000
+    for (;;) {
+      const answer = yield* Effect.either(Effect.tryPromise(() => adminCall(home, "GET", "/links")))
+      if (answer._tag === "Left" || answer.right.status !== 200) return false
+      const active = (answer.right.body as { readonly active?: unknown }).active
+      if (!Array.isArray(active)) return false
+      if (!active.includes(key)) return true
+      if (Date.now() > deadline) return false
+      yield* Effect.sleep("200 millis")
+    }
+  })
+
 const leave = Command.make(
   "leave",
   { owner: Args.text({ name: "OWNER" }).pipe(Args.withDescription("the owner's URL (or host:port), or this machine's worker name or id there")), json },
@@ -351,23 +371,31 @@ const leave = Command.make(
       // The link goes first (its credential is kept in memory for the call): a running svc serve
       // that hears of the revocation before it notices the link gone then knows this machine left.
       yield* Effect.tryPromise({ try: () => removeLink(home, key), catch: (e) => refused(`cannot remove the link to ${link.url}: ${e instanceof Error ? e.message : String(e)}`) })
+      // A running svc serve ends the link within 2 s of its removal, stopping what it ran for that
+      // owner: once it has, this machine can say it runs nothing there, and the owner frees the
+      // slots those attempts held (it held them until its operator released them).
+      const stopped = yield* linkStopped(home, key)
       // Then the owner is told: it revokes the worker, saying it left.
       const agent = makeAgent({ url: link.url, fingerprint: link.fingerprint, certificate: link.certificate })
-      const told = yield* Effect.either(callOwner({ url: link.url, fingerprint: link.fingerprint, certificate: link.certificate }, agent, link.credential, { kind: "leave" })).pipe(
+      const request = stopped ? { kind: "leave" as const, running: [] } : { kind: "leave" as const }
+      const told = yield* Effect.either(callOwner({ url: link.url, fingerprint: link.fingerprint, certificate: link.certificate }, agent, link.credential, request)).pipe(
         Effect.ensuring(Effect.sync(() => agent.destroy()))
       )
+      const released = told._tag === "Right" && told.right.kind === "left" ? told.right.released : undefined
       const outcome: { readonly kind: "told" } | { readonly kind: "revoked already" } | { readonly kind: "not told"; readonly why: string } =
         told._tag === "Right"
           ? { kind: "told" as const }
           : told.left._tag === "Refusal" && told.left.code === "revoked"
             ? { kind: "revoked already" as const }
             : { kind: "not told" as const, why: told.left.message }
-      if (json) yield* printJson({ owner: link.url, workerId: link.workerId, name: link.name, ownerTold: outcome.kind !== "not told" })
+      if (json) yield* printJson({ owner: link.url, workerId: link.workerId, name: link.name, ownerTold: outcome.kind !== "not told", ...(released === undefined ? {} : { released }) })
       else yield* Console.log(`left ${linkLine(link)}: its credential is deleted here, and a running svc serve stops what it runs for that owner within 2 s`)
       const again = "To work for it again, join with a new token."
       yield* Console.error(
-        outcome.kind === "told"
-          ? `the owner was told: it lists ${link.name} as revoked (it left), and places again whatever ran here for it; slots such attempts held stay reserved there until its operator releases them (svc workers release ${link.workerId}). ${again}`
+        outcome.kind === "told" && released !== undefined
+          ? `the owner was told: it lists ${link.name} as revoked (it left), and places again whatever ran here for it, stopped here first${released === 0 ? "" : `; the ${released === 1 ? "slot" : `${released} slots`} it held there ${released === 1 ? "is" : "are"} freed`}. ${again}`
+          : outcome.kind === "told"
+          ? `the owner was told: it lists ${link.name} as revoked (it left), and places again whatever ran here for it; slots such attempts held stay reserved there until its operator releases them (svc workers release ${link.workerId}), since no svc serve running here said it had stopped them. ${again}`
           : outcome.kind === "revoked already"
             ? `the owner had revoked ${link.name} already. ${again}`
             : `the owner could not be told (${outcome.why}): it still lists ${link.name}, Offline once its advertisement lapses; attempts it had here are placed again. Its operator can revoke it: svc workers revoke ${link.workerId}. ${again}`

@@ -38,6 +38,13 @@ export const WorkerApi = HttpApi.make("svc-worker-route")
           .addError(refusal("Conflict", "fenced: the call carries an older fence (another process took the session over); superseded: a report or decline for an attempt that no longer counts (its activity was placed again)"), { status: 409 })
           .addError(refusal("PayloadTooLarge", "the body is over 64 KiB"), { status: 413 })
           .addError(refusal("UnsupportedMediaType", "the body is not sent as application/json, or names another charset than UTF-8"), { status: 415 })
+          .addError(
+            Schema.Struct({ code: Schema.Literal("starting"), message: Schema.String }).annotations({
+              identifier: "Starting",
+              description: "svc serve has not read its journal yet (it listens first, so that a port in use is said at once): call again after Retry-After (1 s)"
+            }),
+            { status: 503 }
+          )
           .annotate(OpenApi.Summary, "Every call a worker makes: join, hello, advertise, heartbeat, claim, decline, report")
       )
       .middleware(WorkerBearer)

@@ -65,7 +65,7 @@ export const interruptAdminCalls = () => Effect.runPromise(Fiber.interruptAll(in
 
 export const adminRoutes = (
   runtime: Runtime.Runtime<Owner | Projections | Dispatcher>,
-  options: { readonly actor: string; readonly links: () => Promise<ReadonlyArray<unknown>> }
+  options: { readonly actor: string; readonly links: () => Promise<ReadonlyArray<unknown>>; readonly activeLinks: () => Promise<ReadonlyArray<string>> }
 ): ReadonlyArray<AdminRoute> => {
   const fork = Runtime.runFork(runtime)
   const answer = async <A, E extends { readonly message: string }>(effect: Effect.Effect<A, E, Owner | Projections | Dispatcher>): Promise<readonly [number, unknown]> => {
@@ -132,7 +132,7 @@ export const adminRoutes = (
           )
         )
     },
-    { method: "GET", path: "/links", handle: async () => [200, { links: await options.links() }] as const },
+    { method: "GET", path: "/links", handle: async () => [200, { links: await options.links(), active: await options.activeLinks() }] as const },
     {
       method: "POST",
       path: "/runs/submit",

@@ -211,8 +211,10 @@ const start = (options: ServeOptions) =>
       const present = new Set(yield* wrap("reading links", () => linkKeys(options.home)))
       for (const [key, gone] of running) {
         if (present.has(key)) continue
-        running.delete(key)
+        // Out of `running` once its work has stopped (interrupting waits for it): `svc workers
+        // leave` reads that to tell the owner this machine runs nothing for it.
         yield* Fiber.interrupt(gone.fiber)
+        running.delete(key)
         // Interrupted, the link says nothing of its end: said here, once.
         yield* Effect.logInfo(`the link to the owner at ${gone.url} as ${gone.name} was removed (svc workers leave): it has ended, and what it ran for that owner is stopped`)
         yield* Ref.update(statuses, (m) => {
@@ -271,7 +273,10 @@ const start = (options: ServeOptions) =>
         // Times as ISO strings, as every --json output gives them.
         const shown = (s: LinkStatus | undefined) => (s === undefined ? null : { ...s, lastAdvertisedAt: s.lastAdvertisedAt === null ? null : new Date(s.lastAdvertisedAt).toISOString() })
         return links.map(({ key, link }) => ({ key, url: link.url, workerId: link.workerId, name: link.name, status: shown(status.get(key)) }))
-      }
+      },
+      // The links whose work may still run here: a link removed (svc workers leave) is out of it
+      // once its work has stopped, which the CLI waits for before it tells the owner so.
+      activeLinks: async () => [...running.keys()]
     })
     const admin = yield* wrap("opening the admin socket", () => serveAdmin(options.home, routes))
     yield* Effect.addFinalizer(() =>

@@ -12,7 +12,7 @@ describe("docs/openapi.json", () => {
     const doc = openApiDocument() as unknown as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> }
     expect(Object.keys(doc.paths)).toEqual(["/api/worker"])
     expect(Object.keys(doc.paths["/api/worker"]!)).toEqual(["post"])
-    expect(Object.keys(doc.paths["/api/worker"]!["post"]!.responses).sort()).toEqual(["200", "400", "401", "403", "404", "409", "413", "415"])
+    expect(Object.keys(doc.paths["/api/worker"]!["post"]!.responses).sort()).toEqual(["200", "400", "401", "403", "404", "409", "413", "415", "503"])
     const text = JSON.stringify(doc)
     for (const kind of ["join", "hello", "advertise", "heartbeat", "claim", "decline", "report", "joined", "welcome", "ack", "no-work"]) expect(text).toContain(`"${kind}"`)
   })
