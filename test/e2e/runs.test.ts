@@ -269,10 +269,10 @@ const join_ = async (home: string, token: string, name: string) => {
   expect(JSON.parse(r.stdout)).toMatchObject({ name })
 }
 
-const readLink = (home: string): { credential: string } => {
+const readLink = (home: string): { credential: string; url: string; workerId: string } => {
   const dir = join(home, "links")
   const file = readdirSync(dir).find((f) => f.endsWith(".json"))!
-  return JSON.parse(readFileSync(join(dir, file), "utf8")) as { credential: string }
+  return JSON.parse(readFileSync(join(dir, file), "utf8")) as { credential: string; url: string; workerId: string }
 }
 
 /** Job processes the test saw (from the pid files): any still alive at the end are killed. */
