@@ -182,17 +182,13 @@ export const Report = Schema.Struct({
 })
 export type Report = typeof Report.Type
 
-/** The body of a call, told apart by `kind`. */
 /**
  * This installation stops working for the owner (`svc workers leave`): the owner revokes the
  * worker as it would on its operator's word, saying it left. No session needed (no fence): the
- * command is not the runtime.
- */
-/**
- * The installation leaves (`svc workers leave`). `running`, when given: the attempts it still runs
- * for this owner, as a hello lists them, said once its own runtime has stopped the link's work
- * (normally none): the owner frees the slots of the others, which it would otherwise hold until
- * its operator released them. Without it, the installation cannot say (no runtime running).
+ * command is not the runtime. `running`, when given: the attempts it still runs for this owner,
+ * as a hello lists them, said once its own runtime has stopped the link's work (normally none):
+ * the owner frees the slots of the others, which it would otherwise hold until its operator
+ * released them. Without it, the installation cannot say (no runtime running here).
  */
 export const Leave = Schema.Struct({ kind: Schema.Literal("leave"), running: Schema.optional(ShortList(Schema.String, 100)) })
 export type Leave = typeof Leave.Type
@@ -206,6 +202,7 @@ export type Leave = typeof Leave.Type
 export const Bye = Schema.Struct({ kind: Schema.Literal("bye"), fence: Fence })
 export type Bye = typeof Bye.Type
 
+/** The body of a call, told apart by `kind`. */
 export const WorkerRequest = Schema.Union(Join, Hello, Advertise, Heartbeat, Claim, Decline, Report, Leave, Bye)
 export type WorkerRequest = typeof WorkerRequest.Type
 
