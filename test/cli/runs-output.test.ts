@@ -89,6 +89,11 @@ describe("svc runs show", () => {
     const older = { ...ended, startedAt: 1_000, endedAt: 13_345 }
     expect(showLines(detail({ attemptRecords: [older] } as unknown as Partial<RunDetail>))).toContain("attempt rAbc123.1 on lab-1: reported; 12.3 s from its start to its end")
     expect(showLines(detail()).find((l) => l.startsWith("attempt "))).not.toContain("from its start")
+    // Ceased, perhaps superseded first (a lapse): not "to its end", which the owner did not see.
+    const ceased = { ...ended, state: "ceased", reason: "its advertisement lapsed", endedAt: "2026-11-24T20:55:14.800Z" }
+    expect(showLines(detail({ attemptRecords: [ceased] } as unknown as Partial<RunDetail>))).toContain(
+      "attempt rAbc123.1 on lab-1: ceased (its advertisement lapsed); 13.8 s from its start until it stopped counting"
+    )
     // Superseded, it no longer counts, but whether it ended there is not known.
     const superseded = { ...attempt, state: "superseded", holdsSlot: true, reason: "its worker was revoked", startedAt: "2026-11-24T20:55:01.000Z", endedAt: "2026-11-24T20:55:03.630Z" }
     expect(showLines(detail({ attemptRecords: [superseded] } as unknown as Partial<RunDetail>))).toContain(

@@ -224,6 +224,10 @@ const spanOf = (state: string, span: number, ranMs: number | undefined): string 
   // Superseded, it stopped counting; whether its process ended is not known yet.
   state === "superseded"
     ? `; ${lasted(span)} from its start until it was superseded`
+    : // Ceased, it may have been superseded first: its end is when it stopped counting, not when its
+      // process was seen stopped ("13.8 s from its start to its end" of a job that ran 41 s).
+      state === "ceased"
+      ? `; ${lasted(span)} from its start until it stopped counting`
     : ranMs !== undefined && span - ranMs > 2_000
       ? `; ran ${lasted(ranMs)} (its report reached the owner ${lasted(span)} after its start)`
       : `; ${lasted(span)} from its start to its end`
