@@ -131,6 +131,9 @@ export const reap = async (dir: string, graceMs: number): Promise<ReadonlyArray<
   }
   const found: Array<Reaped> = []
   const stopping: Array<Leftover> = []
+  // The notes of the children being stopped go only once they are (SIGKILL sent): a runtime ended
+  // during the grace (a second Ctrl-C) leaves them for the next start, which stops them then.
+  const stoppingNotes: Array<string> = []
   const here = homeOf(dir)
   for (const name of names) {
     const file = nodePath.join(dir, name)
@@ -151,29 +154,41 @@ export const reap = async (dir: string, graceMs: number): Promise<ReadonlyArray<
     } catch {
       note = undefined
     }
-    fs.rmSync(file, { force: true })
-    if (note === undefined) continue
-    // Another home's note (this home is a copy of it), or a note of a runtime still running (a
-    // copy of a running home): not this runtime's to act on.
-    if (note.home !== undefined && note.home !== here) continue
-    if (note.runtime !== undefined && note.runtime.start !== null && startTimeOf(note.runtime.pid) === note.runtime.start) continue
-    const now = startTimeOf(note.pid)
-    if (note.start !== null && now !== null) {
-      // The very process noted (not another one given its pid since): stopped.
-      if (now === note.start) stopping.push(note)
-    } else if (note.start !== null && now === null && groupAlive(note.pid)) {
-      // Its own process is gone, what it started lives on in its group: no process can have been
-      // given that id while the group exists, so the group is the job's.
-      stopping.push(note)
-    } else if (note.start === null && alive(note.pid)) {
-      found.push({ kind: "unverifiable", note })
+    if (note === undefined) {
+      fs.rmSync(file, { force: true })
+      continue
     }
+    const before = stopping.length
+    found.push(...judged(note, here, stopping))
+    if (stopping.length > before) stoppingNotes.push(file)
+    else fs.rmSync(file, { force: true })
   }
   for (const note of stopping) signalGroup(note.pid, "SIGTERM")
   const deadline = Date.now() + graceMs
   while (stopping.some((n) => groupAlive(n.pid)) && Date.now() < deadline) await sleep(50)
   // SIGKILL to every group, whether its leader left or not: what it started may linger.
   for (const note of stopping) signalGroup(note.pid, "SIGKILL")
+  for (const file of stoppingNotes) fs.rmSync(file, { force: true })
   for (const note of stopping) found.push({ kind: "stopped", note })
   return found
+}
+
+/** What to do with one note: stop its child (pushed to `stopping`), say it cannot be verified, or nothing. */
+const judged = (note: Leftover, here: string | undefined, stopping: Array<Leftover>): Array<Reaped> => {
+  // Another home's note (this home is a copy of it), or a note of a runtime still running (a
+  // copy of a running home): not this runtime's to act on.
+  if (note.home !== undefined && note.home !== here) return []
+  if (note.runtime !== undefined && note.runtime.start !== null && startTimeOf(note.runtime.pid) === note.runtime.start) return []
+  const now = startTimeOf(note.pid)
+  if (note.start !== null && now !== null) {
+    // The very process noted (not another one given its pid since): stopped.
+    if (now === note.start) stopping.push(note)
+  } else if (note.start !== null && now === null && groupAlive(note.pid)) {
+    // Its own process is gone, what it started lives on in its group: no process can have been
+    // given that id while the group exists, so the group is the job's.
+    stopping.push(note)
+  } else if (note.start === null && alive(note.pid)) {
+    return [{ kind: "unverifiable", note }]
+  }
+  return []
 }

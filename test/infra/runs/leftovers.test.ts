@@ -84,6 +84,21 @@ describe("children a killed runtime left", () => {
     expect(readdirSync(dir)).toEqual([])
   })
 
+  it("keep their note until the stop is done: a runtime ended during the grace (a second Ctrl-C) leaves it for the next start", async () => {
+    const dir = homeDir()
+    // Ignores SIGTERM: the stop waits out the grace, then SIGKILL.
+    const pid = await job("trap '' TERM; sleep 60 & wait")
+    const note = leftBy(dir, pid)
+    const reaping = reap(dir, 1_000)
+    await new Promise((r) => setTimeout(r, 400))
+    // In the grace: the child runs on, and its note is still there (it was removed first).
+    expect(groupGone(pid)).toBe(false)
+    expect(readdirSync(dir)).toEqual([String(pid)])
+    expect(await reaping).toEqual([{ kind: "stopped", note }])
+    expect(await until(() => groupGone(pid))).toBe(true)
+    expect(readdirSync(dir)).toEqual([])
+  })
+
   it("whose own process has exited have what they started stopped (the group lives on)", async () => {
     const dir = homeDir()
     const pid = await job("sleep 60 & sleep 0.3")
