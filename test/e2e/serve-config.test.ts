@@ -279,6 +279,29 @@ describe("svc serve configuration", () => {
     }
   }, 60_000)
 
+  it("svc workers leave with its svc serve stopped (SIGSTOP) gives up waiting on it and tells the owner, whose slots stay held: it waited for ever", async () => {
+    const home = tempDir("svc-cfg-leave-stopped-")
+    const workerHome = tempDir("svc-cfg-leave-stopped-w-")
+    const owner = await startServe("owner", home, transcript)
+    const token = (await svc(["workers", "invite", "--name", "paused"], { cwd: home, home })).stdout.trim()
+    expect((await svc(["workers", "join", token], { cwd: workerHome, home: workerHome })).code).toBe(0)
+    const worker = await startServe("worker", workerHome, transcript)
+    await waitFor("the worker linked", async () => worker.output(), (o) => o.includes("linked to the owner"), { timeoutMs: 15_000, everyMs: 200 })
+    process.kill(worker.pid, "SIGSTOP")
+    try {
+      const started = Date.now()
+      const left = await svc(["workers", "leave", "paused"], { cwd: workerHome, home: workerHome })
+      expect(left.code, left.stderr).toBe(0)
+      expect(Date.now() - started).toBeLessThan(25_000)
+      expect(left.stderr).toContain("the owner was told: it lists paused as revoked (it left)")
+      expect(left.stderr).toContain("since no svc serve running here said it had stopped them")
+    } finally {
+      process.kill(worker.pid, "SIGCONT")
+    }
+    expect((await worker.stop(15_000)).code).toBe(0)
+    expect((await owner.stop()).code).toBe(0)
+  }, 60_000)
+
   it("a machine cannot join its own owner: refused before the token is spent, which another machine then redeems (from stdin)", async () => {
     const home = tempDir("svc-cfg-self-")
     const workerHome = tempDir("svc-cfg-self-w-")

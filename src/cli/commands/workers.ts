@@ -328,13 +328,16 @@ const linkLine = (l: StoredLink) => `${l.url} as ${l.name} (${l.workerId})`
 /**
  * Whether this machine's running svc serve has ended the link `key` (its work stopped): it ends a
  * removed link within 2 s, and stopping its jobs takes up to their 5 s grace. False when no
- * runtime answers (a killed one may have left jobs running) or it has not within 15 s.
+ * runtime answers (a killed one may have left jobs running; a stopped one answers nothing: each
+ * call gives up after 3 s) or it has not within 15 s.
  */
 const linkStopped = (home: string, key: string) =>
   Effect.gen(function* () {
     const deadline = Date.now() + 15_000
     for (;;) {
-      const answer = yield* Effect.either(Effect.tryPromise(() => adminCall(home, "GET", "/links")))
+      // Each call bounded: a runtime stopped (SIGSTOP) or stuck answers nothing, and the command
+      // waited for ever with the link already gone (it never told the owner).
+      const answer = yield* Effect.either(Effect.tryPromise(() => adminCall(home, "GET", "/links", undefined, AbortSignal.timeout(Math.max(500, Math.min(3_000, deadline - Date.now()))))))
       if (answer._tag === "Left" || answer.right.status !== 200) return false
       const active = (answer.right.body as { readonly active?: unknown }).active
       if (!Array.isArray(active)) return false
