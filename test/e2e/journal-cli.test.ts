@@ -195,6 +195,33 @@ describe("svc journal and svc audit", () => {
     expect(lines[5]).toMatchObject({ sequence: 6, type: "CredentialRotated", event: { _tag: "CredentialRotated" } })
   })
 
+  it("a row whose time or version is not a number is damaged too: named, shown as stored, never a crash", async () => {
+    await writeHistory(storePath(home), false)
+    const db = new Database(storePath(home))
+    db.prepare("UPDATE events SET recorded_at = 'yesterday' WHERE sequence = 3").run()
+    db.prepare("UPDATE events SET stream_version = 'x' WHERE sequence = 6").run()
+    db.close()
+    // It was "internal error: RangeError: Invalid time value" (exit 70), half a --json document.
+    const tail = await run("journal", "tail", "-n", "20")
+    expect({ code: tail.code, stderr: tail.stderr }).toEqual({
+      code: 1,
+      stderr: "svc: 2 events could not be read (sequence 3, 6): shown as stored, with why; every other event is shown whole (svc journal export writes them all)\n"
+    })
+    const lines = tail.stdout.trim().split("\n")
+    expect(lines).toHaveLength(8)
+    expect(lines[2]).toMatch(/^\s+3  yesterday  \S+#\d+  \w+  cannot be read: its recorded time \(milliseconds since 1970\) is "yesterday", not a whole number from 0$/)
+    expect(lines[5]).toMatch(/^\s+6  \S+  worker-w1#x  CredentialRotated  cannot be read: its stream version is "x", not a whole number from 1$/)
+    const document = await run("journal", "tail", "-n", "20", "--json")
+    expect(document.code).toBe(1)
+    expect((JSON.parse(document.stdout) as { events: Array<{ sequence: number }> }).events.map((e) => e.sequence)).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
+    const exported = await run("journal", "export")
+    expect({ code: exported.code, stderr: exported.stderr }).toEqual({
+      code: 1,
+      stderr: 'svc: 2 events could not be read (sequence 3, 6): exported as stored, with "unreadable" saying why; every other event is exported whole\n'
+    })
+    expect((await run("journal", "replay")).stderr).toMatch(/^svc: the event at sequence 3 \(\w+, stream \S+\) cannot be read: its recorded time/)
+  })
+
   it("a payload edited into another shape is said in one sentence, by its own event's fields", async () => {
     await writeHistory(storePath(home), false)
     const db = new Database(storePath(home))

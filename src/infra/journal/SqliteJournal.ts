@@ -154,8 +154,17 @@ const readEvent = (type: EventType, version: number, text: string): Event => {
   return (type === "PlacementDecided" && version === PLACEMENT_PACKED ? readPackedPlacement(payload) : undefined) ?? eventOf(type, upcast(type, version, payload))
 }
 
+/** A row's number as stored: SQLite keeps what is written (text in an INTEGER column too). */
+const wholeNumber = (value: unknown, what: string, min: number, max = Number.MAX_SAFE_INTEGER): void => {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) throw new Error(`its ${what} is ${JSON.stringify(value)}, not a whole number from ${min}`)
+}
+
 const envelopeOf = (sequence: number, stream: string, streamVersion: number, type: string, schemaVersion: number, payload: string, recordedAt: number): Envelope => {
   if (!(type in CURRENT_VERSION)) throw new Error(`unknown event type ${type}`)
+  wholeNumber(streamVersion, "stream version", 1)
+  wholeNumber(schemaVersion, "schema version", 1)
+  // A time every reader can print (the largest a Date takes).
+  wholeNumber(recordedAt, "recorded time (milliseconds since 1970)", 0, 8.64e15)
   const t = type as EventType
   return {
     sequence,
