@@ -29,7 +29,7 @@ export class TypeScriptMainError extends Data.TaggedError("TypeScriptMainError")
 }> {}
 
 /** Changed whenever the build options below change, so old cache entries are not reused. */
-const CACHE_FORMAT = "2"
+const CACHE_FORMAT = "3"
 
 export const isTypeScript = (main: string): boolean => /\.[mc]?ts$/.test(main)
 
@@ -85,6 +85,10 @@ const isBuildFailure = (e: unknown): e is { errors: ReadonlyArray<Message> } =>
 /** A CommonJS main (`.cts`): bundled as CommonJS, so that `require`, `__filename` and `module` work as where it lies. */
 const isCommonJs = (path: string) => /\.c[jt]s$/.test(path)
 
+/** The `require` an ES module bundle's CommonJS files get (see `bundle`). */
+const REQUIRE_FOR_COMMONJS = 'import { createRequire as __svcCreateRequire } from "node:module"; globalThis.require ??= __svcCreateRequire(import.meta.url);'
+
+
 /**
  * Bare imports: external, pinned to the file Node would resolve from the importer (an ES module
  * bundle imports its `file://` URL; a CommonJS one requires its path).
@@ -102,7 +106,9 @@ const pinPackages = (commonJs: boolean): Plugin => ({
         pluginData: "svc-inner"
       })
       if (resolved.errors.length > 0) return { errors: resolved.errors }
-      return { path: commonJs ? resolved.path : pathToFileURL(resolved.path).href, external: true }
+      // Required (a CommonJS file's `require`), or in a CommonJS bundle: by path, which require takes.
+      const byPath = commonJs || args.kind === "require-call" || args.kind === "require-resolve"
+      return { path: byPath ? resolved.path : pathToFileURL(resolved.path).href, external: true }
     })
   }
 })
@@ -166,8 +172,13 @@ export const bundle = (main: string, bagDir: string, cacheDir: string = defaultC
       }
       const esbuild = await import("esbuild")
       let result: Awaited<ReturnType<typeof esbuild.build>>
-      try {
-        result = await esbuild.build({
+      // An ES module bundle holding CommonJS files (a .ts main importing a .cts) gives them a
+      // `require`, as Node gives one to a CommonJS file an ES module imports: esbuild's own
+      // stand-in throws "Dynamic require ... is not supported". Set on the global object, not
+      // declared, so that a bag file's own `const require = createRequire(...)` does not clash.
+      const build = (banner: string | undefined) =>
+        esbuild.build({
+          ...(banner === undefined ? {} : { banner: { js: banner } }),
           entryPoints: [main],
           absWorkingDir: bagDir,
           outfile,
@@ -184,6 +195,9 @@ export const bundle = (main: string, bagDir: string, cacheDir: string = defaultC
           logLevel: "silent",
           plugins: [pinPackages(commonJs), ownImportMeta(esbuild.transform, bagDir)]
         })
+      try {
+        result = await build(undefined)
+        if (!commonJs && Object.keys(result.metafile?.inputs ?? {}).some(isCommonJs)) result = await build(REQUIRE_FOR_COMMONJS)
       } catch (e) {
         if (isBuildFailure(e)) throw new TypeScriptMainError({ reason: "Compile", message: describe(e.errors) })
         throw e

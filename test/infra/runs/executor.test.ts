@@ -111,6 +111,13 @@ describe("ChildExecutor", () => {
       }).pipe(Effect.provide(ExecutorLive))
     )
 
+    it.live("runs a .ts job importing a .cts helper that requires a built-in and a package, as Node runs it where it lies (require was 'not supported')", () =>
+      Effect.gen(function* () {
+        const outcome = yield* run(spec({ runs: { using: "node", main: "jobs/mixed.ts" }, input: { name: "ada" } }))
+        expect(outcome).toMatchObject({ ok: true, result: { yaml: "name: ada", dir: "lib" } })
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+
     it.live("a TypeScript syntax error is an outcome naming the file and line", () =>
       Effect.gen(function* () {
         const bag = mkdtempSync(join(scratch, "bag-"))
