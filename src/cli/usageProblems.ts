@@ -149,9 +149,10 @@ export const commandOf = (root: CommandSpec, args: ReadonlyArray<string>): { rea
 }
 
 /**
- * `args` with a short option's value given in the same word (`-n1`, as `head` and `tail` take it)
- * split into two (`-n 1`), which is how @effect/cli reads it: it refused `-n1` as an unknown
- * option. Only a short option of the command that takes a value. Pure: no I/O.
+ * `args` with a short option's value given in the same word (`-n1`, as `head` and `tail` take it,
+ * or `-n=1`, as `--lines=1`) split into two (`-n 1`), which is how @effect/cli reads it: it
+ * refused `-n1` as an unknown option. Only a short option of the command that takes a value.
+ * Pure: no I/O.
  */
 export const withShortValuesApart = (root: CommandSpec, args: ReadonlyArray<string>): ReadonlyArray<string> => {
   const { command, rest } = commandOf(root, args)
@@ -161,7 +162,8 @@ export const withShortValuesApart = (root: CommandSpec, args: ReadonlyArray<stri
     const word = args[i]!
     const m = i < end ? /^(-[A-Za-z])(.+)$/.exec(word) : null
     const option = m === null ? undefined : findOption(command, m[1]!)
-    if (m !== null && option !== undefined && option.value !== undefined && !m[2]!.startsWith("=")) out.push(m[1]!, m[2]!)
+    // `-n=3` as `--lines=3` reads (it was refused as "takes no arguments").
+    if (m !== null && option !== undefined && option.value !== undefined) out.push(m[1]!, m[2]!.startsWith("=") ? m[2]!.slice(1) : m[2]!)
     else out.push(word)
   }
   return out

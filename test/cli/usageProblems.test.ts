@@ -224,6 +224,7 @@ describe("a short option's value in the same word", () => {
   it("is split from it (-n1, as head and tail take it), for a short option that takes a value only", () => {
     expect(withShortValuesApart(tree, ["journal", "tail", "-n1"])).toEqual(["journal", "tail", "-n", "1"])
     expect(withShortValuesApart(tree, ["journal", "tail", "-n20", "-f"])).toEqual(["journal", "tail", "-n", "20", "-f"])
+    expect(withShortValuesApart(tree, ["journal", "tail", "-n=3"])).toEqual(["journal", "tail", "-n", "3"])
     // -f takes no value: -fx is not -f x.
     expect(withShortValuesApart(tree, ["journal", "tail", "-fx"])).toEqual(["journal", "tail", "-fx"])
     expect(withShortValuesApart(tree, ["journal", "tail", "--lines", "3"])).toEqual(["journal", "tail", "--lines", "3"])
