@@ -160,18 +160,19 @@ const readLine = (r: Read) => {
 }
 
 /**
- * Up to `limit` events after `after`, as `journal.read`; a row that cannot be read ends the page,
- * given as stored (the events before it read one at a time: the page failed as a whole).
+ * Up to `limit` events after `after`, as `journal.read` (or `reader`, `readOutsideRuns` say); a
+ * row that cannot be read ends the page, given as stored (the events before it read one at a
+ * time: the page failed as a whole).
  */
-const readSalvaging = (journal: Journal["Type"], after: number, limit: number) =>
+const readSalvaging = (journal: Journal["Type"], after: number, limit: number, reader: (after: number, limit: number) => Effect.Effect<ReadonlyArray<Envelope>, JournalError> = journal.read) =>
   Effect.gen(function* () {
-    const page = yield* Effect.either(journal.read(after, limit))
+    const page = yield* Effect.either(reader(after, limit))
     if (Either.isRight(page)) return page.right as ReadonlyArray<Read>
     const e = page.left
     if (e.reason !== "Corrupt" || e.row === undefined) return yield* e
     const read: Array<Read> = []
     for (let from = after; ; ) {
-      const one = yield* Effect.either(journal.read(from, 1))
+      const one = yield* Effect.either(reader(from, 1))
       if (Either.isLeft(one)) {
         if (one.left.reason !== "Corrupt") return yield* one.left
         break
@@ -374,29 +375,39 @@ const AUDIT_PAGE = 5_000
 const auditRows = Effect.gen(function* () {
   const journal = yield* Journal
   const rows: Array<AuditRow> = []
+  // A damaged row of a worker or an invite costs its own row only (it cost them all).
+  const unreadable: Array<number> = []
   for (let after = 0; ; ) {
-    const page = yield* journal.readOutsideRuns(after, AUDIT_PAGE)
-    if (page.length === 0) return rows
-    for (const envelope of page) {
-      const row = auditRowOf(envelope)
-      if (row !== undefined) rows.push(row)
+    const page = yield* readSalvaging(journal, after, AUDIT_PAGE, journal.readOutsideRuns)
+    if (page.length === 0) return { rows, unreadable }
+    for (const r of page) {
+      if (isUnreadable(r)) unreadable.push(r.row.sequence)
+      else {
+        const row = auditRowOf(r)
+        if (row !== undefined) rows.push(row)
+      }
     }
-    after = page[page.length - 1]!.sequence
+    after = sequenceOf(page[page.length - 1]!)
   }
 })
 
 export const auditCommand = Command.make("audit", { json }, ({ json }) =>
   journalFailure(
     Effect.gen(function* () {
-      const rows = yield* auditRows
-      if (json) return yield* printJson({ rows: rows.map((r) => ({ ...r, at: new Date(r.at).toISOString() })) })
-      if (rows.length === 0) return yield* Console.log("no audit rows yet: no worker has been invited")
-      yield* printLines(
-        table(
-          ["TIME", "KIND", "WORKER", "ACTOR", "DETAIL"],
-          rows.map((r) => [new Date(r.at).toISOString(), r.kind, r.workerId ?? "-", r.actor, r.detail])
+      const { rows, unreadable } = yield* auditRows
+      if (json) yield* printJson({ rows: rows.map((r) => ({ ...r, at: new Date(r.at).toISOString() })) })
+      else if (rows.length === 0 && unreadable.length === 0) yield* Console.log("no audit rows yet: no worker has been invited")
+      else {
+        yield* printLines(
+          table(
+            ["TIME", "KIND", "WORKER", "ACTOR", "DETAIL"],
+            rows.map((r) => [new Date(r.at).toISOString(), r.kind, r.workerId ?? "-", r.actor, r.detail])
+          )
         )
-      )
+      }
+      if (unreadable.length > 0) {
+        return yield* refused(unreadableText(unreadable, "the audit rows of every other event are shown; svc journal export writes those events as stored, with why"))
+      }
     }).pipe(Effect.provide(ReadLayer))
   )
 ).pipe(Command.withDescription("Audit rows for invites, joins, rotations, revocations and takeovers, with time, worker and actor"))
