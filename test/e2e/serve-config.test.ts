@@ -821,8 +821,14 @@ describe("one runtime per $SVC_HOME", () => {
     const owner = await startServe("owner", home, transcript)
     const submitted = JSON.parse((await svcIn(transcript, home, ["run", "stub:hold@1.0.0", "--json"])).stdout) as { id: string }
     await waitFor("the job running", async () => JSON.parse((await svcIn(transcript, home, ["runs", "show", submitted.id, "--json"])).stdout), (r: { state: string }) => r.state === "running", { timeoutMs: 10_000, everyMs: 100 })
+    // Delivered twice at once (as `timeout` does, to the process and to its group): one request.
+    process.kill(owner.pid, "SIGINT")
     process.kill(owner.pid, "SIGINT")
     await waitFor("the stop begun", async () => owner.output(), (o) => o.includes("SIGINT: stopping"), { timeoutMs: 5_000, everyMs: 50 })
+    await new Promise((resolve) => setTimeout(resolve, 400))
+    expect(owner.exited()).toBe(false)
+    expect(owner.output()).not.toContain("SIGINT again: stopping at once")
+    // The operator's second Ctrl-C.
     process.kill(owner.pid, "SIGINT")
     await waitFor("the runtime gone", async () => owner.exited(), (gone) => gone, { timeoutMs: 5_000, everyMs: 50 })
     const exit = await owner.stop(10_000)

@@ -1,10 +1,12 @@
 /**
  * How `svc serve` is asked to stop: SIGINT (Ctrl-C) or SIGTERM (a process manager), heard from
- * the first moment of a start, not only once it is running. A start takes seconds (stopping a
- * job a killed runtime left gives it 5 s; folding a long journal), and a signal then used to end
- * the process by the default action without a word. Now the first signal is recorded (the start
- * stops where it is, closing what it opened) and a second one ends the process at once, saying
- * so, exit 130.
+ * the moment the command begins (Node has loaded the program: a signal in the few hundred
+ * milliseconds before ends it by the default action, before anything of the home is touched),
+ * not only once it is running. A start takes seconds (stopping a job a killed runtime left gives
+ * it 5 s; folding a long journal), and a signal then used to end the process by the default
+ * action without a word. Now the first signal is recorded (the start stops where it is, closing
+ * what it opened) and a second one ends the process at once, saying so, exit 130; the same
+ * signal again within 250 ms is taken as the first delivered twice.
  */
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -13,6 +15,9 @@ import * as FiberId from "effect/FiberId"
 
 const SIGNALS = ["SIGINT", "SIGTERM"] as const
 export type StopSignal = (typeof SIGNALS)[number]
+
+/** A second signal sooner than this after the first, and the same one, is that one delivered twice. */
+export const SAME_REQUEST_MS = 250
 
 /** What a second signal says before the process ends (exit 130). */
 export const againText = (signal: StopSignal) =>
@@ -36,11 +41,16 @@ export const listen = Effect.acquireRelease(
         handlers.push([signal, handler])
       }
     }
+    let first: { readonly signal: StopSignal; readonly at: number } | undefined
     const again = (signal: StopSignal) => () => {
+      // The same signal within a moment is the same request delivered twice (`timeout` and some
+      // supervisors send it to the process and to its group), not an operator asking again.
+      if (first !== undefined && first.signal === signal && Date.now() - first.at < SAME_REQUEST_MS) return
       process.stderr.write(againText(signal))
       process.exit(130)
     }
     set((signal) => () => {
+      first = { signal, at: Date.now() }
       set(again)
       Deferred.unsafeDone(stop, Exit.succeed(signal))
     })
