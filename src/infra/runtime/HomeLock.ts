@@ -17,14 +17,18 @@ import Database from "better-sqlite3"
 import * as Effect from "effect/Effect"
 
 export const LOCK_FILE = "serve.lock"
+/** How long a start waits for the home's lock before it says another process holds it. */
+export const LOCK_WAIT_MS = 500
 
 export type HomeLockProblem = { readonly busy: true } | { readonly busy: false; readonly message: string }
 
 const take = (file: string): Database.Database => {
   // Created owner-only: SQLite keeps nothing in it, but a file others may open could be locked by them.
   fs.closeSync(fs.openSync(file, "a", 0o600))
-  // No busy wait: a lock held is an answer, not something to wait for.
-  const db = new Database(file, { timeout: 0 })
+  // A short busy wait: taking the exclusive lock passes through a shared one, and two starts at one
+  // moment each holding the shared one both failed with no wait at all (neither ran). A lock a
+  // running runtime holds is still an answer, given after this wait.
+  const db = new Database(file, { timeout: LOCK_WAIT_MS })
   try {
     db.pragma("locking_mode = EXCLUSIVE")
     db.exec("BEGIN EXCLUSIVE")

@@ -7,7 +7,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import { describe, expect, it } from "vitest"
-import { holdHome, LOCK_FILE } from "../../../src/infra/runtime/HomeLock.js"
+import { holdHome, LOCK_FILE, LOCK_WAIT_MS } from "../../../src/infra/runtime/HomeLock.js"
 import { tempDir } from "../../support/svc.js"
 
 const tryHold = (home: string) =>
@@ -48,4 +48,24 @@ describe("the home's lock", () => {
     expect(after.held._tag).toBe("Right")
     await after.release()
   })
+
+  it("taken by many processes at one moment, is held by exactly one: with no wait at all, none might get it", async () => {
+    const sqlite = createRequire(import.meta.url).resolve("better-sqlite3")
+    for (let trial = 0; trial < 4; trial++) {
+      const lock = join(tempDir("svc-lock-race-"), LOCK_FILE)
+      const at = Date.now() + 600
+      // What `take` does (HomeLock.ts), in 6 processes that start it at the same moment.
+      const script = `const D=require(${JSON.stringify(sqlite)});require("fs").closeSync(require("fs").openSync(${JSON.stringify(lock)},"a",0o600));while(Date.now()<${at}){}try{const db=new D(${JSON.stringify(lock)},{timeout:${LOCK_WAIT_MS}});db.pragma("locking_mode = EXCLUSIVE");db.exec("BEGIN EXCLUSIVE");process.stdout.write("held");setTimeout(()=>process.exit(0),1500)}catch(e){process.stdout.write(e.code==="SQLITE_BUSY"?"busy":"error "+e.message)}`
+      const outcomes = await Promise.all(
+        Array.from({ length: 6 }, () => {
+          const child = spawn(process.execPath, ["-e", script], { stdio: ["ignore", "pipe", "inherit"] })
+          let out = ""
+          child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d))
+          return new Promise<string>((resolve) => child.once("exit", () => resolve(out)))
+        })
+      )
+      expect(outcomes.filter((o) => o === "held"), outcomes.join(", ")).toHaveLength(1)
+      expect(outcomes.filter((o) => o === "busy")).toHaveLength(5)
+    }
+  }, 30_000)
 })
