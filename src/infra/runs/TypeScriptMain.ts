@@ -88,7 +88,6 @@ const isCommonJs = (path: string) => /\.c[jt]s$/.test(path)
 /** The `require` an ES module bundle's CommonJS files get (see `bundle`). */
 const REQUIRE_FOR_COMMONJS = 'import { createRequire as __svcCreateRequire } from "node:module"; globalThis.require ??= __svcCreateRequire(import.meta.url);'
 
-
 /**
  * Bare imports: external, pinned to the file Node would resolve from the importer (an ES module
  * bundle imports its `file://` URL; a CommonJS one requires its path).
