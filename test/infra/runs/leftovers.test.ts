@@ -86,8 +86,11 @@ describe("children a killed runtime left", () => {
 
   it("keep their note until the stop is done: a runtime ended during the grace (a second Ctrl-C) leaves it for the next start", async () => {
     const dir = homeDir()
-    // Ignores SIGTERM: the stop waits out the grace, then SIGKILL.
-    const pid = await job("trap '' TERM; sleep 60 & wait")
+    // Ignores SIGTERM: the stop waits out the grace, then SIGKILL. Reaped once its trap is set
+    // (a loaded machine may start the shell late: a SIGTERM before its trap ended it).
+    const ready = join(dir, "..", "ready")
+    const pid = await job(`trap '' TERM; sleep 60 & echo > ${ready}; wait`)
+    expect(await until(() => existsSync(ready), 10_000)).toBe(true)
     const note = leftBy(dir, pid)
     const reaping = reap(dir, 1_000)
     await new Promise((r) => setTimeout(r, 400))

@@ -55,15 +55,14 @@ describe("the home's lock", () => {
       const lock = join(tempDir("svc-lock-race-"), LOCK_FILE)
       const at = Date.now() + 600
       // What `take` does (HomeLock.ts), in 6 processes that start it at the same moment.
-      const script = `const D=require(${JSON.stringify(sqlite)});require("fs").closeSync(require("fs").openSync(${JSON.stringify(lock)},"a",0o600));while(Date.now()<${at}){}try{const db=new D(${JSON.stringify(lock)},{timeout:${LOCK_WAIT_MS}});db.pragma("locking_mode = EXCLUSIVE");db.exec("BEGIN EXCLUSIVE");process.stdout.write("held");setTimeout(()=>process.exit(0),1500)}catch(e){process.stdout.write(e.code==="SQLITE_BUSY"?"busy":"error "+e.message)}`
+      // A holder holds until it is killed: one that starts late (a loaded machine) finds it held.
+      const script = `const D=require(${JSON.stringify(sqlite)});require("fs").closeSync(require("fs").openSync(${JSON.stringify(lock)},"a",0o600));while(Date.now()<${at}){}try{const db=new D(${JSON.stringify(lock)},{timeout:${LOCK_WAIT_MS}});db.pragma("locking_mode = EXCLUSIVE");db.exec("BEGIN EXCLUSIVE");globalThis.held=db;process.stdout.write("held");setInterval(()=>{},1000)}catch(e){process.stdout.write(e.code==="SQLITE_BUSY"?"busy":"error "+e.message)}`
+      const children = Array.from({ length: 6 }, () => spawn(process.execPath, ["-e", script], { stdio: ["ignore", "pipe", "inherit"] }))
       const outcomes = await Promise.all(
-        Array.from({ length: 6 }, () => {
-          const child = spawn(process.execPath, ["-e", script], { stdio: ["ignore", "pipe", "inherit"] })
-          let out = ""
-          child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d))
-          return new Promise<string>((resolve) => child.once("exit", () => resolve(out)))
-        })
+        children.map((child) => new Promise<string>((resolve) => child.stdout.setEncoding("utf8").once("data", (d: string) => resolve(d))))
       )
+      for (const child of children) child.kill("SIGKILL")
+      await Promise.all(children.map((child) => (child.exitCode !== null || child.signalCode !== null ? undefined : new Promise((resolve) => child.once("exit", resolve)))))
       expect(outcomes.filter((o) => o === "held"), outcomes.join(", ")).toHaveLength(1)
       expect(outcomes.filter((o) => o === "busy")).toHaveLength(5)
     }
