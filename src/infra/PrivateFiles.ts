@@ -9,6 +9,9 @@
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
 
+/** A file's permission bits as `ls -l` and chmod read them: `0755`, `1777` (pass what to show). */
+export const modeText = (mode: number): string => mode.toString(8).padStart(4, "0")
+
 /** This process's user id, where the system has them. */
 export const currentUid = (): number | undefined => (typeof process.getuid === "function" ? process.getuid() : undefined)
 
@@ -24,7 +27,7 @@ export const notPrivateBecause = (stat: StatLike, uid: number | undefined): stri
   if (stat.isSymbolicLink()) return "it is a symbolic link"
   if (!stat.isDirectory()) return "it is not a directory"
   if (uid !== undefined && stat.uid !== uid) return `it belongs to uid ${stat.uid}, not to this user (uid ${uid})`
-  if ((stat.mode & 0o077) !== 0) return `other users may use it (mode ${(stat.mode & 0o7777).toString(8).padStart(4, "0")})`
+  if ((stat.mode & 0o077) !== 0) return `other users may use it (mode ${modeText(stat.mode & 0o7777)})`
   return undefined
 }
 

@@ -19,6 +19,7 @@ import { Executor, type CheckCommand, type ExecutionOutcome, type ExecutionSpec,
 import { VARIABLE_NAME } from "../../domain/manifest/Formats.js"
 import { depthProblem } from "../../domain/runs/Values.js"
 import { cannotStart, Refused, RESULT_TAIL_BYTES, runChild, type Launch, type Ran } from "./Child.js"
+import { modeText } from "../PrivateFiles.js"
 import { notesIn } from "./Leftovers.js"
 import { bundle, defaultCacheDir, isTypeScript } from "./TypeScriptMain.js"
 
@@ -57,7 +58,7 @@ const secretsOf = (names: ReadonlyArray<string>, dir: string | undefined): Effec
         if (!stat.isFile()) throw new Refused({ message: `its secret ${name} must be a file holding its value, and ${file} is not one` })
         // A secret others can read is not one: said rather than used (a link's target is what counts).
         if ((stat.mode & 0o077) !== 0) {
-          throw new Refused({ message: `its secret ${name} is readable by other users (${file} has mode ${(stat.mode & 0o777).toString(8).padStart(4, "0")}): chmod 600 ${file}` })
+          throw new Refused({ message: `its secret ${name} is readable by other users (${file} has mode ${modeText(stat.mode & 0o777)}): chmod 600 ${file}` })
         }
         const value = await fs.readFile(file, "utf8").catch((e: NodeJS.ErrnoException) => {
           throw new Refused({ message: `its secret ${name} cannot be read from ${file}: ${e.code ?? e.message}` })

@@ -13,7 +13,6 @@
  */
 import { createHash } from "node:crypto"
 import * as fs from "node:fs/promises"
-import { makePrivateDir, NotPrivate, writePrivateFile } from "../PrivateFiles.js"
 import { isBuiltin } from "node:module"
 import * as os from "node:os"
 import * as nodePath from "node:path"
@@ -21,6 +20,7 @@ import { pathToFileURL } from "node:url"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import type { Message, Plugin } from "esbuild"
+import { currentUid, makePrivateDir, NotPrivate, writePrivateFile } from "../PrivateFiles.js"
 
 export class TypeScriptMainError extends Data.TaggedError("TypeScriptMainError")<{
   /** Compile: esbuild refused the source; Cache: the cache directory cannot be used. */
@@ -35,7 +35,7 @@ export const isTypeScript = (main: string): boolean => /\.[mc]?ts$/.test(main)
 
 /** `os.tmpdir()/svc-ts-cache-<uid>`: per user, since a shared one would let others plant code. */
 export const defaultCacheDir = (): string =>
-  nodePath.join(os.tmpdir(), `svc-ts-cache-${typeof process.getuid === "function" ? process.getuid() : "user"}`)
+  nodePath.join(os.tmpdir(), `svc-ts-cache-${currentUid() ?? "user"}`)
 
 /** Each input's identity when bundled; a cache entry is reused only if none changed since. */
 type Inputs = ReadonlyArray<readonly [path: string, mtimeMs: number, size: number]>

@@ -11,7 +11,7 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import { runtimeAnswering, socketPathProblem } from "../http/AdminApi.js"
 import { storePath } from "../journal/StoreFile.js"
-import { currentUid } from "../PrivateFiles.js"
+import { currentUid, modeText } from "../PrivateFiles.js"
 import { holdHome, LOCK_FILE } from "./HomeLock.js"
 
 export class HomeProblem extends Data.TaggedError("HomeProblem")<{ readonly message: string }> {}
@@ -37,7 +37,7 @@ const privateFiles = async (file: string) => {
 export const unsafeHomeProblem = (home: string, stat: { readonly mode: number; readonly uid: number }, uid: number | undefined): string | undefined => {
   const mode = stat.mode & 0o7777
   if ((mode & 0o002) !== 0) {
-    return `${home} (SVC_HOME) is writable by every user (mode ${mode.toString(8).padStart(4, "0")}), who could replace its admin socket, journal or secrets: chmod 700 ${home}`
+    return `${home} (SVC_HOME) is writable by every user (mode ${modeText(mode)}), who could replace its admin socket, journal or secrets: chmod 700 ${home}`
   }
   if (uid !== undefined && stat.uid !== uid) {
     return `${home} (SVC_HOME) belongs to uid ${stat.uid}, not to this user (uid ${uid}), who could replace its admin socket, journal or secrets: run svc as the user it belongs to, or use a home of your own`
