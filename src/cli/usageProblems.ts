@@ -148,6 +148,12 @@ export const commandOf = (root: CommandSpec, args: ReadonlyArray<string>): { rea
   }
 }
 
+/** Where the words that may be options end: at `--`, or the last word. */
+const endOfOptions = (args: ReadonlyArray<string>): number => {
+  const at = args.indexOf("--")
+  return at < 0 ? args.length : at
+}
+
 /**
  * `args` with a short option's value given in the same word (`-n1`, as `head` and `tail` take it,
  * or `-n=1`, as `--lines=1`) split into two (`-n 1`), which is how @effect/cli reads it: it
@@ -156,7 +162,7 @@ export const commandOf = (root: CommandSpec, args: ReadonlyArray<string>): { rea
  */
 export const withShortValuesApart = (root: CommandSpec, args: ReadonlyArray<string>): ReadonlyArray<string> => {
   const { command, rest } = commandOf(root, args)
-  const end = args.indexOf("--") < 0 ? args.length : args.indexOf("--")
+  const end = endOfOptions(args)
   const out: Array<string> = [...args.slice(0, rest)]
   for (let i = rest; i < args.length; i++) {
     const word = args[i]!
@@ -177,7 +183,7 @@ export const withShortValuesApart = (root: CommandSpec, args: ReadonlyArray<stri
  */
 export const withStdinArgumentLast = (root: CommandSpec, args: ReadonlyArray<string>): ReadonlyArray<string> => {
   const { command, rest } = commandOf(root, args)
-  const end = args.indexOf("--") < 0 ? args.length : args.indexOf("--")
+  const end = endOfOptions(args)
   const moved: Array<number> = []
   for (let i = rest; i < end; i++) {
     if (args[i] !== "-") continue
