@@ -6,7 +6,7 @@
  */
 import { spawn } from "node:child_process"
 import Database from "better-sqlite3"
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { X509Certificate } from "node:crypto"
 import { connect as tlsConnect } from "node:tls"
 import { createServer as createNetServer } from "node:net"
@@ -300,6 +300,16 @@ describe("svc serve configuration", () => {
     }
     expect((await worker.stop(15_000)).code).toBe(0)
     expect((await owner.stop()).code).toBe(0)
+  }, 60_000)
+
+  it("a runtime whose home is deleted under it says so and stops, exit 1: it journaled on into unlinked files", async () => {
+    const home = join(tempDir("svc-cfg-home-gone-"), "home")
+    mkdirSync(home, { mode: 0o700 })
+    const owner = await startServe("owner", home, transcript)
+    rmSync(home, { recursive: true, force: true })
+    await waitFor("the owner stopped", async () => owner.exited(), (exited) => exited, { timeoutMs: 30_000, everyMs: 200 })
+    expect((await owner.stop()).code).toBe(1)
+    expect(owner.output()).toMatch(/ERROR \S+\/home\/svc\.sqlite is no longer there \(removed, or \$SVC_HOME moved\) while svc serve ran for \S+\/home: it stops/)
   }, 60_000)
 
   it("a machine cannot join its own owner: refused before the token is spent, which another machine then redeems (from stdin)", async () => {

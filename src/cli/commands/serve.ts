@@ -6,7 +6,7 @@ import * as Option from "effect/Option"
 import { serve } from "../../infra/runtime/Serve.js"
 import * as ServeLogger from "../../infra/runtime/ServeLogger.js"
 import { SvcHome } from "../../infra/SvcHome.js"
-import { refused, usage } from "../CliFailure.js"
+import { exitQuietly, refused, usage } from "../CliFailure.js"
 
 const listen = Options.text("listen").pipe(
   Options.withDefault("127.0.0.1:7443"),
@@ -41,6 +41,6 @@ export const serveCommand = Command.make("serve", { listen, publicUrl, tlsCert, 
       port: address.port,
       publicUrl: given,
       tls: Option.isSome(o.tlsCert) && Option.isSome(o.tlsKey) ? { certFile: o.tlsCert.value, keyFile: o.tlsKey.value } : undefined
-    }).pipe(Effect.mapError((e) => refused(e.message)), Effect.provide(ServeLogger.layer))
+    }).pipe(Effect.mapError((e) => (e.logged === true ? exitQuietly(1) : refused(e.message))), Effect.provide(ServeLogger.layer))
   })
 ).pipe(Command.withDescription("Run the runtime in the foreground: the owner's worker route, the admin API, links to owners (stop with Ctrl-C)"))

@@ -17,7 +17,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
+import * as Either from "effect/Either"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as CheckpointSchedule from "../../app/journal/CheckpointSchedule.js"
@@ -41,6 +41,7 @@ import * as FileBagStore from "../bags/FileBagStore.js"
 import { serveAdmin } from "../http/AdminApi.js"
 import { adminRoutes, interruptAdminCalls } from "./AdminRoutes.js"
 import { claimHome } from "./HomeStart.js"
+import { watchHome } from "./HomeWatch.js"
 import { listen as listenForStop, type StopSignal } from "./StopSignals.js"
 import { createServer, makeHandler, startingHandler } from "../http/WorkerRoute.js"
 import * as NodeHashing from "../journal/NodeHashing.js"
@@ -64,7 +65,8 @@ export const childrenDir = (home: string) => nodePath.join(home, "children")
 /** Between SIGTERM and SIGKILL for a child a killed runtime left (a job's own stop grace). */
 const LEFTOVER_GRACE_MS = 5_000
 
-export class ServeError extends Data.TaggedError("ServeError")<{ readonly message: string }> {}
+/** `logged`: the log has said it already (with its time); the command only exits 1. */
+export class ServeError extends Data.TaggedError("ServeError")<{ readonly message: string; readonly logged?: boolean }> {}
 
 export interface ServeOptions {
   readonly home: string
@@ -101,14 +103,20 @@ export const serve = (options: ServeOptions) =>
     Effect.gen(function* () {
       const stop = yield* listenForStop
       const early = yield* Effect.raceFirst(
-        start(options).pipe(Effect.as(Option.none<StopSignal>())),
-        Deferred.await(stop).pipe(Effect.map(Option.some))
+        start(options).pipe(Effect.map(Either.right)),
+        Deferred.await(stop).pipe(Effect.map((signal: StopSignal) => Either.left(signal)))
       )
-      if (Option.isSome(early)) {
-        yield* Console.log(`svc serve: ${early.value} while starting: stopping`)
+      if (Either.isLeft(early)) {
+        yield* Console.log(`svc serve: ${early.left} while starting: stopping`)
         return
       }
-      const signal = yield* Deferred.await(stop)
+      // Running until a stop signal, or until its home is taken from under it (HomeWatch.ts).
+      const ended = yield* Effect.raceFirst(Deferred.await(stop).pipe(Effect.map(Either.right)), early.right.pipe(Effect.map(Either.left)))
+      if (Either.isLeft(ended)) {
+        yield* Effect.logError(ended.left)
+        return yield* new ServeError({ message: ended.left, logged: true })
+      }
+      const signal = ended.right
       // A second signal while it stops (a job that ignores SIGTERM holds the stop 5 s: the moment
       // an operator presses Ctrl-C again) ends the process at once, saying so; the next start stops
       // what it leaves running (docs/executors.md, "When svc is killed").
@@ -295,5 +303,7 @@ const start = (options: ServeOptions) =>
     )
     yield* Console.log(`svc serve: TLS certificate sha256 ${tls.fingerprint}`)
     yield* Console.log(`svc serve: admin socket ${options.home}/admin.sock; stop with Ctrl-C`)
+    // Completes, saying what became of it, once the home is no longer the one it started in.
+    return yield* watchHome(options.home).pipe(Effect.mapError((message) => new ServeError({ message })))
   })
 
