@@ -16,6 +16,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { Envelope } from "../../domain/journal/Events.js"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
+import { leftActor } from "../../domain/workers/Audit.js"
 import * as Decide from "../../domain/workers/Decide.js"
 import { advertisementAlive } from "../../domain/workers/DisplayState.js"
 import type { Registry, WorkerRecord } from "../../domain/workers/Registry.js"
@@ -335,7 +336,7 @@ export const make = Effect.gen(function* () {
    * of the rest are freed, as a hello's list frees them; without it they stay held until released.
    */
   const leave = ({ worker }: Authenticated, request: Leave) =>
-    revoke(worker.id, `worker ${worker.id} (it left)`).pipe(
+    revoke(worker.id, leftActor(worker.id)).pipe(
       Effect.mapError((e) => (e instanceof Refusal ? e : commandRefusal("unauthenticated")(e))),
       Effect.zipRight(request.running === undefined ? Effect.succeed(undefined) : dispatcher.left(worker.id, request.running)),
       Effect.map((released) => ({ kind: "left" as const, workerId: worker.id, name: worker.name, ...(released === undefined ? {} : { released }) }) satisfies WorkerResponse)

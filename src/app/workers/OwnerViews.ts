@@ -8,6 +8,7 @@ import * as Option from "effect/Option"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import { inviteExpired } from "../../domain/workers/Decide.js"
 import { advertisementAlive, displayState, waitingThere, type DisplayState, type Freshness } from "../../domain/workers/DisplayState.js"
+import { leftActor } from "../../domain/workers/Audit.js"
 import type { Registry, WorkerRecord } from "../../domain/workers/Registry.js"
 
 export interface WorkerStatus {
@@ -34,6 +35,8 @@ export interface WorkerStatus {
   /** It has said hello at some time (a session was journaled), seen since this owner started or not. */
   readonly everSeen: boolean
   readonly revoked: boolean
+  /** Who revoked it (the audit's actor: `operator NAME`, or the worker itself as it left or joined again); null while it is not. */
+  readonly revokedBy: string | null
   readonly rotationPending: boolean
 }
 
@@ -54,6 +57,9 @@ export const workerStatuses = (state: OwnerState, freshness: (workerId: string) 
   // A revoked identity whose installation joined again: the identity that replaced it.
   const replacedBy = new Map<string, string>()
   for (const w of HashMap.values(r.workers)) if (w.replaces !== null) replacedBy.set(w.replaces, w.id)
+  // Who revoked each revoked worker, as its audit row says (the projection keeps only when).
+  const revokedBy = new Map<string, string>()
+  for (const row of state.audit) if (row.kind === "revocation" && row.workerId !== null) revokedBy.set(row.workerId, row.actor)
   const revokedLast = (w: WorkerRecord) => (w.revokedAt === null ? 0 : 1)
   return [...HashMap.values(r.workers)]
     .sort((a, b) => revokedLast(a) - revokedLast(b) || a.name.localeCompare(b.name) || a.id.localeCompare(b.id))
@@ -66,7 +72,15 @@ export const workerStatuses = (state: OwnerState, freshness: (workerId: string) 
       const ours = Option.match(HashMap.get(ledger.physical, w.id), { onNone: () => 0, onSome: (p) => p.reserved })
       const shown = displayState(w, f, ours + elsewhere, now)
       const successor = replacedBy.get(w.id)
-      const display = successor === undefined ? shown : { ...shown, reason: `${shown.reason}; its installation joined again as ${successor}` }
+      const by = w.revokedAt === null ? null : (revokedBy.get(w.id) ?? null)
+      const display =
+        successor !== undefined
+          ? { ...shown, reason: `${shown.reason}; its installation joined again as ${successor}` }
+          : by === leftActor(w.id)
+            ? { ...shown, reason: "it left (svc workers leave on its machine): its calls are refused" }
+            : by !== null
+              ? { ...shown, reason: `revoked by ${by}: its calls are refused` }
+              : shown
       // A revoked worker offers nothing, whatever it last advertised.
       const capacity = offering && w.advertisement !== null ? w.advertisement.capacity : 0
       // Offering nothing (revoked, Offline), it holds what its attempts held: all shown as used.
@@ -89,6 +103,7 @@ export const workerStatuses = (state: OwnerState, freshness: (workerId: string) 
         lastSeen: f?.lastSeenAt == null ? null : new Date(f.lastSeenAt).toISOString(),
         everSeen: w.fence > 0,
         revoked: w.revokedAt !== null,
+        revokedBy: by,
         rotationPending: w.rotationPending
       }
     })

@@ -19,6 +19,9 @@ export interface AuditRow {
 }
 
 export type AuditLog = Chunk.Chunk<AuditRow>
+
+/** The actor of a worker's revocation when its installation left (`svc workers leave`). */
+export const leftActor = (workerId: string) => `worker ${workerId} (it left)`
 export const initialAudit: AuditLog = Chunk.empty()
 
 export const auditRowOf = (envelope: Envelope): AuditRow | undefined => {

@@ -264,6 +264,13 @@ describe("credentials", () => {
       expect(refusal(yield* call(w.credential, { kind: "leave" }))).toBe("revoked")
       const audit = [...(yield* Effect.flatMap(Projections, (p) => p.state)).audit]
       expect(audit.at(-1)).toMatchObject({ kind: "revocation", workerId: w.workerId, actor: `worker ${w.workerId} (it left)` })
+      // Its row says it left, not that an operator revoked it.
+      expect(yield* stateOf(w.workerId)).toMatchObject({
+        state: "Offline",
+        reason: "it left (svc workers leave on its machine): its calls are refused",
+        revoked: true,
+        revokedBy: `worker ${w.workerId} (it left)`
+      })
       expect(refusal(yield* call(undefined, { kind: "leave" }))).toBe("unauthenticated")
     }).pipe(Effect.provide(TestOwner))
   )
@@ -271,7 +278,9 @@ describe("credentials", () => {
   it.effect("revocation: the next call is refused and told to stop all work", () =>
     Effect.gen(function* () {
       const w = yield* linked()
-      yield* (yield* Owner).revoke("lab-1", "operator")
+      expect((yield* stateOf(w.workerId)).revokedBy).toBeNull()
+      yield* (yield* Owner).revoke("lab-1", "operator ada")
+      expect(yield* stateOf(w.workerId)).toMatchObject({ reason: "revoked by operator ada: its calls are refused", revokedBy: "operator ada" })
       const r = yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [] })
       expect(refusal(r)).toBe("revoked")
       expect(Either.isLeft(r) && r.left.stopAll).toBe(true)
