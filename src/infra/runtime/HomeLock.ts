@@ -14,21 +14,24 @@
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import Database from "better-sqlite3"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Schedule from "effect/Schedule"
 
 export const LOCK_FILE = "serve.lock"
-/** How long a start waits for the home's lock before it says another process holds it. */
-export const LOCK_WAIT_MS = 500
+/** How long a start tries for the home's lock before it says another process holds it. */
+export const LOCK_WAIT_MS = 3_000
+/** SQLite's own wait, in one try. */
+const TRY_WAIT_MS = 100
+/** Between tries, give or take a random part, so that starts at one moment fall out of step. */
+const BETWEEN_TRIES_MS = 40
 
 export type HomeLockProblem = { readonly busy: true } | { readonly busy: false; readonly message: string }
 
 const take = (file: string): Database.Database => {
   // Created owner-only: SQLite keeps nothing in it, but a file others may open could be locked by them.
   fs.closeSync(fs.openSync(file, "a", 0o600))
-  // A short busy wait: taking the exclusive lock passes through a shared one, and two starts at one
-  // moment each holding the shared one both failed with no wait at all (neither ran). A lock a
-  // running runtime holds is still an answer, given after this wait.
-  const db = new Database(file, { timeout: LOCK_WAIT_MS })
+  const db = new Database(file, { timeout: TRY_WAIT_MS })
   try {
     db.pragma("locking_mode = EXCLUSIVE")
     db.exec("BEGIN EXCLUSIVE")
@@ -39,17 +42,32 @@ const take = (file: string): Database.Database => {
   }
 }
 
+const tryTake = (file: string) =>
+  Effect.try({
+    try: () => take(file),
+    catch: (e): HomeLockProblem =>
+      (e as { code?: unknown }).code === "SQLITE_BUSY" ? { busy: true } : { busy: false, message: e instanceof Error ? e.message : String(e) }
+  })
+
 /**
  * Holds the home's lock until the scope closes; fails with `busy` when another process holds it
  * (another `svc serve` on this home), or with why the lock file cannot be taken.
+ *
+ * Taking the exclusive lock passes through a shared one, and SQLite gives up at once, without
+ * its wait, when waiting could deadlock (one holding the shared lock, another the reserved one):
+ * six starts at one moment all gave up with no wait, and some still did with a 0.5 s one on a
+ * loaded machine (the one close to the lock waited out the others' shared locks). Each try
+ * lets go of everything; tries are repeated, apart by a random interval, for up to
+ * `LOCK_WAIT_MS`: a lock a running runtime holds is still an answer, given after it.
  */
 export const holdHome = (home: string) =>
   Effect.acquireRelease(
-    Effect.try({
-      try: () => take(nodePath.join(home, LOCK_FILE)),
-      catch: (e): HomeLockProblem =>
-        (e as { code?: unknown }).code === "SQLITE_BUSY" ? { busy: true } : { busy: false, message: e instanceof Error ? e.message : String(e) }
-    }),
+    tryTake(nodePath.join(home, LOCK_FILE)).pipe(
+      Effect.retry({
+        while: (p) => p.busy,
+        schedule: Schedule.spaced(Duration.millis(BETWEEN_TRIES_MS)).pipe(Schedule.jitteredWith({ min: 0.25, max: 1.75 }), Schedule.upTo(Duration.millis(LOCK_WAIT_MS)))
+      })
+    ),
     (db) =>
       Effect.sync(() => {
         try {

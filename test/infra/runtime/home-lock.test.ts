@@ -3,11 +3,12 @@ import { spawn } from "node:child_process"
 import { statSync } from "node:fs"
 import { createRequire } from "node:module"
 import { join } from "node:path"
+import { fileURLToPath } from "node:url"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import { describe, expect, it } from "vitest"
-import { holdHome, LOCK_FILE, LOCK_WAIT_MS } from "../../../src/infra/runtime/HomeLock.js"
+import { holdHome, LOCK_FILE } from "../../../src/infra/runtime/HomeLock.js"
 import { tempDir } from "../../support/svc.js"
 
 const tryHold = (home: string) =>
@@ -49,22 +50,21 @@ describe("the home's lock", () => {
     await after.release()
   })
 
-  it("taken by many processes at one moment, is held by exactly one: with no wait at all, none might get it", async () => {
-    const sqlite = createRequire(import.meta.url).resolve("better-sqlite3")
+  it("taken by many processes at one moment, is held by exactly one: taken with SQLite's wait alone, none might get it", async () => {
+    const child = fileURLToPath(new URL("../../support/lock-child.mjs", import.meta.url))
     for (let trial = 0; trial < 4; trial++) {
-      const lock = join(tempDir("svc-lock-race-"), LOCK_FILE)
-      const at = Date.now() + 600
-      // What `take` does (HomeLock.ts), in 6 processes that start it at the same moment.
-      // A holder holds until it is killed: one that starts late (a loaded machine) finds it held.
-      const script = `const D=require(${JSON.stringify(sqlite)});require("fs").closeSync(require("fs").openSync(${JSON.stringify(lock)},"a",0o600));while(Date.now()<${at}){}try{const db=new D(${JSON.stringify(lock)},{timeout:${LOCK_WAIT_MS}});db.pragma("locking_mode = EXCLUSIVE");db.exec("BEGIN EXCLUSIVE");globalThis.held=db;process.stdout.write("held");setInterval(()=>{},1000)}catch(e){process.stdout.write(e.code==="SQLITE_BUSY"?"busy":"error "+e.message)}`
-      const children = Array.from({ length: 6 }, () => spawn(process.execPath, ["-e", script], { stdio: ["ignore", "pipe", "inherit"] }))
+      const home = tempDir("svc-lock-race-")
+      // The real holdHome, in 6 processes that start taking it at the same moment; a holder holds
+      // until it is killed, so one that starts late (a loaded machine) finds it held.
+      const at = Date.now() + 1_500
+      const children = Array.from({ length: 6 }, () => spawn(process.execPath, [child, home, String(at)], { stdio: ["ignore", "pipe", "inherit"] }))
       const outcomes = await Promise.all(
-        children.map((child) => new Promise<string>((resolve) => child.stdout.setEncoding("utf8").once("data", (d: string) => resolve(d))))
+        children.map((c) => new Promise<string>((resolve) => c.stdout.setEncoding("utf8").once("data", (d: string) => resolve(d))))
       )
-      for (const child of children) child.kill("SIGKILL")
-      await Promise.all(children.map((child) => (child.exitCode !== null || child.signalCode !== null ? undefined : new Promise((resolve) => child.once("exit", resolve)))))
+      for (const c of children) c.kill("SIGKILL")
+      await Promise.all(children.map((c) => (c.exitCode !== null || c.signalCode !== null ? undefined : new Promise((resolve) => c.once("exit", resolve)))))
       expect(outcomes.filter((o) => o === "held"), outcomes.join(", ")).toHaveLength(1)
       expect(outcomes.filter((o) => o === "busy")).toHaveLength(5)
     }
-  }, 30_000)
+  }, 60_000)
 })
