@@ -34,12 +34,19 @@ export interface Leftover {
   readonly at: number
 }
 
-/** The start time of process `pid` (/proc/PID/stat, field 22), or null if it is gone or unknown here. */
+/**
+ * The start time of process `pid` (/proc/PID/stat, field 22), or null if it is gone or unknown
+ * here. A zombie (state Z, or X) is gone: it has ended, and only waits for its parent to read
+ * its status. A killed runtime whose parent does not reap it at once (a shell that execs another
+ * program, an init that is slow to) kept its pid and start time, was taken for alive, and the
+ * jobs it left ran on beside their runs placed again.
+ */
 export const startTimeOf = (pid: number): string | null => {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
     // The command name (field 2) is in parentheses and may hold spaces and parentheses itself.
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    if (fields[0] === "Z" || fields[0] === "X") return null
     return fields[19] ?? null
   } catch {
     return null
@@ -158,6 +165,9 @@ export const reap = async (dir: string, graceMs: number): Promise<ReadonlyArray<
       fs.rmSync(file, { force: true })
       continue
     }
+    // A note of a runtime that still runs (a copy of this running home, an older note naming no
+    // home) is not this runtime's to act on now: kept, a later start judges it once that one is gone.
+    if ((note.home === undefined || note.home === here) && runtimeRuns(note)) continue
     const before = stopping.length
     found.push(...judged(note, here, stopping))
     if (stopping.length > before) stoppingNotes.push(file)
@@ -173,12 +183,13 @@ export const reap = async (dir: string, graceMs: number): Promise<ReadonlyArray<
   return found
 }
 
+/** Whether the runtime that wrote the note still runs (its pid, with the start time noted). */
+const runtimeRuns = (note: Leftover): boolean => note.runtime !== undefined && note.runtime.start !== null && startTimeOf(note.runtime.pid) === note.runtime.start
+
 /** What to do with one note: stop its child (pushed to `stopping`), say it cannot be verified, or nothing. */
 const judged = (note: Leftover, here: string | undefined, stopping: Array<Leftover>): Array<Reaped> => {
-  // Another home's note (this home is a copy of it), or a note of a runtime still running (a
-  // copy of a running home): not this runtime's to act on.
+  // Another home's note (this home is a copy of it): not this runtime's to act on.
   if (note.home !== undefined && note.home !== here) return []
-  if (note.runtime !== undefined && note.runtime.start !== null && startTimeOf(note.runtime.pid) === note.runtime.start) return []
   const now = startTimeOf(note.pid)
   if (note.start !== null && now !== null) {
     // The very process noted (not another one given its pid since): stopped.

@@ -124,7 +124,28 @@ describe("children a killed runtime left", () => {
     expect(await reap(dir, 500)).toEqual([])
     expect(existsSync(`/proc/${live}`)).toBe(true)
     expect(existsSync(`/proc/${copied}`)).toBe(true)
+    // The live runtime's note is kept for a start after it; the other home's is not this home's.
+    expect(readdirSync(dir)).toEqual([String(live)])
+  })
+
+  it("are stopped when their runtime is a zombie: killed, but not yet reaped by its parent, it kept its pid and start time", async () => {
+    const dir = homeDir()
+    const pidFile = join(dir, "..", "runtime.pid")
+    // The "runtime" is a child of a program that never reaps it (sh execs sleep).
+    const parent = await job(`sleep 60 & echo $! > ${pidFile}; exec sleep 60`)
+    expect(await until(() => existsSync(pidFile) && readFileSync(pidFile, "utf8").trim() !== "", 5_000)).toBe(true)
+    const runtimePid = Number(readFileSync(pidFile, "utf8").trim())
+    const runtimeStart = startTimeOf(runtimePid)
+    expect(runtimeStart).not.toBeNull()
+    const pid = await job("sleep 60")
+    const note = leftBy(dir, pid, { runtime: { pid: runtimePid, start: runtimeStart } })
+    process.kill(runtimePid, "SIGKILL")
+    expect(await until(() => readFileSync(`/proc/${runtimePid}/stat`, "utf8").includes(") Z "), 5_000)).toBe(true)
+    expect(startTimeOf(runtimePid)).toBeNull()
+    expect(await reap(dir, 2_000)).toEqual([{ kind: "stopped", note }])
+    expect(await until(() => groupGone(pid))).toBe(true)
     expect(readdirSync(dir)).toEqual([])
+    process.kill(-parent, "SIGKILL")
   })
 
   it("leave alone a process that is not the one noted (its pid given to another since), and forget a child that exited", async () => {
