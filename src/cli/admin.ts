@@ -1,5 +1,8 @@
 /** Calls the running runtime's admin API; not running is exit 2 (CLI contract), a refusal exit 1. */
+import * as Console from "effect/Console"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import { adminCall, ForeignSocket, RuntimeNotRunning, SocketPathTooLong } from "../infra/http/AdminApi.js"
 import { SvcHome } from "../infra/SvcHome.js"
 import { refused, setupProblem, unreachable } from "./CliFailure.js"
@@ -13,10 +16,27 @@ const notAnswering = (e: unknown): string => {
   return `the runtime did not answer: ${e instanceof Error ? e.message : String(e)}`
 }
 
-export const admin = (method: "GET" | "POST", path: string, body?: unknown) =>
-  Effect.flatMap(SvcHome, (home) =>
-    Effect.tryPromise({
-      // Interrupted, the call is aborted (its connection closed), not left to run out.
+/**
+ * A runtime that is there but does not answer (stopped with SIGSTOP, a suspended machine, an
+ * event loop held) accepts the connection and says nothing: a call is given up after
+ * `ANSWER_WITHIN` as one to a runtime that is not there (exit 2), said on stderr once
+ * `SLOW_NOTICE` has passed. (A call that ran without limit hung as long as the runtime was stopped.)
+ */
+export const SLOW_NOTICE = Duration.seconds(10)
+export const ANSWER_WITHIN = Duration.seconds(60)
+
+export interface AdminOptions {
+  /** How long the runtime may take to answer (a call that waits on the runtime's side: that wait and a margin). */
+  readonly answerWithin?: Duration.Duration
+  /** Whether to say on stderr that it has not answered in `SLOW_NOTICE` (not for a call expected to wait). */
+  readonly notice?: boolean
+}
+
+export const admin = (method: "GET" | "POST", path: string, body?: unknown, options: AdminOptions = {}) =>
+  Effect.flatMap(SvcHome, (home) => {
+    const within = options.answerWithin ?? ANSWER_WITHIN
+    const call = Effect.tryPromise({
+      // Interrupted (Ctrl-C, or no answer in time), the call is aborted (its connection closed), not left to run out.
       try: (signal) => adminCall(home.path, method, path, body, signal),
       catch: (e) =>
         e instanceof RuntimeNotRunning
@@ -24,8 +44,19 @@ export const admin = (method: "GET" | "POST", path: string, body?: unknown) =>
           : e instanceof SocketPathTooLong || e instanceof ForeignSocket
             ? setupProblem(e.message)
             : unreachable(notAnswering(e))
-    })
-  ).pipe(
+    }).pipe(
+      Effect.timeoutFail({
+        duration: within,
+        onTimeout: () =>
+          unreachable(`svc serve for ${home.path} did not answer within ${Duration.toSeconds(within)} s: its process may be stopped (SIGSTOP: kill -CONT it) or stuck (restart it)`)
+      })
+    )
+    if (options.notice === false) return call
+    const slow = Console.error(
+      `note: svc serve for ${home.path} has not answered in ${Duration.toSeconds(SLOW_NOTICE)} s (its process stopped, or its machine overloaded?); waiting up to ${Duration.toSeconds(within)} s in all`
+    )
+    return Effect.flatMap(Effect.fork(Effect.zipRight(Effect.sleep(SLOW_NOTICE), slow)), (notice) => Effect.ensuring(call, Fiber.interrupt(notice)))
+  }).pipe(
     Effect.flatMap((r) =>
       r.status === 200 ? Effect.succeed(r.body as Record<string, unknown>) : Effect.fail(refused(String((r.body as { message?: unknown }).message ?? `the runtime answered ${r.status}`)))
     )

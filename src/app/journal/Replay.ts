@@ -188,7 +188,8 @@ const retainedIn = (text: string): number | undefined => {
  * Folds the whole journal from `from` (the empty state keeping the settled runs the owner keeps)
  * and compares the result with the latest checkpoint and with the running owner's state.
  */
-export const replay = (owner: { readonly state: Effect.Effect<LiveOwnerState | undefined> } = { state: Effect.succeed(undefined) }, from: OwnerState = initialState) =>
+/** `owner.state`: the running owner's state; none running (undefined); or why it was not had (its sentence). */
+export const replay = (owner: { readonly state: Effect.Effect<LiveOwnerState | string | undefined> } = { state: Effect.succeed(undefined) }, from: OwnerState = initialState) =>
   Effect.gen(function* () {
     const checkpoints = yield* Checkpoints
     const checkpoint = yield* checkpoints.latest
@@ -244,8 +245,8 @@ export const replay = (owner: { readonly state: Effect.Effect<LiveOwnerState | u
       })
     }
     const live = yield* owner.state
-    let ownerResult: ReplayReport["owner"] = { compared: false, reason: "no owner runtime is running for this SVC_HOME" }
-    if (live !== undefined) {
+    let ownerResult: ReplayReport["owner"] = { compared: false, reason: typeof live === "string" ? live : "no owner runtime is running for this SVC_HOME" }
+    if (typeof live === "object") {
       // The owner may have moved on since it answered; compare only when both saw the same events.
       if (live.sequence !== state.sequence) {
         ownerResult = { compared: false, reason: `the owner is at sequence ${live.sequence}, the journal read at ${state.sequence}` }

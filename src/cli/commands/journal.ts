@@ -8,6 +8,7 @@ import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as Console from "effect/Console"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
@@ -29,6 +30,7 @@ import * as JournalReader from "../../infra/journal/JournalReader.js"
 import * as NodeHashing from "../../infra/journal/NodeHashing.js"
 import { storePath } from "../../infra/journal/StoreFile.js"
 import { SvcHome } from "../../infra/SvcHome.js"
+import { ANSWER_WITHIN } from "../admin.js"
 import { exitQuietly, refused, usage } from "../CliFailure.js"
 import { printJson, printLines, table } from "../output.js"
 
@@ -72,13 +74,19 @@ const replayCommand = Command.make("replay", { json, audit }, ({ audit, json }) 
     Effect.gen(function* () {
       const home = (yield* SvcHome).path
       // The running owner's projections, when one runs on this machine (admin API).
-      const live = Effect.tryPromise(() => adminCall(home, "GET", "/state")).pipe(
+      // One that is there and does not answer (stopped with SIGSTOP) is said so, not waited for.
+      const live = Effect.tryPromise((signal) => adminCall(home, "GET", "/state", undefined, signal)).pipe(
         Effect.map((r) => (r.status === 200 ? (r.body as LiveOwnerState) : undefined)),
+        Effect.timeoutTo({
+          duration: ANSWER_WITHIN,
+          onSuccess: (state): LiveOwnerState | string | undefined => state,
+          onTimeout: () => `svc serve for ${home} did not answer within ${Duration.toSeconds(ANSWER_WITHIN)} s (its process stopped, or stuck?)`
+        }),
         Effect.orElseSucceed(() => undefined)
       )
       // Folded keeping as many settled runs as the owner does: the running one's, else svc.yaml's.
       const running = yield* live
-      const liveRetain = (running?.state as Partial<CanonicalState> | undefined)?.runs?.retain
+      const liveRetain = typeof running === "object" ? (running.state as Partial<CanonicalState> | undefined)?.runs?.retain : undefined
       const retain =
         typeof liveRetain === "number"
           ? liveRetain
@@ -90,7 +98,7 @@ const replayCommand = Command.make("replay", { json, audit }, ({ audit, json }) 
       // fetched when the owner has not moved since (a large state costs the owner its writing),
       // else asked again.
       const journal = yield* Journal
-      const atEnd = Effect.flatMap(Effect.orElseSucceed(journal.head, () => -1), (head) => (running !== undefined && running.sequence === head ? Effect.succeed(running) : live))
+      const atEnd = Effect.flatMap(Effect.orElseSucceed(journal.head, () => -1), (head) => (typeof running !== "object" || running.sequence === head ? Effect.succeed(running) : live))
       const report = yield* replay({ state: atEnd }, initialStateRetaining(retain))
       const auditStarted = Date.now()
       const placements = audit ? yield* auditPlacements : undefined

@@ -3,18 +3,20 @@ import * as fs from "node:fs/promises"
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
+import * as Clock from "effect/Clock"
 import * as Console from "effect/Console"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Deferred from "effect/Deferred"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import * as Schedule from "effect/Schedule"
 import { progressOf, type RunDetail, type RunList, type RunView } from "../../app/runs/Dispatcher.js"
 import { sharedNames } from "../../domain/placement/Placement.js"
 import { RUN_STATES, TERMINAL } from "../../domain/runs/Runs.js"
 import { depthProblem, jobAddressProblem, preferenceProblem } from "../../domain/runs/Values.js"
 import { admin } from "../admin.js"
+import type { SvcHome } from "../../infra/SvcHome.js"
 import { CliFailure, exitQuietly, refused, usage } from "../CliFailure.js"
 import { printJson, printLines, table } from "../output.js"
 
@@ -60,27 +62,43 @@ const outcomeLine = (r: RunView) =>
   r.state === "succeeded" ? `run ${r.id} succeeded on ${hostText(r) ?? "?"}` : `run ${r.id} ${r.state}${r.host === null ? "" : ` on ${hostText(r)}`}: ${r.error ?? r.explanation ?? ""}`
 
 /** How long `--wait` waits for an owner that stopped answering (a restart) before it gives up. */
-const RESTART_PATIENCE = "60 seconds"
+const RESTART_PATIENCE = Duration.seconds(60)
+/** How long the owner holds one wait before it answers with the run as it is. */
+const WAIT_MS = 25_000
+/** A wait not answered this long after it ends is an owner that does not answer (stopped with SIGSTOP, stuck). */
+const WAIT_MARGIN = Duration.seconds(10)
+/** How long one question asked while the owner does not answer may take. */
+const PROBE_WITHIN = Duration.seconds(5)
+
+/** One wait for run `runId` on the owner: answered when its progress differs from `seen`, it ends, or after `ms`. */
+const waitCall = (runId: string, seen: string, ms: number, within: Duration.Duration) =>
+  admin("POST", "/runs/wait", { run: runId, ms, seen }, { answerWithin: within, notice: false }) as unknown as Effect.Effect<RunView, CliFailure, SvcHome>
 
 /**
- * A wait asked again while the owner does not answer at all, for up to RESTART_PATIENCE: a
+ * A wait asked again while the owner does not answer at all (not there, or there and silent),
+ * every half second for up to RESTART_PATIENCE, each question one the owner answers at once: a
  * restarted owner keeps the run (a worker's attempt goes on; its own is placed again), so the
  * caller waiting on it need not fail with it. Said once on stderr.
  */
-const followThroughRestarts = <A, R>(call: Effect.Effect<A, CliFailure, R>, runId: string) => {
-  let said = false
-  return call.pipe(
-    Effect.tapError((e) =>
-      e.unreachable === true && !said
-        ? Effect.zipRight(
-            Effect.sync(() => void (said = true)),
-            Console.error(`the owner does not answer (${e.message}); still waiting for run ${runId}, for up to ${RESTART_PATIENCE} until it is back`)
-          )
-        : Effect.void
-    ),
-    Effect.retry({ while: (e) => e.unreachable === true, schedule: Schedule.spaced("500 millis").pipe(Schedule.upTo(RESTART_PATIENCE)) })
+export const followThroughRestarts = <A, R>(first: Effect.Effect<A, CliFailure, R>, probe: (within: Duration.Duration) => Effect.Effect<A, CliFailure, R>, runId: string) =>
+  Effect.catchAll(first, (e) =>
+    e.unreachable !== true
+      ? Effect.fail(e)
+      : Effect.gen(function* () {
+          yield* Console.error(`the owner does not answer (${e.message}); still waiting for run ${runId}, for up to ${Duration.toSeconds(RESTART_PATIENCE)} seconds until it is back`)
+          const since = yield* Clock.currentTimeMillis
+          let last = e
+          for (;;) {
+            yield* Effect.sleep("500 millis")
+            const left = Duration.toMillis(RESTART_PATIENCE) - ((yield* Clock.currentTimeMillis) - since)
+            if (left <= 0) return yield* Effect.fail(last)
+            const answer = yield* Effect.either(probe(Duration.min(PROBE_WITHIN, Duration.millis(left))))
+            if (Either.isRight(answer)) return answer.right
+            if (answer.left.unreachable !== true) return yield* Effect.fail(answer.left)
+            last = answer.left
+          }
+        })
   )
-}
 
 export const runCommand = Command.make(
   "run",
@@ -122,7 +140,11 @@ export const runCommand = Command.make(
             said = seen
             yield* Console.error(progressLine(run))
           }
-          run = (yield* followThroughRestarts(admin("POST", "/runs/wait", { run: run.id, ms: 25_000, seen }), run.id)) as unknown as RunView
+          run = yield* followThroughRestarts(
+            waitCall(run.id, seen, WAIT_MS, Duration.sum(Duration.millis(WAIT_MS), WAIT_MARGIN)),
+            (within) => waitCall(id, seen, 0, within),
+            run.id
+          )
         }
       }).pipe(
         // Ctrl-C: the run goes on, and its id may not have been said yet (a run placed at once
