@@ -19,6 +19,8 @@ import { makeWork, type WorkSide } from "./Work.js"
 
 export const ADVERTISE_EVERY = Duration.seconds(4)
 export const BACKOFF_FIRST = Duration.seconds(1)
+/** How long a link that ends waits for the owner to hear its bye. */
+export const BYE_WITHIN = Duration.seconds(2)
 /**
  * The longest wait between hellos, jitter included: shorter than the grace an owner gives its
  * workers after it starts (15 s, docs/runs.md) before it places their attempts again, so a
@@ -168,11 +170,15 @@ export const runLink = (
     // Whatever ends the link stops the work it holds (revoked: the owner says so; fenced: another
     // process has the session). Then, best effort, the session is said to be over (a clean stop:
     // the owner places that work again now, and the next process is no takeover); refused when
-    // the link ended for a refusal, which is the end anyway.
+    // the link ended for a refusal, which is the end anyway. A finalizer runs uninterruptibly: the
+    // bye is made interruptible so that its 2 s limit holds (an owner stopped with SIGSTOP held
+    // the stop for the call's own 45 s).
     yield* Effect.addFinalizer(() =>
       Effect.zipRight(
         work === undefined ? Effect.void : work.stopAll,
-        Effect.suspend(() => (held === undefined ? Effect.void : Effect.ignore(Effect.timeout(transport.call({ kind: "bye", fence: held.fence }), Duration.seconds(2)))))
+        Effect.suspend(() =>
+          held === undefined ? Effect.void : Effect.ignore(Effect.timeout(Effect.interruptible(transport.call({ kind: "bye", fence: held.fence })), BYE_WITHIN))
+        )
       )
     )
     let backoff = BACKOFF_FIRST

@@ -49,6 +49,9 @@ interface Running {
   readonly holdsSlot: () => boolean
 }
 
+/** How long a report asking for the next attempt keeps its slot for it before giving it back. */
+export const HAND_OVER_WITHIN = Duration.seconds(2)
+
 /** At most this many bytes of one stream in one delta (the protocol's limit on its characters). */
 const MAX_DELTA = 65_536
 /** Room kept in every body for what the estimate of the rest may miss. */
@@ -140,7 +143,9 @@ export const makeWork = (side: WorkSide, call: Call, owner = "the owner") =>
           r.stopped = true
           return Effect.zipRight(Effect.logInfo(`stopping attempt ${id}: ${why}`), Fiber.interrupt(r.fiber))
         },
-        { discard: true }
+        // Each is given its grace at the same time: one after the other, two jobs that ignore
+        // SIGTERM held a stop 10 s.
+        { discard: true, concurrency: "unbounded" }
       )
 
     /**
@@ -181,22 +186,22 @@ export const makeWork = (side: WorkSide, call: Call, owner = "the owner") =>
           entry.asking = true
         }
         /**
-         * The owner cannot be reached: the job is over, so its slot goes back now, for other
-         * owners and this machine's own runs, instead of waiting out this owner's absence; the
+         * The job is over: its slot goes back, for other owners and this machine's own runs; the
          * report, retried until it lands, no longer asks for the next attempt (it has no slot to
-         * hand over).
+         * hand over). At once when the report does not ask for the next; else when the owner
+         * cannot be reached, or has not answered in HAND_OVER_WITHIN (an owner stopped with
+         * SIGSTOP answers nothing, and its reports held the machine's slots from every other
+         * owner for as long as it was stopped).
          */
-        const letGo = (e: Refusal | Unreachable) =>
-          e._tag !== "Unreachable"
-            ? Effect.void
-            : Effect.suspend(() => {
-                if (claimNext) {
-                  claimNext = false
-                  asking--
-                  entry.asking = false
-                }
-                return entry.giveBack ?? Effect.void
-              })
+        const giveUp = Effect.suspend(() => {
+          if (claimNext) {
+            claimNext = false
+            asking--
+            entry.asking = false
+          }
+          return entry.giveBack ?? Effect.void
+        })
+        const letGo = (e: Refusal | Unreachable) => (e._tag !== "Unreachable" ? Effect.void : giveUp)
         // How long it ran, said in whole milliseconds: its report may arrive much later.
         const ran = Math.round(outcome.durationMs)
         const durationMs = isRanMs(ran) ? { durationMs: ran } : {}
@@ -229,6 +234,9 @@ export const makeWork = (side: WorkSide, call: Call, owner = "the owner") =>
           }
         }
         r.reporting = true
+        // Reporting, it holds a slot only to hand it to the next attempt the report asks for.
+        if (!claimNext) yield* giveUp
+        const handOver = claimNext ? yield* Effect.fork(Effect.zipRight(Effect.sleep(HAND_OVER_WITHIN), giveUp)) : undefined
         yield* notCarried(attempt)
         return yield* Effect.gen(function* () {
           // The output first: what the report cannot carry goes in heartbeats ahead of it.
@@ -248,7 +256,8 @@ export const makeWork = (side: WorkSide, call: Call, owner = "the owner") =>
           }
         }).pipe(
           Effect.map((answer) => (answer.kind === "ack" ? (answer.next ?? undefined) : undefined)),
-          Effect.catchAll((e) => Effect.as(Effect.logWarning(`the owner refused the report of ${attempt}: ${e.message}`), undefined))
+          Effect.catchAll((e) => Effect.as(Effect.logWarning(`the owner refused the report of ${attempt}: ${e.message}`), undefined)),
+          Effect.ensuring(handOver === undefined ? Effect.void : Fiber.interrupt(handOver))
         )
       })
 
@@ -309,7 +318,7 @@ export const makeWork = (side: WorkSide, call: Call, owner = "the owner") =>
       Effect.gen(function* () {
         const entry: Entry = {}
         let holds = holding
-        // Its job is over and its report waits for an owner that cannot be reached: the slot goes back (see `report`).
+        // Its job is over and its report no longer hands the slot on: it goes back (see `report`).
         entry.giveBack = Effect.suspend(() => {
           if (!holds) return Effect.void
           holds = false
@@ -325,7 +334,8 @@ export const makeWork = (side: WorkSide, call: Call, owner = "the owner") =>
               running.delete(work.attempt)
               changes++
               const next = entry.next
-              if (!holds) return Effect.void
+              // Handed over after its slot went back (the answer came late): it waits for one.
+              if (!holds) return next === undefined ? Effect.void : start(next, false)
               return next === undefined ? side.slots.release : start(next, true)
             }).pipe(
               // Counted as asking until the attempt handed back runs (see `asking`).
@@ -388,7 +398,7 @@ export const makeWork = (side: WorkSide, call: Call, owner = "the owner") =>
         yield* Effect.gen(function* () {
           const telling = changes
           // Those still waiting for a slot here: the owner shows them so (docs/runs.md).
-          const waiting = [...running].filter(([, r]) => !r.holdsSlot()).map(([id]) => id)
+          const waiting = [...running].filter(([, r]) => !r.holdsSlot() && !r.reporting).map(([id]) => id)
           const base = { kind: "heartbeat" as const, fence, running: [...running.keys()], ...(waiting.length > 0 ? { waiting } : {}) }
           let room = MAX_BODY_BYTES - BODY_SLACK - jsonBytes({ ...base, output: [] })
           const output: Array<OutputDelta> = []

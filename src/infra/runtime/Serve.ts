@@ -264,14 +264,18 @@ const start = (options: ServeOptions) =>
           left,
           sessionMemoryAt(options.home, key)
         ).pipe(
-          // The link logs its end itself (Link.ts), with the reason.
+          // The link logs its end itself (Link.ts), with the reason. Ended by the runtime's stop
+          // with every other link at once (below), not one after the other by the scope.
           Effect.ignore,
-          Effect.forkScoped
+          Effect.forkDaemon
         )
         running.set(key, { workerId: link.workerId, url: link.url, name: link.name, fiber })
       }
     })
-    yield* startLinks.pipe(Effect.catchAll((e) => Console.error(`svc: ${e.message}`)), Effect.repeat(Schedule.spaced("2 seconds")), Effect.forkScoped)
+    const linking = yield* startLinks.pipe(Effect.catchAll((e) => Console.error(`svc: ${e.message}`)), Effect.repeat(Schedule.spaced("2 seconds")), Effect.forkScoped)
+    // At the stop, every link ends at once (its work stopped, its bye said): ended one after the
+    // other, an owner that does not answer held the others' jobs running through its bye.
+    yield* Effect.addFinalizer(() => Effect.zipRight(Fiber.interrupt(linking), Effect.suspend(() => Fiber.interruptAll([...running.values()].map((r) => r.fiber)))))
 
     const routes = adminRoutes(runtime, {
       actor: `operator ${os.userInfo().username}`,

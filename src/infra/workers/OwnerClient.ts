@@ -48,8 +48,9 @@ export const makeAgent = (owner: PinnedOwner) =>
     keepAlive: true,
     ca: owner.certificate,
     // The pinned certificate is the trust anchor; its name need not match the URL's host.
-    checkServerIdentity: (_host, cert) => (fingerprintHex(cert) === owner.fingerprint ? undefined : new Error("the owner's certificate changed: not the pinned one")),
-    maxSockets: 4
+    checkServerIdentity: (_host, cert) => (fingerprintHex(cert) === owner.fingerprint ? undefined : new Error("the owner's certificate changed: not the pinned one"))
+    // No cap on connections: a call never waits for another one's socket (with 4, a report
+    // queued behind calls an owner stopped with SIGSTOP held, and no timeout of its own ran).
   })
 
 /**
@@ -84,7 +85,15 @@ const messageOf = (json: unknown): string => {
   return typeof message === "string" && message !== "" ? `: ${withoutSecrets(message.slice(0, 300))}` : ""
 }
 
-export const callOwner = (owner: PinnedOwner, agent: https.Agent, bearer: string, request: WorkerRequest, timeoutMs = 45_000) =>
+/**
+ * How long a call waits for its answer: a claim, its wait at the owner and 25 s more; any other
+ * call 15 s (a live owner answers in milliseconds; an owner stopped with SIGSTOP takes the
+ * connection and says nothing, and what waits on the answer, a report's slot, a stop, should not
+ * wait long for it).
+ */
+export const answerWithinMs = (request: WorkerRequest): number => (request.kind === "claim" ? request.waitSeconds * 1000 + 25_000 : 15_000)
+
+export const callOwner = (owner: PinnedOwner, agent: https.Agent, bearer: string, request: WorkerRequest, timeoutMs = answerWithinMs(request)) =>
   Effect.async<import("../../app/workers/Protocol.js").WorkerResponse, Refusal | Unreachable>((resume) => {
     const body = JSON.stringify(request)
     const u = new URL("/api/worker", owner.url)
@@ -93,8 +102,7 @@ export const callOwner = (owner: PinnedOwner, agent: https.Agent, bearer: string
       {
         method: "POST",
         agent,
-        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), authorization: `Bearer ${bearer}` },
-        timeout: timeoutMs
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), authorization: `Bearer ${bearer}` }
       },
       (res) => {
         const chunks: Array<Buffer> = []
@@ -120,8 +128,14 @@ export const callOwner = (owner: PinnedOwner, agent: https.Agent, bearer: string
         })
       }
     )
-    req.on("timeout", () => req.destroy(new Error(`no answer within ${timeoutMs / 1000} s`)))
+    // From the moment it is made, not from when it gets a connection (a socket's own timeout):
+    // an owner stopped with SIGSTOP takes connections and answers nothing.
+    const deadline = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs)
+    req.on("close", () => clearTimeout(deadline))
     req.on("error", (e: NodeJS.ErrnoException) => resume(Effect.fail(new Unreachable({ message: `${owner.url}: ${certificateProblem(e) ?? e.message}` }))))
     req.end(body)
-    return Effect.sync(() => req.destroy())
+    return Effect.sync(() => {
+      clearTimeout(deadline)
+      req.destroy()
+    })
   })

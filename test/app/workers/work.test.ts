@@ -11,11 +11,12 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as TestClock from "effect/TestClock"
 import type { ExecutorService } from "../../../src/app/runs/Executor.js"
 import type { ResolvedJob } from "../../../src/app/runs/JobCatalog.js"
 import { Unreachable } from "../../../src/app/workers/Link.js"
 import { jsonBytes, MAX_BODY_BYTES, Refusal, type WorkerRequest, type WorkerResponse } from "../../../src/app/workers/Protocol.js"
-import { makeWork, MAX_REPORT_BYTES, type WorkSide } from "../../../src/app/workers/Work.js"
+import { HAND_OVER_WITHIN, makeWork, MAX_REPORT_BYTES, type WorkSide } from "../../../src/app/workers/Work.js"
 import { makeSlots, type Slots } from "../../../src/app/workers/Slots.js"
 import * as ChildExecutor from "../../../src/infra/runs/ChildExecutor.js"
 import * as FileRunFiles from "../../../src/infra/runs/FileRunFiles.js"
@@ -652,6 +653,96 @@ describe("the worker side of runs", () => {
       yield* w.stopAll
       expect(w.running()).toEqual([])
       expect(o.reports).toEqual([])
+    })
+  )
+})
+
+/**
+ * An owner that is there but does not answer (stopped with SIGSTOP): its report hangs, it is not
+ * refused nor unreachable. Its finished attempts must not keep the machine's slots from the
+ * other owners. A job that ends at once (no child process) and Effect's TestClock.
+ */
+describe("an owner that does not answer its reports", () => {
+  // A job of 1 ms (of the test clock): its claim loop is waiting for the slot when it ends.
+  const instant: ExecutorService = { run: () => Effect.as(Effect.sleep("1 millis"), { ok: true, result: { done: true }, error: null, exitCode: 0, signal: null, durationMs: 1 }) }
+  const quietSide = (slots: Slots): WorkSide => ({ ...sideWith(slots, instant), heartbeatEvery: Duration.hours(1) })
+  /** An owner handing out one attempt, then waiting claims; its reports (and only those) never answered. */
+  const silent = (prefix: string) => {
+    return owner(prefix, 1, 0, (r) => (r.kind === "report" ? Effect.never : undefined))
+  }
+  /** Lets the forked fibers run, and the output files' real I/O happen (real time; the test clock stands still). */
+  const settle = Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 150)))
+
+  it.effect("its report not asking for the next attempt gives the slot back as the job ends: another owner's work takes it", () =>
+    Effect.gen(function* () {
+      const slots = yield* makeSlots(1)
+      const a = silent("A")
+      const wa = yield* makeWork(quietSide(slots), a.call)
+      const fa = yield* Effect.fork(wa.session(1))
+      // B's claim loop waits for the slot too: A's report does not ask for the next (another waits).
+      const b = owner("B", 1, 0)
+      const wb = yield* makeWork(quietSide(slots), b.call)
+      const fb = yield* Effect.fork(wb.session(1))
+      // A's job, then B's (1 ms each).
+      for (let i = 0; i < 3; i++) {
+        yield* settle
+        yield* TestClock.adjust(Duration.millis(1))
+      }
+      yield* settle
+      const reportA = a.calls.find((r): r is Extract<WorkerRequest, { kind: "report" }> => r.kind === "report")
+      expect(reportA?.claimNext).toBeUndefined()
+      // A's report hangs; B's attempt ran in the slot all the same, and was reported.
+      expect(b.reports.map((r) => r.attempt)).toEqual(["rB.1"])
+      expect(wa.running()).toEqual(["rA.1"])
+      yield* Fiber.interrupt(fa)
+      yield* Fiber.interrupt(fb)
+    })
+  )
+
+  it.effect("its report asking for the next attempt keeps the slot for it 2 s, then gives it back", () =>
+    Effect.gen(function* () {
+      const slots = yield* makeSlots(1)
+      const a = silent("A")
+      const wa = yield* makeWork(quietSide(slots), a.call)
+      const fa = yield* Effect.fork(wa.session(1))
+      yield* settle
+      yield* TestClock.adjust(Duration.millis(1))
+      yield* settle
+      // Alone: A's report asks for the next attempt, keeping the slot to hand it over.
+      const reportA = a.calls.find((r): r is Extract<WorkerRequest, { kind: "report" }> => r.kind === "report")
+      expect(reportA?.claimNext).toBe(true)
+      expect(slots.taken()).toBe(1)
+      yield* TestClock.adjust(Duration.subtract(HAND_OVER_WITHIN, Duration.millis(1)))
+      yield* settle
+      expect(slots.taken()).toBe(1)
+      yield* TestClock.adjust(Duration.millis(1))
+      yield* settle
+      // Not answered in 2 s: the slot is back, and A's own claims take it again (its report still hangs).
+      expect(a.calls.filter((r) => r.kind === "claim").length).toBeGreaterThan(1)
+      expect(wa.running()).toEqual(["rA.1"])
+      yield* Fiber.interrupt(fa)
+    })
+  )
+
+  it.effect("an attempt handed back after the slot went back waits for a slot and runs: it is not dropped", () =>
+    Effect.gen(function* () {
+      const slots = yield* makeSlots(1)
+      // The report is answered 3 s late, handing over the next attempt.
+      const a = owner("A", 1, 0, (r) =>
+        r.kind === "report" && r.attempt === "rA.1" ? Effect.as(Effect.sleep("3 seconds"), { ...ack(), next: work("rA.2", {}) } as WorkerResponse) : undefined
+      )
+      const wa = yield* makeWork(quietSide(slots), a.call)
+      const fa = yield* Effect.fork(wa.session(1))
+      yield* settle
+      yield* TestClock.adjust(Duration.millis(1))
+      yield* settle
+      yield* TestClock.adjust("3 seconds")
+      yield* settle
+      yield* TestClock.adjust(Duration.millis(1))
+      yield* settle
+      expect(a.reports.map((r) => r.attempt)).toContain("rA.2")
+      expect(slots.taken()).toBe(0)
+      yield* Fiber.interrupt(fa)
     })
   )
 })
