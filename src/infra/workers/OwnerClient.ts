@@ -5,6 +5,7 @@
  */
 import * as https from "node:https"
 import * as tls from "node:tls"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { Unreachable } from "../../app/workers/Link.js"
@@ -128,14 +129,12 @@ export const callOwner = (owner: PinnedOwner, agent: https.Agent, bearer: string
         })
       }
     )
-    // From the moment it is made, not from when it gets a connection (a socket's own timeout):
-    // an owner stopped with SIGSTOP takes connections and answers nothing.
-    const deadline = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs)
-    req.on("close", () => clearTimeout(deadline))
     req.on("error", (e: NodeJS.ErrnoException) => resume(Effect.fail(new Unreachable({ message: `${owner.url}: ${certificateProblem(e) ?? e.message}` }))))
     req.end(body)
-    return Effect.sync(() => {
-      clearTimeout(deadline)
-      req.destroy()
-    })
-  })
+    return Effect.sync(() => req.destroy())
+  }).pipe(
+    // From the moment it is made, not from when it gets a connection (a socket's own timeout):
+    // an owner stopped with SIGSTOP takes connections and answers nothing. Given up, the request
+    // is destroyed (the canceler above).
+    Effect.timeoutFail({ duration: Duration.millis(timeoutMs), onTimeout: () => new Unreachable({ message: `${owner.url}: no answer within ${timeoutMs / 1000} s` }) })
+  )

@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Ref from "effect/Ref"
 import * as TestClock from "effect/TestClock"
-import { credentialTransport, runLink, Unreachable, type LinkStatus, type OwnerTransport } from "../../../src/app/workers/Link.js"
+import { BYE_WITHIN, credentialTransport, runLink, Unreachable, type LinkStatus, type OwnerTransport } from "../../../src/app/workers/Link.js"
 import type { Offer } from "../../../src/app/workers/Offer.js"
 import { Refusal, type WorkerRequest, type WorkerResponse } from "../../../src/app/workers/Protocol.js"
 import { makeSlots } from "../../../src/app/workers/Slots.js"
@@ -182,6 +182,20 @@ describe("the worker's link", () => {
       expect(byes).toEqual([])
       yield* Fiber.interrupt(fiber)
       expect(byes).toEqual([{ kind: "bye", fence: 3 }])
+    })
+  )
+
+  it.effect("gives up its bye after 2 s when the owner does not answer (stopped with SIGSTOP): it held the stop for the call's own 45 s", () =>
+    Effect.gen(function* () {
+      const s = yield* scripted((r) => (r.kind === "bye" ? Effect.never : Effect.succeed(r.kind === "hello" ? ({ ...welcome(3), sessionKey: "k" } as WorkerResponse) : ack())))
+      const fiber = yield* Effect.fork(runLink(link, s.transport, Effect.succeed(offer), s.status))
+      yield* TestClock.adjust("1 second")
+      const ending = yield* Effect.fork(Fiber.interrupt(fiber))
+      yield* TestClock.adjust(Duration.subtract(BYE_WITHIN, Duration.millis(1)))
+      expect(ending.unsafePoll()).toBeNull()
+      yield* TestClock.adjust(Duration.millis(1))
+      yield* Fiber.join(ending)
+      expect(s.calls.at(-1)?.kind).toBe("bye")
     })
   )
 

@@ -5,10 +5,13 @@
 import { createServer, type Server } from "node:https"
 import { join } from "node:path"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as TestClock from "effect/TestClock"
+import { it as effectIt } from "@effect/vitest"
 import { afterEach, describe, expect, it } from "vitest"
 import { createServer as createRouteServer, startingHandler } from "../../../src/infra/http/WorkerRoute.js"
 import { loadOrCreate } from "../../../src/infra/tls/OwnerCertificate.js"
-import { callOwner, certificateProblem, makeAgent } from "../../../src/infra/workers/OwnerClient.js"
+import { answerWithinMs, callOwner, certificateProblem, makeAgent } from "../../../src/infra/workers/OwnerClient.js"
 import { tempDir } from "../../support/svc.js"
 
 const servers: Array<Server> = []
@@ -72,4 +75,32 @@ describe("the worker's client", () => {
     expect(certificateProblem(coded("CERT_NOT_YET_VALID"))).toMatch(/not valid yet: check this machine's clock$/)
     expect(certificateProblem(coded("ECONNREFUSED"))).toBeUndefined()
   })
+})
+
+describe("the worker's client and an owner that does not answer (stopped with SIGSTOP)", () => {
+  effectIt.effect("gives each call up after its own time from when it was made, however many are in flight: 15 s, a claim its wait and 25 s", () =>
+    Effect.gen(function* () {
+      const home = join(tempDir("svc-client-"), "owner")
+      const tls = yield* Effect.promise(() => loadOrCreate(home))
+      // Takes connections and requests, answers nothing.
+      const server = createServer({ cert: tls.cert, key: tls.key }, () => {})
+      servers.push(server)
+      yield* Effect.promise(() => new Promise<void>((r) => server.listen(0, "127.0.0.1", r)))
+      const url = `https://127.0.0.1:${(server.address() as { port: number }).port}`
+      const pinned = { url, fingerprint: tls.fingerprint, certificate: tls.cert }
+      const agent = makeAgent(pinned)
+      // More calls at once than the 4 connections the agent used to allow: none waits for another's.
+      const beats = yield* Effect.forEach(Array.from({ length: 6 }), () => Effect.fork(Effect.flip(callOwner(pinned, agent, "svc_wk_x", { kind: "heartbeat", fence: 1, running: [] }))))
+      const claim = yield* Effect.fork(Effect.flip(callOwner(pinned, agent, "svc_wk_x", { kind: "claim", fence: 1, waitSeconds: 20 })))
+      expect(answerWithinMs({ kind: "claim", fence: 1, waitSeconds: 20 })).toBe(45_000)
+      yield* TestClock.adjust("14999 millis")
+      for (const b of beats) expect(b.unsafePoll()).toBeNull()
+      yield* TestClock.adjust("1 millis")
+      for (const b of beats) expect((yield* Fiber.join(b)).message).toBe(`${url}: no answer within 15 s`)
+      expect(claim.unsafePoll()).toBeNull()
+      yield* TestClock.adjust("30 seconds")
+      expect((yield* Fiber.join(claim)).message).toBe(`${url}: no answer within 45 s`)
+      agent.destroy()
+    })
+  )
 })
