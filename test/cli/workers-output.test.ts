@@ -1,6 +1,8 @@
 /** What `svc workers invite` notes about the address its token carries. */
 import { describe, expect, it } from "vitest"
-import { lastSeenOf, onlyThisMachine, releasedLine, servedLines, usedOfCapacity } from "../../src/cli/commands/workers.js"
+import * as Effect from "effect/Effect"
+import type { Leave, WorkerResponse } from "../../src/app/workers/Protocol.js"
+import { lastSeenOf, onlyThisMachine, releasedLine, servedLines, tellLeaving, usedOfCapacity } from "../../src/cli/commands/workers.js"
 
 describe("svc workers invite", () => {
   it.each([
@@ -81,5 +83,27 @@ describe("svc workers status on a worker", () => {
     const lines = servedLines("https://owner:7443", "lab-1", "w1", { ...linked, phase: "revoked", detail: "revoked by operator", scope: [] })
     expect(lines.some((l) => l.includes("offers"))).toBe(false)
     expect(servedLines("https://owner:7443", "lab-1", "w1", null)).toEqual(["  https://owner:7443 as lab-1 (w1): not linked now"])
+  })
+})
+
+describe("telling the owner this machine leaves", () => {
+  const refusal = (code: string) => ({ _tag: "Refusal", code, message: "the body is not a worker message: running: is unexpected" })
+  const left = { kind: "left", workerId: "w1", name: "lab-1" } as WorkerResponse
+
+  it("says what still runs here when its runtime stopped the link's work; an owner from before revision 2, refusing it, is told again without it", async () => {
+    const sent: Array<Leave> = []
+    const call = (request: Leave) => Effect.suspend(() => (sent.push(request), "running" in request ? Effect.fail(refusal("bad-request")) : Effect.succeed(left)))
+    expect(await Effect.runPromise(tellLeaving(call, true))).toEqual(left)
+    expect(sent).toEqual([{ kind: "leave", running: [] }, { kind: "leave" }])
+  })
+
+  it("is not told twice for another refusal, nor sent running when nothing said the work stopped", async () => {
+    const sent: Array<Leave> = []
+    const revoked = (request: Leave) => Effect.suspend(() => (sent.push(request), Effect.fail(refusal("revoked"))))
+    expect((await Effect.runPromise(Effect.flip(tellLeaving(revoked, true)))).code).toBe("revoked")
+    expect(sent).toEqual([{ kind: "leave", running: [] }])
+    const plain: Array<Leave> = []
+    await Effect.runPromise(tellLeaving((request: Leave) => Effect.suspend(() => (plain.push(request), Effect.succeed(left))), false))
+    expect(plain).toEqual([{ kind: "leave" }])
   })
 })

@@ -13,7 +13,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Random from "effect/Random"
 import * as Ref from "effect/Ref"
-import type { Refusal, WorkerRequest, WorkerResponse } from "./Protocol.js"
+import { revisionOf, type Refusal, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
 import type { Offer } from "./Offer.js"
 import { makeWork, type WorkSide } from "./Work.js"
 
@@ -160,13 +160,15 @@ export const runLink = (
 
     const call = (request: WorkerRequest) => Effect.tap(transport.call(request), takeCredential)
     // Attempts outlive sessions: a reconnect says hello listing them, and they carry on.
-    const work = side === undefined ? undefined : yield* makeWork(side, call, `the owner at ${link.url}`)
+    const work = side === undefined ? undefined : yield* makeWork(side, call, `the owner at ${link.url}`, () => revision)
     /**
      * The session this process holds, to resume when it says hello again; and, kept by `sessions`,
      * the one the process before it held on this home and boot (it crashed), so its own restart
      * is no takeover.
      */
     let held: HeldSession | undefined = sessions === undefined ? undefined : yield* sessions.load
+    /** What of the protocol the owner takes, as its last welcome said (Protocol.ts, `PROTOCOL_REVISION`). */
+    let revision = 1
     // Whatever ends the link stops the work it holds (revoked: the owner says so; fenced: another
     // process has the session). Then, best effort, the session is said to be over (a clean stop:
     // the owner places that work again now, and the next process is no takeover); refused when
@@ -177,7 +179,8 @@ export const runLink = (
       Effect.zipRight(
         work === undefined ? Effect.void : work.stopAll,
         Effect.suspend(() =>
-          held === undefined ? Effect.void : Effect.ignore(Effect.timeout(Effect.interruptible(transport.call({ kind: "bye", fence: held.fence })), BYE_WITHIN))
+          // An owner from before revision 2 has no bye (it would refuse it): its session lapses in 15 s.
+          held === undefined || revision < 2 ? Effect.void : Effect.ignore(Effect.timeout(Effect.interruptible(transport.call({ kind: "bye", fence: held.fence })), BYE_WITHIN))
         )
       )
     )
@@ -192,6 +195,7 @@ export const runLink = (
             const welcome = yield* call({ kind: "hello", protocol: 1, running: work === undefined ? [] : work.running(), ...(held === undefined ? {} : { resumes: held }) })
             if (welcome.kind !== "welcome") return yield* new Unreachable({ message: `unexpected answer ${welcome.kind} to hello` })
             held = welcome.sessionKey === undefined ? undefined : { fence: welcome.fence, key: welcome.sessionKey }
+            revision = revisionOf(welcome)
             if (held !== undefined && sessions !== undefined) yield* sessions.save(held)
             backoff = BACKOFF_FIRST
             yield* set({ phase: "linked", detail: `session fence ${welcome.fence}`, fence: welcome.fence, scope: welcome.scope })

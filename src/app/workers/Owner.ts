@@ -27,7 +27,7 @@ import { Dispatcher, layer as DispatcherLayer, stopsIn } from "../runs/Dispatche
 import { Entropy } from "./Entropy.js"
 import { Freshness, layer as FreshnessLayer } from "./Freshness.js"
 import { makeOperatorCommands, type CommandError, type OperatorCommands } from "./OperatorCommands.js"
-import { fenceRefusal, Refusal, revokedRefusal, type Ack, type Advertise, type Assignment, type Claim, type CredentialHandOver, type Hello, type Join, type Leave, type NoWork, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
+import { fenceRefusal, PROTOCOL_REVISION, Refusal, revokedRefusal, type Ack, type Advertise, type Assignment, type Claim, type CredentialHandOver, type Hello, type Join, type Leave, type NoWork, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
 
 interface Authenticated {
   readonly worker: WorkerRecord
@@ -206,7 +206,7 @@ export const make = Effect.gen(function* () {
       const fence = (envelopes[0]!.event as { fence: number }).fence
       // What it still runs, against what the owner placed on it (slots are not leaked).
       const stop = yield* dispatcher.hello(worker, request.running)
-      return { kind: "welcome" as const, workerId: worker.id, name: worker.name, fence, scope: worker.scope, advertiseEverySeconds: 5, stop, newCredential, sessionKey } satisfies WorkerResponse
+      return { kind: "welcome" as const, workerId: worker.id, name: worker.name, fence, scope: worker.scope, advertiseEverySeconds: 5, stop, newCredential, sessionKey, revision: PROTOCOL_REVISION } satisfies WorkerResponse
     })
 
   /** What an advertisement offers, as the decider takes it. */

@@ -236,9 +236,21 @@ export const Welcome = Schema.Struct({
   stop: Schema.Array(Schema.String),
   newCredential: Schema.NullOr(CredentialHandOver),
   /** This session's key: kept by the process in memory only, presented in its next hello (`resumes`). */
-  sessionKey: Schema.optionalWith(Schema.String, { exact: true })
+  sessionKey: Schema.optionalWith(Schema.String, { exact: true }),
+  /** What of the protocol the owner takes (`PROTOCOL_REVISION`); absent: an owner from before revisions, 1. */
+  revision: Schema.optionalWith(Schema.Int, { exact: true })
 })
 export type Welcome = typeof Welcome.Type
+
+/**
+ * The protocol's revision (docs/protocol.md, "Revisions"). The route refuses fields it does not
+ * know, so what a revision adds to a worker's messages is sent only to an owner whose welcome
+ * says that revision or a later one; an owner from before revisions (none in its welcome) takes
+ * revision 1's. Revision 2 added a report's `outcome.durationMs` and the `bye` message.
+ */
+export const PROTOCOL_REVISION = 2
+/** The revision an owner's welcome says it takes. */
+export const revisionOf = (welcome: Welcome): number => welcome.revision ?? 1
 
 /** An attempt handed to a worker: run the job it names, with this input. */
 const AssignmentFields = {

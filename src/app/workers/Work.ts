@@ -19,7 +19,7 @@ import { RanMs } from "../../domain/journal/Events.js"
 import type { ExecutionOutcome, ExecutorService } from "../runs/Executor.js"
 import type { JobNotRunnable, ResolvedJob } from "../runs/JobCatalog.js"
 import type { RunFilesService } from "../runs/RunFiles.js"
-import { jsonBytes, MAX_BODY_BYTES, type Assignment, type OutputDelta, type Refusal, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
+import { jsonBytes, MAX_BODY_BYTES, PROTOCOL_REVISION, type Assignment, type OutputDelta, type Refusal, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
 import type { Slots } from "./Slots.js"
 import type { Unreachable } from "./Link.js"
 
@@ -65,7 +65,13 @@ const deltaOverhead = (attempt: string) => jsonBytes({ attempt, stdout: "", stde
  * `owner`: how this machine's log names the owner the work is for (`the owner at URL`): a person
  * looking after a worker sees in its log what ran on it, for whom, and how it ended.
  */
-export const makeWork = (side: WorkSide, call: Call, owner = "the owner") =>
+export const makeWork = (
+  side: WorkSide,
+  call: Call,
+  owner = "the owner",
+  /** What of the protocol the owner takes (its welcome's revision): what a later one added is not sent to it. */
+  revision: () => number = () => PROTOCOL_REVISION
+) =>
   Effect.gen(function* () {
     const running = new Map<string, Running>()
     // Nothing runs yet for this owner in this process: output files here are left from a process
@@ -204,7 +210,8 @@ export const makeWork = (side: WorkSide, call: Call, owner = "the owner") =>
         const letGo = (e: Refusal | Unreachable) => (e._tag !== "Unreachable" ? Effect.void : giveUp)
         // How long it ran, said in whole milliseconds: its report may arrive much later.
         const ran = Math.round(outcome.durationMs)
-        const durationMs = isRanMs(ran) ? { durationMs: ran } : {}
+        // Revision 2: an owner before it refuses the field, and with it every report.
+        const durationMs = isRanMs(ran) && revision() >= 2 ? { durationMs: ran } : {}
         let sent: Extract<WorkerRequest, { kind: "report" }>["outcome"] = {
           ok: outcome.ok,
           ...(outcome.ok ? { result: outcome.result } : {}),

@@ -18,6 +18,7 @@ import { callOwner, fetchPinnedCertificate, makeAgent } from "../../infra/worker
 import { ownFingerprint } from "../../infra/tls/OwnerCertificate.js"
 import { currentUid } from "../../infra/PrivateFiles.js"
 import { unsafeHomeProblem } from "../../infra/runtime/HomeStart.js"
+import type { Leave, WorkerResponse } from "../../app/workers/Protocol.js"
 import { admin } from "../admin.js"
 import { adminCall } from "../../infra/http/AdminApi.js"
 import { exitQuietly, refused, setupProblem, unreachable, usage } from "../CliFailure.js"
@@ -347,6 +348,17 @@ const linkStopped = (home: string, key: string) =>
     }
   })
 
+/**
+ * Tells the owner this machine leaves it: with `running: []` when this machine's runtime has
+ * stopped the link's work (the owner then frees the slots it held). An owner from before that
+ * field (revision 2) refuses it, and a refusal changes nothing there: it is told again without
+ * it, and revokes the worker all the same (the slots stay held until its operator releases them).
+ */
+export const tellLeaving = <E extends { readonly _tag: string; readonly code?: string }>(call: (request: Leave) => Effect.Effect<WorkerResponse, E>, stopped: boolean) =>
+  stopped
+    ? call({ kind: "leave", running: [] }).pipe(Effect.catchIf((e) => e._tag === "Refusal" && e.code === "bad-request", () => call({ kind: "leave" })))
+    : call({ kind: "leave" })
+
 const leave = Command.make(
   "leave",
   { owner: Args.text({ name: "OWNER" }).pipe(Args.withDescription("the owner's URL (or host:port), or this machine's worker name or id there")), json },
@@ -380,8 +392,8 @@ const leave = Command.make(
       const stopped = yield* linkStopped(home, key)
       // Then the owner is told: it revokes the worker, saying it left.
       const agent = makeAgent({ url: link.url, fingerprint: link.fingerprint, certificate: link.certificate })
-      const request = stopped ? { kind: "leave" as const, running: [] } : { kind: "leave" as const }
-      const told = yield* Effect.either(callOwner({ url: link.url, fingerprint: link.fingerprint, certificate: link.certificate }, agent, link.credential, request)).pipe(
+      const pinned = { url: link.url, fingerprint: link.fingerprint, certificate: link.certificate }
+      const told = yield* Effect.either(tellLeaving((request) => callOwner(pinned, agent, link.credential, request), stopped)).pipe(
         Effect.ensuring(Effect.sync(() => agent.destroy()))
       )
       const released = told._tag === "Right" && told.right.kind === "left" ? told.right.released : undefined

@@ -11,7 +11,7 @@ import * as Ref from "effect/Ref"
 import * as TestClock from "effect/TestClock"
 import { BYE_WITHIN, credentialTransport, runLink, Unreachable, type LinkStatus, type OwnerTransport } from "../../../src/app/workers/Link.js"
 import type { Offer } from "../../../src/app/workers/Offer.js"
-import { Refusal, type WorkerRequest, type WorkerResponse } from "../../../src/app/workers/Protocol.js"
+import { PROTOCOL_REVISION, Refusal, type WorkerRequest, type WorkerResponse } from "../../../src/app/workers/Protocol.js"
 import { makeSlots } from "../../../src/app/workers/Slots.js"
 import { capturingLogs } from "../../support/logs.js"
 
@@ -44,7 +44,8 @@ const welcome = (fence = 1, newCredential: { credential: string; previousValidUn
   scope: [],
   advertiseEverySeconds: 5,
   stop: [],
-  newCredential
+  newCredential,
+  revision: PROTOCOL_REVISION
 })
 const ack = (newCredential: { credential: string; previousValidUntil: string } | null = null): WorkerResponse => ({ kind: "ack", stop: [], newCredential })
 
@@ -182,6 +183,20 @@ describe("the worker's link", () => {
       expect(byes).toEqual([])
       yield* Fiber.interrupt(fiber)
       expect(byes).toEqual([{ kind: "bye", fence: 3 }])
+    })
+  )
+
+  it.effect("says no bye to an owner from before revision 2, which would refuse it (its session lapses)", () =>
+    Effect.gen(function* () {
+      const s = yield* scripted((r) => {
+        if (r.kind !== "hello") return Effect.succeed(ack())
+        const { revision: _, ...before } = { ...welcome(3), sessionKey: "k" } as Extract<WorkerResponse, { kind: "welcome" }>
+        return Effect.succeed(before as WorkerResponse)
+      })
+      const fiber = yield* Effect.fork(runLink(link, s.transport, Effect.succeed(offer), s.status))
+      yield* TestClock.adjust("1 second")
+      yield* Fiber.interrupt(fiber)
+      expect(s.calls.map((c) => c.kind)).not.toContain("bye")
     })
   )
 

@@ -14,7 +14,7 @@ import { Journal, layerMemory } from "../../../src/app/journal/Journal.js"
 import { layer as projectionsLayer, Projections } from "../../../src/app/journal/Projections.js"
 import { layerWithRuns as ownerLayer, Owner, OwnerAddress } from "../../../src/app/workers/Owner.js"
 import * as Presence from "../../../src/app/workers/Presence.js"
-import { Refusal, type WorkerRequest, type WorkerResponse } from "../../../src/app/workers/Protocol.js"
+import { PROTOCOL_REVISION, Refusal, type WorkerRequest, type WorkerResponse } from "../../../src/app/workers/Protocol.js"
 import * as Decide from "../../../src/domain/workers/Decide.js"
 import { formatJoinToken, makeCredential, parseJoinToken } from "../../../src/domain/workers/Secrets.js"
 import * as NodeHashing from "../../../src/infra/journal/NodeHashing.js"
@@ -53,6 +53,8 @@ const linked = (scope: ReadonlyArray<string> = []) =>
     const { token } = yield* owner.invite({ scope, expiresInMs: null, name: "lab-1", actor: "operator" })
     const joined = ok(yield* call(token, { kind: "join", name: "ignored" }), "joined")
     const welcome = ok(yield* call(joined.credential, { kind: "hello", protocol: 1, running: [] }), "welcome")
+    // It says what of the protocol it takes: a worker sends it nothing later revisions added.
+    expect(welcome.revision).toBe(PROTOCOL_REVISION)
     return { token, credential: joined.credential, workerId: joined.workerId, fence: welcome.fence }
   })
 

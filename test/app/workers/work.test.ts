@@ -746,3 +746,18 @@ describe("an owner that does not answer its reports", () => {
     })
   )
 })
+
+describe("an owner from before revision 2", () => {
+  it.live("gets reports without durationMs, which it would refuse (and with it every report)", () =>
+    Effect.gen(function* () {
+      const slots = yield* makeSlots(1)
+      const o = owner("V", 1, 10)
+      const w = yield* makeWork(sideWith(slots, ChildExecutor.make()), o.call, "the owner", () => 1)
+      const f = yield* Effect.fork(w.session(1))
+      yield* until("the report", () => o.reports.length === 1, 15_000)
+      yield* Fiber.interrupt(f)
+      const sent = o.calls.find((r): r is Extract<WorkerRequest, { kind: "report" }> => r.kind === "report")!
+      expect(sent.outcome).toEqual({ ok: true, result: { done: 1 }, exitCode: 0 })
+    })
+  )
+})
