@@ -67,6 +67,29 @@ describe("svc journal and svc audit", () => {
     expect(JSON.parse((await run("audit", "--json")).stdout)).toEqual({ rows: [] })
   })
 
+  it("read a store never written to (0 bytes: a first svc serve that failed, its port in use) as an empty journal, saying so (it was refused as damaged, exit 1)", async () => {
+    const file = storePath(home)
+    writeFileSync(file, "")
+    const note = `note: ${file} is an empty file (0 bytes; svc serve makes the journal when it first starts in this home): read as an empty journal\n`
+    const replayed = await run("journal", "replay", "--json")
+    expect({ code: replayed.code, stderr: replayed.stderr }).toEqual({ code: 0, stderr: note })
+    expect(JSON.parse(replayed.stdout)).toMatchObject({ events: 0, head: 0, checkpoint: null, divergences: [] })
+    expect(await run("audit", "--json")).toMatchObject({ code: 0, stdout: `${JSON.stringify({ rows: [] }, null, 2)}\n`, stderr: note })
+    expect(await run("journal", "tail")).toMatchObject({ code: 0, stdout: "", stderr: note })
+    expect(await run("journal", "export")).toMatchObject({ code: 0, stdout: "", stderr: note })
+    expect(await run("journal", "history", "r1")).toMatchObject({ code: 1, stderr: `${note}svc: the journal holds no run r1\n` })
+    expect(statSync(file).size).toBe(0)
+    // Followed, it is a store not made yet: waited for, then every event shown from the first.
+    const child = spawn(process.execPath, [SVC_BIN, "journal", "tail", "--follow", "--json"], { env: { PATH: process.env["PATH"] ?? "", HOME: home, SVC_HOME: home }, stdio: ["ignore", "pipe", "pipe"] })
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve))
+    const first = new Promise<string>((resolve) => child.stdout.once("data", (d: Buffer) => resolve(d.toString("utf8"))))
+    await new Promise((resolve) => setTimeout(resolve, 700))
+    await writeHistory(file, false)
+    expect(JSON.parse((await first).split("\n")[0]!)).toMatchObject({ sequence: 1, type: "WorkerInvited" })
+    child.kill("SIGTERM")
+    await exited
+  }, 30_000)
+
   it("say so when SVC_HOME names no home (a typo read as an empty journal before)", async () => {
     const nowhere = join(home, "no-such-home")
     for (const args of [["audit"], ["journal", "tail"], ["journal", "export"], ["journal", "replay"], ["journal", "history", "r1"]]) {
@@ -259,9 +282,12 @@ describe("svc journal and svc audit", () => {
     // Not a database at all.
     writeFileSync(file, "these are not the pages you are looking for\n".repeat(200))
     await expectRefused("text", `cannot read ${file}: file is not a database`)
-    // Empty.
-    writeFileSync(file, "")
-    await expectRefused("empty", `${file} holds no svc journal: it has no tables (an empty file; svc serve makes them when it first starts in this home)`)
+    // A database with no tables (its first page only).
+    rmSync(file)
+    const bare = new Database(file)
+    bare.pragma("journal_mode = WAL")
+    bare.close()
+    await expectRefused("no tables", `${file} holds no svc journal: it has no tables (svc serve makes them when it first starts in this home)`)
     // A table dropped: it read as an empty, clean journal.
     rmSync(file)
     await writeHistory(file, true)

@@ -36,8 +36,19 @@ import { printJson, printLines, table } from "../output.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("print one JSON document on stdout"))
 
-/** The store file under $SVC_HOME, opened read-only. */
-const ReadLayer = Layer.unwrapEffect(Effect.map(SvcHome, (home) => JournalReader.layer(storePath(home.path)))).pipe(Layer.merge(NodeHashing.layer))
+/**
+ * The store file under $SVC_HOME, opened read-only. One never written to reads as empty, said on
+ * stderr: it is most likely a first start that failed, but a journal emptied by accident reads
+ * the same, and must not pass unremarked.
+ */
+const ReadLayer = Layer.unwrapEffect(
+  Effect.map(SvcHome, (home) => {
+    const file = storePath(home.path)
+    const reader = JournalReader.layer(file)
+    if (!JournalReader.neverWritten(file)) return reader
+    return Layer.merge(reader, Layer.effectDiscard(Console.error(`note: ${file} is an empty file (0 bytes; svc serve makes the journal when it first starts in this home): read as an empty journal`)))
+  })
+).pipe(Layer.merge(NodeHashing.layer))
 
 const encodeEvent = Schema.encodeSync(Event)
 const envelopeJson = (e: Envelope) => ({
@@ -246,9 +257,11 @@ const tailCommand = Command.make("tail", { json, lines, follow }, ({ follow, jso
       const file = storePath((yield* SvcHome).path)
       // Following a home whose owner has not started yet: it waits for the store, and every event
       // in it is new (it read the empty journal of the missing file for ever, and showed nothing).
-      const fromStart = follow && !existsSync(file) && existsSync(dirname(file))
+      // A store never written to (a first start that failed) is one not made yet.
+      const notYet = () => !existsSync(file) || JournalReader.neverWritten(file)
+      const fromStart = follow && notYet() && existsSync(dirname(file))
       if (fromStart) {
-        while (!existsSync(file)) yield* Effect.sleep("500 millis")
+        while (notYet()) yield* Effect.sleep("500 millis")
       }
       const unreadable: Array<number> = []
       const tail = Effect.gen(function* () {

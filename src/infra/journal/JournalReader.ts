@@ -2,8 +2,9 @@
  * Read-only access to a journal file for the commands that work whether the owner runs or not
  * (`svc journal *`, `svc audit`): a read-only better-sqlite3 connection, no migration, no
  * writer. A missing file in an existing home (an owner that never started there) reads as an
- * empty journal; a missing or unreadable home, a file SQLite cannot read (truncated, not a
- * database), and one that is not a whole svc store (StoreCheck.ts) fail, saying which and why.
+ * empty journal, as does a file nothing was ever written to (`neverWritten`); a missing or
+ * unreadable home, a file SQLite cannot read (truncated, not a database), and one that is not a
+ * whole svc store (StoreCheck.ts) fail, saying which and why.
  */
 import { statSync } from "node:fs"
 import { dirname } from "node:path"
@@ -85,9 +86,27 @@ const fromFile = (filename: string) =>
   )
 
 /**
+ * Whether `filename` is there with 0 bytes and no WAL content: a store nothing was ever written
+ * to, as a first `svc serve` that stopped before making its tables leaves it (its port in use).
+ * SQLite writes a store's first page before anything else (its WAL's too), so a journal made
+ * is never 0 bytes; read as a damaged store, such a home failed every read-only command.
+ */
+export const neverWritten = (filename: string): boolean => {
+  const size = (path: string) => {
+    try {
+      return statSync(path).size
+    } catch {
+      return undefined
+    }
+  }
+  return size(filename) === 0 && (size(`${filename}-wal`) ?? 0) === 0
+}
+
+/**
  * Why `filename` cannot be read, or "none yet" when it is simply not there yet (an owner that
- * never started in that home), or undefined when it is there. A home that does not exist or
- * cannot be read is said so: read as empty, a mistyped SVC_HOME looked like an empty journal.
+ * never started in that home) or was never written to, or undefined when it is there. A home that
+ * does not exist or cannot be read is said so: read as empty, a mistyped SVC_HOME looked like an
+ * empty journal.
  */
 const absence = (filename: string): string | undefined => {
   const code = (path: string) => {
@@ -99,7 +118,7 @@ const absence = (filename: string): string | undefined => {
     }
   }
   const file = code(filename)
-  if (file === undefined) return undefined
+  if (file === undefined) return neverWritten(filename) ? "none yet" : undefined
   if (file !== "ENOENT") return `cannot read ${filename} (${file})`
   const home = dirname(filename)
   const dir = code(home)

@@ -1,8 +1,8 @@
 /**
  * Whether a file is a store this svc can read, before anything is read from it: the read-only
  * commands read a file without its journal's tables as an empty journal and passed it as clean
- * (a dropped `events` table, a 0-byte file), and a store a newer svc had migrated was read, and
- * written, as if it were this one's.
+ * (a dropped `events` table), and a store a newer svc had migrated was read, and written, as if
+ * it were this one's. (A 0-byte file, never written to, is not opened: JournalReader.ts.)
  */
 import { accessSync, constants, existsSync } from "node:fs"
 import { dirname } from "node:path"
@@ -14,7 +14,7 @@ export const tablesOf = (db: Database.Database): ReadonlySet<string> => new Set(
 
 /** Why the store `db` (the file `filename`, with its `tables`) cannot be read as svc's journal, or undefined. */
 export const storeProblem = (db: Database.Database, filename: string, tables: ReadonlySet<string>): string | undefined => {
-  if (tables.size === 0) return `${filename} holds no svc journal: it has no tables (an empty file; svc serve makes them when it first starts in this home)`
+  if (tables.size === 0) return `${filename} holds no svc journal: it has no tables (svc serve makes them when it first starts in this home)`
   if (!tables.has(MIGRATIONS_TABLE)) return `${filename} is not an svc store: it has no record of svc's migrations (its tables: ${[...tables].sort().join(", ")})`
   const applied = db.prepare<[], { migration_id: number; name: string }>(`SELECT migration_id, name FROM ${MIGRATIONS_TABLE} ORDER BY migration_id`).all()
   const newest = applied[applied.length - 1]
