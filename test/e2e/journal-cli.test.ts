@@ -4,7 +4,7 @@
  */
 import Database from "better-sqlite3"
 import { spawn } from "node:child_process"
-import { mkdirSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
@@ -372,6 +372,28 @@ describe("svc journal and svc audit", () => {
     await writeRun(file)
     expect(await exited).toBe(0)
     expect(stderr).toBe("")
+  }, 30_000)
+
+  it("tail --follow started before its home exists waits for it, without making it, and follows the store made there", async () => {
+    const later = join(home, "later")
+    const file = storePath(later)
+    const child = spawn(process.execPath, [SVC_BIN, "journal", "tail", "--follow", "--json"], { env: { PATH: process.env["PATH"] ?? "", HOME: home, SVC_HOME: later }, stdio: ["ignore", "pipe", "pipe"] })
+    let stderr = ""
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d))
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve))
+    const first = new Promise<string>((resolve) => child.stdout.once("data", (d: Buffer) => resolve(d.toString("utf8"))))
+    // It exited 1 at once: "there is no svc home at ... no journal to read".
+    await new Promise((resolve) => setTimeout(resolve, 1_500))
+    expect(child.exitCode).toBe(null)
+    expect(existsSync(later)).toBe(false)
+    expect(stderr).toBe(`note: there is no svc home at ${later} (SVC_HOME) yet: waiting for svc serve to start there (Ctrl-C to stop)\n`)
+    mkdirSync(later, { mode: 0o700 })
+    await writeHistory(file, false)
+    expect(JSON.parse((await first).split("\n")[0]!)).toMatchObject({ sequence: 1, type: "WorkerInvited" })
+    child.stdout.destroy()
+    await writeRun(file)
+    expect(await exited).toBe(0)
+    expect(stderr).toBe(`note: there is no svc home at ${later} (SVC_HOME) yet: waiting for svc serve to start there (Ctrl-C to stop)\n`)
   }, 30_000)
 
   it("tail --json of more events than one page is one document, the same text as built whole", async () => {

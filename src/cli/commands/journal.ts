@@ -257,10 +257,13 @@ const tailCommand = Command.make("tail", { json, lines, follow }, ({ follow, jso
       const file = storePath((yield* SvcHome).path)
       // Following a home whose owner has not started yet: it waits for the store, and every event
       // in it is new (it read the empty journal of the missing file for ever, and showed nothing).
-      // A store never written to (a first start that failed) is one not made yet.
+      // A home not made yet is waited for too, not made (svc serve makes it, private): on a fresh
+      // machine, tail --follow in one terminal and svc serve in another exited 1 at once. A
+      // store never written to (a first start that failed) is one not made yet.
       const notYet = () => !existsSync(file) || JournalReader.neverWritten(file)
-      const fromStart = follow && notYet() && existsSync(dirname(file))
+      const fromStart = follow && notYet()
       if (fromStart) {
+        if (!existsSync(dirname(file))) yield* Console.error(`note: there is no svc home at ${dirname(file)} (SVC_HOME) yet: waiting for svc serve to start there (Ctrl-C to stop)`)
         while (notYet()) yield* Effect.sleep("500 millis")
       }
       const unreadable: Array<number> = []
