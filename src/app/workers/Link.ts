@@ -17,6 +17,10 @@ import { revisionOf, type Refusal, type WorkerRequest, type WorkerResponse } fro
 import type { Offer } from "./Offer.js"
 import { makeWork, type WorkSide } from "./Work.js"
 
+/**
+ * Between one advertisement's answer and the next advertisement: inside the 5 s the owner's
+ * welcome gives as the most (`advertiseEverySeconds`, the spec's refresh), with room for the call.
+ */
 export const ADVERTISE_EVERY = Duration.seconds(4)
 export const BACKOFF_FIRST = Duration.seconds(1)
 /** How long a link that ends waits for the owner to hear its bye. */

@@ -18,7 +18,7 @@ import type { Envelope } from "../../domain/journal/Events.js"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import { leftActor } from "../../domain/workers/Audit.js"
 import * as Decide from "../../domain/workers/Decide.js"
-import { advertisementAlive } from "../../domain/workers/DisplayState.js"
+import { ADVERTISEMENT_REFRESH_MS, advertisementAlive } from "../../domain/workers/DisplayState.js"
 import type { Registry, WorkerRecord } from "../../domain/workers/Registry.js"
 import { base62FromBytes, credentialProblem, CREDENTIAL_PREFIX, makeCredential, parseJoinToken } from "../../domain/workers/Secrets.js"
 import { Hashing } from "../journal/Hashing.js"
@@ -206,7 +206,10 @@ export const make = Effect.gen(function* () {
       const fence = (envelopes[0]!.event as { fence: number }).fence
       // What it still runs, against what the owner placed on it (slots are not leaked).
       const stop = yield* dispatcher.hello(worker, request.running)
-      return { kind: "welcome" as const, workerId: worker.id, name: worker.name, fence, scope: worker.scope, advertiseEverySeconds: 5, stop, newCredential, sessionKey, revision: PROTOCOL_REVISION } satisfies WorkerResponse
+      // The most a worker should let pass between advertisements (spec: refresh within 5 s); its
+      // advertisement lapses only after 15 s (ADVERTISEMENT_LIFETIME_MS).
+      const advertiseEverySeconds = ADVERTISEMENT_REFRESH_MS / 1000
+      return { kind: "welcome" as const, workerId: worker.id, name: worker.name, fence, scope: worker.scope, advertiseEverySeconds, stop, newCredential, sessionKey, revision: PROTOCOL_REVISION } satisfies WorkerResponse
     })
 
   /** What an advertisement offers, as the decider takes it. */

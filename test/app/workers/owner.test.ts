@@ -4,6 +4,7 @@
  * each bound.
  */
 import { describe, expect, it } from "@effect/vitest"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
@@ -12,6 +13,7 @@ import * as TestClock from "effect/TestClock"
 import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
 import { Journal, layerMemory } from "../../../src/app/journal/Journal.js"
 import { layer as projectionsLayer, Projections } from "../../../src/app/journal/Projections.js"
+import { ADVERTISE_EVERY } from "../../../src/app/workers/Link.js"
 import { layerWithRuns as ownerLayer, Owner, OwnerAddress } from "../../../src/app/workers/Owner.js"
 import * as Presence from "../../../src/app/workers/Presence.js"
 import { PROTOCOL_REVISION, Refusal, type WorkerRequest, type WorkerResponse } from "../../../src/app/workers/Protocol.js"
@@ -367,6 +369,17 @@ describe("display states", () => {
         ok(yield* call(w.credential, offer(w.fence)), "ack")
         expect((yield* stateOf(w.workerId)).state).toBe("Ready")
       }
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("the welcome gives the most a worker should let pass between advertisements (the spec's 5 s), which svc's own link keeps inside (every 4 s)", () =>
+    Effect.gen(function* () {
+      const owner = yield* Owner
+      const { token } = yield* owner.invite({ scope: [], expiresInMs: null, name: "lab-1", actor: "operator" })
+      const joined = ok(yield* call(token, { kind: "join", name: "ignored" }), "joined")
+      const welcome = ok(yield* call(joined.credential, { kind: "hello", protocol: 1, running: [] }), "welcome")
+      expect(welcome.advertiseEverySeconds).toBe(5)
+      expect(Duration.toSeconds(ADVERTISE_EVERY)).toBe(4)
     }).pipe(Effect.provide(TestOwner))
   )
 
