@@ -108,7 +108,14 @@ describe("svc serve configuration", () => {
     writeFileSync(join(home, "svc.yaml"), "services:\n  workflows:\n    runtime:\n      env:\n        SVC_WORKFLOW_RETAINED_RUNS: 3\n")
     const changed = await svcIn(transcript, home, ["journal", "replay"])
     expect(changed.code, changed.stdout + changed.stderr).toBe(0)
-    expect(changed.stdout).toMatch(/not compared \(written while the owner kept 2 settled runs per generation, this replay kept 3/)
+    expect(changed.stdout).toMatch(/not compared \(written while the owner kept 2 settled runs per generation, this replay kept 3 \(from svc\.yaml\): if the owner was started with SVC_WORKFLOW_RETAINED_RUNS=2, set it for this command too/)
+    // Replay reads its own environment first, as svc serve does: set there, the checkpoint is compared
+    // (an owner started with the variable in its environment only was said to have "changed" it).
+    const fromEnv = await svc(["journal", "replay", "--json"], { cwd: home, home, env: { SVC_WORKFLOW_RETAINED_RUNS: "2" } })
+    expect(JSON.parse(fromEnv.stdout)).toMatchObject({ retained: 2, checkpoint: { matches: true }, divergences: [] })
+    rmSync(join(home, "svc.yaml"))
+    const unset = await svcIn(transcript, home, ["journal", "replay"])
+    expect(unset.stdout).toContain("this replay kept 5000 (the default: set in neither this command's environment nor svc.yaml): if the owner was started with SVC_WORKFLOW_RETAINED_RUNS=2, set it for this command too (SVC_WORKFLOW_RETAINED_RUNS=2 svc journal replay) or in svc.yaml")
   }, 90_000)
 
   it("reads capacity and labels from svc.yaml under services.workflows.runtime.env", async () => {

@@ -80,6 +80,23 @@ const journalFailure = <A, R>(effect: Effect.Effect<A, { readonly message: strin
 
 const audit = Options.boolean("audit").pipe(Options.withDescription("also re-run every recorded placement decision from its recorded inputs and report each as reproduced or diverged"))
 
+/** Where replay took the number of settled runs it kept: svc serve reads the environment, then svc.yaml. */
+export type RetainedFrom = "owner" | "environment" | "svc.yaml" | "default"
+
+const runsText = (n: number) => `${n} settled run${n === 1 ? "" : "s"}`
+
+/**
+ * Why a checkpoint folded keeping another number of settled runs is not compared, and what to do.
+ * A number set only in svc serve's environment is not this command's: it was said to have
+ * "changed" when the owner had simply been started with it.
+ */
+export const retentionNotCompared = (written: number, kept: number, from: RetainedFrom): string => {
+  const head = `written while the owner kept ${runsText(written)} per generation, this replay kept ${kept}`
+  if (from === "owner") return `${head}, as the running owner does: ${RETAINED_RUNS_VARIABLE} changed since; it writes a current one within 5 minutes`
+  const source = from === "environment" ? "from this command's environment" : from === "svc.yaml" ? "from svc.yaml" : "the default: set in neither this command's environment nor svc.yaml"
+  return `${head} (${source}): if the owner was started with ${RETAINED_RUNS_VARIABLE}=${written}, set it for this command too (${RETAINED_RUNS_VARIABLE}=${written} svc journal replay) or in svc.yaml; if the setting changed since, a running owner writes a current one within 5 minutes`
+}
+
 const replayCommand = Command.make("replay", { json, audit }, ({ audit, json }) =>
   journalFailure(
     Effect.gen(function* () {
@@ -95,16 +112,14 @@ const replayCommand = Command.make("replay", { json, audit }, ({ audit, json }) 
         }),
         Effect.orElseSucceed(() => undefined)
       )
-      // Folded keeping as many settled runs as the owner does: the running one's, else svc.yaml's.
+      // Folded keeping as many settled runs as the owner does: the running one's, else this
+      // command's environment's, else svc.yaml's (as svc serve reads it).
       const running = yield* live
       const liveRetain = typeof running === "object" ? (running.state as Partial<CanonicalState> | undefined)?.runs?.retain : undefined
-      const retain =
-        typeof liveRetain === "number"
-          ? liveRetain
-          : yield* Effect.mapError(
-              parseRetainedRuns((yield* Effect.tryPromise({ try: () => runtimeEnv(home), catch: (e) => refused(e instanceof Error ? e.message : String(e)) }))[RETAINED_RUNS_VARIABLE]),
-              refused
-            )
+      const setting = typeof liveRetain === "number" ? undefined : (yield* Effect.tryPromise({ try: () => runtimeEnv(home), catch: (e) => refused(e instanceof Error ? e.message : String(e)) }))[RETAINED_RUNS_VARIABLE]
+      const retain = typeof liveRetain === "number" ? liveRetain : yield* Effect.mapError(parseRetainedRuns(setting), refused)
+      const retainedFrom: RetainedFrom =
+        typeof liveRetain === "number" ? "owner" : process.env[RETAINED_RUNS_VARIABLE] !== undefined ? "environment" : setting !== undefined ? "svc.yaml" : "default"
       // Compared after the fold with the owner's state at the journal's end: the answer already
       // fetched when the owner has not moved since (a large state costs the owner its writing),
       // else asked again.
@@ -122,7 +137,7 @@ const replayCommand = Command.make("replay", { json, audit }, ({ audit, json }) 
             ? "checkpoint: none written yet"
             : report.checkpoint.matches === null
               ? report.checkpoint.form === "retention"
-                ? `checkpoint at sequence ${report.checkpoint.sequence}: not compared (written while the owner kept ${report.checkpoint.retained} settled runs per generation, this replay kept ${report.retained}: ${RETAINED_RUNS_VARIABLE} changed; a running owner writes a current one within 5 minutes)`
+                ? `checkpoint at sequence ${report.checkpoint.sequence}: not compared (${retentionNotCompared(report.checkpoint.retained ?? 0, report.retained, retainedFrom)})`
                 : report.checkpoint.form === "later"
                   ? `checkpoint at sequence ${report.checkpoint.sequence}: not compared (written by a newer svc, whose projections have a later form)`
                   : `checkpoint at sequence ${report.checkpoint.sequence}: not compared (written by an earlier svc, whose projections had another form; a running owner writes a current one within 5 minutes)`
