@@ -42,11 +42,13 @@ const check = Command.make(
     }).pipe(
       Effect.catchTag("BagDirectoryError", (e) => {
         const failure = directoryFailure(e)
+        if (failure.exitCode !== 1) return Effect.fail(failure)
         // Not a usage error (the directory is there but is no bag: no bag.yaml, too large,
-        // unreadable): with --json still the document the contract promises, beside the sentence.
-        return json && failure.exitCode === 1
-          ? Effect.zipRight(printJson({ valid: false, problems: [{ path: "(root)", line: 1, column: 1, message: e.message, severity: "error" }] }), Effect.fail(failure))
-          : Effect.fail(failure)
+        // unreadable): one problem at the root, as the contract prints problems: with --json the
+        // document, beside the sentence; as text its line (it was an `svc:` sentence a script
+        // reading `bag.yaml:LINE:COL: key.path: message` lines missed).
+        const problem = { path: "(root)", line: 1, column: 1, message: e.message, severity: "error" as const }
+        return json ? Effect.zipRight(printJson({ valid: false, problems: [problem] }), Effect.fail(failure)) : Effect.zipRight(printLines([problemLine(problem)]), exitQuietly(1))
       })
     )
 ).pipe(Command.withDescription("Validate a bag directory without installing it (exit 0 valid, 1 invalid)"))
