@@ -97,6 +97,14 @@ export const retentionNotCompared = (written: number, kept: number, from: Retain
   return `${head} (${source}): if the owner was started with ${RETAINED_RUNS_VARIABLE}=${written}, set it for this command too (${RETAINED_RUNS_VARIABLE}=${written} svc journal replay) or in svc.yaml; if the setting changed since, a running owner writes a current one within 5 minutes`
 }
 
+/** The first line of replay's report. */
+export const replayedLine = (events: number, head: number, seconds: number, perSecond: number): string =>
+  `replayed ${events} event${events === 1 ? "" : "s"} (to sequence ${head}) in ${seconds.toFixed(2)} s, ${perSecond} events/s`
+
+/** The first line of `replay --audit`'s report. */
+export const placementAuditLine = (decisions: number, seconds: number, reproduced: number, diverged: number): string =>
+  `placement audit: ${decisions} decision${decisions === 1 ? "" : "s"} re-run through the current placement code in ${seconds.toFixed(2)} s: ${reproduced} reproduced, ${diverged} diverged`
+
 const replayCommand = Command.make("replay", { json, audit }, ({ audit, json }) =>
   journalFailure(
     Effect.gen(function* () {
@@ -132,7 +140,7 @@ const replayCommand = Command.make("replay", { json, audit }, ({ audit, json }) 
       if (json) yield* printJson(placements === undefined ? report : { ...report, placements })
       else {
         yield* printLines([
-          `replayed ${report.events} events (to sequence ${report.head}) in ${report.seconds.toFixed(2)} s, ${report.eventsPerSecond} events/s`,
+          replayedLine(report.events, report.head, report.seconds, report.eventsPerSecond),
           report.checkpoint === null
             ? "checkpoint: none written yet"
             : report.checkpoint.matches === null
@@ -147,7 +155,7 @@ const replayCommand = Command.make("replay", { json, audit }, ({ audit, json }) 
         ])
         if (placements !== undefined) {
           yield* printLines([
-            `placement audit: ${placements.decisions} decisions re-run through the current placement code in ${auditSeconds.toFixed(2)} s: ${placements.reproduced} reproduced, ${placements.diverged.length} diverged`,
+            placementAuditLine(placements.decisions, auditSeconds, placements.reproduced, placements.diverged.length),
             ...placements.diverged.map((d) => `diverged (sequence ${d.sequence}, run ${d.runId}): ${d.differences.join("; ")}`)
           ])
         }
