@@ -319,6 +319,20 @@ describe("svc serve configuration", () => {
     expect(owner.output()).toMatch(/ERROR \S+\/home\/svc\.sqlite is no longer there \(removed, or \$SVC_HOME moved\) while svc serve ran for \S+\/home: it stops/)
   }, 60_000)
 
+  it("a runtime whose home was deleted leaves alone the admin socket of one started since on the same path (closing its own would remove it)", async () => {
+    const home = join(tempDir("svc-cfg-home-again-"), "home")
+    mkdirSync(home, { mode: 0o700 })
+    const first = await startServe("first", home, transcript)
+    rmSync(home, { recursive: true, force: true })
+    mkdirSync(home, { mode: 0o700 })
+    const second = await startServe("second", home, transcript)
+    await waitFor("the first owner stopped", async () => first.exited(), (exited) => exited, { timeoutMs: 30_000, everyMs: 200 })
+    expect((await first.stop()).code).toBe(1)
+    const listed = await svc(["runs", "list"], { cwd: home, home })
+    expect(listed.code, listed.stderr).toBe(0)
+    expect((await second.stop()).code).toBe(0)
+  }, 60_000)
+
   it("a machine cannot join its own owner: refused before the token is spent, which another machine then redeems (from stdin)", async () => {
     const home = tempDir("svc-cfg-self-")
     const workerHome = tempDir("svc-cfg-self-w-")

@@ -5,7 +5,7 @@
  * and be lost at the stop, and a second `svc serve` could start on the same path, its lock file a
  * new one, as a second writer. PostgreSQL checks its `postmaster.pid` every minute for the same
  * reason; here the journal and the lock file are checked every `HOME_CHECK_EVERY`, by identity
- * (device and inode), and the runtime stops, saying what it found (docs/operations.md, "$SVC_HOME").
+ * (device, inode and birth time), and the runtime stops, saying what it found (docs/operations.md, "$SVC_HOME").
  */
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
@@ -17,26 +17,34 @@ import { LOCK_FILE } from "./HomeLock.js"
 /** How often the home is checked: two `stat` calls. */
 export const HOME_CHECK_EVERY = Duration.seconds(10)
 
-interface Identity {
-  readonly dev: number
-  readonly ino: number
+/**
+ * A file's identity: device, inode and birth time. The inode alone is not enough: a file
+ * removed and another made at once is often given the same inode number (ext4, tmpfs), as when
+ * a home is deleted and another svc serve starts there.
+ */
+export interface FileIdentity {
+  readonly dev: bigint
+  readonly ino: bigint
+  readonly birth: bigint
 }
 
-const identityOf = (file: string): Identity | NodeJS.ErrnoException => {
+export const fileIdentityOf = (file: string): FileIdentity | NodeJS.ErrnoException => {
   try {
-    const s = fs.statSync(file)
-    return { dev: s.dev, ino: s.ino }
+    const s = fs.statSync(file, { bigint: true })
+    return { dev: s.dev, ino: s.ino, birth: s.birthtimeNs }
   } catch (e) {
     return e as NodeJS.ErrnoException
   }
 }
 
+export const sameFile = (a: FileIdentity, b: FileIdentity): boolean => a.dev === b.dev && a.ino === b.ino && a.birth === b.birth
+
 /** What became of `file` since it was `was`, or undefined while it is still that file. */
-const changed = (file: string, was: Identity): string | undefined => {
-  const now = identityOf(file)
+const changed = (file: string, was: FileIdentity): string | undefined => {
+  const now = fileIdentityOf(file)
   // Only what says the file is gone: a home made unreadable (chmod) still holds the files it has open.
   if (now instanceof Error) return now.code === "ENOENT" || now.code === "ENOTDIR" ? `${file} is no longer there (removed, or $SVC_HOME moved)` : undefined
-  return now.dev === was.dev && now.ino === was.ino ? undefined : `${file} was replaced by another file`
+  return sameFile(now, was) ? undefined : `${file} was replaced by another file`
 }
 
 /**
@@ -47,9 +55,9 @@ const changed = (file: string, was: Identity): string | undefined => {
 export const watchHome = (home: string) =>
   Effect.gen(function* () {
     const files = [storePath(home), nodePath.join(home, LOCK_FILE)]
-    const noted = new Map<string, Identity>()
+    const noted = new Map<string, FileIdentity>()
     for (const file of files) {
-      const identity = identityOf(file)
+      const identity = fileIdentityOf(file)
       if (identity instanceof Error) return yield* Effect.fail(`${file}: ${identity.message}`)
       noted.set(file, identity)
     }

@@ -41,7 +41,7 @@ import * as FileBagStore from "../bags/FileBagStore.js"
 import { serveAdmin } from "../http/AdminApi.js"
 import { adminRoutes, interruptAdminCalls } from "./AdminRoutes.js"
 import { claimHome } from "./HomeStart.js"
-import { watchHome } from "./HomeWatch.js"
+import { fileIdentityOf, sameFile, watchHome } from "./HomeWatch.js"
 import { listen as listenForStop, type StopSignal } from "./StopSignals.js"
 import { createServer, makeHandler, startingHandler } from "../http/WorkerRoute.js"
 import * as NodeHashing from "../journal/NodeHashing.js"
@@ -291,10 +291,29 @@ const start = (options: ServeOptions) =>
       activeLinks: async () => [...running.keys()]
     })
     const admin = yield* wrap("opening the admin socket", () => serveAdmin(options.home, routes))
+    const socket = nodePath.join(options.home, "admin.sock")
+    const ours = fileIdentityOf(socket)
     yield* Effect.addFinalizer(() =>
       Effect.promise(interruptAdminCalls).pipe(
-        Effect.andThen(closeServer(admin)),
-        Effect.andThen(Effect.promise(() => fs.rm(`${options.home}/admin.sock`, { force: true })))
+        Effect.andThen(
+          Effect.sync(() => {
+            const now = fileIdentityOf(socket)
+            return !(ours instanceof Error) && !(now instanceof Error) && sameFile(now, ours)
+          })
+        ),
+        // Closing a socket server removes the file at its path (libuv does, and Node closes what
+        // is left open as the process ends): when that is no longer this runtime's socket (its
+        // home was removed and another svc serve started on the same path, HomeWatch.ts), the
+        // server is let go, and the process ends with process.exit, which closes nothing.
+        Effect.flatMap((still) =>
+          still
+            ? Effect.andThen(closeServer(admin), Effect.promise(() => fs.rm(socket, { force: true })))
+            : Effect.sync(() => {
+                ;(admin as import("node:http").Server).closeAllConnections?.()
+                admin.unref()
+                process.once("beforeExit", (code) => process.exit(process.exitCode ?? code))
+              })
+        )
       )
     )
 

@@ -64,6 +64,15 @@ describe("the home watch", () => {
       renameSync(join(restored, `${LOCK_FILE}.new`), join(restored, LOCK_FILE))
       yield* TestClock.adjust(HOME_CHECK_EVERY)
       expect(yield* Fiber.join(watchRestored)).toContain(`${join(restored, LOCK_FILE)} was replaced by another file while svc serve ran for ${restored}`)
+
+      // Removed and made again at once: often given the same inode number (ext4, tmpfs), as when
+      // a home is deleted and another svc serve starts there; its birth time tells them apart.
+      const again = homeWithFiles()
+      const watchAgain = yield* Effect.fork(yield* watchHome(again))
+      rmSync(join(again, STORE_FILE))
+      writeFileSync(join(again, STORE_FILE), "")
+      yield* TestClock.adjust(HOME_CHECK_EVERY)
+      expect(yield* Fiber.join(watchAgain)).toContain(`${join(again, STORE_FILE)} was replaced by another file`)
     })
   )
 
