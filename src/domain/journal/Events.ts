@@ -311,7 +311,7 @@ export const CURRENT_VERSION: { readonly [K in EventType]: number } = {
   SessionStarted: 1,
   WorkerAdvertised: 2,
   RunSubmitted: 1,
-  PlacementDecided: 2,
+  PlacementDecided: 3,
   AttemptStarted: 1,
   AttemptDeclined: 1,
   AttemptReported: 1,

@@ -1,5 +1,5 @@
 /**
- * The stored layout of `PlacementDecided` version 2 ("packed"): a decision over N candidates
+ * The stored layout of `PlacementDecided` versions 2 and 3 ("packed"): a decision over N candidates
  * repeats the same few lists (labels, capabilities, artifacts...) and the same few exclusion
  * records N times, so the stored payload keeps each distinct one once and refers to it by
  * index. Read back, it is the event's fields again, exactly (docs/journal.md, "Packed

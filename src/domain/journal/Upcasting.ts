@@ -37,13 +37,19 @@ const UPCASTERS: { readonly [K in EventType]?: Readonly<Record<number, Upcaster>
  * stored, not what they are): written packed, read back as the same fields. The versions
  * before it are already the event's fields.
  */
-const PACKED: { readonly [K in EventType]?: { readonly version: number; readonly pack: Upcaster; readonly unpack: Upcaster } } = {
-  // v2: each distinct list and exclusion record once (PlacementPacking.ts).
-  PlacementDecided: { version: 2, pack: packPlacement, unpack: unpackPlacement }
+const PACKED: { readonly [K in EventType]?: { readonly since: number; readonly pack: Upcaster; readonly unpack: Upcaster } } = {
+  // v2: each distinct list and exclusion record once (PlacementPacking.ts). v3, the same layout,
+  // may carry why a candidate's advertisement is not alive (its flags' silence bits): a v2 reader
+  // would drop them without a word and misread the decision, so they raised the version (a
+  // reader refuses a version newer than it knows). A v2 payload reads as v3 with no silence.
+  PlacementDecided: { since: 2, pack: packPlacement, unpack: unpackPlacement }
 }
 
-/** The version at which `type` is stored packed, if it is. */
-export const packedVersionOf = (type: EventType): number | undefined => PACKED[type]?.version
+/** Whether `type` stored at `version` is in its packed layout. */
+export const isPackedVersion = (type: EventType, version: number): boolean => {
+  const packed = PACKED[type]
+  return packed !== undefined && version >= packed.since && version <= CURRENT_VERSION[type]
+}
 
 /** The payload to store for an event of `type` (its fields, without the tag), at CURRENT_VERSION. */
 export const storedPayload = (type: EventType, fields: Payload): Payload => {
@@ -65,11 +71,11 @@ export const upcast = (type: EventType, version: number, payload: Payload): Payl
   const current = CURRENT_VERSION[type]
   if (version > current || version < 1) throw new UnknownEventVersion(type, version)
   const packed = PACKED[type]
-  if (packed !== undefined && version === packed.version) return packed.unpack(payload)
+  if (packed !== undefined && version >= packed.since) return packed.unpack(payload)
   let out = payload
   for (let v = version; v < current; v++) {
     // The step to a packed layout is one of storage only: the version before it is the fields.
-    if (packed !== undefined && v + 1 === packed.version) break
+    if (packed !== undefined && v + 1 === packed.since) break
     const step = UPCASTERS[type]?.[v]
     if (step === undefined) throw new UnknownEventVersion(type, v)
     out = step(out)

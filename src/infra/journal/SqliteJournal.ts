@@ -21,7 +21,7 @@ import * as Layer from "effect/Layer"
 import * as RuntimeFlags from "effect/RuntimeFlags"
 import * as Schema from "effect/Schema"
 import { CURRENT_VERSION, Event, RUN_STREAM_PREFIX, type Envelope, type EventType } from "../../domain/journal/Events.js"
-import { packedVersionOf, storedPayload, upcast } from "../../domain/journal/Upcasting.js"
+import { isPackedVersion, storedPayload, upcast } from "../../domain/journal/Upcasting.js"
 import { fastGuardOf } from "../schema/Guard.js"
 import { issuesText } from "../schema/Issues.js"
 import { Checkpoints } from "../../app/journal/Checkpoints.js"
@@ -146,12 +146,10 @@ const eventOf = (type: EventType, payload: Record<string, unknown>): Event => {
   return decodeEvent({ ...payload, _tag: type })
 }
 
-const PLACEMENT_PACKED = packedVersionOf("PlacementDecided")
-
 /** A stored payload as the current event: a packed decision without making its candidates yet (PackedPlacement.ts). */
 const readEvent = (type: EventType, version: number, text: string): Event => {
   const payload = JSON.parse(text) as Record<string, unknown>
-  return (type === "PlacementDecided" && version === PLACEMENT_PACKED ? readPackedPlacement(payload) : undefined) ?? eventOf(type, upcast(type, version, payload))
+  return (type === "PlacementDecided" && isPackedVersion(type, version) ? readPackedPlacement(payload) : undefined) ?? eventOf(type, upcast(type, version, payload))
 }
 
 /** A row's number as stored: SQLite keeps what is written (text in an INTEGER column too). */

@@ -212,7 +212,7 @@ describe("SQLite journal", () => {
     expect(joined.event).toMatchObject({ _tag: "WorkerJoined", workerId: "w1", name: "lab-1", replaces: null })
   })
 
-  it.effect("stores a PlacementDecided packed (version 2) and reads it back as the event it was", () =>
+  it.effect("stores a PlacementDecided packed (version 3) and reads it back as the event it was; version 2, the same layout, reads alike; a later one is refused", () =>
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const journal = yield* Journal
@@ -222,6 +222,8 @@ describe("SQLite journal", () => {
         isOwner: false,
         revoked: i === 3,
         advertisementAlive: i !== 4,
+        // Why it is not alive: the flags' silence bits, which made the layout's version 3.
+        ...(i === 4 ? { silence: "never" as const } : {}),
         scope: [],
         labels: ["os=linux", "pool=a"],
         capabilities: ["node"],
@@ -247,10 +249,18 @@ describe("SQLite journal", () => {
       })
       yield* journal.append({ stream: "run-r1", expectedVersion: 0, events: [event] })
       const [row] = yield* sql<{ schema_version: number; payload: string }>`SELECT schema_version, payload FROM events`
-      expect(row!.schema_version).toBe(2)
+      expect(row!.schema_version).toBe(3)
       expect(JSON.parse(row!.payload)).toHaveProperty("exclusions")
       const [read] = yield* journal.read(0, 10)
       expect(read!.event).toEqual(event)
+      // As the builds before version 3 wrote it (some with the silence bits already).
+      yield* sql`UPDATE events SET schema_version = 2`
+      const [asTwo] = yield* journal.read(0, 10)
+      expect(asTwo!.event).toEqual(event)
+      // A reader refuses a version newer than it knows, rather than drop what it cannot read.
+      yield* sql`UPDATE events SET schema_version = 4`
+      const later = yield* Effect.either(journal.read(0, 10))
+      expect(Either.isLeft(later) && later.left.message).toContain("PlacementDecided version 4 is newer than this svc understands (at most 3)")
     }).pipe(Effect.provide(sqliteLayer(tempFile())))
   )
 
