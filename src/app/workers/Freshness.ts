@@ -56,20 +56,22 @@ export const noteAwake = (freshness: FreshnessService, now: number, beat = false
 export class Freshness extends Context.Tag("svc/Freshness")<Freshness, FreshnessService>() {}
 
 export const make = (): FreshnessService => {
-  const seen = new Map<string, { lastSeenAt: number | null; lastAdvertisedAt: number | null; busy: number; sessionEnded?: boolean }>()
+  type Seen = { lastSeenAt: number | null; lastAdvertisedAt: number | null; busy: number; sessionEnded?: boolean; heardAt: number | null; advertisementHeardAt: number | null }
+  const seen = new Map<string, Seen>()
+  const fresh = (): Seen => ({ lastSeenAt: null, lastAdvertisedAt: null, busy: 0, heardAt: null, advertisementHeardAt: null })
   let awakeAt: number | undefined
   return {
     get: (id) => seen.get(id),
     touch: (id, now, advertised, busy) => {
-      const f = seen.get(id) ?? { lastSeenAt: null, lastAdvertisedAt: null, busy: 0 }
-      f.lastSeenAt = now
-      if (advertised) f.lastAdvertisedAt = now
+      const f = seen.get(id) ?? fresh()
+      f.lastSeenAt = f.heardAt = now
+      if (advertised) f.lastAdvertisedAt = f.advertisementHeardAt = now
       if (busy !== undefined) f.busy = busy
       seen.set(id, f)
     },
     begin: (id, now) => {
-      const f = seen.get(id) ?? { lastSeenAt: null, lastAdvertisedAt: null, busy: 0 }
-      f.lastSeenAt = now
+      const f = seen.get(id) ?? fresh()
+      f.lastSeenAt = f.heardAt = now
       f.sessionEnded = false
       seen.set(id, f)
     },
@@ -96,6 +98,7 @@ export const make = (): FreshnessService => {
       const deaf = gap - OWNER_BEAT_MS
       const middle = before + gap / 2
       const excuse = (t: number | null) => (t !== null && t < middle ? Math.min(now, t + deaf) : t)
+      // Only the times judged: `heardAt` and `advertisementHeardAt` stay when they were heard (shown).
       for (const f of seen.values()) {
         f.lastSeenAt = excuse(f.lastSeenAt)
         f.lastAdvertisedAt = excuse(f.lastAdvertisedAt)

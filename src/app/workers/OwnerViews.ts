@@ -7,7 +7,7 @@ import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import { inviteExpired } from "../../domain/workers/Decide.js"
-import { advertisementAlive, displayState, waitingThere, type DisplayState, type Freshness } from "../../domain/workers/DisplayState.js"
+import { advertisementAlive, displayState, heardAt, waitingThere, type DisplayState, type Freshness } from "../../domain/workers/DisplayState.js"
 import { leftActor } from "../../domain/workers/Audit.js"
 import type { Registry, WorkerRecord } from "../../domain/workers/Registry.js"
 
@@ -100,7 +100,8 @@ export const workerStatuses = (state: OwnerState, freshness: (workerId: string) 
         capabilities: w.advertisement?.capabilities ?? [],
         artifacts: (w.advertisement?.artifacts ?? []).map((a) => ({ ...a, inScope: w.scope.length === 0 || w.scope.includes(a.address) })),
         scope: w.scope,
-        lastSeen: f?.lastSeenAt == null ? null : new Date(f.lastSeenAt).toISOString(),
+        // When it was heard, not the time moved on past this owner's own pause (Freshness.awake).
+        lastSeen: heardAt(f) === null ? null : new Date(heardAt(f)!).toISOString(),
         everSeen: w.fence > 0,
         revoked: w.revokedAt !== null,
         revokedBy: by,

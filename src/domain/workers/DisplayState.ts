@@ -21,7 +21,18 @@ export interface Freshness {
   readonly busy: number
   /** Its process said goodbye (`bye`, a clean stop): its session is over, whenever it last called. */
   readonly sessionEnded?: boolean
+  /**
+   * When it last called and last advertised, as heard. `lastSeenAt` and `lastAdvertisedAt` are
+   * moved on past a pause of the owner's own (its process stopped, its machine suspended), so that
+   * a worker is judged on the silence the owner was there to hear; what is shown is when it was
+   * heard (a worker revoked before a pause was shown seen after its revocation). Absent: the same.
+   */
+  readonly heardAt?: number | null
+  readonly advertisementHeardAt?: number | null
 }
+
+/** When the worker was last heard from, for showing (not for judging a lapse). */
+export const heardAt = (f: Freshness | undefined): number | null => (f === undefined ? null : f.heardAt !== undefined ? f.heardAt : f.lastSeenAt)
 
 export const advertisementAlive = (f: Freshness | undefined, now: number): boolean =>
   f !== undefined && f.sessionEnded !== true && f.lastAdvertisedAt !== null && now - f.lastAdvertisedAt < ADVERTISEMENT_LIFETIME_MS
@@ -63,7 +74,8 @@ export const displayState = (w: WorkerRecord, f: Freshness | undefined, used: nu
     return { state: "Needs setup", reason: "joined, but its runtime has not advertised yet: run svc serve on the worker" }
   }
   if (silence === "ended") {
-    const ago = f?.lastSeenAt == null ? "" : ` ${Math.round((now - f.lastSeenAt) / 1000)} s ago`
+    const heard = heardAt(f)
+    const ago = heard === null ? "" : ` ${Math.round((now - heard) / 1000)} s ago`
     return { state: "Offline", reason: `its svc serve stopped cleanly${ago} (it said so): back when it says hello again` }
   }
   const offer = w.advertisement
@@ -71,7 +83,8 @@ export const displayState = (w: WorkerRecord, f: Freshness | undefined, used: nu
     return { state: "Offline", reason: "no advertisement since the owner started" }
   }
   if (!advertisementAlive(f, now)) {
-    return { state: "Offline", reason: `last advertisement ${Math.round((now - f.lastAdvertisedAt) / 1000)} s ago (expires after 15 s)` }
+    const advertised = f.advertisementHeardAt ?? f.lastAdvertisedAt
+    return { state: "Offline", reason: `last advertisement ${Math.round((now - advertised) / 1000)} s ago (expires after 15 s)` }
   }
   const runnable = offer.artifacts.filter((a) => w.scope.length === 0 || w.scope.includes(a.address))
   if (!offer.capabilities.includes("node") || runnable.length === 0) {

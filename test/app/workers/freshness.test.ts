@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest"
 import { make, OWNER_BEAT_MS, OWNER_PAUSE_MS } from "../../../src/app/workers/Freshness.js"
-import { ADVERTISEMENT_LIFETIME_MS, advertisementAlive } from "../../../src/domain/workers/DisplayState.js"
+import { ADVERTISEMENT_LIFETIME_MS, advertisementAlive, heardAt } from "../../../src/domain/workers/DisplayState.js"
 
 /** A beat every second from `from` to `to`, as the owner's runs while it is not paused. */
 const beatThrough = (f: ReturnType<typeof make>, from: number, to: number) => {
@@ -23,6 +23,11 @@ describe("the owner's pause", () => {
     expect(f.awake(32_000)).toBe(22_000 - OWNER_BEAT_MS)
     expect(f.get("w1")).toMatchObject({ lastAdvertisedAt: 9_000 + 21_000, lastSeenAt: 9_000 + 21_000 })
     expect(advertisementAlive(f.get("w1"), 32_000)).toBe(true)
+    // What is shown is when it was heard: 9 s, not a time the owner was not running (multi-owner
+    // audit: a revoked worker was shown seen after its revocation, and "last advertisement 22 s
+    // ago" of one unheard for 42 s).
+    expect(f.get("w1")).toMatchObject({ heardAt: 9_000, advertisementHeardAt: 9_000 })
+    expect(heardAt(f.get("w1"))).toBe(9_000)
     // Still silent after the pause: it lapses once the owner itself has listened for the rest of the 15 s.
     expect(beatThrough(f, 33_000, 60_000)).toBe(0)
     const lapses = 9_000 + 21_000 + ADVERTISEMENT_LIFETIME_MS

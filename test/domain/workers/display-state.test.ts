@@ -64,4 +64,11 @@ describe("a silent worker, told the same way by workers status and by a placemen
     expect(never.shown.state).toBe("Needs setup")
     expect(said(fresh(0))).toEqual({ silence: undefined, shown: { state: "Offline", reason: "last advertisement 19 s ago (expires after 15 s)" } })
   })
+
+  it("says how long ago it was heard, not the time moved on past the owner's own pause (by which it is judged)", () => {
+    // Heard at 0 and 2 s; the owner then did not run for 3 s: judged as if heard at 3 and 5 s.
+    const excused: Freshness = { lastAdvertisedAt: 3_000, lastSeenAt: 5_000, busy: 0, advertisementHeardAt: 0, heardAt: 2_000 }
+    expect(said(excused).shown.reason).toBe("last advertisement 20 s ago (expires after 15 s)")
+    expect(said({ ...excused, sessionEnded: true }).shown.reason).toBe("its svc serve stopped cleanly 18 s ago (it said so): back when it says hello again")
+  })
 })
