@@ -83,6 +83,11 @@ describe("svc runs show", () => {
     expect(showLines(detail({ attemptRecords: [late] } as unknown as Partial<RunDetail>))).toContain(
       "attempt rAbc123.1 on lab-1: reported; ran 3.02 s (its report reached the owner 58.1 s after its start)"
     )
+    // The owner's own attempt that waited for a slot (other owners' work on this machine held them).
+    const waited = { ...late, host: "owner", hostName: "owner" }
+    expect(showLines(detail({ attemptRecords: [waited] } as unknown as Partial<RunDetail>))).toContain(
+      "attempt rAbc123.1 on owner: reported; ran 3.02 s (it ended 58.1 s after its start: it waited for a free slot first)"
+    )
     const prompt = { ...ended, ranMs: 12_100 }
     expect(showLines(detail({ attemptRecords: [prompt] } as unknown as Partial<RunDetail>))).toContain("attempt rAbc123.1 on lab-1: reported; 12.3 s from its start to its end")
     // An owner from before ISO times in the detail gave epoch milliseconds.

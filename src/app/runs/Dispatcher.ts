@@ -470,7 +470,7 @@ export const make = Effect.gen(function* () {
 
   // ---- The owner's own executions (LocalRuns.ts) ----------------------------------------
 
-  const { recordReport, startLocal, stopLocal, reconcileOwnerAtStart } = makeLocalRuns({ state, execute, host, executor, files, scope })
+  const { recordReport, startLocal, stopLocal, reconcileOwnerAtStart } = makeLocalRuns({ state, execute, host, executor, files, scope, slotWaits })
 
   // ---- Stop and release --------------------------------------------------------------------
 

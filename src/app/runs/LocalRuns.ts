@@ -11,8 +11,9 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
-import type { Envelope } from "../../domain/journal/Events.js"
+import { RanMs, type Envelope } from "../../domain/journal/Events.js"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import * as RunDecide from "../../domain/runs/Decide.js"
 import { ACTIVE, attemptId, lastAttempt } from "../../domain/runs/Runs.js"
@@ -22,7 +23,10 @@ import type { OwnerHostSettings } from "./Dispatcher.js"
 import type { ExecutorService } from "./Executor.js"
 import type { JobNotRunnable } from "./JobCatalog.js"
 import type { RunFilesService } from "./RunFiles.js"
+import type { SlotWaits } from "./SlotWaits.js"
 import { heldBy } from "./WorkerCalls.js"
+
+const isRanMs = Schema.is(RanMs)
 
 type Execute = (decide: (s: OwnerState) => AnyDecision | AnyRejection) => Effect.Effect<ReadonlyArray<Envelope>, CommandRejected | StreamConflict | JournalError>
 
@@ -36,6 +40,8 @@ export interface LocalRunsContext {
   readonly files: RunFilesService
   /** Where the executions' fibers live: closing it (the owner stops) stops them. */
   readonly scope: Scope.Scope
+  /** Where an attempt waiting for one of the machine's slots is noted, for the run's view. */
+  readonly slotWaits: SlotWaits
 }
 
 export interface Outcome {
@@ -49,7 +55,7 @@ export interface Outcome {
 
 const messageOf = (defect: unknown) => (defect instanceof Error ? defect.message : String(defect))
 
-export const makeLocalRuns = ({ state, execute, host, executor, files, scope }: LocalRunsContext) => {
+export const makeLocalRuns = ({ state, execute, host, executor, files, scope, slotWaits }: LocalRunsContext) => {
   const runOf = (s: OwnerState, id: string) => Option.getOrUndefined(HashMap.get(s.runs.runs, id))
   const local = new Map<string, Fiber.RuntimeFiber<void>>()
 
@@ -82,8 +88,12 @@ export const makeLocalRuns = ({ state, execute, host, executor, files, scope }: 
         if (resolved.job.digest !== run.job.digest) {
           return { ok: false, result: null, error: `the installed bag ${run.job.bag} changed since the run was submitted (digest ${resolved.job.digest}, not ${run.job.digest})`, exitCode: null }
         }
+        // Its slot may be held by other work (other owners' attempts on this machine, a worker's):
+        // until it has one, the run's view says it waits for it, as a worker's attempt's does.
+        slotWaits.begin("owner", id, yield* Clock.currentTimeMillis)
+        const taken = Effect.sync(() => slotWaits.end("owner", id))
         const outcome = yield* host.withSlot(
-          executor.run({
+          Effect.zipRight(taken, executor.run({
             attempt: id,
             runId,
             bagDir: resolved.bagDir,
@@ -97,9 +107,11 @@ export const makeLocalRuns = ({ state, execute, host, executor, files, scope }: 
             timeoutMs: run.job.timeoutMs,
             stdoutFile: paths.stdout,
             stderrFile: paths.stderr
-          })
-        )
-        return { ok: outcome.ok, result: outcome.result, error: outcome.error, exitCode: outcome.exitCode }
+          }))
+        ).pipe(Effect.ensuring(taken))
+        // How long it ran, not counting its wait for a slot.
+        const ranMs = Math.round(outcome.durationMs)
+        return { ok: outcome.ok, result: outcome.result, error: outcome.error, exitCode: outcome.exitCode, ...(isRanMs(ranMs) ? { ranMs } : {}) }
       }).pipe(Effect.catchAll((e: JobNotRunnable) => Effect.succeed({ ok: false, result: null as unknown, error: e.message, exitCode: null })))
       const fiber = yield* execution.pipe(
         // A defect (a bug of svc's) fails the attempt saying so: it must not stay running forever.

@@ -13,6 +13,10 @@ export interface SlotWaits {
   readonly forget: (workerId: string) => void
   /** Since when the attempt has been said to wait on that worker, or undefined. */
   readonly since: (workerId: string, attempt: string) => number | undefined
+  /** The owner's own attempt waits for one of its machine's slots from `now` (other owners' work holds them). */
+  readonly begin: (host: string, attempt: string, now: number) => void
+  /** It has its slot (or no longer waits). */
+  readonly end: (host: string, attempt: string) => void
 }
 
 export const makeSlotWaits = (): SlotWaits => {
@@ -28,6 +32,15 @@ export const makeSlotWaits = (): SlotWaits => {
       byWorker.set(workerId, new Map(waiting.map((id) => [id, before?.get(id) ?? now] as const)))
     },
     forget: (workerId) => void byWorker.delete(workerId),
-    since: (workerId, attempt) => byWorker.get(workerId)?.get(attempt)
+    since: (workerId, attempt) => byWorker.get(workerId)?.get(attempt),
+    begin: (host, attempt, now) => void byWorker.set(host, new Map([...(byWorker.get(host) ?? []), [attempt, now]])),
+    end: (host, attempt) => {
+      const before = byWorker.get(host)
+      if (before === undefined || !before.has(attempt)) return
+      const after = new Map(before)
+      after.delete(attempt)
+      if (after.size === 0) byWorker.delete(host)
+      else byWorker.set(host, after)
+    }
   }
 }

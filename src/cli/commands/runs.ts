@@ -242,7 +242,7 @@ const msOf = (t: string | number): number => (typeof t === "number" ? t : Date.p
  * report says how long the job ran, and when the report came much later (the owner was away),
  * both are said.
  */
-const spanOf = (state: string, span: number, ranMs: number | undefined): string =>
+const spanOf = (state: string, span: number, ranMs: number | undefined, onOwner: boolean): string =>
   // Superseded, it stopped counting; whether its process ended is not known yet.
   state === "superseded"
     ? `; ${lasted(span)} from its start until it was superseded`
@@ -251,7 +251,10 @@ const spanOf = (state: string, span: number, ranMs: number | undefined): string 
       state === "ceased"
       ? `; ${lasted(span)} from its start until it stopped counting`
     : ranMs !== undefined && span - ranMs > 2_000
-      ? `; ran ${lasted(ranMs)} (its report reached the owner ${lasted(span)} after its start)`
+      ? // On the owner, the gap is a wait for one of the machine's slots (other owners' work held them).
+        onOwner
+        ? `; ran ${lasted(ranMs)} (it ended ${lasted(span)} after its start: it waited for a free slot first)`
+        : `; ran ${lasted(ranMs)} (its report reached the owner ${lasted(span)} after its start)`
       : `; ${lasted(span)} from its start to its end`
 
 /** `svc runs show RUN` as text: the run, its placement record, its attempts, its outcome and output. */
@@ -286,7 +289,7 @@ export const showLines = (r: RunDetail): ReadonlyArray<string> => {
     const waiting = a.waitingForSlotSince ?? null
     lines.push(
       `attempt ${a.id} on ${hostOf(a)}: ${a.state}${a.reason === null ? "" : ` (${a.reason})`}${
-        a.startedAt !== null && a.endedAt !== null ? spanOf(a.state, msOf(a.endedAt) - msOf(a.startedAt), a.ranMs) : ""
+        a.startedAt !== null && a.endedAt !== null ? spanOf(a.state, msOf(a.endedAt) - msOf(a.startedAt), a.ranMs, a.host === "owner") : ""
       }${a.holdsSlot ? "; holds a slot" : ""}${
         waiting === null ? "" : `; not started yet: waiting there since ${waiting} for a free slot (other work holds the machine's slots)`
       }`

@@ -9,6 +9,7 @@ import { mkdtempSync, readdirSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
@@ -289,6 +290,27 @@ describe("on the owner", () => {
       expect(yield* reserved("owner")).toBe(0)
     }).pipe(Effect.provide(TestOwner))
   )
+
+  it.effect("an attempt waiting for one of the machine's slots (other owners' work holds them) says so, and its run time leaves the wait out", () => {
+    // The machine's slots held by other work until `free` opens.
+    let free: Deferred.Deferred<void> | undefined
+    const gated: OwnerHostSettings = { ...host, withSlot: (effect) => Effect.zipRight(Deferred.await(free!), effect) }
+    return Effect.gen(function* () {
+      free = yield* Deferred.make<void>()
+      const submitted = yield* submit(ECHO, { text: "later" })
+      const waiting = yield* until("the wait noted", show(submitted.id), (d) => (d.attemptRecords[0]?.waitingForSlotSince ?? null) !== null)
+      expect(waiting.attemptRecords[0]).toMatchObject({ state: "running", holdsSlot: true })
+      // Other work gives a slot back 30 s later (the test's clock): the job starts, and runs.
+      yield* TestClock.adjust("30 seconds")
+      yield* Deferred.succeed(free, undefined)
+      const done = yield* (yield* Dispatcher).wait(submitted.id, 60_000)
+      expect(done).toMatchObject({ state: "succeeded" })
+      const detail = yield* show(submitted.id)
+      expect(detail.attemptRecords[0]!.waitingForSlotSince).toBeNull()
+      // What it ran, measured by the executor: the 30 s it waited are not in it.
+      expect(detail.attemptRecords[0]!.ranMs).toBeLessThan(30_000)
+    }).pipe(Effect.provide(ownerOn(layerMemory, projectionsLayer, runsDeps(gated))))
+  })
 
   it.effect("a result that does not fit output_schema fails the run with that reason", () =>
     Effect.gen(function* () {
