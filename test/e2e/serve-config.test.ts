@@ -670,6 +670,16 @@ describe("start-up", () => {
     const invites = await svc(["journal", "replay", "--json"], { cwd: home, home })
     expect(JSON.parse(invites.stdout)).toMatchObject({ checkpoint: { sequence: 1, matches: true }, owner: { compared: true, matches: true }, divergences: [] })
     await second.stop()
+    // A journal with no snapshot (a runtime killed before its first checkpoint; an svc from
+    // before snapshots): the whole fold says why (upgrade audit: it said nothing).
+    const killedHome = tempDir("svc-cfg-no-snapshot-")
+    const killed = await startServe("killed", killedHome, transcript)
+    expect((await svc(["workers", "invite", "--name", "lab-1"], { cwd: killedHome, home: killedHome })).code).toBe(0)
+    process.kill(killed.pid, "SIGKILL")
+    await killed.stop()
+    const after = await startServe("after", killedHome, transcript)
+    await said(after, "svc serve: projections rebuilt from the whole journal (1 event): no snapshot is stored (none written yet: a journal from an svc before snapshots, or a runtime killed before its first checkpoint)")
+    await after.stop()
   }, 60_000)
 
   it("a job a runtime killed with SIGKILL left running is stopped by the next runtime before it runs anything; the run runs again", async () => {

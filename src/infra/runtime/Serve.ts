@@ -319,9 +319,11 @@ const start = (options: ServeOptions) =>
 
     yield* Console.log(`svc serve: owner route ${url}/api/worker (listening on ${options.host}:${address.port})`)
     const { started } = Context.get(runtime.context, Projections)
+    // Why the whole journal was folded, whenever there was one to fold (journal.md, "Start-up from a snapshot").
+    const why = started.note ?? (started.events === 0 ? null : "no snapshot is stored (none written yet: a journal from an svc before snapshots, or a runtime killed before its first checkpoint)")
     yield* Console.log(
       started.snapshot === null
-        ? `svc serve: projections rebuilt from the whole journal (${started.events} events)${started.note === null ? "" : `: ${started.note}`}`
+        ? `svc serve: projections rebuilt from the whole journal (${started.events} event${started.events === 1 ? "" : "s"})${why === null ? "" : `: ${why}`}`
         : `svc serve: projections from the snapshot at sequence ${started.snapshot} and the ${started.events} events after it`
     )
     yield* Console.log(`svc serve: TLS certificate sha256 ${tls.fingerprint}`)
