@@ -54,7 +54,9 @@ export const lineOf = (c: Sighting, held: number): string =>
  * the spec's audit rows, also in `svc audit`); `name`: the worker's, when the row is about one.
  */
 export const auditLine = (row: AuditRow, name: string | undefined): string =>
-  `audit: ${row.kind}${row.workerId === null ? "" : ` of worker ${name ?? "?"} (${row.workerId})`}: ${row.detail}; by ${row.actor}`
+  // The time it was recorded: the line's own is when it was logged, up to a beat later, and rows
+  // close together are logged together (an invite and a join 0.7 s apart read as one moment).
+  `audit: ${row.kind}${row.workerId === null ? "" : ` of worker ${name ?? "?"} (${row.workerId})`}: ${row.detail}; by ${row.actor} (recorded ${new Date(row.at).toISOString()})`
 
 /** Rows an operator must not miss: another process took a session over, a worker or invite was revoked. */
 const WARNING_KINDS: ReadonlySet<AuditRow["kind"]> = new Set(["takeover", "revocation"])

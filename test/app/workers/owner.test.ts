@@ -488,9 +488,16 @@ describe("display states", () => {
         yield* owner.revoke(w.workerId, "operator")
         yield* owner.revokeWorkerOrInvite(early.inviteId, "operator")
         yield* TestClock.adjust("1 second")
-        const invite = logs.find((l) => l.includes("audit: invite"))!
+        // Each line says when its row was recorded (the line's own time is when it was logged).
+        const recorded = / \(recorded (\d{4}-\d\d-\d\dT[\d:.]+Z)\)$/
+        const audits = logs.filter((l) => l.includes(" audit: "))
+        for (const line of audits) expect(line).toMatch(recorded)
+        const rows = [...(yield* Effect.flatMap(Projections, (p) => p.state)).audit]
+        expect(audits.map((l) => recorded.exec(l)![1])).toEqual(rows.slice(-audits.length).map((r) => new Date(r.at).toISOString()))
+        const bare = audits.map((l) => l.replace(recorded, ""))
+        const invite = bare.find((l) => l.includes("audit: invite"))!
         expect(invite).toMatch(/^INFO audit: invite: invite \w+ for lab-1; scope all jobs; no expiry; by operator$/)
-        expect(logs.filter((l) => l.includes(" audit: "))).toEqual([
+        expect(bare).toEqual([
           invite,
           expect.stringMatching(new RegExp(`^INFO audit: join of worker lab-1 \\(${w.workerId}\\): lab-1 joined with invite \\w+; by worker ${w.workerId}$`)),
           `WARN audit: takeover of worker lab-1 (${w.workerId}): a new process took the session over with fence ${copy.fence}; the old one is fenced out; by worker ${w.workerId}`,
