@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest"
 import * as Effect from "effect/Effect"
 import type { Leave, WorkerResponse } from "../../src/app/workers/Protocol.js"
-import { lastSeenOf, onlyThisMachine, releasedLine, servedLines, tellLeaving, usedOfCapacity } from "../../src/cli/commands/workers.js"
+import { lastSeenOf, onlyThisMachine, releasedLine, servedLines, tellLeaving, usedOfCapacity, type ServedStatus } from "../../src/cli/commands/workers.js"
 
 describe("svc workers invite", () => {
   it.each([
@@ -68,6 +68,17 @@ describe("svc workers status on a worker", () => {
     // A scope naming nothing it holds: it offers that owner no job.
     expect(servedLines("https://owner:7443", "lab-1", "w1", { ...linked, scope: ["other:job@1.0.0"] })[1]).toBe(
       "    offers 2 slots; labels pool=lab; jobs none (its scope there: other:job@1.0.0)"
+    )
+  })
+
+  it("tells running attempts from those waiting for a slot and those over with their report not answered (multi-owner audit: all were 'runs N')", () => {
+    const busyLine = (s: Partial<ServedStatus>) => servedLines("https://owner:7443", "lab-1", "w1", { ...linked, ...s } as ServedStatus).find((l) => l.includes("attempt(s)"))
+    expect(busyLine({ running: 1, waiting: 1, busy: 1 })).toBe(
+      "    runs 1 attempt(s) for it (1 waiting for a slot); 1 of the 2 slots held by other work (other owners, own runs): no slot free for it now"
+    )
+    expect(busyLine({ running: 0, reporting: 2, busy: 0 })).toBe("    runs 0 attempt(s) for it (2 over, their reports not answered yet); 0 of the 2 slots held by other work (other owners, own runs)")
+    expect(busyLine({ running: 0, waiting: 1, reporting: 1, busy: 2 })).toBe(
+      "    runs 0 attempt(s) for it (1 waiting for a slot; 1 over, its report not answered yet); 2 of the 2 slots held by other work (other owners, own runs): no slot free for it now"
     )
   })
 

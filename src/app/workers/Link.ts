@@ -15,7 +15,7 @@ import * as Random from "effect/Random"
 import * as Ref from "effect/Ref"
 import { revisionOf, type Refusal, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
 import type { Offer } from "./Offer.js"
-import { makeWork, type WorkSide } from "./Work.js"
+import { makeWork, type WorkCounts, type WorkSide } from "./Work.js"
 
 /**
  * Between one advertisement's answer and the next advertisement: inside the 5 s the owner's
@@ -92,6 +92,8 @@ export interface LinkStatus {
   readonly busy: number
   /** The jobs this owner lets this worker run (its welcome says so); empty: every job; null: not linked yet. */
   readonly scope: ReadonlyArray<string> | null
+  /** What it does for the owner now, read when asked (running, waiting, reporting, busy), over the advertisement's. */
+  readonly live?: () => WorkCounts
 }
 
 export class LinkEnded extends Data.TaggedError("LinkEnded")<{ readonly phase: LinkPhase; readonly message: string }> {}
@@ -165,6 +167,7 @@ export const runLink = (
     const call = (request: WorkerRequest) => Effect.tap(transport.call(request), takeCredential)
     // Attempts outlive sessions: a reconnect says hello listing them, and they carry on.
     const work = side === undefined ? undefined : yield* makeWork(side, call, `the owner at ${link.url}`, () => revision)
+    if (work !== undefined) yield* set({ live: work.counts })
     /**
      * The session this process holds, to resume when it says hello again; and, kept by `sessions`,
      * the one the process before it held on this home and boot (it crashed), so its own restart

@@ -49,6 +49,14 @@ interface Running {
   readonly holdsSlot: () => boolean
 }
 
+/** What a link does for its owner at one moment (Work's `counts`). */
+export interface WorkCounts {
+  readonly running: number
+  readonly waiting: number
+  readonly reporting: number
+  readonly busy: number
+}
+
 /** How long a report asking for the next attempt keeps its slot for it before giving it back. */
 export const HAND_OVER_WITHIN = Duration.seconds(2)
 
@@ -450,6 +458,22 @@ export const makeWork = (
     return {
       running: () => [...running.keys()],
       busyElsewhere,
+      /**
+       * What it does for this owner now, told apart: attempts running (a slot held, the job not
+       * over), waiting for a slot, and over with their report not answered yet; and the slots
+       * other work holds. Read when asked (`svc workers status`), so every owner's line is of one moment.
+       */
+      counts: (): WorkCounts => {
+        let runningNow = 0
+        let waiting = 0
+        let reporting = 0
+        for (const r of running.values()) {
+          if (r.reporting) reporting++
+          else if (r.holdsSlot()) runningNow++
+          else waiting++
+        }
+        return { running: runningNow, waiting, reporting, busy: busyElsewhere() }
+      },
       stop,
       stopAll: Effect.suspend(() => stop([...running.keys()], "its link to the owner has ended")),
       /** Claims and heartbeats under this session's fence, until one of them fails. */

@@ -205,6 +205,9 @@ export interface ServedStatus {
   } | null
   readonly running?: number
   readonly busy?: number
+  /** Attempts for this owner waiting for a slot, and over with their report not answered yet (a runtime from before these does not say). */
+  readonly waiting?: number
+  readonly reporting?: number
   readonly scope?: ReadonlyArray<string> | null
 }
 
@@ -227,7 +230,15 @@ export const servedLines = (url: string, name: string, workerId: string, s: Serv
   // Its slots are shared with every other owner and this machine's own runs (docs/runs.md, "On a worker").
   const running = s.running ?? 0
   const busy = s.busy ?? 0
-  lines.push(`    runs ${running} attempt(s) for it; ${busy} of the ${s.offer.capacity === 1 ? "1 slot" : `${s.offer.capacity} slots`} held by other work (other owners, own runs)${running + busy >= s.offer.capacity ? ": no slot free for it now" : ""}`)
+  const waiting = s.waiting ?? 0
+  const reporting = s.reporting ?? 0
+  const also = [
+    ...(waiting === 0 ? [] : [`${waiting} waiting for a slot`]),
+    ...(reporting === 0 ? [] : [`${reporting} over, ${reporting === 1 ? "its report" : "their reports"} not answered yet`])
+  ]
+  lines.push(
+    `    runs ${running} attempt(s) for it${also.length === 0 ? "" : ` (${also.join("; ")})`}; ${busy} of the ${s.offer.capacity === 1 ? "1 slot" : `${s.offer.capacity} slots`} held by other work (other owners, own runs)${running + busy >= s.offer.capacity ? ": no slot free for it now" : ""}`
+  )
   for (const w of s.offer.withheld) lines.push(`    withholds ${w.job}: ${w.reason}`)
   return lines
 }

@@ -283,7 +283,12 @@ const start = (options: ServeOptions) =>
         const links = await readLinks(options.home)
         const status = await Effect.runPromise(Ref.get(statuses))
         // Times as ISO strings, as every --json output gives them.
-        const shown = (s: LinkStatus | undefined) => (s === undefined ? null : { ...s, lastAdvertisedAt: s.lastAdvertisedAt === null ? null : new Date(s.lastAdvertisedAt).toISOString() })
+        // What each link does now, all read at this one moment (not each as of its last advertisement).
+        const shown = (s: LinkStatus | undefined) => {
+          if (s === undefined) return null
+          const { live, ...rest } = s
+          return { ...rest, ...(live === undefined ? {} : live()), lastAdvertisedAt: s.lastAdvertisedAt === null ? null : new Date(s.lastAdvertisedAt).toISOString() }
+        }
         return links.map(({ key, link }) => ({ key, url: link.url, workerId: link.workerId, name: link.name, status: shown(status.get(key)) }))
       },
       // The links whose work may still run here: a link removed (svc workers leave) is out of it

@@ -720,6 +720,8 @@ describe("an owner that does not answer its reports", () => {
       // Not answered in 2 s: the slot is back, and A's own claims take it again (its report still hangs).
       expect(a.calls.filter((r) => r.kind === "claim").length).toBeGreaterThan(1)
       expect(wa.running()).toEqual(["rA.1"])
+      // Told apart for the worker's status: over, its report not answered; not running.
+      expect(wa.counts()).toEqual({ running: 0, waiting: 0, reporting: 1, busy: 0 })
       yield* Fiber.interrupt(fa)
     })
   )
