@@ -23,6 +23,10 @@ import { makeWork, type WorkCounts, type WorkSide } from "./Work.js"
  */
 export const ADVERTISE_EVERY = Duration.seconds(4)
 export const BACKOFF_FIRST = Duration.seconds(1)
+/** A gap between this process's beats (every second) longer than this is a pause of its own. */
+export const OWN_PAUSE_MS = 5_000
+/** A call failing this long after such a pause ended is taken to have failed for it (a call's own limit: 15 s). */
+const OWN_PAUSE_BLAME_MS = 15_000
 /** How long a link that ends waits for the owner to hear its bye. */
 export const BYE_WITHIN = Duration.seconds(2)
 /**
@@ -194,6 +198,34 @@ export const runLink = (
     let backoff = BACKOFF_FIRST
     // The failure last logged: a run of failed retries is logged once (and again if its reason changes).
     let trouble: string | null = null
+    /**
+     * This machine's own pauses (its svc serve stopped with SIGSTOP, the machine suspended, an
+     * event loop held): a beat every second, and a gap of more than OWN_PAUSE_MS between two is
+     * one. Calls in flight then went unanswered for want of this process, not of the owner: the
+     * log says so instead of blaming every owner at once.
+     */
+    let lastBeat = yield* Clock.currentTimeMillis
+    let pause: { readonly ms: number; readonly endedAt: number } | undefined
+    yield* Effect.forkScoped(
+      Effect.forever(
+        Effect.zipRight(
+          Effect.sleep("1 second"),
+          Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            Effect.sync(() => {
+              if (now - lastBeat > OWN_PAUSE_MS) pause = { ms: now - lastBeat, endedAt: now }
+              lastBeat = now
+            })
+          )
+        )
+      )
+    )
+    /** A pause of this machine that a call failing now may owe its failure to (taken once), in ms. */
+    const ownPause = Effect.map(Clock.currentTimeMillis, (now) => {
+      const ongoing = now - lastBeat > OWN_PAUSE_MS ? now - lastBeat : undefined
+      const recent = pause !== undefined && now - pause.endedAt <= OWN_PAUSE_BLAME_MS ? pause.ms : undefined
+      pause = undefined
+      return ongoing ?? recent
+    })
     for (;;) {
       yield* set({ phase: "connecting", detail: `calling ${link.url}` })
       const session = yield* Effect.either(
@@ -254,9 +286,16 @@ export const runLink = (
       // Capped after the jitter: at most BACKOFF_MAX, whatever the draw (it was up to 1.5 x that).
       const wait = Duration.min(Duration.times(backoff, jitter), BACKOFF_MAX)
       yield* set({ phase: "backing-off", detail: `${error.message}; retrying in ${secondsOf(wait)}` })
-      if (trouble !== error.message) {
-        // A transport's message may start with the owner's address, which the line names already.
-        const reason = error.message.startsWith(`${link.url}: `) ? error.message.slice(link.url.length + 2) : error.message
+      const paused = error._tag === "Unreachable" ? yield* ownPause : undefined
+      // A transport's message may start with the owner's address, which the line names already.
+      const reason = error.message.startsWith(`${link.url}: `) ? error.message.slice(link.url.length + 2) : error.message
+      if (paused !== undefined) {
+        yield* Effect.logWarning(
+          `this machine did not run for ${Math.round(paused / 1000)} s (its svc serve was stopped, or the machine suspended or overloaded): the owner at ${link.url} went unanswered meanwhile (${reason}); saying hello again in ${secondsOf(wait)}`
+        )
+        // Not the owner's trouble: the same failure again, with this machine running, is said as its.
+        trouble = "this machine did not run"
+      } else if (trouble !== error.message) {
         yield* Effect.logWarning(
           `${error._tag === "Unreachable" ? `the owner at ${link.url} cannot be reached` : `the owner at ${link.url} refused a call (${error.code})`}: ${reason}; saying hello again in ${secondsOf(wait)}, then at most every ${secondsOf(BACKOFF_MAX)} until it answers`
         )

@@ -4,6 +4,7 @@
  * away, and ends when fenced or revoked.
  */
 import { describe, expect, it } from "@effect/vitest"
+import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -258,6 +259,39 @@ describe("the worker's link", () => {
       away = false
       yield* TestClock.adjust("60 seconds")
       expect(logs.slice(3)).toEqual(["INFO linked to the owner at https://owner as lab-1 again (session fence 1)"])
+      yield* Fiber.interrupt(fiber)
+    })
+  )
+
+  it.effect("says that this machine did not run, not that the owner cannot be reached, when its own pause left a call unanswered", () =>
+    Effect.gen(function* () {
+      // The clock this link reads: the test's, plus a jump standing for a pause (SIGSTOP) of the
+      // process, in which no timer of its ran; its sleeps are the test clock's.
+      let jump = 0
+      const base = yield* Effect.clock
+      const paused: Clock.Clock = {
+        [Clock.ClockTypeId]: Clock.ClockTypeId,
+        currentTimeMillis: Effect.map(base.currentTimeMillis, (t) => t + jump),
+        currentTimeNanos: Effect.map(base.currentTimeNanos, (t) => t + BigInt(jump) * 1_000_000n),
+        unsafeCurrentTimeMillis: () => base.unsafeCurrentTimeMillis() + jump,
+        unsafeCurrentTimeNanos: () => base.unsafeCurrentTimeNanos() + BigInt(jump) * 1_000_000n,
+        sleep: (d) => base.sleep(d)
+      }
+      let away = false
+      const s = yield* scripted((r) => (away ? Effect.fail(new Unreachable({ message: "https://owner: no answer within 15 s" })) : Effect.succeed(r.kind === "hello" ? welcome() : ack())))
+      const logs: Array<string> = []
+      const fiber = yield* Effect.fork(runLink(link, s.transport, Effect.succeed(offer), s.status).pipe(Effect.withClock(paused), Effect.provide(capturingLogs(logs))))
+      yield* TestClock.adjust("3 seconds")
+      // 40 s in which this process did not run; its calls then time out.
+      jump = 40_000
+      away = true
+      yield* TestClock.adjust("1500 millis")
+      expect(logs[1]).toMatch(
+        /^WARN this machine did not run for 4\d s \(its svc serve was stopped, or the machine suspended or overloaded\): the owner at https:\/\/owner went unanswered meanwhile \(no answer within 15 s\); saying hello again in \d+\.\d s$/
+      )
+      // Still unanswered afterwards, with this process running: then it is the owner's.
+      yield* TestClock.adjust("30 seconds")
+      expect(logs[2]).toMatch(/^WARN the owner at https:\/\/owner cannot be reached: no answer within 15 s; /)
       yield* Fiber.interrupt(fiber)
     })
   )
