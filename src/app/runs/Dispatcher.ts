@@ -418,7 +418,9 @@ export const make = Effect.gen(function* () {
               ? "its worker was revoked"
               : lapsed
                 ? ended
-                  ? "its worker ended its session cleanly (it said so: its svc serve stopped, or the machine joined again) before the attempt ended"
+                  ? freshness.get(w.id)?.leaving === true
+                    ? "its worker left this owner (svc workers leave on its machine, which stopped it first) before the attempt ended"
+                    : "its worker ended its session cleanly (it said so: its svc serve stopped, or the machine joined again) before the attempt ended"
                   : "its worker's advertisement lapsed (no refresh for 15 s)"
                 : unclaimed
                   ? `its worker did not claim it within ${CLAIM_DEADLINE_MS / 1000} s`

@@ -21,8 +21,8 @@ export interface FreshnessService {
   readonly begin: (workerId: string, now: number) => void
   /** Whether `busy` is fewer slots than the worker said other work held before: room may have freed up. */
   readonly busyFell: (workerId: string, busy: number) => boolean
-  /** Its process stopped cleanly (`bye`): its advertisement is over and its session no longer live. */
-  readonly end: (workerId: string) => void
+  /** Its process stopped cleanly (`bye`): its advertisement is over and its session no longer live; `leaving`: it left this owner. */
+  readonly end: (workerId: string, leaving?: boolean) => void
   /**
    * The owner runs at `now`: called on its beat (`beat`: every `OWNER_BEAT_MS`, by the presence
    * check `svc serve` mounts) and before lapses are judged. A longer gap since the last call is
@@ -56,7 +56,7 @@ export const noteAwake = (freshness: FreshnessService, now: number, beat = false
 export class Freshness extends Context.Tag("svc/Freshness")<Freshness, FreshnessService>() {}
 
 export const make = (): FreshnessService => {
-  type Seen = { lastSeenAt: number | null; lastAdvertisedAt: number | null; busy: number; sessionEnded?: boolean; heardAt: number | null; advertisementHeardAt: number | null }
+  type Seen = { lastSeenAt: number | null; lastAdvertisedAt: number | null; busy: number; sessionEnded?: boolean; leaving?: boolean; heardAt: number | null; advertisementHeardAt: number | null }
   const seen = new Map<string, Seen>()
   const fresh = (): Seen => ({ lastSeenAt: null, lastAdvertisedAt: null, busy: 0, heardAt: null, advertisementHeardAt: null })
   let awakeAt: number | undefined
@@ -73,14 +73,16 @@ export const make = (): FreshnessService => {
       const f = seen.get(id) ?? fresh()
       f.lastSeenAt = f.heardAt = now
       f.sessionEnded = false
+      f.leaving = false
       seen.set(id, f)
     },
     busyFell: (id, busy) => busy < (seen.get(id)?.busy ?? 0),
-    end: (id) => {
+    end: (id, leaving = false) => {
       const f = seen.get(id)
       if (f === undefined) return
       f.busy = 0
       f.sessionEnded = true
+      f.leaving = leaving
     },
     awake: (now, beat = false) => {
       if (awakeAt === undefined) {

@@ -191,7 +191,13 @@ export const runLink = (
         work === undefined ? Effect.void : work.stopAll,
         Effect.suspend(() =>
           // An owner from before revision 2 has no bye (it would refuse it): its session lapses in 15 s.
-          held === undefined || revision < 2 ? Effect.void : Effect.ignore(Effect.timeout(Effect.interruptible(transport.call({ kind: "bye", fence: held.fence })), BYE_WITHIN))
+          held === undefined || revision < 2
+            ? Effect.void
+            : Effect.flatMap(left, (leaving) => {
+                // Revision 3: it says when the link ends because this machine leaves the owner.
+                const bye = { kind: "bye" as const, fence: held!.fence, ...(leaving && revision >= 3 ? { leaving: true as const } : {}) }
+                return Effect.ignore(Effect.timeout(Effect.interruptible(transport.call(bye)), BYE_WITHIN))
+              })
         )
       )
     )

@@ -250,7 +250,7 @@ export const make = Effect.gen(function* () {
       switch (request.kind) {
         case "bye":
           // A clean stop: its session and advertisement end now; what it held is placed again at the next round.
-          freshness.end(worker.id)
+          freshness.end(worker.id, request.leaving === true)
           // Its claims still waiting are answered now (no work): the process that made them is going.
           return Effect.as(Effect.zipRight(dispatcher.endClaims(worker.id), dispatcher.kick), { kind: "ack", stop: [], newCredential } satisfies Ack)
         case "advertise":

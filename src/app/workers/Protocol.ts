@@ -199,7 +199,12 @@ export type Leave = typeof Leave.Type
  * that work again at once, and the process that starts next is no takeover (docs/protocol.md,
  * "Sessions and fencing"). Answered with an ack.
  */
-export const Bye = Schema.Struct({ kind: Schema.Literal("bye"), fence: Fence })
+export const Bye = Schema.Struct({
+  kind: Schema.Literal("bye"),
+  fence: Fence,
+  /** Revision 3: the link ends because this installation leaves the owner (`svc workers leave`), not for a stop of its runtime. */
+  leaving: Schema.optionalWith(Schema.Literal(true), { exact: true })
+})
 export type Bye = typeof Bye.Type
 
 /** The body of a call, told apart by `kind`. */
@@ -246,9 +251,10 @@ export type Welcome = typeof Welcome.Type
  * The protocol's revision (docs/protocol.md, "Revisions"). The route refuses fields it does not
  * know, so what a revision adds to a worker's messages is sent only to an owner whose welcome
  * says that revision or a later one; an owner from before revisions (none in its welcome) takes
- * revision 1's. Revision 2 added a report's `outcome.durationMs` and the `bye` message.
+ * revision 1's. Revision 2 added a report's `outcome.durationMs` and the `bye` message; revision
+ * 3, bye's `leaving`.
  */
-export const PROTOCOL_REVISION = 2
+export const PROTOCOL_REVISION = 3
 /** The revision an owner's welcome says it takes. */
 export const revisionOf = (welcome: Welcome): number => welcome.revision ?? 1
 

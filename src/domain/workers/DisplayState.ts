@@ -21,6 +21,8 @@ export interface Freshness {
   readonly busy: number
   /** Its process said goodbye (`bye`, a clean stop): its session is over, whenever it last called. */
   readonly sessionEnded?: boolean
+  /** Its bye said it leaves this owner (`svc workers leave`), not that its runtime stops. */
+  readonly leaving?: boolean
   /**
    * When it last called and last advertised, as heard. `lastSeenAt` and `lastAdvertisedAt` are
    * moved on past a pause of the owner's own (its process stopped, its machine suspended), so that

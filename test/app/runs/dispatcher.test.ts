@@ -912,6 +912,19 @@ describe("a lapsed advertisement", () => {
     }).pipe(Effect.provide(TestOwner))
   )
 
+  it.effect("a worker whose bye says it leaves (svc workers leave): its attempt's reason says so", () =>
+    Effect.gen(function* () {
+      const w1 = yield* linked("lab-1", ["gpu=true", "zone=a"])
+      const w2 = yield* linked("lab-2", ["gpu=true", "zone=b"])
+      yield* advertise(w1)
+      yield* advertise(w2)
+      const { runId } = yield* runningOn(w1, ["zone=a"])
+      ok(yield* call(w1.credential, { kind: "bye", fence: w1.fence, leaving: true }), "ack")
+      const after = yield* placedOn(runId, 2)
+      expect(attempt(after, 1)).toMatchObject({ state: "superseded", reason: "its worker left this owner (svc workers leave on its machine, which stopped it first) before the attempt ended" })
+    }).pipe(Effect.provide(TestOwner))
+  )
+
   it.effect("the late report of the superseded attempt is refused as superseded and changes nothing", () =>
     Effect.gen(function* () {
       const { w1, w2, runId, id } = yield* silentAfterClaim

@@ -187,6 +187,29 @@ describe("the worker's link", () => {
     })
   )
 
+  it.effect("says in its bye that it leaves when its link was removed (svc workers leave), to an owner of revision 3", () =>
+    Effect.gen(function* () {
+      const byes: Array<WorkerRequest> = []
+      const at = (revision: number) =>
+        Effect.gen(function* () {
+          const s = yield* scripted((r) => {
+            if (r.kind === "bye") byes.push(r)
+            return Effect.succeed(r.kind === "hello" ? ({ ...welcome(3), sessionKey: "k", revision } as WorkerResponse) : ack())
+          })
+          const fiber = yield* Effect.fork(runLink(link, s.transport, Effect.succeed(offer), s.status, undefined, Effect.succeed(true)))
+          yield* TestClock.adjust("1 second")
+          yield* Fiber.interrupt(fiber)
+        })
+      yield* at(3)
+      // An owner of revision 2 would refuse the field (and with it the bye).
+      yield* at(2)
+      expect(byes).toEqual([
+        { kind: "bye", fence: 3, leaving: true },
+        { kind: "bye", fence: 3 }
+      ])
+    })
+  )
+
   it.effect("says no bye to an owner from before revision 2, which would refuse it (its session lapses)", () =>
     Effect.gen(function* () {
       const s = yield* scripted((r) => {
