@@ -32,9 +32,23 @@ export interface AdminOptions {
   readonly notice?: boolean
 }
 
+/** Admin routes that change something: given up on, such a request may still be carried out. */
+const CHANGING = new Set(["/invite", "/rotate", "/revoke", "/release", "/runs/submit", "/runs/stop"])
+
+/** Says on stderr, once `SLOW_NOTICE` has passed without an answer, that the runtime has not answered. */
+export const slowNotice = <A, E, R>(effect: Effect.Effect<A, E, R>, home: string, then: string): Effect.Effect<A, E, R> =>
+  Effect.flatMap(
+    Effect.fork(Effect.zipRight(Effect.sleep(SLOW_NOTICE), Console.error(`note: svc serve for ${home} has not answered in ${Duration.toSeconds(SLOW_NOTICE)} s (its process stopped, or its machine overloaded?); ${then}`))),
+    (notice) => Effect.ensuring(effect, Fiber.interrupt(notice))
+  )
+
 export const admin = (method: "GET" | "POST", path: string, body?: unknown, options: AdminOptions = {}) =>
   Effect.flatMap(SvcHome, (home) => {
     const within = options.answerWithin ?? ANSWER_WITHIN
+    // A request sent cannot be taken back: a runtime stopped (SIGSTOP) carries it out when it resumes.
+    const sent = CHANGING.has(path)
+      ? `; the request was sent and may still be carried out when it runs again: look (svc runs list, svc workers status) before sending it again`
+      : ""
     const call = Effect.tryPromise({
       // Interrupted (Ctrl-C, or no answer in time), the call is aborted (its connection closed), not left to run out.
       try: (signal) => adminCall(home.path, method, path, body, signal),
@@ -48,14 +62,10 @@ export const admin = (method: "GET" | "POST", path: string, body?: unknown, opti
       Effect.timeoutFail({
         duration: within,
         onTimeout: () =>
-          unreachable(`svc serve for ${home.path} did not answer within ${Duration.toSeconds(within)} s: its process may be stopped (SIGSTOP: kill -CONT it) or stuck (restart it)`)
+          unreachable(`svc serve for ${home.path} did not answer within ${Duration.toSeconds(within)} s: its process may be stopped (SIGSTOP: kill -CONT it) or stuck (restart it)${sent}`)
       })
     )
-    if (options.notice === false) return call
-    const slow = Console.error(
-      `note: svc serve for ${home.path} has not answered in ${Duration.toSeconds(SLOW_NOTICE)} s (its process stopped, or its machine overloaded?); waiting up to ${Duration.toSeconds(within)} s in all`
-    )
-    return Effect.flatMap(Effect.fork(Effect.zipRight(Effect.sleep(SLOW_NOTICE), slow)), (notice) => Effect.ensuring(call, Fiber.interrupt(notice)))
+    return options.notice === false ? call : slowNotice(call, home.path, `waiting up to ${Duration.toSeconds(within)} s in all`)
   }).pipe(
     Effect.flatMap((r) =>
       r.status === 200 ? Effect.succeed(r.body as Record<string, unknown>) : Effect.fail(refused(String((r.body as { message?: unknown }).message ?? `the runtime answered ${r.status}`)))

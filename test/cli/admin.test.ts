@@ -80,6 +80,23 @@ describe("an admin call to a runtime that does not answer", () => {
     })
   )
 
+  it.scoped("that changes something says, given up, that it may still be carried out when the runtime resumes", () =>
+    Effect.gen(function* () {
+      const { home } = yield* silentRuntime
+      const { console } = yield* stderrKept()
+      const call = yield* Effect.fork(admin("POST", "/runs/submit", { address: "a:b@1.0.0", input: {}, prefer: [] }).pipe(Effect.provide(layerAt(home)), Effect.withConsole(console)))
+      yield* TestClock.adjust(ANSWER_WITHIN)
+      const exit = yield* Fiber.await(call)
+      expect(exit).toEqual(
+        Exit.fail(
+          unreachable(
+            `svc serve for ${home} did not answer within 60 s: its process may be stopped (SIGSTOP: kill -CONT it) or stuck (restart it); the request was sent and may still be carried out when it runs again: look (svc runs list, svc workers status) before sending it again`
+          )
+        )
+      )
+    })
+  )
+
   it.scoped("that waits on the runtime's side is given its own time, with no notice", () =>
     Effect.gen(function* () {
       const { home, sockets } = yield* silentRuntime

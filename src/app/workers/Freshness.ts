@@ -17,6 +17,8 @@ export interface FreshnessService {
    * arrived does not bring it back; only a hello does (`begin`).
    */
   readonly touch: (workerId: string, now: number, advertised: boolean, busy?: number) => void
+  /** Whether any worker has called since this owner started. */
+  readonly heardAny: () => boolean
   /** A hello arrived: a new session, live from now. */
   readonly begin: (workerId: string, now: number) => void
   /** Whether `busy` is fewer slots than the worker said other work held before: room may have freed up. */
@@ -46,11 +48,12 @@ export const OWNER_PAUSE_MS = 5_000
  */
 export const noteAwake = (freshness: FreshnessService, now: number, beat = false): Effect.Effect<void> => {
   const deaf = freshness.awake(now, beat)
-  return deaf === 0
-    ? Effect.void
-    : Effect.logWarning(
-        `this owner did not run for ${Math.round(deaf / 1000)} s (its process was stopped, or the machine suspended or overloaded): its workers' silence in that time is not held against them`
-      )
+  if (deaf === 0) return Effect.void
+  const paused = `did not run for ${Math.round(deaf / 1000)} s (its process was stopped, or the machine suspended or overloaded)`
+  // An owner no worker has called (a machine that is only a worker) has no workers to excuse.
+  return Effect.logWarning(
+    freshness.heardAny() ? `this owner ${paused}: its workers' silence in that time is not held against them` : `this machine ${paused}`
+  )
 }
 
 export class Freshness extends Context.Tag("svc/Freshness")<Freshness, FreshnessService>() {}
@@ -62,6 +65,7 @@ export const make = (): FreshnessService => {
   let awakeAt: number | undefined
   return {
     get: (id) => seen.get(id),
+    heardAny: () => seen.size > 0,
     touch: (id, now, advertised, busy) => {
       const f = seen.get(id) ?? fresh()
       f.lastSeenAt = f.heardAt = now

@@ -30,7 +30,7 @@ import * as JournalReader from "../../infra/journal/JournalReader.js"
 import * as NodeHashing from "../../infra/journal/NodeHashing.js"
 import { storePath } from "../../infra/journal/StoreFile.js"
 import { SvcHome } from "../../infra/SvcHome.js"
-import { ANSWER_WITHIN } from "../admin.js"
+import { ANSWER_WITHIN, slowNotice } from "../admin.js"
 import { exitQuietly, refused, usage } from "../CliFailure.js"
 import { printJson, printLines, table } from "../output.js"
 
@@ -111,8 +111,10 @@ const replayCommand = Command.make("replay", { json, audit }, ({ audit, json }) 
       const home = (yield* SvcHome).path
       // The running owner's projections, when one runs on this machine (admin API).
       // One that is there and does not answer (stopped with SIGSTOP) is said so, not waited for.
-      const live = Effect.tryPromise((signal) => adminCall(home, "GET", "/state", undefined, signal)).pipe(
-        Effect.map((r) => (r.status === 200 ? (r.body as LiveOwnerState) : undefined)),
+      const asked = Effect.tryPromise((signal) => adminCall(home, "GET", "/state", undefined, signal)).pipe(
+        Effect.map((r) => (r.status === 200 ? (r.body as LiveOwnerState) : undefined))
+      )
+      const live = slowNotice(asked, home, `waiting up to ${Duration.toSeconds(ANSWER_WITHIN)} s in all, then replaying without comparing with it`).pipe(
         Effect.timeoutTo({
           duration: ANSWER_WITHIN,
           onSuccess: (state): LiveOwnerState | string | undefined => state,

@@ -324,7 +324,10 @@ const stop = Command.make("stop", { run: runArg, json }, ({ json, run }) =>
   Effect.gen(function* () {
     // What ran before the stop: a worker is told only of an attempt that still counted (a
     // superseded one, on a revoked worker say, is no longer its to run, and it is told nothing).
-    const before = json ? undefined : ((yield* Effect.either(admin("POST", "/runs/show", { run }))).pipe(Either.getOrUndefined) as unknown as RunDetail | undefined)
+    const shown = json ? undefined : yield* Effect.either(admin("POST", "/runs/show", { run }))
+    // A runtime that does not answer is not sent the stop too (its wait would be a second 60 s).
+    if (shown !== undefined && Either.isLeft(shown) && shown.left.unreachable === true) return yield* Effect.fail(shown.left)
+    const before = (shown === undefined ? undefined : Either.getOrUndefined(shown)) as unknown as RunDetail | undefined
     const r = (yield* admin("POST", "/runs/stop", { run })) as unknown as RunView
     if (json) return yield* printJson(r)
     const last = before?.attemptRecords[before.attemptRecords.length - 1]

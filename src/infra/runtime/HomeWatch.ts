@@ -1,11 +1,12 @@
 /**
  * A running `svc serve` notices its home taken from under it: `$SVC_HOME` deleted or moved, or
- * its journal or lock file removed or replaced (a restore copied over a running owner, an `rm -rf`
+ * its journal or lock file removed or replaced (a restore renamed into place over a running owner, an `rm -rf`
  * of the wrong directory). The open files live on, unlinked: every append would still succeed
  * and be lost at the stop, and a second `svc serve` could start on the same path, its lock file a
  * new one, as a second writer. PostgreSQL checks its `postmaster.pid` every minute for the same
  * reason; here the journal and the lock file are checked every `HOME_CHECK_EVERY`, by identity
- * (device, inode and birth time), and the runtime stops, saying what it found (docs/operations.md, "$SVC_HOME").
+ * (device, inode and birth time), and the runtime stops, saying what it found (docs/operations.md,
+ * "$SVC_HOME"). A file written into in place (`cp` over it) is the same file: not noticed.
  */
 import * as fs from "node:fs"
 import * as nodePath from "node:path"

@@ -4,7 +4,9 @@
  * suspended machine) is not lapsed, and its attempts not placed again, the moment the owner resumes.
  */
 import { describe, expect, it } from "vitest"
-import { make, OWNER_BEAT_MS, OWNER_PAUSE_MS } from "../../../src/app/workers/Freshness.js"
+import * as Effect from "effect/Effect"
+import { make, noteAwake, OWNER_BEAT_MS, OWNER_PAUSE_MS } from "../../../src/app/workers/Freshness.js"
+import { capturingLogs } from "../../support/logs.js"
 import { ADVERTISEMENT_LIFETIME_MS, advertisementAlive, heardAt } from "../../../src/domain/workers/DisplayState.js"
 
 /** A beat every second from `from` to `to`, as the owner's runs while it is not paused. */
@@ -66,5 +68,25 @@ describe("the owner's pause", () => {
     expect(f.get("w1")?.lastAdvertisedAt).toBe(100_000)
     // A time from before the last beat (two callers' clocks read a moment apart) excuses nothing either.
     expect(f.awake(100_000 + OWNER_PAUSE_MS - 500)).toBe(0)
+  })
+})
+
+describe("the owner's pause, in its log", () => {
+  const logged = (f: ReturnType<typeof make>, now: number) => {
+    const logs: Array<string> = []
+    Effect.runSync(noteAwake(f, now, true).pipe(Effect.provide(capturingLogs(logs))))
+    return logs
+  }
+
+  it("excuses its workers' silence when it has heard from any; on a machine no worker calls (only a worker itself) it says only that it did not run", () => {
+    const alone = make()
+    beatThrough(alone, 0, 10_000)
+    expect(logged(alone, 32_000)).toEqual(["WARN this machine did not run for 21 s (its process was stopped, or the machine suspended or overloaded)"])
+    const owner = make()
+    beatThrough(owner, 0, 10_000)
+    owner.touch("w1", 9_000, true)
+    expect(logged(owner, 32_000)).toEqual([
+      "WARN this owner did not run for 21 s (its process was stopped, or the machine suspended or overloaded): its workers' silence in that time is not held against them"
+    ])
   })
 })
