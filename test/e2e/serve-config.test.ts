@@ -317,6 +317,9 @@ describe("svc serve configuration", () => {
     await waitFor("the owner stopped", async () => owner.exited(), (exited) => exited, { timeoutMs: 30_000, everyMs: 200 })
     expect((await owner.stop()).code).toBe(1)
     expect(owner.output()).toMatch(/ERROR \S+\/home\/svc\.sqlite is no longer there \(removed, or \$SVC_HOME moved\) while svc serve ran for \S+\/home: it stops/)
+    // No last checkpoint said written: it would go into the file the home no longer holds.
+    expect(owner.output()).toContain("INFO no last checkpoint: the journal open is no longer the one in its home (it was removed or replaced)")
+    expect(owner.output()).not.toContain("checkpoint at sequence")
   }, 60_000)
 
   it("a runtime whose home was deleted leaves alone the admin socket of one started since on the same path (closing its own would remove it)", async () => {
@@ -330,6 +333,8 @@ describe("svc serve configuration", () => {
     expect((await first.stop()).code).toBe(1)
     const listed = await svc(["runs", "list"], { cwd: home, home })
     expect(listed.code, listed.stderr).toBe(0)
+    // Nor the new runtime's lock journal (closing its own lock removed the file of that name).
+    expect(existsSync(join(home, "serve.lock-journal"))).toBe(true)
     expect((await second.stop()).code).toBe(0)
   }, 60_000)
 

@@ -13,7 +13,8 @@ import { Projections } from "./Projections.js"
 
 export const DEFAULT_INTERVAL = Duration.minutes(5)
 
-export const run = (interval: Duration.DurationInput = DEFAULT_INTERVAL) =>
+/** `lastWanted`: asked at the stop; false when the store is no longer the home's (the runtime's home was taken, HomeWatch.ts). */
+export const run = (interval: Duration.DurationInput = DEFAULT_INTERVAL, lastWanted: () => boolean = () => true) =>
   Effect.gen(function* () {
     const projections = yield* Projections
     const last = yield* Ref.make(-1)
@@ -35,7 +36,9 @@ export const run = (interval: Duration.DurationInput = DEFAULT_INTERVAL) =>
     ).pipe(Effect.delay(interval), Effect.forkScoped)
     // The last word of a clean stop: where the next start takes over from.
     yield* Effect.addFinalizer(() =>
-      Effect.flatMap(writeIfMoved, (why) =>
+      !lastWanted()
+        ? Effect.logInfo("no last checkpoint: the journal open is no longer the one in its home (it was removed or replaced)")
+        : Effect.flatMap(writeIfMoved, (why) =>
         Effect.flatMap(Ref.get(last), (n) =>
           why !== undefined
             ? Effect.logError(`the last checkpoint could not be written: ${why}; the journal is whole, and the next start folds it from ${n < 0 ? "its start" : `the checkpoint at sequence ${n}`}`)
@@ -47,4 +50,4 @@ export const run = (interval: Duration.DurationInput = DEFAULT_INTERVAL) =>
     )
   })
 
-export const layer = (interval: Duration.DurationInput = DEFAULT_INTERVAL) => Layer.scopedDiscard(run(interval))
+export const layer = (interval: Duration.DurationInput = DEFAULT_INTERVAL, lastWanted?: () => boolean) => Layer.scopedDiscard(run(interval, lastWanted))

@@ -60,7 +60,8 @@ const tryTake = (file: string) =>
  * lets go of everything; tries are repeated, apart by a random interval, for up to
  * `LOCK_WAIT_MS`: a lock a running runtime holds is still an answer, given after it.
  */
-export const holdHome = (home: string) =>
+/** `taken.value`: the home was taken from under the runtime (HomeWatch.ts); its lock is then not closed, which would remove a file of the same name another runtime made since. */
+export const holdHome = (home: string, taken: { readonly value: boolean } = { value: false }) =>
   Effect.acquireRelease(
     tryTake(nodePath.join(home, LOCK_FILE)).pipe(
       Effect.retry({
@@ -70,6 +71,9 @@ export const holdHome = (home: string) =>
     ),
     (db) =>
       Effect.sync(() => {
+        // Closing removes serve.lock-journal by its path: when the home is no longer this
+        // runtime's, that is another runtime's file. The process ends with the lock (serve.ts).
+        if (taken.value) return
         try {
           db.exec("ROLLBACK")
         } finally {

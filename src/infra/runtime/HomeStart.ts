@@ -46,7 +46,7 @@ export const unsafeHomeProblem = (home: string, stat: { readonly mode: number; r
 }
 
 /** Makes, checks and claims `home`; the claim (the lock) is held until the scope closes. */
-export const claimHome = (home: string) =>
+export const claimHome = (home: string, taken?: { readonly value: boolean }) =>
   Effect.gen(function* () {
     // Before anything opens: a home whose admin socket the system cannot name is refused.
     const tooLong = socketPathProblem(home)
@@ -69,7 +69,7 @@ export const claimHome = (home: string) =>
       return yield* new HomeProblem({ message: `svc serve is already running for ${home} (its admin socket answers)` })
     }
     const lock = nodePath.join(home, LOCK_FILE)
-    yield* holdHome(home).pipe(
+    yield* holdHome(home, taken).pipe(
       Effect.mapError((p) =>
         p.busy
           ? new HomeProblem({ message: `svc serve is already running for ${home} (another process holds ${lock}; it is starting or stopping)` })

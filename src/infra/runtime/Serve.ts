@@ -102,8 +102,11 @@ export const serve = (options: ServeOptions) =>
   Effect.scoped(
     Effect.gen(function* () {
       const stop = yield* listenForStop
+      // Set once the home is no longer the one this runtime started in (HomeWatch.ts): what the
+      // stop would write or remove by path there is then another runtime's.
+      const taken = { value: false }
       const early = yield* Effect.raceFirst(
-        start(options).pipe(Effect.map(Either.right)),
+        start(options, taken).pipe(Effect.map(Either.right)),
         Deferred.await(stop).pipe(Effect.map((signal: StopSignal) => Either.left(signal)))
       )
       if (Either.isLeft(early)) {
@@ -113,6 +116,10 @@ export const serve = (options: ServeOptions) =>
       // Running until a stop signal, or until its home is taken from under it (HomeWatch.ts).
       const ended = yield* Effect.raceFirst(Deferred.await(stop).pipe(Effect.map(Either.right)), early.right.pipe(Effect.map(Either.left)))
       if (Either.isLeft(ended)) {
+        taken.value = true
+        // Ended by process.exit, which closes nothing: Node closing what is left open at its end
+        // removes files by their paths (an SQLite journal, a socket), now another runtime's.
+        process.once("beforeExit", (code) => process.exit(process.exitCode ?? code))
         yield* Effect.logError(ended.left)
         return yield* new ServeError({ message: ended.left, logged: true })
       }
@@ -125,10 +132,10 @@ export const serve = (options: ServeOptions) =>
   )
 
 /** Everything a start opens, in the scope of `serve`: answers once the runtime runs. */
-const start = (options: ServeOptions) =>
+const start = (options: ServeOptions, taken: { readonly value: boolean }) =>
   Effect.gen(function* () {
     // The home made, checked and claimed before anything of it is opened (HomeStart.ts).
-    yield* claimHome(options.home).pipe(Effect.mapError((e) => new ServeError({ message: e.message })))
+    yield* claimHome(options.home, taken).pipe(Effect.mapError((e) => new ServeError({ message: e.message })))
     // Children a runtime killed before this one left running: stopped before anything runs here,
     // so that this runtime's "ceased" and its workers' hello are true (Leftovers.ts).
     // Not cut short by a stop signal: the notes and the log would not say what was stopped.
@@ -176,7 +183,7 @@ const start = (options: ServeOptions) =>
     const url = options.publicUrl ?? `https://${shownHost}:${address.port}`
 
     const ownerStack = ownerLayer.pipe(
-      Layer.provideMerge(CheckpointSchedule.layer().pipe(Layer.provideMerge(projectionsFrom(initialStateRetaining(retain))))),
+      Layer.provideMerge(CheckpointSchedule.layer(undefined, () => !taken.value).pipe(Layer.provideMerge(projectionsFrom(initialStateRetaining(retain))))),
       Layer.provideMerge(
         Layer.mergeAll(
           journalLayer(storePath(options.home)),
