@@ -105,10 +105,16 @@ export const serveAdmin = async (home: string, routes: ReadonlyArray<AdminRoute>
           return reply(400, { code: "bad-request", message: "the body is not JSON" })
         }
       }
-      route.handle(body).then(
-        ([status, answer]) => reply(status, answer),
-        (e) => reply(500, { code: "internal", message: e instanceof Error ? e.message : String(e) })
-      )
+      // A caller that gave up before this runtime read its request (the runtime was stopped with
+      // SIGSTOP: the CLI gives up after 60 s) has closed its side: the request is not carried
+      // out. Its end is read with the request once the runtime runs again, by the next turn.
+      setImmediate(() => {
+        if (req.socket.readableEnded || req.socket.destroyed) return void res.destroy()
+        route.handle(body).then(
+          ([status, answer]) => reply(status, answer),
+          (e) => reply(500, { code: "internal", message: e instanceof Error ? e.message : String(e) })
+        )
+      })
     })
   })
   const previous = process.umask(0o177)
