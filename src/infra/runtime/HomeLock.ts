@@ -26,6 +26,9 @@ const TRY_WAIT_MS = 100
 /** Between tries, give or take a random part, so that starts at one moment fall out of step. */
 const BETWEEN_TRIES_MS = 40
 
+/** Locks let go without closing them (their home was taken): referenced until the process ends. */
+const kept: Array<Database.Database> = []
+
 export type HomeLockProblem = { readonly busy: true } | { readonly busy: false; readonly message: string }
 
 const take = (file: string): Database.Database => {
@@ -72,8 +75,9 @@ export const holdHome = (home: string, taken: { readonly value: boolean } = { va
     (db) =>
       Effect.sync(() => {
         // Closing removes serve.lock-journal by its path: when the home is no longer this
-        // runtime's, that is another runtime's file. The process ends with the lock (serve.ts).
-        if (taken.value) return
+        // runtime's, that is another runtime's file. The process ends with the lock (serve.ts);
+        // the connection is kept referenced till then (better-sqlite3 closes one collected).
+        if (taken.value) return void kept.push(db)
         try {
           db.exec("ROLLBACK")
         } finally {
