@@ -11,9 +11,8 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
-import { RanMs, type Envelope } from "../../domain/journal/Events.js"
+import { ranMsOf, type Envelope } from "../../domain/journal/Events.js"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import * as RunDecide from "../../domain/runs/Decide.js"
 import { ACTIVE, attemptId, lastAttempt } from "../../domain/runs/Runs.js"
@@ -25,8 +24,6 @@ import type { JobNotRunnable } from "./JobCatalog.js"
 import type { RunFilesService } from "./RunFiles.js"
 import type { SlotWaits } from "./SlotWaits.js"
 import { heldBy } from "./WorkerCalls.js"
-
-const isRanMs = Schema.is(RanMs)
 
 type Execute = (decide: (s: OwnerState) => AnyDecision | AnyRejection) => Effect.Effect<ReadonlyArray<Envelope>, CommandRejected | StreamConflict | JournalError>
 
@@ -110,8 +107,8 @@ export const makeLocalRuns = ({ state, execute, host, executor, files, scope, sl
           }))
         ).pipe(Effect.ensuring(taken))
         // How long it ran, not counting its wait for a slot.
-        const ranMs = Math.round(outcome.durationMs)
-        return { ok: outcome.ok, result: outcome.result, error: outcome.error, exitCode: outcome.exitCode, ...(isRanMs(ranMs) ? { ranMs } : {}) }
+        const ranMs = ranMsOf(outcome.durationMs)
+        return { ok: outcome.ok, result: outcome.result, error: outcome.error, exitCode: outcome.exitCode, ...(ranMs === undefined ? {} : { ranMs }) }
       }).pipe(Effect.catchAll((e: JobNotRunnable) => Effect.succeed({ ok: false, result: null as unknown, error: e.message, exitCode: null })))
       const fiber = yield* execution.pipe(
         // A defect (a bug of svc's) fails the attempt saying so: it must not stay running forever.

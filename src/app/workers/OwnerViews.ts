@@ -72,6 +72,7 @@ export const workerStatuses = (state: OwnerState, freshness: (workerId: string) 
       const ours = Option.match(HashMap.get(ledger.physical, w.id), { onNone: () => 0, onSome: (p) => p.reserved })
       const shown = displayState(w, f, ours + elsewhere, now)
       const successor = replacedBy.get(w.id)
+      const heard = heardAt(f)
       const by = w.revokedAt === null ? null : (revokedBy.get(w.id) ?? null)
       const display =
         successor !== undefined
@@ -101,7 +102,7 @@ export const workerStatuses = (state: OwnerState, freshness: (workerId: string) 
         artifacts: (w.advertisement?.artifacts ?? []).map((a) => ({ ...a, inScope: w.scope.length === 0 || w.scope.includes(a.address) })),
         scope: w.scope,
         // When it was heard, not the time moved on past this owner's own pause (Freshness.awake).
-        lastSeen: heardAt(f) === null ? null : new Date(heardAt(f)!).toISOString(),
+        lastSeen: heard === null ? null : new Date(heard).toISOString(),
         everSeen: w.fence > 0,
         revoked: w.revokedAt !== null,
         revokedBy: by,

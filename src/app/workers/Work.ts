@@ -14,8 +14,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Schedule from "effect/Schedule"
-import * as Schema from "effect/Schema"
-import { RanMs } from "../../domain/journal/Events.js"
+import { ranMsOf } from "../../domain/journal/Events.js"
 import type { ExecutionOutcome, ExecutorService } from "../runs/Executor.js"
 import type { JobNotRunnable, ResolvedJob } from "../runs/JobCatalog.js"
 import type { RunFilesService } from "../runs/RunFiles.js"
@@ -24,7 +23,6 @@ import type { Slots } from "./Slots.js"
 import type { Unreachable } from "./Link.js"
 
 /** What the protocol takes as a run time (the same schema checks the report on the owner). */
-const isRanMs = Schema.is(RanMs)
 
 export interface WorkSide {
   /** The machine-wide slots: a claim is made while one is free, and an attempt holds one while it runs. */
@@ -217,9 +215,9 @@ export const makeWork = (
         })
         const letGo = (e: Refusal | Unreachable) => (e._tag !== "Unreachable" ? Effect.void : giveUp)
         // How long it ran, said in whole milliseconds: its report may arrive much later.
-        const ran = Math.round(outcome.durationMs)
+        const ran = ranMsOf(outcome.durationMs)
         // Revision 2: an owner before it refuses the field, and with it every report.
-        const durationMs = isRanMs(ran) && revision() >= 2 ? { durationMs: ran } : {}
+        const durationMs = ran !== undefined && revision() >= 2 ? { durationMs: ran } : {}
         let sent: Extract<WorkerRequest, { kind: "report" }>["outcome"] = {
           ok: outcome.ok,
           ...(outcome.ok ? { result: outcome.result } : {}),

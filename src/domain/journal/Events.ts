@@ -27,6 +27,12 @@ export const RanMs = Schema.Number.pipe(
     jsonSchema: { type: "integer", minimum: 0, maximum: 366 * 86_400_000 }
   })
 )
+const isRanMs = Schema.is(RanMs)
+/** An executor's measured run time as recorded: whole milliseconds, or undefined when it is no `RanMs`. */
+export const ranMsOf = (durationMs: number): number | undefined => {
+  const ran = Math.round(durationMs)
+  return isRanMs(ran) ? ran : undefined
+}
 
 /** An artifact a worker holds: a versioned job and the digest of its bag. */
 export const HeldArtifact = Schema.Struct({ address: Schema.String, digest: Schema.String })

@@ -66,6 +66,13 @@ export const childrenDir = (home: string) => nodePath.join(home, "children")
 const LEFTOVER_GRACE_MS = 5_000
 
 /** `logged`: the log has said it already (with its time); the command only exits 1. */
+/**
+ * Ends the process, once its work is done, with process.exit, which closes nothing: Node closing
+ * what is left open at its natural end removes files by their paths (an SQLite journal, a
+ * socket), which are another runtime's when this one's home was taken (HomeWatch.ts).
+ */
+const endClosingNothing = () => void process.once("beforeExit", (code) => process.exit(process.exitCode ?? code))
+
 export class ServeError extends Data.TaggedError("ServeError")<{ readonly message: string; readonly logged?: boolean }> {}
 
 export interface ServeOptions {
@@ -117,9 +124,7 @@ export const serve = (options: ServeOptions) =>
       const ended = yield* Effect.raceFirst(Deferred.await(stop).pipe(Effect.map(Either.right)), early.right.pipe(Effect.map(Either.left)))
       if (Either.isLeft(ended)) {
         taken.value = true
-        // Ended by process.exit, which closes nothing: Node closing what is left open at its end
-        // removes files by their paths (an SQLite journal, a socket), now another runtime's.
-        process.once("beforeExit", (code) => process.exit(process.exitCode ?? code))
+        endClosingNothing()
         yield* Effect.logError(ended.left)
         return yield* new ServeError({ message: ended.left, logged: true })
       }
@@ -323,7 +328,7 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }) =>
             : Effect.sync(() => {
                 ;(admin as import("node:http").Server).closeAllConnections?.()
                 admin.unref()
-                process.once("beforeExit", (code) => process.exit(process.exitCode ?? code))
+                endClosingNothing()
               })
         )
       )
