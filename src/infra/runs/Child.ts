@@ -18,6 +18,7 @@ import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import type { ExecutionSpec } from "../../app/runs/Executor.js"
 import type { LeftoverNotes } from "./Leftovers.js"
+import { descendantsOf, startTimeOf } from "./Processes.js"
 
 /** Stdout kept in memory to find the result line; the result line can be at most this long. */
 export const RESULT_TAIL_BYTES = 64 * 1024
@@ -208,14 +209,57 @@ const signalGroup = (running: Running, signal: NodeJS.Signals) => {
 }
 
 /**
+ * What the child started that left its process group since (`setsid`, a daemon's group of its
+ * own), which signalling the group does not reach: found by parentage (Processes.ts) from the
+ * child while it runs and from what was found before, and kept with its start time, so that a
+ * pid the system gave to another process since is left alone.
+ */
+class Strays {
+  private readonly followed = new Map<number, string>()
+  constructor(private readonly running: Running) {}
+
+  /** Looks again: what the job and what it started have started since. */
+  find(): void {
+    const pid = this.running.child.pid
+    const roots = [...this.followed.keys()]
+    // Once the child has exited, its pid may be another process's: only what was found is followed.
+    if (pid !== undefined && !hasExited(this.running)) roots.push(pid)
+    for (const p of descendantsOf(roots)) if (p.group !== pid) this.followed.set(p.pid, p.start)
+  }
+
+  signal(signal: NodeJS.Signals): void {
+    for (const [pid, start] of this.followed) {
+      if (startTimeOf(pid) !== start) {
+        this.followed.delete(pid)
+        continue
+      }
+      try {
+        process.kill(pid, signal)
+      } catch {
+        // Gone meanwhile.
+      }
+    }
+  }
+}
+
+/**
  * SIGTERM to its process group, then SIGKILL after the grace; returns once the child has exited.
- * What is left of the group once it has (a helper that ignored SIGTERM) gets SIGKILL then.
+ * What is left of the group once it has (a helper that ignored SIGTERM) gets SIGKILL then. What
+ * it started that left the group (Strays) is signalled alike.
  */
 export const stop = (running: Running, graceMs: number) =>
   Effect.suspend(() => {
     if (hasExited(running)) return Deferred.await(running.exited)
+    const strays = new Strays(running)
+    strays.find()
     signalGroup(running, "SIGTERM")
-    return awaitOr(running.exited, graceMs, () => signalGroup(running, "SIGKILL")).pipe(Effect.zipRight(Effect.sync(() => signalGroup(running, "SIGKILL"))))
+    strays.signal("SIGTERM")
+    const kill = () => {
+      strays.find()
+      signalGroup(running, "SIGKILL")
+      strays.signal("SIGKILL")
+    }
+    return awaitOr(running.exited, graceMs, kill).pipe(Effect.zipRight(Effect.sync(kill)))
   })
 
 /** All output read (or given up on, see DRAIN_AFTER_EXIT_MS) and written to the files. */

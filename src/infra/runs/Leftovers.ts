@@ -19,6 +19,7 @@
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { identityOf, identityText } from "../SvcHome.js"
+import { startTimeOf } from "./Processes.js"
 
 export interface Leftover {
   readonly pid: number
@@ -32,25 +33,6 @@ export interface Leftover {
   readonly name: string
   /** When it was started (epoch ms). */
   readonly at: number
-}
-
-/**
- * The start time of process `pid` (/proc/PID/stat, field 22), or null if it is gone or unknown
- * here. A zombie (state Z, or X) is gone: it has ended, and only waits for its parent to read
- * its status. A killed runtime whose parent does not reap it at once (a shell that execs another
- * program, an init that is slow to) kept its pid and start time, was taken for alive, and the
- * jobs it left ran on beside their runs placed again.
- */
-export const startTimeOf = (pid: number): string | null => {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
-    // The command name (field 2) is in parentheses and may hold spaces and parentheses itself.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    if (fields[0] === "Z" || fields[0] === "X") return null
-    return fields[19] ?? null
-  } catch {
-    return null
-  }
 }
 
 export interface LeftoverNotes {

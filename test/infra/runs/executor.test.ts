@@ -350,6 +350,34 @@ describe("ChildExecutor", () => {
       }).pipe(Effect.provide(ExecutorLive))
     )
 
+    it.live("a stopped job takes with it what it started that left its process group (setsid), and what that started", () =>
+      Effect.gen(function* () {
+        const executor = yield* Executor
+        const own = join(scratch, "stray-own.pid")
+        const inner = join(scratch, "stray-inner.pid")
+        // A sleep in a session of its own, and a shell in another that starts a sleep of its own group.
+        const script = `setsid sleep 30 & echo $! > ${own}.tmp; mv ${own}.tmp ${own}; setsid sh -c 'sleep 30 & echo $! > ${inner}.tmp; mv ${inner}.tmp ${inner}; wait' & wait`
+        const fiber = yield* Effect.fork(executor.run(spec({ runs: { using: "process", command: ["sh", "-c", script] } })))
+        for (let i = 0; i < 500 && !(existsSync(own) && existsSync(inner)); i++) yield* Effect.sleep(Duration.millis(20))
+        const pids = [own, inner].map((file) => Number(readFileSync(file, "utf8")))
+        // Each left the job's group: signalling the group alone left them running (they did before).
+        const field = (pid: number, n: number) => Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ")[n])
+        const job = field(pids[0]!, 1)
+        expect(field(job, 2)).toBe(job)
+        for (const pid of pids) expect(field(pid, 2)).not.toBe(job)
+        yield* Fiber.interrupt(fiber)
+        // Killed orphans are zombies until this machine's init reaps them: dead all the same.
+        const running = (pid: number) => {
+          try {
+            return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.[0] !== "Z"
+          } catch {
+            return false
+          }
+        }
+        for (const pid of pids) expect(running(pid), `sleep ${pid}`).toBe(false)
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+
     it.live("stopping during a preflight stops it, and the job never starts", () =>
       Effect.gen(function* () {
         const executor = yield* Executor

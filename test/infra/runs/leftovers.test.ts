@@ -8,7 +8,8 @@ import { spawn } from "node:child_process"
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
-import { notesIn, reap, startTimeOf, type Leftover } from "../../../src/infra/runs/Leftovers.js"
+import { notesIn, reap, type Leftover } from "../../../src/infra/runs/Leftovers.js"
+import { startTimeOf } from "../../../src/infra/runs/Processes.js"
 import { tempDir } from "../../support/svc.js"
 
 const started: Array<number> = []
