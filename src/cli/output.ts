@@ -1,6 +1,10 @@
 /** Printing: one JSON document for `--json`, plain lines otherwise. */
+import * as Options from "@effect/cli/Options"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
+
+/** The `--json` option every listing and status command takes (design.md, CLI contract). */
+export const json = Options.boolean("json").pipe(Options.withDescription("print one JSON document on stdout"))
 
 export const printJson = (value: unknown) => Console.log(JSON.stringify(value, null, 2))
 

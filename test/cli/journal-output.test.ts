@@ -1,6 +1,6 @@
 /** What `svc journal replay` prints, from its report. */
 import { describe, expect, it } from "vitest"
-import { placementAuditLine, replayedLine, retentionNotCompared } from "../../src/cli/commands/journal.js"
+import { placementAuditLine, replayedLine, retentionNotCompared } from "../../src/cli/commands/journal/replay.js"
 
 describe("a checkpoint folded keeping another number of settled runs", () => {
   it("names where this replay took its number, and what to do when the owner was started with another (it said the setting changed)", () => {
