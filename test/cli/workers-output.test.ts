@@ -2,7 +2,10 @@
 import { describe, expect, it } from "vitest"
 import * as Effect from "effect/Effect"
 import type { Leave, WorkerResponse } from "../../src/app/workers/Protocol.js"
-import { lastSeenOf, onlyThisMachine, releasedLine, servedLines, tellLeaving, usedOfCapacity, type ServedStatus } from "../../src/cli/commands/workers.js"
+import { tellLeaving } from "../../src/cli/commands/workers/leave.js"
+import { onlyThisMachine } from "../../src/cli/commands/workers/loopback.js"
+import { releasedLine } from "../../src/cli/commands/workers/release.js"
+import { lastSeenOf, servedLines, usedOfCapacity, type ServedStatus } from "../../src/cli/commands/workers/status.js"
 
 describe("svc workers invite", () => {
   it.each([

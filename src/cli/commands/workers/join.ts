@@ -1,0 +1,106 @@
+/** `svc workers join` (worker-protocol spec, "Command-line operations"): redeem a join token, linking this machine to the owner as a worker. */
+import * as fs from "node:fs/promises"
+import * as os from "node:os"
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import { workerNameFromHost } from "../../../domain/workers/Decide.js"
+import { parseJoinToken } from "../../../domain/workers/Secrets.js"
+import { SvcHome } from "../../../infra/SvcHome.js"
+import { linkKey, linksDir, checkLinksWritable, readLinks, writeLink } from "../../../infra/workers/LinkStore.js"
+import { callOwner, fetchPinnedCertificate, makeAgent } from "../../../infra/workers/OwnerClient.js"
+import { ownFingerprint } from "../../../infra/tls/OwnerCertificate.js"
+import { currentUid } from "../../../infra/PrivateFiles.js"
+import { unsafeHomeProblem } from "../../../infra/runtime/HomeStart.js"
+import { refused, setupProblem, unreachable, usage } from "../../CliFailure.js"
+import { json, printJson } from "../../output.js"
+import { onlyThisMachine } from "./loopback.js"
+
+/** Everything on stdin (at most 64 KiB: a token is some 200 characters). */
+const readStdin = async (): Promise<string> => {
+  let text = ""
+  process.stdin.setEncoding("utf8")
+  for await (const chunk of process.stdin) {
+    text += chunk as string
+    if (text.length > 65_536) break
+  }
+  return text
+}
+
+export const join = Command.make(
+  "join",
+  { token: Args.text({ name: "TOKEN" }).pipe(Args.withDescription("the join token svc workers invite printed on the owner (svc_jt_...), or - to read it from stdin (a command line is visible to every local user)")), name: Options.text("name").pipe(Options.optional, Options.withDescription("this worker's human name (default: the name it had with that owner when it joins again, else the host name)")), json },
+  ({ json, name, token }) =>
+    Effect.gen(function* () {
+      // `-`: the token from stdin, where other users do not see it (every local user can read a
+      // process's command line while it runs). A token pasted with its line end (or spaces) is the same token.
+      const given = token === "-" ? yield* Effect.promise(() => readStdin()) : token
+      if (token === "-" && given.trim() === "") return yield* usage("- reads the join token from stdin, and stdin gave none: paste it, then Ctrl-D, or svc workers join - < FILE")
+      const bearer = given.trim()
+      const content = parseJoinToken(bearer)
+      // What is wrong with it, then what to do: it is one line, printed once by the owner's invite.
+      if (typeof content === "string") {
+        return yield* refused(`${content}: give the whole line svc workers invite printed on the owner (one word, svc_jt_...), or ask the owner's operator for a new one`)
+      }
+      const home = (yield* SvcHome).path
+      // The link (its credential) is kept here: not in a home another user may write to or owns.
+      const unsafe = yield* Effect.promise(() => fs.stat(home).then((st) => unsafeHomeProblem(home, st, currentUid()), () => undefined))
+      if (unsafe !== undefined) return yield* refused(`${unsafe}; nothing was redeemed, the token is still good`)
+      // This home's own owner: a machine does its owner's work itself, and linked to itself as a
+      // worker it would be offered its own work twice, its slots counted twice. Refused before the
+      // token is spent.
+      if (yield* Effect.promise(() => ownFingerprint(home).then((own) => own === content.fingerprint))) {
+        return yield* refused(
+          `this token is from the owner of this very $SVC_HOME (${home}; its certificate sha256 ${content.fingerprint}): an owner runs its own work, it does not join itself; redeem it on another machine, or with another SVC_HOME (the token is still good)`
+        )
+      }
+      // A loopback address in the token reaches only the owner's own machine: say so, it is the likely cause.
+      const loopback = onlyThisMachine(content.url)
+        ? `; the token names ${content.url}, a loopback address: on the owner's own machine, is its svc serve running? From another machine it cannot be reached: the owner's operator should run svc serve with --listen and --public-url (docs/operations.md) and invite again`
+        : ""
+      const certificate = yield* Effect.tryPromise({
+        try: () => fetchPinnedCertificate(content.url, content.fingerprint),
+        // The loopback hint only where nothing answered: a certificate that is not the pinned one came from a server that did.
+        catch: (e) => unreachable(`cannot reach the owner: ${e instanceof Error ? e.message : String(e)}${typeof (e as { code?: unknown }).code === "string" ? loopback : ""}`)
+      })
+      // Redeeming spends the token: first make sure the link it brings can be kept here.
+      yield* Effect.tryPromise({
+        try: () => checkLinksWritable(home),
+        catch: (e) => setupProblem(`cannot keep a link in ${linksDir(home)}: ${e instanceof Error ? e.message : String(e)}; nothing was redeemed, the token is still good`)
+      })
+      const pinned = { url: content.url, fingerprint: content.fingerprint, certificate }
+      const agent = makeAgent(pinned)
+      // Joining the same owner again: the earlier identity's credential proves this is the same
+      // installation, so the owner can release the slots that identity still holds (docs/runs.md).
+      const earlier = (yield* Effect.promise(() => readLinks(home))).find((l) => l.key === linkKey(content.url, content.fingerprint))
+      const request = {
+        kind: "join" as const,
+        // Joining again keeps the name it had there (the operator's commands and scripts use it), unless --name says otherwise.
+        name: Option.getOrElse(name, () => earlier?.link.name ?? workerNameFromHost(os.hostname())),
+        ...(earlier === undefined ? {} : { previousCredential: earlier.link.credential })
+      }
+      const answer = yield* callOwner(pinned, agent, bearer, request).pipe(
+        Effect.mapError((e) => (e._tag === "Unreachable" ? unreachable(`cannot reach the owner: ${e.message}${loopback}`) : refused(`the owner refused: ${e.message}`))),
+        Effect.ensuring(Effect.sync(() => agent.destroy()))
+      )
+      if (answer.kind !== "joined") return yield* refused(`the owner answered ${answer.kind} to join`)
+      yield* Effect.tryPromise({
+        try: () =>
+          writeLink(home, { url: content.url, fingerprint: content.fingerprint, certificate, workerId: answer.workerId, name: answer.name, credential: answer.credential, joinedAt: new Date().toISOString() }),
+        catch: (e) =>
+          refused(
+            `joined ${content.url} as ${answer.name} (${answer.workerId}), but its link could not be written to ${linksDir(home)} (${e instanceof Error ? e.message : String(e)}), and its credential with it: ask the owner's operator to revoke ${answer.workerId} and invite this machine again`
+          )
+      })
+      // The invite's name wins over --name (the operator chose it): say so rather than drop it silently.
+      const nameUnused = Option.isSome(name) && name.value !== answer.name ? `the invite names this worker ${answer.name}; --name ${name.value} was not used` : undefined
+      if (nameUnused !== undefined) yield* Console.error(`note: ${nameUnused}`)
+      if (json) return yield* printJson({ owner: content.url, workerId: answer.workerId, name: answer.name, scope: answer.scope, replaces: answer.replaces })
+      yield* Console.log(`joined ${content.url} as ${answer.name} (${answer.workerId}); scope: ${answer.scope.length === 0 ? "every job" : answer.scope.join(", ")}`)
+      if (answer.replaces !== null) yield* Console.log(`this replaces the earlier identity ${answer.replaces}: the slots it still holds on the owner are freed when this machine next says hello`)
+      yield* Console.log("svc serve on this machine links to it (a running one picks the link up within seconds)")
+    })
+).pipe(Command.withDescription("Redeem a join token: link this machine to the owner as a worker"))

@@ -1,0 +1,150 @@
+/**
+ * `svc workers status` (worker-protocol spec, "Command-line operations"): on an owner its workers
+ * and invites not yet redeemed, on a worker the owners it works for, with states and reasons.
+ */
+import * as Command from "@effect/cli/Command"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import type { PendingInvite, WorkerStatus } from "../../../app/workers/Owner.js"
+import { SvcHome } from "../../../infra/SvcHome.js"
+import { readLinks } from "../../../infra/workers/LinkStore.js"
+import { admin } from "../../admin.js"
+import { exitQuietly } from "../../CliFailure.js"
+import { json, printJson, printLines, table } from "../../output.js"
+
+/** What a person can do about a link that has ended (docs/protocol.md, "The worker's link"). */
+const nextStep = (phase: string, url: string): string | undefined => {
+  const again = `to work for it again, redeem a new invite from its operator (svc workers join TOKEN); to forget it: svc workers leave ${url}`
+  switch (phase) {
+    case "revoked":
+      return `the owner's operator revoked this worker; ${again}`
+    case "refused":
+      return `the owner no longer accepts this link's credential; ${again}`
+    case "fenced":
+      return "another process with a copy of this link's credential took the session over (a copied $SVC_HOME?): keep one of them; restarting this one takes the session back"
+    default:
+      return undefined
+  }
+}
+
+/** A link's status as `svc workers status` reads it from the runtime (fields an older runtime lacks are optional). */
+export interface ServedStatus {
+  readonly phase: string
+  readonly detail: string
+  readonly offer: {
+    readonly capacity: number
+    readonly labels: ReadonlyArray<string>
+    readonly artifacts: ReadonlyArray<{ readonly address: string }>
+    readonly withheld: ReadonlyArray<{ readonly job: string; readonly reason: string }>
+  } | null
+  readonly running?: number
+  readonly busy?: number
+  /** Attempts for this owner waiting for a slot, and over with their report not answered yet (a runtime from before these does not say). */
+  readonly waiting?: number
+  readonly reporting?: number
+  readonly scope?: ReadonlyArray<string> | null
+}
+
+/**
+ * On a worker, one owner it works for: the link's state, and while it is linked what it offers
+ * that owner. The jobs it holds outside the scope that owner gave it are said apart: it
+ * advertises what it holds, but that owner never places them on it.
+ */
+export const servedLines = (url: string, name: string, workerId: string, s: ServedStatus | null): ReadonlyArray<string> => {
+  const lines = [`  ${url} as ${name} (${workerId}): ${s === null ? "not linked now" : `${s.phase}, ${s.detail}`}`]
+  const next = s === null ? undefined : nextStep(s.phase, url)
+  if (next !== undefined) lines.push(`    ${next}`)
+  // An ended link offers nothing any more: what it offered is not shown.
+  if (s === null || s.offer === null || next !== undefined) return lines
+  const scope = s.scope ?? []
+  const inScope = s.offer.artifacts.filter((a) => scope.length === 0 || scope.includes(a.address)).map((a) => a.address)
+  const outside = s.offer.artifacts.filter((a) => scope.length > 0 && !scope.includes(a.address)).map((a) => a.address)
+  lines.push(`    offers ${s.offer.capacity} slot${s.offer.capacity === 1 ? "" : "s"}; labels ${s.offer.labels.join(",") || "none"}; jobs ${inScope.join(", ") || "none"}${scope.length > 0 ? ` (its scope there: ${scope.join(", ")})` : ""}`)
+  if (outside.length > 0) lines.push(`    holds outside that scope (never placed here by this owner): ${outside.join(", ")}`)
+  // Its slots are shared with every other owner and this machine's own runs (docs/runs.md, "On a worker").
+  const running = s.running ?? 0
+  const busy = s.busy ?? 0
+  const waiting = s.waiting ?? 0
+  const reporting = s.reporting ?? 0
+  const also = [
+    ...(waiting === 0 ? [] : [`${waiting} waiting for a slot`]),
+    ...(reporting === 0 ? [] : [`${reporting} over, ${reporting === 1 ? "its report" : "their reports"} not answered yet`])
+  ]
+  lines.push(
+    `    runs ${running} attempt(s) for it${also.length === 0 ? "" : ` (${also.join("; ")})`}; ${busy} of the ${s.offer.capacity === 1 ? "1 slot" : `${s.offer.capacity} slots`} held by other work (other owners, own runs)${running + busy >= s.offer.capacity ? ": no slot free for it now" : ""}`
+  )
+  for (const w of s.offer.withheld) lines.push(`    withholds ${w.job}: ${w.reason}`)
+  return lines
+}
+
+/** LAST SEEN: when it last called this owner; a worker not heard from since the owner started is not "never" seen (an older owner does not say). */
+export const lastSeenOf = (w: Pick<WorkerStatus, "lastSeen"> & { readonly everSeen?: boolean }): string =>
+  w.lastSeen ?? (w.everSeen === true ? "not since start" : "never")
+
+/**
+ * USED/CAP; a revoked or Offline worker offers nothing (capacity 0), but may still hold slots
+ * until they are released: `1 held`. This owner's attempts waiting there for a slot other work
+ * holds: `2/2 +1 waiting`.
+ */
+export const usedOfCapacity = (w: Pick<WorkerStatus, "used" | "capacity" | "revoked"> & { readonly waiting?: number }): string =>
+  w.revoked || w.capacity === 0 ? (w.used === 0 ? "-" : `${w.used} held`) : `${w.used}/${w.capacity}${(w.waiting ?? 0) > 0 ? ` +${w.waiting} waiting` : ""}`
+
+export const status = Command.make("status", { json }, ({ json }) =>
+  Effect.gen(function* () {
+    const home = (yield* SvcHome).path
+    const running = yield* Effect.either(admin("GET", "/workers"))
+    if (running._tag === "Left" && running.left.exitCode === 1) return yield* running.left
+    const workers = running._tag === "Right" ? (running.right["workers"] as ReadonlyArray<WorkerStatus>) : []
+    const invites = running._tag === "Right" ? ((running.right["invites"] as ReadonlyArray<PendingInvite> | undefined) ?? []) : []
+    const linksAnswer = running._tag === "Right" ? yield* admin("GET", "/links") : undefined
+    const links = linksAnswer !== undefined
+      ? (linksAnswer["links"] as ReadonlyArray<Record<string, unknown>>)
+      : (yield* Effect.promise(() => readLinks(home))).map(({ key, link }) => ({ key, url: link.url, workerId: link.workerId, name: link.name, status: null }))
+    // Asking the live runtime is the point: when it is not running, show what the files say, then exit 2.
+    const notRunning = running._tag === "Left" ? exitQuietly(2) : undefined
+    if (json) {
+      yield* printJson({ runtime: running._tag === "Right" ? "running" : "not running", workers, invites, owners: links })
+      if (notRunning !== undefined) return yield* notRunning
+      return
+    }
+    if (running._tag === "Left") {
+      yield* Console.error(
+        `svc: ${running.left.message}; ${links.length > 0 ? "the links below are read from $SVC_HOME" : "and this machine works for no owner (svc workers join TOKEN links it to one)"}`
+      )
+    }
+    // A machine that only works for others has no workers of its own: say nothing about them.
+    if (workers.length > 0 || (running._tag === "Right" && links.length === 0)) {
+      // Every installation is an owner, and may work for others: with neither, both ways out.
+      yield* Console.log(
+        workers.length === 0
+          ? "workers: none linked, and this machine works for no owner; invite a worker with: svc workers invite (or link this machine to an owner: svc workers join TOKEN)"
+          : "workers linked to this owner:"
+      )
+      if (workers.length > 0) {
+        yield* printLines(
+          table(
+            ["NAME", "ID", "STATE", "USED/CAP", "LABELS", "CAPABILITIES", "SCOPE", "LAST SEEN", "WHY"],
+            workers.map((w) => [w.name, w.id, w.state, usedOfCapacity(w), w.labels.join(",") || "-", w.capabilities.join(",") || "-", w.scope.join(",") || "all", lastSeenOf(w), w.reason])
+          )
+        )
+      }
+    }
+    // Tokens that still work: what an operator may want to withdraw (svc workers revoke INVITE).
+    if (invites.length > 0) {
+      yield* Console.log("invites not yet redeemed (svc workers revoke INVITE withdraws one):")
+      yield* printLines(
+        table(
+          ["INVITE", "NAME", "SCOPE", "MADE", "EXPIRES", "BY"],
+          invites.map((i) => [i.id, i.name ?? "-", i.scope.join(",") || "all", i.invitedAt, i.expiresAt ?? "never", i.actor])
+        )
+      )
+    }
+    if (links.length > 0) {
+      yield* Console.log("owners this machine works for:")
+      for (const l of links) {
+        yield* printLines(servedLines(String(l["url"]), String(l["name"]), String(l["workerId"]), l["status"] as ServedStatus | null))
+      }
+    }
+    if (notRunning !== undefined) return yield* notRunning
+  })
+).pipe(Command.withDescription("List workers (on an owner) and owners served (on a worker), with states and reasons"))
