@@ -2,7 +2,6 @@
 import * as nodePath from "node:path"
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
-import * as Options from "@effect/cli/Options"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import { type CheckReport } from "../../app/bags/BagCheck.js"
@@ -12,9 +11,8 @@ import { doctorAll, doctorBag, showBag, type DoctorReport, type Finding } from "
 import { BagStore, type BagStoreError } from "../../app/bags/BagStore.js"
 import { shortDigest } from "../../domain/bags/Digest.js"
 import { exitQuietly, refused, usage } from "../CliFailure.js"
-import { printJson, printLines, table } from "../output.js"
+import { json, printJson, printLines, table } from "../output.js"
 
-const json = Options.boolean("json").pipe(Options.withDescription("print one JSON document on stdout"))
 
 const directoryFailure = (e: BagDirectoryError) =>
   e.reason === "NotFound" || e.reason === "NotADirectory" ? usage(e.message) : refused(e.message)

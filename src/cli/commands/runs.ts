@@ -18,12 +18,11 @@ import { depthProblem, jobAddressProblem, preferenceProblem } from "../../domain
 import { admin } from "../admin.js"
 import type { SvcHome } from "../../infra/SvcHome.js"
 import { CliFailure, exitQuietly, refused, usage } from "../CliFailure.js"
-import { printJson, printLines, table } from "../output.js"
+import { json, printJson, printLines, table } from "../output.js"
 
 /** A run's host as texts say it: its name, with its id when another worker carries the name (a machine that joined again). */
 const hostText = (r: RunView): string | null => (r.host !== null && r.hostNameShared === true && typeof r.hostId === "string" ? `${r.host} (${r.hostId})` : r.host)
 
-const json = Options.boolean("json").pipe(Options.withDescription("print one JSON document on stdout"))
 
 /** `--input '{"a":1}'` or `--input @file.json`. */
 const readInput = (raw: Option.Option<string>) =>
