@@ -9,7 +9,7 @@
  * otherwise sit on.
  *
  * It also counts who waits for a slot: a worker that reports an attempt keeps the slot for the
- * next one of the same owner only when nobody else waits for it (Work.ts, `claimNext`).
+ * next one of the same owner only when nobody else waits for it (WorkReports.ts, `claimNext`).
  */
 import * as Effect from "effect/Effect"
 

@@ -8,19 +8,27 @@
  * An attempt outlives the session that claimed it: after a reconnect the hello lists it and the
  * report goes out with the new session's fence. An attempt the owner says to stop is stopped and
  * not reported; a report the owner refuses (superseded) is dropped: its activity runs elsewhere.
+ *
+ * This module claims and runs attempts, and holds what the other parts share (`WorkState`):
+ * the output they send is read by WorkOutput.ts, the heartbeats are WorkHeartbeats.ts, and the
+ * report (with the slot it may hand over) is WorkReports.ts.
  */
 import * as Deferred from "effect/Deferred"
-import * as Duration from "effect/Duration"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
-import * as Schedule from "effect/Schedule"
-import { ranMsOf } from "../../domain/journal/Events.js"
-import type { ExecutionOutcome, ExecutorService } from "../runs/Executor.js"
+import type { ExecutorService } from "../runs/Executor.js"
 import type { JobNotRunnable, ResolvedJob } from "../runs/JobCatalog.js"
 import type { RunFilesService } from "../runs/RunFiles.js"
-import { jsonBytes, MAX_BODY_BYTES, PROTOCOL_REVISION, type Assignment, type OutputDelta, type Refusal, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
+import { PROTOCOL_REVISION, type Assignment, type Refusal, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
 import type { Slots } from "./Slots.js"
 import type { Unreachable } from "./Link.js"
+import { makeWorkHeartbeats } from "./WorkHeartbeats.js"
+import { makeOutputDeltas, type Carriage } from "./WorkOutput.js"
+import { makeWorkReports } from "./WorkReports.js"
+
+export { MAX_REPORT_BYTES } from "./WorkOutput.js"
+export { HAND_OVER_WITHIN } from "./WorkReports.js"
 
 /** What the protocol takes as a run time (the same schema checks the report on the owner). */
 
@@ -35,9 +43,9 @@ export interface WorkSide {
   readonly heartbeatEvery: Duration.Duration
 }
 
-type Call = (request: WorkerRequest) => Effect.Effect<WorkerResponse, Refusal | Unreachable>
+export type Call = (request: WorkerRequest) => Effect.Effect<WorkerResponse, Refusal | Unreachable>
 
-interface Running {
+export interface Running {
   readonly fiber: Fiber.RuntimeFiber<void>
   stopped: boolean
   offsets: { stdout: number; stderr: number }
@@ -55,17 +63,30 @@ export interface WorkCounts {
   readonly busy: number
 }
 
-/** How long a report asking for the next attempt keeps its slot for it before giving it back. */
-export const HAND_OVER_WITHIN = Duration.seconds(2)
+/**
+ * What the claims, the heartbeats and the reports for one owner share, made once by `makeWork`:
+ * the attempts running here, the session's fence, and what tells each part what the others do.
+ */
+export interface WorkState extends Carriage {
+  readonly running: Map<string, Running>
+  fence: number
+  /**
+   * Changes to the set of running attempts (a start, an end): the heartbeats count how many of
+   * them the last one told the owner of. The owner counts an attempt from its claim, so an
+   * attempt that started and was stopped between two heartbeats still owes one heartbeat without it.
+   */
+  changes: number
+  /** The claim loop waits for a slot (a report may then ask for the next attempt: WorkReports.ts). */
+  loopWaitsForSlot: boolean
+  /** Reports asking for the next attempt, until the attempt handed back runs (WorkReports.ts, `mayAskForNext`). */
+  asking: number
+}
 
-/** At most this many bytes of one stream in one delta (the protocol's limit on its characters). */
-const MAX_DELTA = 65_536
-/** Room kept in every body for what the estimate of the rest may miss. */
-const BODY_SLACK = 1_024
-/** A report's body without output at most, so that a quarter of a body is left for output. */
-export const MAX_REPORT_BYTES = (MAX_BODY_BYTES / 4) * 3 - BODY_SLACK
-/** What one delta adds to a body besides its text: the field names, the attempt id, the quotes. */
-const deltaOverhead = (attempt: string) => jsonBytes({ attempt, stdout: "", stderr: "" }) + 1
+/** Stops the attempts named that run here (`makeWork`'s `stop`). */
+export type Stop = (ids: ReadonlyArray<string>, why?: string) => Effect.Effect<void>
+
+/** What an attempt's fiber and its report share: the attempt running, the one handed over, the slot. */
+export type Entry = { r?: Running; next?: Assignment; asking?: boolean; giveBack?: Effect.Effect<void> }
 
 /**
  * `owner`: how this machine's log names the owner the work is for (`the owner at URL`): a person
@@ -83,64 +104,14 @@ export const makeWork = (
     // Nothing runs yet for this owner in this process: output files here are left from a process
     // that ended while running (its attempts are placed again, their output is not wanted).
     for (const attempt of yield* side.files.attempts) yield* side.files.remove(attempt)
-    let fence = 0
-    /**
-     * Changes to the set of running attempts (a start, an end), and how many of them the last
-     * heartbeat told the owner of. The owner counts an attempt from its claim, so an attempt
-     * that started and was stopped between two heartbeats still owes one heartbeat without it.
-     */
-    let changes = 0
-    let told = 0
-
-    /**
-     * One stream's output from `offset`, as much as `budget` bytes of JSON can carry (escapes and
-     * UTF-8 included); `more` when the read was cut short, by the budget or the delta's limit,
-     * so output may be left.
-     */
-    const readWithin = (attempt: string, stream: "stdout" | "stderr", offset: number, budget: number, ended: boolean) =>
-      Effect.gen(function* () {
-        let max = Math.min(MAX_DELTA, budget - 2)
-        while (max > 0) {
-          const read = yield* side.files.readFrom(attempt, stream, offset, max, ended)
-          const bytes = jsonBytes(read.text)
-          // A read that filled what was asked (but for a character cut at its end) may have left some.
-          if (bytes <= budget) return { text: read.text, next: read.next, bytes, more: read.next - offset > max - 4 }
-          // Escapes made it heavier than its bytes: ask for proportionally fewer.
-          max = Math.floor((max * budget) / bytes) - 8
-        }
-        return { text: "", next: offset, bytes: 2, more: true }
-      })
-
-    /**
-     * An attempt's output since the owner last had it, as much as `budget` bytes of a body can
-     * carry, and where the next delta starts; `more` when some may be left.
-     */
-    const delta = (attempt: string, r: Running, budget: number) =>
-      Effect.gen(function* () {
-        const room = budget - deltaOverhead(attempt)
-        // Reporting, the job has exited: its streams are whole, a character it left incomplete included.
-        const out = yield* readWithin(attempt, "stdout", r.offsets.stdout, room, r.reporting)
-        const err = yield* readWithin(attempt, "stderr", r.offsets.stderr, room - out.bytes + 2, r.reporting)
-        return {
-          delta: { attempt, stdout: out.text, stderr: err.text } satisfies OutputDelta,
-          next: { stdout: out.next, stderr: err.next },
-          bytes: deltaOverhead(attempt) + out.bytes + err.bytes - 4,
-          more: out.more || err.more
-        }
-      })
-
-    /**
-     * An attempt's output goes in one call at a time, so that no piece goes twice: the
-     * heartbeats carry it until its report begins (`Running.reporting`); from then on the report
-     * does, once the heartbeat that may be carrying some of it is answered (`carrying`, `carried`).
-     */
-    const carrying = new Set<string>()
-    let carried = yield* Deferred.make<void>()
-    const notCarried = (attempt: string): Effect.Effect<void> =>
-      carrying.has(attempt) ? Effect.zipRight(Deferred.await(carried), Effect.suspend(() => notCarried(attempt))) : Effect.void
-    const whileUnreachable = {
-      while: (e: Refusal | Unreachable) => e._tag === "Unreachable",
-      schedule: Schedule.exponential(Duration.seconds(1)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(10))))
+    const state: WorkState = {
+      running,
+      fence: 0,
+      changes: 0,
+      loopWaitsForSlot: false,
+      asking: 0,
+      carrying: new Set<string>(),
+      carried: yield* Deferred.make<void>()
     }
 
     /** Stops the attempts named that run here (the owner listed them: stopped, superseded or unknown to it), saying so once each. */
@@ -161,19 +132,6 @@ export const makeWork = (
       )
 
     /**
-     * Report and claim the next (docs/protocol.md): a report may ask for the next attempt placed
-     * on this worker, which then takes the reported attempt's slot. Asked only when the slot
-     * would go to this owner's claims anyway: the claim loop waits for a slot and nobody else
-     * does (another owner's claims, this machine's own runs). `asking` counts such reports until
-     * the attempt handed back is among those running: while one is, a claim does not list what
-     * this worker runs (the attempt its answer hands over could not be in the list, and the owner
-     * would take it for one whose answer was lost), and only a report alone in asking does.
-     */
-    let loopWaitsForSlot = false
-    let asking = 0
-    const mayAskForNext = () => loopWaitsForSlot && side.slots.waiting() === 1
-
-    /**
      * The machine's slots other work holds now (other owners' attempts, this machine's own runs):
      * what the claims and advertisements tell the owner as `busy` (docs/runs.md, "What an owner
      * sees of a shared worker"), at most 100 as the protocol allows.
@@ -184,97 +142,10 @@ export const makeWork = (
       return Math.min(100, Math.max(0, side.slots.taken() - holding))
     }
 
-    /**
-     * The report, retried while the owner cannot be reached; a refusal ends it (logged).
-     * Answers the attempt handed over with it, if it asked for one (decided once, `entry.asking`).
-     * A body is at most 64 KiB: output the report cannot carry goes ahead of it in heartbeats,
-     * and a result it cannot carry fails the attempt, saying so (docs/runs.md, "Output").
-     */
-    const report = (attempt: string, outcome: ExecutionOutcome, r: Running, entry: Entry) =>
-      Effect.gen(function* () {
-        let claimNext = mayAskForNext()
-        if (claimNext) {
-          asking++
-          entry.asking = true
-        }
-        /**
-         * The job is over: its slot goes back, for other owners and this machine's own runs; the
-         * report, retried until it lands, no longer asks for the next attempt (it has no slot to
-         * hand over). At once when the report does not ask for the next; else when the owner
-         * cannot be reached, or has not answered in HAND_OVER_WITHIN (an owner stopped with
-         * SIGSTOP answers nothing, and its reports held the machine's slots from every other
-         * owner for as long as it was stopped).
-         */
-        const giveUp = Effect.suspend(() => {
-          if (claimNext) {
-            claimNext = false
-            asking--
-            entry.asking = false
-          }
-          return entry.giveBack ?? Effect.void
-        })
-        const letGo = (e: Refusal | Unreachable) => (e._tag !== "Unreachable" ? Effect.void : giveUp)
-        // How long it ran, said in whole milliseconds: its report may arrive much later.
-        const ran = ranMsOf(outcome.durationMs)
-        // Revision 2: an owner before it refuses the field, and with it every report.
-        const durationMs = ran !== undefined && revision() >= 2 ? { durationMs: ran } : {}
-        let sent: Extract<WorkerRequest, { kind: "report" }>["outcome"] = {
-          ok: outcome.ok,
-          ...(outcome.ok ? { result: outcome.result } : {}),
-          ...(outcome.error === null ? {} : { error: outcome.error.slice(0, 2000) }),
-          exitCode: outcome.exitCode,
-          ...durationMs
-        }
-        const body = (output?: OutputDelta): WorkerRequest => ({
-          kind: "report",
-          fence,
-          attempt,
-          outcome: sent,
-          ...(output === undefined ? {} : { output }),
-          // What it runs, listed as of this very call (a retry may list more).
-          ...(claimNext ? { claimNext, ...(asking === 1 ? { running: [...running.keys()].filter((id) => id !== attempt) } : {}) } : {})
-        })
-        const roomFor = (request: WorkerRequest) => MAX_BODY_BYTES - BODY_SLACK - jsonBytes(request)
-        // Room for some output too, or the result is more than a report can carry.
-        if (jsonBytes(body()) > MAX_REPORT_BYTES) {
-          const size = jsonBytes(sent.result)
-          // What the result may weigh: the report's limit less the rest of this report.
-          const room = MAX_REPORT_BYTES - (jsonBytes(body()) - size)
-          sent = {
-            ok: false,
-            error: `its result is ${size} bytes of JSON, more than the ${room} a report from a worker can carry beside the rest; a bigger result belongs in a file`,
-            exitCode: outcome.exitCode
-          }
-        }
-        r.reporting = true
-        // Reporting, it holds a slot only to hand it to the next attempt the report asks for.
-        if (!claimNext) yield* giveUp
-        const handOver = claimNext ? yield* Effect.fork(Effect.zipRight(Effect.sleep(HAND_OVER_WITHIN), giveUp)) : undefined
-        yield* notCarried(attempt)
-        return yield* Effect.gen(function* () {
-          // The output first: what the report cannot carry goes in heartbeats ahead of it.
-          for (;;) {
-            const d = yield* delta(attempt, r, roomFor(body()))
-            if (!d.more) {
-              const answer = yield* Effect.suspend(() => call(body(d.delta))).pipe(Effect.tapError(letGo), Effect.retry(whileUnreachable))
-              r.offsets = d.next
-              return answer
-            }
-            const answer = yield* Effect.suspend(() => call({ kind: "heartbeat", fence, running: [...running.keys()], output: [d.delta] })).pipe(
-              Effect.tapError(letGo),
-              Effect.retry(whileUnreachable)
-            )
-            r.offsets = d.next
-            if (answer.kind === "ack") yield* stop(answer.stop.filter((id) => id !== attempt))
-          }
-        }).pipe(
-          Effect.map((answer) => (answer.kind === "ack" ? (answer.next ?? undefined) : undefined)),
-          Effect.catchAll((e) => Effect.as(Effect.logWarning(`the owner refused the report of ${attempt}: ${e.message}`), undefined)),
-          Effect.ensuring(handOver === undefined ? Effect.void : Fiber.interrupt(handOver))
-        )
-      })
+    const { delta } = makeOutputDeltas(side.files)
+    const { report } = makeWorkReports({ slots: side.slots, call, state, delta, stop, revision })
+    const { heartbeating } = makeWorkHeartbeats({ heartbeatEvery: side.heartbeatEvery, call, state, delta, stop })
 
-    type Entry = { r?: Running; next?: Assignment; asking?: boolean; giveBack?: Effect.Effect<void> }
     const execute = (work: Assignment, entry: Entry) =>
       Effect.gen(function* () {
         const resolved = yield* Effect.either(side.resolve(work.address))
@@ -286,7 +157,7 @@ export const makeWork = (
               : undefined
         if (problem !== undefined || resolved._tag === "Left") {
           yield* Effect.logWarning(`declined attempt ${work.attempt} (${work.address}) for ${owner}: ${problem ?? "cannot run it"}`)
-          yield* call({ kind: "decline", fence, attempt: work.attempt, reason: problem ?? "cannot run it" }).pipe(Effect.ignore)
+          yield* call({ kind: "decline", fence: state.fence, attempt: work.attempt, reason: problem ?? "cannot run it" }).pipe(Effect.ignore)
           return
         }
         const job = resolved.right
@@ -335,7 +206,7 @@ export const makeWork = (
         entry.giveBack = Effect.suspend(() => {
           if (!holds) return Effect.void
           holds = false
-          changes++
+          state.changes++
           return side.slots.release
         })
         // Only the wait can be interrupted before the slot is taken; once taken it is held.
@@ -345,16 +216,16 @@ export const makeWork = (
           Effect.ensuring(
             Effect.suspend(() => {
               running.delete(work.attempt)
-              changes++
+              state.changes++
               const next = entry.next
               // Handed over after its slot went back (the answer came late): it waits for one.
               if (!holds) return next === undefined ? Effect.void : start(next, false)
               return next === undefined ? side.slots.release : start(next, true)
             }).pipe(
-              // Counted as asking until the attempt handed back runs (see `asking`).
+              // Counted as asking until the attempt handed back runs (see `WorkState.asking`).
               Effect.ensuring(
                 Effect.sync(() => {
-                  if (entry.asking === true) asking--
+                  if (entry.asking === true) state.asking--
                 })
               ),
               // Its output went to the owner with the heartbeats and the report; a stopped or
@@ -366,7 +237,7 @@ export const makeWork = (
         )
         entry.r = { fiber, stopped: false, offsets: { stdout: 0, stderr: 0 }, reporting: false, holdsSlot: () => holds }
         running.set(work.attempt, entry.r)
-        changes++
+        state.changes++
       })
 
     /**
@@ -382,75 +253,15 @@ export const makeWork = (
     const claiming = Effect.forever(
       Effect.uninterruptibleMask((restore) =>
         Effect.gen(function* () {
-          loopWaitsForSlot = true
-          yield* restore(side.slots.awaitFree).pipe(Effect.ensuring(Effect.sync(() => (loopWaitsForSlot = false))))
-          // What it runs, unless a report asking for the next attempt is in flight (see `asking`).
-          const listing = asking === 0 ? { running: [...running.keys()] } : {}
+          state.loopWaitsForSlot = true
+          yield* restore(side.slots.awaitFree).pipe(Effect.ensuring(Effect.sync(() => (state.loopWaitsForSlot = false))))
+          // What it runs, unless a report asking for the next attempt is in flight (see `WorkState.asking`).
+          const listing = state.asking === 0 ? { running: [...running.keys()] } : {}
           const busy = busyElsewhere()
-          const answer = yield* restore(call({ kind: "claim", fence, waitSeconds: side.claimWaitSeconds, ...listing, ...(busy > 0 ? { busy } : {}) }))
+          const answer = yield* restore(call({ kind: "claim", fence: state.fence, waitSeconds: side.claimWaitSeconds, ...listing, ...(busy > 0 ? { busy } : {}) }))
           if (answer.kind === "work") yield* start(answer, yield* side.slots.tryTake)
         })
       )
-    )
-
-    /**
-     * Every `heartbeatEvery` while anything runs, with the output printed since, as much as one
-     * body carries (the attempts take turns to go first); with output left over, the next one
-     * goes at once.
-     */
-    let backlog = false
-    let turn = 0
-    const heartbeating = Effect.forever(
-      Effect.gen(function* () {
-        if (!backlog) yield* Effect.sleep(side.heartbeatEvery)
-        backlog = false
-        // While anything runs, and once more after the set last changed: that heartbeat, listing
-        // nothing, tells the owner a stopped or superseded attempt has ceased (its slot is freed).
-        if (running.size === 0 && told === changes) return
-        const done = (carried = yield* Deferred.make<void>())
-        yield* Effect.gen(function* () {
-          const telling = changes
-          // Those still waiting for a slot here: the owner shows them so (docs/runs.md).
-          const waiting = [...running].filter(([, r]) => !r.holdsSlot() && !r.reporting).map(([id]) => id)
-          const base = { kind: "heartbeat" as const, fence, running: [...running.keys()], ...(waiting.length > 0 ? { waiting } : {}) }
-          let room = MAX_BODY_BYTES - BODY_SLACK - jsonBytes({ ...base, output: [] })
-          const output: Array<OutputDelta> = []
-          const next = new Map<string, Running["offsets"]>()
-          const order = [...running]
-          turn = order.length === 0 ? 0 : (turn + 1) % order.length
-          for (const [id, r] of [...order.slice(turn), ...order.slice(0, turn)]) {
-            // Its report carries the rest.
-            if (r.reporting) continue
-            if (room <= deltaOverhead(id) + 16) {
-              backlog = true
-              continue
-            }
-            carrying.add(id)
-            const d = yield* delta(id, r, room)
-            backlog ||= d.more
-            next.set(id, d.next)
-            if (d.delta.stdout !== "" || d.delta.stderr !== "") {
-              output.push(d.delta)
-              room -= d.bytes
-            }
-          }
-          const answer = yield* call({ ...base, output })
-          told = telling
-          // Sent: the next heartbeat starts after what this one carried.
-          for (const [id, offsets] of next) {
-            const r = running.get(id)
-            if (r !== undefined) r.offsets = offsets
-          }
-          if (answer.kind === "ack") yield* stop(answer.stop)
-        }).pipe(
-          Effect.ensuring(
-            Effect.suspend(() => {
-              carrying.clear()
-              return Deferred.succeed(done, undefined)
-            })
-          )
-        )
-      })
     )
 
     return {
@@ -477,7 +288,7 @@ export const makeWork = (
       /** Claims and heartbeats under this session's fence, until one of them fails. */
       session: (f: number) =>
         Effect.suspend(() => {
-          fence = f
+          state.fence = f
           return Effect.raceFirst(claiming, heartbeating)
         })
     }
