@@ -1,0 +1,209 @@
+/**
+ * Where the owner's runs are placed (docs/runs.md, "Placement, recorded"): a submission is
+ * admitted and placed in its own commit, unless an earlier run still waits for room; the
+ * scheduler's rounds place pending runs in submission order, one at a time, each against the
+ * state the previous placement left (`placePending`). A placement may hand its attempt to a
+ * claim waiting on the chosen worker, in the same commit, and counts its slot as promised until
+ * the state holds it, so a host's slots are never promised twice.
+ */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as HashMap from "effect/HashMap"
+import * as Option from "effect/Option"
+import type { Envelope } from "../../domain/journal/Events.js"
+import type { OwnerState } from "../../domain/journal/OwnerState.js"
+import { makeFeasibilityCache } from "../../domain/placement/Feasibility.js"
+import type { Quotas, Silence } from "../../domain/placement/Placement.js"
+import * as RunDecide from "../../domain/runs/Decide.js"
+import type { RunRecord } from "../../domain/runs/Runs.js"
+import { depthProblem, preferenceProblem } from "../../domain/runs/Values.js"
+import { silenceOf } from "../../domain/workers/DisplayState.js"
+import type { WorkerRecord } from "../../domain/workers/Registry.js"
+import { base62FromBytes } from "../../domain/workers/Secrets.js"
+import type { AnyDecision, AnyRejection } from "../journal/Projections.js"
+import type { FreshnessService } from "../workers/Freshness.js"
+import { makeCandidates } from "./Candidates.js"
+import type { DispatcherService, Execute, OwnerHostSettings } from "./Dispatcher.js"
+import { RunRefused } from "./RunRefused.js"
+import type { RunView } from "./RunViews.js"
+import { CLAIM_DEADLINE_MS } from "./Supersession.js"
+import type { makeWaitingClaims } from "./WaitingClaims.js"
+
+const MAX_INPUT_BYTES = 1024 * 1024
+
+/** What placement uses of the dispatcher. */
+export interface PlacementsContext {
+  readonly state: Effect.Effect<OwnerState>
+  /** A command, then a round when a run waits to be placed. */
+  readonly execute: Execute
+  /** A command alone (see the Dispatcher's `executeWithoutRound`). */
+  readonly executeWithoutRound: Execute
+  readonly toRunRefused: (e: { readonly message: string; readonly rejection?: { readonly code: string } }) => RunRefused
+  readonly view: (s: OwnerState, run: RunRecord) => RunView
+  readonly host: OwnerHostSettings
+  readonly entropy: { readonly bytes: (n: number) => Uint8Array }
+  readonly freshness: FreshnessService
+  readonly claims: ReturnType<typeof makeWaitingClaims>
+  /** Tells the scheduler of a deadline, without a round now. */
+  readonly hint: (at: number) => Effect.Effect<void>
+  /** A full scheduler round. */
+  readonly kick: Effect.Effect<void>
+  /** Runs an attempt placed on the owner (LocalRuns.ts). */
+  readonly startLocal: (runId: string, n: number) => Effect.Effect<void>
+  readonly workerAlive: (w: WorkerRecord, now: number) => boolean
+  /** When a worker's attempts lapse if it stays silent (Supersession.ts). */
+  readonly lapsesAt: (workerId: string, now: number) => number
+}
+
+export const makePlacements = ({ state, execute, executeWithoutRound, toRunRefused, view, host, entropy, freshness, claims, hint, kick, startLocal, workerAlive, lapsesAt }: PlacementsContext) => {
+  const runOf = (s: OwnerState, id: string) => Option.getOrUndefined(HashMap.get(s.runs.runs, id))
+
+  // ---- Admission ------------------------------------------------------------------------
+
+  const submit: DispatcherService["submit"] = (i) =>
+    Effect.gen(function* () {
+      const badPreference = preferenceProblem(i.prefer)
+      if (badPreference !== undefined) return yield* new RunRefused({ code: "bad-preference", message: badPreference })
+      // Before anything writes it as JSON: too deep a document overflows the stack (domain/runs/Values.ts).
+      const tooDeep = depthProblem(i.input, "the input")
+      if (tooDeep !== undefined) return yield* new RunRefused({ code: "invalid-input", message: tooDeep })
+      const size = Buffer.byteLength(JSON.stringify(i.input ?? null))
+      if (size > MAX_INPUT_BYTES) return yield* new RunRefused({ code: "input-too-large", message: `the input is ${size} bytes; at most ${MAX_INPUT_BYTES} are accepted` })
+      const resolved = yield* host.resolve(i.address).pipe(Effect.mapError((e) => new RunRefused({ code: "not-runnable", message: e.message })))
+      const problem = resolved.inputProblem(i.input)
+      if (problem !== undefined) return yield* new RunRefused({ code: "invalid-input", message: problem })
+      const runId = `r${base62FromBytes(entropy.bytes(10), 10)}`
+      const job = resolved.job
+      const ownerBins = yield* host.bins(job.requiredBins)
+      const now = yield* Clock.currentTimeMillis
+      let inline = false
+      const envelopes = yield* handingOff(runId, (s) => {
+        const submission = { runId, job, input: i.input, preferredLabels: [...new Set(i.prefer)].sort(), actor: i.actor, now }
+        // Placed in the same commit unless an earlier run still waits for room (the scheduler places in order then).
+        inline = !earlierRunWaiting(s)
+        return inline
+          ? RunDecide.decideSubmitAndPlace({ ...submission, candidates: candidatesFor(s, job, now, ownerBins, promisedIn(s)), quotas, notes: NOTES, cache: feasibility }, s.runs)
+          : RunDecide.decideSubmit(submission, s.runs)
+      }, now, executeWithoutRound).pipe(Effect.mapError(toRunRefused))
+      // Submitted alone: the scheduler places it, after the runs before it.
+      if (!inline) yield* kick
+      yield* afterPlacement(runId, envelopes)
+      const s = yield* state
+      return view(s, runOf(s, runId)!)
+    })
+
+  // ---- Placement ------------------------------------------------------------------------
+
+  const silenceOfWorker = (w: WorkerRecord): Silence | undefined => silenceOf(w, freshness.get(w.id))
+  const { candidatesFor } = makeCandidates(host, workerAlive, (id) => freshness.get(id)?.busy ?? 0, silenceOfWorker)
+  const feasibility = makeFeasibilityCache()
+
+  /** A pending run that may still be placed somewhere (not blocked): a new run placed at once would jump ahead of it. */
+  const earlierRunWaiting = (s: OwnerState): boolean => {
+    for (const [id] of s.runs.pending) {
+      const run = runOf(s, id)
+      if (run !== undefined && run.placement?.outcome !== "blocked") return true
+    }
+    return false
+  }
+
+  /**
+   * A placement, with the hand-off to a waiting claim (docs/runs.md, "A waiting claim"): deciding
+   * it may take a claim waiting on the chosen worker and start the attempt in the same commit;
+   * whatever becomes of the commit, the claim taken is then answered or sent back to look again.
+   */
+  const handingOff = <E, R>(
+    runId: string,
+    decide: (s: OwnerState) => RunDecide.RunDecision | RunDecide.RunRejection,
+    now: number,
+    run: (decide: (s: OwnerState) => AnyDecision | AnyRejection) => Effect.Effect<ReadonlyArray<Envelope>, E, R>
+  ) =>
+    run((s) => {
+      const decision = decide(s)
+      if (decision._tag === "Rejected") return decision
+      for (const e of decision.events) if (e._tag === "PlacementDecided" && e.host !== null && e.attempt !== null) promises.set(runId, { host: e.host, attempt: e.attempt })
+      return RunDecide.decideHandOff(
+        decision,
+        s.runs,
+        (hostId) => {
+          const w = Option.getOrUndefined(HashMap.get(s.registry.workers, hostId))
+          return w === undefined ? undefined : claims.take(hostId, w.fence, runId)
+        },
+        now
+      )
+    }).pipe(
+      Effect.onExit((exit) => {
+        promises.delete(runId)
+        // A claim handed its attempt answers first: the placing fiber's own remaining work waits a turn.
+        return Effect.flatMap(claims.settle(runId, Exit.isSuccess(exit) ? exit.value : undefined), (handed) => (handed ? Effect.yieldNow() : Effect.void))
+      })
+    )
+
+  /**
+   * Slots promised by placements decided and not applied yet. A placement decides against the
+   * applied state, and appends made in one turn share a commit, so placements decided in the
+   * same turn (submissions at once) would all see the same free slot. A promise counts as used
+   * on its host until the state holds its attempt (then the ledger counts it), so it is never
+   * counted twice.
+   */
+  const promises = new Map<string, { readonly host: string; readonly attempt: number }>()
+  const promisedIn = (s: OwnerState): ReadonlyMap<string, number> | undefined => {
+    if (promises.size === 0) return undefined
+    const counts = new Map<string, number>()
+    for (const [runId, p] of promises) {
+      if (runOf(s, runId)?.attempts.some((a) => a.n === p.attempt) === true) continue
+      counts.set(p.host, (counts.get(p.host) ?? 0) + 1)
+    }
+    return counts
+  }
+
+  /**
+   * A placement that chose a host: the owner starts it; on a worker, the scheduler learns when
+   * the attempt could lapse or go unclaimed (without a round now), and the worker's waiting
+   * claims are woken, unless one was handed the attempt.
+   */
+  const afterPlacement = (runId: string, envelopes: ReadonlyArray<Envelope>) =>
+    Effect.forEach(
+      envelopes,
+      ({ event }) => {
+        if (event._tag !== "PlacementDecided" || event.host === null || event.attempt === null) return Effect.void
+        if (event.host === "owner") return startLocal(runId, event.attempt)
+        const deadline = hint(Math.min(lapsesAt(event.host, event.at), event.at + CLAIM_DEADLINE_MS))
+        return envelopes.some((e) => e.event._tag === "AttemptStarted" && e.event.attempt === event.attempt) ? deadline : Effect.zipRight(deadline, claims.wake(event.host))
+      },
+      { discard: true }
+    )
+
+  const quotas: Quotas = { logical: null, endpoint: null }
+  const NOTES = [
+    "logical quota: none applies (the limits count detached agents; a job run is not one)",
+    "inference endpoint: none (a job run uses no model), so no endpoint capacity and no model were selected"
+  ]
+
+  const placePending = (now: number) =>
+    Effect.gen(function* () {
+      const pending = [...(yield* state).runs.pending].sort(([, a], [, b]) => a - b).map(([id]) => id)
+      const binsCache = new Map<string, ReadonlyArray<string>>()
+      for (const runId of pending) {
+        const s = yield* state
+        const run = runOf(s, runId)
+        if (run === undefined || run.state !== "pending") continue
+        const key = run.job.requiredBins.join("\u0000")
+        let ownerBins = binsCache.get(key)
+        if (ownerBins === undefined) {
+          ownerBins = yield* host.bins(run.job.requiredBins)
+          binsCache.set(key, ownerBins)
+        }
+        const envelopes = yield* handingOff(
+          runId,
+          (st) => RunDecide.decidePlacement({ runId, candidates: candidatesFor(st, runOf(st, runId)!.job, now, ownerBins, promisedIn(st)), quotas, notes: NOTES, now, cache: feasibility }, st.runs),
+          now,
+          execute
+        ).pipe(Effect.catchAll((e) => Effect.as(Effect.logWarning(`placing ${runId}: ${e.message}`), [])))
+        yield* afterPlacement(runId, envelopes)
+      }
+    })
+
+  return { submit, earlierRunWaiting, placePending }
+}
