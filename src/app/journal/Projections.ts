@@ -53,6 +53,9 @@ export interface ProjectionsService {
   readonly started: { readonly snapshot: number | null; readonly events: number; readonly note: string | null }
 }
 
+/** A command run against the whole state: decide, append, apply (`executeOn`); what the runs' parts are handed. */
+export type Execute = ProjectionsService["executeOn"]
+
 export class Projections extends Context.Tag("svc/Projections")<Projections, ProjectionsService>() {}
 
 const CONFLICT_RETRIES = 5

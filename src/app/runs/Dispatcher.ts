@@ -21,12 +21,10 @@ import * as Effect from "effect/Effect"
 import * as FiberId from "effect/FiberId"
 import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
-import type { Envelope } from "../../domain/journal/Events.js"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import { parseAttemptId } from "../../domain/runs/Runs.js"
 import type { WorkerRecord } from "../../domain/workers/Registry.js"
-import type { JournalError, StreamConflict } from "../journal/Journal.js"
-import { Projections, type AnyDecision, type AnyRejection, type CommandRejected } from "../journal/Projections.js"
+import { Projections, type AnyDecision, type AnyRejection, type Execute } from "../journal/Projections.js"
 import { Entropy } from "../workers/Entropy.js"
 import { Freshness, noteAwake } from "../workers/Freshness.js"
 import { type OutputDelta, type Refusal, type Work } from "../workers/Protocol.js"
@@ -121,7 +119,7 @@ export interface DispatcherService {
 export class Dispatcher extends Context.Tag("svc/Dispatcher")<Dispatcher, DispatcherService>() {}
 
 /** A command: decide on the state, append what was decided, apply it (`execute`, `executeWithoutRound`). */
-export type Execute = (decide: (s: OwnerState) => AnyDecision | AnyRejection) => Effect.Effect<ReadonlyArray<Envelope>, CommandRejected | StreamConflict | JournalError>
+export type { Execute }
 
 export const make = Effect.gen(function* () {
   const projections = yield* Projections

@@ -12,12 +12,11 @@ import * as Fiber from "effect/Fiber"
 import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
-import { ranMsOf, type Envelope } from "../../domain/journal/Events.js"
+import { ranMsOf } from "../../domain/journal/Events.js"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import * as RunDecide from "../../domain/runs/Decide.js"
 import { ACTIVE, attemptId, lastAttempt } from "../../domain/runs/Runs.js"
-import type { JournalError, StreamConflict } from "../journal/Journal.js"
-import type { AnyDecision, AnyRejection, CommandRejected } from "../journal/Projections.js"
+import type { Execute } from "../journal/Projections.js"
 import type { OwnerHostSettings } from "./Dispatcher.js"
 import type { ExecutorService } from "./Executor.js"
 import type { JobNotRunnable } from "./JobCatalog.js"
@@ -25,7 +24,6 @@ import type { RunFilesService } from "./RunFiles.js"
 import type { SlotWaits } from "./SlotWaits.js"
 import { heldBy } from "./WorkerCalls.js"
 
-type Execute = (decide: (s: OwnerState) => AnyDecision | AnyRejection) => Effect.Effect<ReadonlyArray<Envelope>, CommandRejected | StreamConflict | JournalError>
 
 /** What the owner's executions use of the dispatcher. */
 export interface LocalRunsContext {

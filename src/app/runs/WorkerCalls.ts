@@ -18,7 +18,7 @@ import * as RunDecide from "../../domain/runs/Decide.js"
 import { attemptId, parseAttemptId } from "../../domain/runs/Runs.js"
 import type { WorkerRecord } from "../../domain/workers/Registry.js"
 import type { JournalError, StreamConflict } from "../journal/Journal.js"
-import type { AnyDecision, AnyRejection, CommandRejected } from "../journal/Projections.js"
+import type { CommandRejected, Execute } from "../journal/Projections.js"
 import { fenceRefusal, Refusal, revokedRefusal, type OutputDelta } from "../workers/Protocol.js"
 import type { DispatcherService } from "./Dispatcher.js"
 import type { RunFilesService } from "./RunFiles.js"
@@ -45,7 +45,6 @@ export const stopsIn = (s: OwnerState, workerId: string): ReadonlyArray<string> 
     .filter(({ a }) => a.state === "stopping" || a.state === "superseded")
     .map(({ id }) => id)
 
-type Execute = (decide: (s: OwnerState) => AnyDecision | AnyRejection) => Effect.Effect<ReadonlyArray<Envelope>, CommandRejected | StreamConflict | JournalError>
 
 /** What the worker side uses of the dispatcher. */
 export interface WorkerCallsContext {

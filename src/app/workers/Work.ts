@@ -30,7 +30,6 @@ import { makeWorkReports } from "./WorkReports.js"
 export { MAX_REPORT_BYTES } from "./WorkOutput.js"
 export { HAND_OVER_WITHIN } from "./WorkReports.js"
 
-/** What the protocol takes as a run time (the same schema checks the report on the owner). */
 
 export interface WorkSide {
   /** The machine-wide slots: a claim is made while one is free, and an attempt holds one while it runs. */
