@@ -27,7 +27,8 @@ import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import { Journal } from "../src/app/journal/Journal.js"
 import { CURRENT_VERSION, WorkerAdvertised } from "../src/domain/journal/Events.js"
-import { layer, layerStore, payloadOf } from "../src/infra/journal/SqliteJournal.js"
+import { layer, payloadOf } from "../src/infra/journal/SqliteJournal.js"
+import { layerStore } from "../src/infra/journal/SqliteStore.js"
 import { Database, arg, fmt, gc, median, printMachine } from "./support.js"
 
 const SLICE_MS = arg("slice", 0.5) * 1000

@@ -61,7 +61,9 @@ import { decideClaim, decideReport, decideSubmitAndPlace, type RunDecision, type
 import { evolveRuns, initialRuns } from "../src/domain/runs/Runs.js"
 import { upcast } from "../src/domain/journal/Upcasting.js"
 import * as NodeHashing from "../src/infra/journal/NodeHashing.js"
-import { layer, layerStore, payloadOf, type StoredRow } from "../src/infra/journal/SqliteJournal.js"
+import type { StoredRow } from "../src/infra/journal/EventRows.js"
+import { layer, payloadOf } from "../src/infra/journal/SqliteJournal.js"
+import { layerStore } from "../src/infra/journal/SqliteStore.js"
 import { prng } from "./prng.js"
 import { Database, arg, fmt, median, printMachine } from "./support.js"
 

@@ -14,7 +14,8 @@ import * as Layer from "effect/Layer"
 import { snapshotText } from "./SnapshotText.js"
 import { Checkpoints } from "../../app/journal/Checkpoints.js"
 import { Journal, JournalError } from "../../app/journal/Journal.js"
-import { ioError, prepareOutsideRuns, preparePage, prepareStream, readPage, readStreamOf } from "./SqliteJournal.js"
+import { prepareOutsideRuns, preparePage, prepareStream, readPage, readStreamOf } from "./EventRows.js"
+import { ioError } from "./IoError.js"
 import { openProblem, storeProblem, tablesOf } from "./StoreCheck.js"
 
 const readOnly = () => Effect.fail(new JournalError({ reason: "Closed", message: "this journal is open read-only" }))

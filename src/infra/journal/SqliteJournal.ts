@@ -6,12 +6,11 @@
  * Expected versions are checked in arrival order within the batch; a conflicting command
  * writes nothing and does not stop the others; a caller interrupted while it still waits
  * leaves the batch and writes nothing.
+ *
+ * The store is opened in SqliteStore.ts, its rows are read back in EventRows.ts, and the
+ * checkpoints are written in SqliteCheckpoints.ts.
  */
-import Database from "better-sqlite3"
 import * as SqlClient from "@effect/sql/SqlClient"
-import * as Migrator from "@effect/sql/Migrator"
-import { SqliteClient, SqliteMigrator } from "@effect/sql-sqlite-node"
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -19,17 +18,14 @@ import type * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as RuntimeFlags from "effect/RuntimeFlags"
-import * as Schema from "effect/Schema"
-import { CURRENT_VERSION, Event, RUN_STREAM_PREFIX, type Envelope, type EventType } from "../../domain/journal/Events.js"
-import { isPackedVersion, storedPayload, upcast } from "../../domain/journal/Upcasting.js"
-import { fastGuardOf } from "../schema/Guard.js"
-import { issuesText } from "../schema/Issues.js"
+import { CURRENT_VERSION, Event, type Envelope } from "../../domain/journal/Events.js"
+import { storedPayload } from "../../domain/journal/Upcasting.js"
 import { Checkpoints } from "../../app/journal/Checkpoints.js"
 import { Journal, JournalError, StreamConflict, type AppendCommand } from "../../app/journal/Journal.js"
-import { migrations, MIGRATIONS_TABLE, NEWEST_MIGRATION } from "./migrations.js"
-import { newerStore } from "./StoreCheck.js"
-import { readPackedPlacement } from "./PackedPlacement.js"
-import { snapshotText, storedSnapshot } from "./SnapshotText.js"
+import { prepareOutsideRuns, preparePage, prepareStream, readPage, readStreamOf } from "./EventRows.js"
+import { ioError } from "./IoError.js"
+import { makeCheckpoints } from "./SqliteCheckpoints.js"
+import { layerStore, openWriter } from "./SqliteStore.js"
 
 const NONE: ReadonlyArray<Envelope> = []
 
@@ -66,28 +62,6 @@ class Pending {
 const hasLeft = (pending: Pending): boolean =>
   pending.fiber !== undefined && !Cause.isEmpty(pending.fiber.getFiberRef(FiberRef.interruptedCause))
 
-export type StoredRow = {
-  readonly sequence: number
-  readonly stream: string
-  readonly stream_version: number
-  readonly type: string
-  readonly schema_version: number
-  readonly payload: string
-  readonly recorded_at: number
-}
-
-/**
- * A payload the fast guard refused, decoded by its own event's schema (the row says which) for
- * what is wrong with it, in a sentence: decoded by the union, the message was the whole union's
- * tree, some twenty lines naming every other event.
- */
-const memberDecoders = new Map(Event.members.map((member) => [member.identifier, Schema.decodeUnknownEither(member as Schema.Schema<Event, unknown>)] as const))
-const decodeEvent = (payload: Record<string, unknown> & { readonly _tag: string }): Event => {
-  const decoded = memberDecoders.get(payload._tag)!(payload)
-  if (decoded._tag === "Right") return decoded.right
-  throw new Error(issuesText(decoded.left.issue, 3))
-}
-
 /** Each event type's own fields, without the tag, in declaration order. */
 const payloadFields: ReadonlyMap<string, ReadonlyArray<string>> = new Map(
   Event.members.map((member) => [member.identifier, Object.keys(member.fields).filter((name) => name !== "_tag")] as const)
@@ -112,168 +86,6 @@ export const payloadOf = (event: Event): string => {
   for (const name of names) plain[name] = source[name]
   return JSON.stringify(storedPayload(event._tag, plain))
 }
-
-/**
- * Reading is the hot path of replay: each payload is checked against its event's fields with a
- * guard compiled from the schema (no transformation, no intermediate copies), then its
- * declared fields are copied onto an instance of the event's class, as the constructor does
- * once validation is off. Only a payload that fails the guard goes through the full decoder,
- * for its precise error.
- */
-const readers = new Map(
-  Event.members.map((member) => {
-    const { _tag, ...fields } = member.fields as Schema.Struct.Fields
-    const names = Object.keys(fields)
-    const is = fastGuardOf(Schema.Struct(fields).ast)
-    const prototype = (member as unknown as { prototype: object }).prototype
-    // Only the event's own fields are kept: a stray field in a stored payload is dropped, as the
-    // full decoder would drop it. Generated, so that each field is read and set at its own place
-    // in the code (one shape each for V8), the tag last, as on a constructed instance.
-    const make = new Function(
-      "prototype",
-      "tag",
-      `"use strict"; return function (p) { const o = Object.create(prototype); ${names
-        .map((name) => `if (${JSON.stringify(name)} in p) o[${JSON.stringify(name)}] = p[${JSON.stringify(name)}];`)
-        .join(" ")} o._tag = tag; return o }`
-    )(prototype, member.identifier) as (payload: Record<string, unknown>) => Event
-    return [member.identifier, { is, make }] as const
-  })
-)
-
-const eventOf = (type: EventType, payload: Record<string, unknown>): Event => {
-  const reader = readers.get(type)
-  if (reader !== undefined && reader.is(payload)) return reader.make(payload)
-  return decodeEvent({ ...payload, _tag: type })
-}
-
-/** A stored payload as the current event: a packed decision without making its candidates yet (PackedPlacement.ts). */
-const readEvent = (type: EventType, version: number, text: string): Event => {
-  const payload = JSON.parse(text) as Record<string, unknown>
-  return (type === "PlacementDecided" && isPackedVersion(type, version) ? readPackedPlacement(payload) : undefined) ?? eventOf(type, upcast(type, version, payload))
-}
-
-/** A row's number as stored: SQLite keeps what is written (text in an INTEGER column too). */
-const wholeNumber = (value: unknown, what: string, min: number, max = Number.MAX_SAFE_INTEGER): void => {
-  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) throw new Error(`its ${what} is ${JSON.stringify(value)}, not a whole number from ${min}`)
-}
-
-const envelopeOf = (sequence: number, stream: string, streamVersion: number, type: string, schemaVersion: number, payload: string, recordedAt: number): Envelope => {
-  if (!(type in CURRENT_VERSION)) throw new Error(`unknown event type ${type}`)
-  wholeNumber(streamVersion, "stream version", 1)
-  wholeNumber(schemaVersion, "schema version", 1)
-  // A time every reader can print (the largest a Date takes).
-  wholeNumber(recordedAt, "recorded time (milliseconds since 1970)", 0, 8.64e15)
-  const t = type as EventType
-  return {
-    sequence,
-    stream,
-    streamVersion,
-    type: t,
-    schemaVersion: CURRENT_VERSION[t],
-    recordedAt,
-    event: readEvent(t, schemaVersion, payload)
-  }
-}
-
-export const envelopeOfRow = (row: StoredRow): Envelope =>
-  envelopeOf(row.sequence, row.stream, row.stream_version, row.type, row.schema_version, row.payload, row.recorded_at)
-
-/** A row of `PAGE_SQL` as an array (better-sqlite3's raw mode: cheaper to make than an object). */
-export type RawRow = readonly [sequence: number, stream: string, streamVersion: number, type: string, schemaVersion: number, payload: string, recordedAt: number]
-
-const envelopeOfRaw = (row: RawRow): Envelope => envelopeOf(row[0], row[1], row[2], row[3], row[4], row[5], row[6])
-
-export const ioError = (what: string) => (cause: unknown) =>
-  new JournalError({ reason: "Io", message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}` })
-
-/** One page of the journal in order: the owner's adapter and the read-only commands share it. */
-export const PAGE_SQL =
-  "SELECT sequence, stream, stream_version, type, schema_version, payload, recorded_at FROM events WHERE sequence > ? ORDER BY sequence LIMIT ?"
-
-/** One stream in stream order (the index of UNIQUE (stream, stream_version) serves it). */
-export const STREAM_SQL =
-  "SELECT sequence, stream, stream_version, type, schema_version, payload, recorded_at FROM events WHERE stream = ? ORDER BY stream_version"
-
-/** The stream query on `db`, answering rows as arrays. */
-export const prepareStream = (db: Database.Database): Database.Statement<[string], RawRow> => db.prepare<[string], RawRow>(STREAM_SQL).raw(true)
-
-/**
- * Rows of a query as envelopes: a failing query is Io (`reading`), an event that cannot be read
- * is Corrupt, naming its sequence, type and stream, and carrying the row as stored.
- */
-const envelopesOf = (query: () => ReadonlyArray<RawRow>, reading: string) =>
-  Effect.try({ try: query, catch: ioError(reading) }).pipe(
-    Effect.flatMap((rows) => {
-      let i = 0
-      return Effect.try({
-        try: () => {
-          const out = new Array<Envelope>(rows.length)
-          for (; i < rows.length; i++) out[i] = envelopeOfRaw(rows[i]!)
-          return out
-        },
-        catch: (cause) => {
-          const [sequence, stream, streamVersion, type, schemaVersion, payload, recordedAt] = rows[i]!
-          return new JournalError({
-            reason: "Corrupt",
-            message: `the event at sequence ${sequence} (${type}, stream ${stream}) cannot be read: ${cause instanceof Error ? cause.message : String(cause)}`,
-            row: { sequence, stream, streamVersion, type, schemaVersion, recordedAt, payload }
-          })
-        }
-      })
-    })
-  )
-
-/** Reads one stream. */
-export const readStreamOf = (query: Database.Statement<[string], RawRow>, stream: string) =>
-  envelopesOf(() => query.all(stream), `reading stream ${stream}`)
-
-/** The page query on `db`, answering rows as arrays. */
-export const preparePage = (db: Database.Database): Database.Statement<[number, number], RawRow> =>
-  db.prepare<[number, number], RawRow>(PAGE_SQL).raw(true)
-
-/** A page of every stream but the runs': their rows are passed over without their payloads being read. */
-export const OUTSIDE_RUNS_SQL = `SELECT sequence, stream, stream_version, type, schema_version, payload, recorded_at FROM events WHERE sequence > ? AND stream NOT LIKE '${RUN_STREAM_PREFIX}%' ORDER BY sequence LIMIT ?`
-
-/** That query on `db`, answering rows as arrays. */
-export const prepareOutsideRuns = (db: Database.Database): Database.Statement<[number, number], RawRow> =>
-  db.prepare<[number, number], RawRow>(OUTSIDE_RUNS_SQL).raw(true)
-
-/** Reads a page. */
-export const readPage = (page: Database.Statement<[number, number], RawRow>, after: number, limit: number) =>
-  envelopesOf(() => page.all(after, limit), `reading the journal after sequence ${after}`)
-
-/**
- * The writer's own connection: better-sqlite3 directly, prepared statements, one synchronous
- * transaction per batch. @effect/sql runs the migrations and the checkpoints; the hot path of
- * appending and reading goes straight to SQLite, where each statement through the Effect
- * client cost more than the row itself (bench/journal-append).
- */
-const openWriter = (filename: string) =>
-  Effect.acquireRelease(
-    Effect.try({
-      try: () => {
-        const db = new Database(filename)
-        db.pragma("journal_mode = WAL")
-        db.pragma("synchronous = FULL")
-        db.pragma("busy_timeout = 5000")
-        return db
-      },
-      catch: ioError(`opening ${filename}`)
-    }),
-    (db) =>
-      Effect.sync(() => {
-        // Every commit into the file itself before it closes: SQLite merges the WAL at close only
-        // when no other connection has the file open, and a reader (`svc journal tail --follow`)
-        // left the last commits in `-wal`, where a backup of `svc.sqlite` alone missed them.
-        // Waits for a reader mid-read up to the busy timeout; the close goes on either way.
-        try {
-          db.pragma("wal_checkpoint(TRUNCATE)")
-        } catch {
-          // The close below still keeps every commit (in -wal), as before.
-        }
-        db.close()
-      })
-  )
 
 /** Streams whose version the writer keeps in memory: the streams of the runs and workers in use, with room. */
 export const STREAM_CACHE = 16_384
@@ -432,62 +244,6 @@ export const make = (filename: string, { streamCache = STREAM_CACHE }: { readonl
       head: Effect.sync(() => head)
     })
   })
-
-export const makeCheckpoints = Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  return Checkpoints.of({
-    write: (c, state) =>
-      // Compressed before the transaction, off the owner's thread (SnapshotText.ts).
-      Effect.flatMap(state === undefined ? Effect.succeed(undefined) : Effect.tryPromise({ try: () => storedSnapshot(state), catch: ioError("compressing a snapshot") }), (stored) =>
-        Effect.gen(function* () {
-          yield* sql`INSERT OR REPLACE INTO checkpoints (sequence, digest, written_at) VALUES (${c.sequence}, ${c.digest}, ${c.writtenAt})`
-          if (stored === undefined) return
-          yield* sql`DELETE FROM snapshots`
-          yield* sql`INSERT INTO snapshots (sequence, digest, state) VALUES (${c.sequence}, ${c.digest}, ${stored})`
-        }).pipe(sql.withTransaction, Effect.asVoid, Effect.mapError(ioError("writing a checkpoint")))
-      ),
-    snapshot: sql<{ sequence: number; digest: string; state: unknown }>`SELECT sequence, digest, state FROM snapshots ORDER BY sequence DESC LIMIT 1`.pipe(
-      Effect.mapError(ioError("reading the snapshot")),
-      Effect.flatMap((rows) =>
-        Effect.try({
-          try: () => (rows[0] === undefined ? undefined : { sequence: rows[0].sequence, digest: rows[0].digest, state: snapshotText(rows[0].state) }),
-          catch: ioError("reading the snapshot")
-        })
-      )
-    ),
-    latest: sql<{ sequence: number; digest: string; written_at: number }>`
-      SELECT sequence, digest, written_at FROM checkpoints ORDER BY sequence DESC LIMIT 1`.pipe(
-      Effect.map((rows) => (rows[0] === undefined ? undefined : { sequence: rows[0].sequence, digest: rows[0].digest, writtenAt: rows[0].written_at })),
-      Effect.mapError(ioError("reading checkpoints"))
-    )
-  })
-})
-
-/**
- * A store a newer svc migrated is not written by this one: its events and tables may carry what
- * this code does not know (the migrator itself runs only the migrations past the store's last,
- * so it found nothing to do and said nothing).
- */
-const refuseNewer = (filename: string) =>
-  Layer.effectDiscard(
-    Effect.gen(function* () {
-      const sql = yield* SqlClient.SqlClient
-      const rows = yield* sql<{ id: number; name: string }>`SELECT migration_id AS id, name FROM ${sql(MIGRATIONS_TABLE)} ORDER BY migration_id DESC LIMIT 1`.pipe(
-        Effect.mapError(ioError(`reading the migrations of ${filename}`))
-      )
-      const newest = rows[0]
-      if (newest !== undefined && newest.id > NEWEST_MIGRATION) return yield* new JournalError({ reason: "Io", message: newerStore(filename, newest.id, newest.name) })
-    })
-  )
-
-/** The SQLite client on `filename`, migrated. */
-export const layerStore = (filename: string) =>
-  refuseNewer(filename).pipe(
-    Layer.provideMerge(SqliteMigrator.layer({ loader: Migrator.fromRecord(migrations) })),
-    Layer.provideMerge(SqliteClient.layer({ filename })),
-    // The migrator can dump the schema with the sqlite3 program; it needs these to exist.
-    Layer.provide(NodeContext.layer)
-  )
 
 /** Journal and checkpoints on `filename` (created and migrated when new). */
 export const layer = (filename: string, options: { readonly streamCache?: number } = {}) =>

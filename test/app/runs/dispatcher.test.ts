@@ -33,6 +33,7 @@ import type { Candidate } from "../../../src/domain/placement/Placement.js"
 import * as RunDecide from "../../../src/domain/runs/Decide.js"
 import * as NodeHashing from "../../../src/infra/journal/NodeHashing.js"
 import * as SqliteJournal from "../../../src/infra/journal/SqliteJournal.js"
+import * as SqliteStore from "../../../src/infra/journal/SqliteStore.js"
 import * as ChildExecutor from "../../../src/infra/runs/ChildExecutor.js"
 import * as FileRunFiles from "../../../src/infra/runs/FileRunFiles.js"
 import { formatValidators } from "../../../src/infra/manifest/FormatValidators.js"
@@ -121,14 +122,14 @@ const TestOwner = ownerOn(layerMemory)
 /** The same owner on a real SQLite journal (group commit: appends made in one turn share a commit). */
 const SqliteOwner = Layer.suspend(() => {
   const file = join(mkdtempSync(join(tmpdir(), "svc-dispatcher-journal-")), "journal.sqlite")
-  return ownerOn(Layer.scoped(Journal, SqliteJournal.make(file)).pipe(Layer.provide(SqliteJournal.layerStore(file))))
+  return ownerOn(Layer.scoped(Journal, SqliteJournal.make(file)).pipe(Layer.provide(SqliteStore.layerStore(file))))
 })
 
 /** On SQLite, keeping settled runs in generations of 2 (Runs.ts): the third settled run on forgets the oldest. */
 const RETAIN = 2
 const ForgetfulOwner = Layer.suspend(() => {
   const file = join(mkdtempSync(join(tmpdir(), "svc-dispatcher-journal-")), "journal.sqlite")
-  return ownerOn(Layer.scoped(Journal, SqliteJournal.make(file)).pipe(Layer.provide(SqliteJournal.layerStore(file))), projectionsFrom(initialStateRetaining(RETAIN)))
+  return ownerOn(Layer.scoped(Journal, SqliteJournal.make(file)).pipe(Layer.provide(SqliteStore.layerStore(file))), projectionsFrom(initialStateRetaining(RETAIN)))
 })
 
 /** The commands appended, in order (each one commit), by an owner on `CountingOwner`. */

@@ -15,7 +15,8 @@ import { Journal, layerMemory } from "../../../src/app/journal/Journal.js"
 import { PlacementDecided } from "../../../src/domain/journal/Events.js"
 import { place } from "../../../src/domain/placement/Placement.js"
 import { layer as readerLayer } from "../../../src/infra/journal/JournalReader.js"
-import { layer as sqliteLayer, layerStore } from "../../../src/infra/journal/SqliteJournal.js"
+import { layer as sqliteLayer } from "../../../src/infra/journal/SqliteJournal.js"
+import { layerStore } from "../../../src/infra/journal/SqliteStore.js"
 import { advertised, invited, joined, revoked, session } from "../../support/events.js"
 
 const tempFile = () => join(mkdtempSync(join(tmpdir(), "svc-journal-")), "svc.sqlite")

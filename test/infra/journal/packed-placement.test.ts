@@ -13,7 +13,8 @@ import { verdictTableOf } from "../../../src/domain/journal/PlacementPacking.js"
 import { explain, explainTable } from "../../../src/domain/placement/Placement.js"
 import { placementKey, placementKeyOf } from "../../../src/domain/runs/Runs.js"
 import { readPackedPlacement } from "../../../src/infra/journal/PackedPlacement.js"
-import { envelopeOfRow, payloadOf } from "../../../src/infra/journal/SqliteJournal.js"
+import { envelopeOfRow } from "../../../src/infra/journal/EventRows.js"
+import { payloadOf } from "../../../src/infra/journal/SqliteJournal.js"
 
 const VERSION = CURRENT_VERSION.PlacementDecided
 const word = fc.constantFrom("a", "b", "lab", "os=linux", "gpu=true", "zone=z1", "")

@@ -8,7 +8,8 @@ import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { CURRENT_VERSION, Event, type Event as EventType } from "../../../src/domain/journal/Events.js"
 import { fastGuard } from "../../../src/infra/schema/Guard.js"
-import { envelopeOfRow, payloadOf } from "../../../src/infra/journal/SqliteJournal.js"
+import { envelopeOfRow } from "../../../src/infra/journal/EventRows.js"
+import { payloadOf } from "../../../src/infra/journal/SqliteJournal.js"
 import { advertised, hash, invited, joined, revoked, rotated, rotationRequested, session } from "../../support/events.js"
 
 const samples: ReadonlyArray<EventType> = [
