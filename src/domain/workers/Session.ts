@@ -1,0 +1,41 @@
+/**
+ * Sessions, pure: each hello starts a new session with a larger fence, so anything from an older
+ * one is refused; a hello from the process that holds the latest session resumes it, and one
+ * that replaces a session still live is recorded as a takeover.
+ */
+import { SessionStarted, workerStream } from "../journal/Events.js"
+import { sameDigest } from "./Credential.js"
+import { decided, isRejection, liveWorker, type Decision, type Rejection } from "./Decision.js"
+import type { Registry, WorkerRecord } from "./Registry.js"
+
+export interface StartSession {
+  readonly workerId: string
+  /** Whether the worker's previous session was still live (runtime freshness, not journaled). */
+  readonly previousSessionLive: boolean
+  /**
+   * The hello proved (fence and session key) that it comes from the process that holds the
+   * latest session: it resumes it, which is no takeover however live that session was.
+   */
+  readonly resumes?: boolean
+  /** SHA-256 of the key handed to the process in this session's welcome. */
+  readonly keyHash?: string
+  readonly now: number
+}
+
+/** Whether `key` (its SHA-256, `keyHash`) and `fence` prove the hello comes from the process holding `w`'s latest session. */
+export const resumesSession = (w: WorkerRecord, fence: number, keyHash: string): boolean =>
+  w.fence > 0 && fence === w.fence && w.sessionKeyHash !== undefined && sameDigest(w.sessionKeyHash, keyHash)
+
+export const decideStartSession = (c: StartSession, state: Registry): Decision | Rejection => {
+  const w = liveWorker(state, c.workerId)
+  if (isRejection(w)) return w
+  return decided(workerStream(w.id), w.streamVersion, [
+    new SessionStarted({
+      workerId: w.id,
+      fence: w.fence + 1,
+      takeover: c.previousSessionLive && w.fence > 0 && c.resumes !== true,
+      at: c.now,
+      ...(c.keyHash === undefined ? {} : { keyHash: c.keyHash })
+    })
+  ])
+}
