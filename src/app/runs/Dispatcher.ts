@@ -27,7 +27,7 @@ import type { WorkerRecord } from "../../domain/workers/Registry.js"
 import { Projections, type AnyDecision, type AnyRejection, type Execute } from "../journal/Projections.js"
 import { Entropy } from "../workers/Entropy.js"
 import { Freshness, noteAwake } from "../workers/Freshness.js"
-import { type OutputDelta, type Refusal, type Work } from "../workers/Protocol.js"
+import { unavailableRefusal, type OutputDelta, type Refusal, type Work } from "../workers/Protocol.js"
 import { makeLocalRuns } from "./LocalRuns.js"
 import { Executor } from "./Executor.js"
 import type { JobNotRunnable, ResolvedJob } from "./JobCatalog.js"
@@ -208,7 +208,8 @@ export const make = Effect.gen(function* () {
       case "unknown-run":
         return refusal("unknown-activity", e.message)
       default:
-        return refusal("bad-request", `the owner could not record this: ${e.message}`)
+        // Not what the call said, but the store that could not take it (a full disk): called again.
+        return e._tag === "CommandRejected" ? refusal("bad-request", `the owner could not record this: ${e.message}`) : unavailableRefusal(e.message)
     }
   }
   const toRunRefused = (e: { readonly message: string; readonly rejection?: { readonly code: string } }) => new RunRefused({ code: e.rejection?.code ?? "refused", message: e.message })

@@ -16,10 +16,12 @@ import { ranMsOf } from "../../domain/journal/Events.js"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import * as RunDecide from "../../domain/runs/Decide.js"
 import { ACTIVE, attemptId, lastAttempt } from "../../domain/runs/Runs.js"
-import type { Execute } from "../journal/Projections.js"
+import type { JournalError, StreamConflict } from "../journal/Journal.js"
+import type { CommandRejected, Execute } from "../journal/Projections.js"
 import type { OwnerHostSettings } from "./Dispatcher.js"
 import type { ExecutorService } from "./Executor.js"
 import type { JobNotRunnable } from "./JobCatalog.js"
+import { recordAgain } from "./RecordAgain.js"
 import type { RunFilesService } from "./RunFiles.js"
 import type { SlotWaits } from "./SlotWaits.js"
 import { heldBy } from "./WorkerCalls.js"
@@ -114,7 +116,7 @@ export const makeLocalRuns = ({ state, execute, host, executor, files, scope, sl
           Effect.as(Effect.logError(`running attempt ${id} failed`, Cause.die(defect)), { ok: false, result: null as unknown, error: `svc failed running it: ${messageOf(defect)}`, exitCode: null })
         ),
         Effect.flatMap((outcome) =>
-          recordReport("owner", [], runId, n, outcome).pipe(
+          recordAgain(`the outcome of attempt ${id}`, recordReport("owner", [], runId, n, outcome)).pipe(
             Effect.catchAllDefect((defect) =>
               Effect.zipRight(
                 Effect.logError(`recording the outcome of attempt ${id} failed`, Cause.die(defect)),
@@ -146,13 +148,29 @@ export const makeLocalRuns = ({ state, execute, host, executor, files, scope, sl
   const reconcileOwnerAtStart = Effect.gen(function* () {
     const s = yield* state
     const now = yield* Clock.currentTimeMillis
+    // A command the state rejects (done already, by an earlier try) is nothing to record.
+    const unlessRejected = (record: Effect.Effect<unknown, CommandRejected | StreamConflict | JournalError>) =>
+      Effect.catchIf(record, (e) => e._tag === "CommandRejected", () => Effect.void)
+    const cease = (runId: string, n: number) => unlessRejected(execute((st) => RunDecide.decideCease({ runId, attempt: n, reason: "the owner restarted", now }, st.runs)))
+    /**
+     * Recorded now, or else (the journal cannot take it: a full disk) tried again in the
+     * background (RecordAgain.ts) while the runtime serves: the start does not wait for it, and
+     * what it records is not said done before it is.
+     */
+    const nowOrLater = (what: string, record: Effect.Effect<void, StreamConflict | JournalError>) =>
+      Effect.flatMap(Effect.either(record), (done) =>
+        done._tag === "Right" ? Effect.succeed(true) : Effect.as(Effect.forkIn(Effect.ignore(recordAgain(what, record)), scope), false)
+      )
     const again: Array<string> = []
     for (const [runId] of s.runs.open) {
       const last = lastAttempt(runOf(s, runId)!)
       if (last === undefined || last.host !== "owner" || !ACTIVE.has(last.state)) continue
-      yield* execute((st) => RunDecide.decideSupersede({ runId, attempt: last.n, reason: "the owner restarted while running it", now }, st.runs)).pipe(Effect.ignore)
-      yield* execute((st) => RunDecide.decideCease({ runId, attempt: last.n, reason: "the owner restarted", now }, st.runs)).pipe(Effect.ignore)
-      again.push(attemptId(runId, last.n))
+      const id = attemptId(runId, last.n)
+      const ended = Effect.zipRight(
+        unlessRejected(execute((st) => RunDecide.decideSupersede({ runId, attempt: last.n, reason: "the owner restarted while running it", now }, st.runs))),
+        cease(runId, last.n)
+      )
+      if (yield* nowOrLater(`the end of attempt ${id}, which the last runtime was running when it stopped,`, ended)) again.push(id)
     }
     // Said in the owner's log too (a worker's log says what it stops; the owner's said nothing).
     if (again.length > 0) {
@@ -161,7 +179,7 @@ export const makeLocalRuns = ({ state, execute, host, executor, files, scope, sl
       )
     }
     for (const { runId, a } of heldBy(s, "owner")) {
-      if (!ACTIVE.has(a.state)) yield* execute((st) => RunDecide.decideCease({ runId, attempt: a.n, reason: "the owner restarted", now }, st.runs)).pipe(Effect.ignore)
+      if (!ACTIVE.has(a.state)) yield* nowOrLater(`the slot of attempt ${attemptId(runId, a.n)}, which the last runtime held,`, cease(runId, a.n))
     }
   })
 

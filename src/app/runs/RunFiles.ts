@@ -5,14 +5,32 @@
  * then removes it. The owner removes the output of the runs it forgets (docs/runs.md, "Output").
  */
 import * as Context from "effect/Context"
+import * as Data from "effect/Data"
 import type * as Effect from "effect/Effect"
 
 export type OutputStream = "stdout" | "stderr"
 
+/** Output that could not be written (a full disk, a read-only directory), said as a job's outcome says it. */
+export class OutputNotKept extends Data.TaggedError("OutputNotKept")<{ readonly message: string }> {}
+
+/** How many bytes each stream of an attempt holds. */
+export interface OutputSizes {
+  readonly stdout: number
+  readonly stderr: number
+}
+
 export interface RunFilesService {
   /** The files an executor appends to. */
   readonly paths: (attempt: string) => { readonly stdout: string; readonly stderr: string }
-  readonly append: (attempt: string, stream: OutputStream, text: string) => Effect.Effect<void>
+  /** Appends `text`; a write that fails may have written part of it (`truncate` takes it back). */
+  readonly append: (attempt: string, stream: OutputStream, text: string) => Effect.Effect<void, OutputNotKept>
+  /** The size of each stream now (0 for one not there). */
+  readonly sizes: (attempt: string) => Effect.Effect<OutputSizes>
+  /**
+   * Cuts each stream back to `sizes` (taken before appending): what a refused call wrote is taken
+   * back, so that the same call made again does not write it twice. Best effort.
+   */
+  readonly truncate: (attempt: string, sizes: OutputSizes) => Effect.Effect<void>
   /**
    * The end of a stream, at most `maxBytes`, from the start of a line when it had to be cut ("" when
    * there is none yet); `skipped`: how many bytes before it are not shown.

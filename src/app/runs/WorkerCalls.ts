@@ -134,6 +134,15 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
       Effect.tap(() => kick)
     )
 
+  /**
+   * Attempts whose output the owner could not write (a full disk, a read-only runs directory), with
+   * why: said once in the log, nothing more of their output is written (it would leave a gap),
+   * and the attempt fails when it reports, as a job on the owner fails whose output cannot be
+   * written (docs/executors.md): a run is not settled as succeeded with its output lost. The
+   * worker's calls are answered all the same, so its work goes on. In memory: a restart forgets it.
+   */
+  const outputLost = new Map<string, string>()
+
   const appendOutput = (worker: WorkerRecord, delta: OutputDelta) =>
     Effect.gen(function* () {
       const parsed = parseAttemptId(delta.attempt)
@@ -141,8 +150,17 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
       const a = run?.attempts.find((x) => x.n === parsed!.attempt)
       // Output is kept only for an attempt placed on this worker that still counts.
       if (a === undefined || a.host !== worker.id || a.state !== "running") return
-      if (delta.stdout !== "") yield* files.append(delta.attempt, "stdout", delta.stdout)
-      if (delta.stderr !== "") yield* files.append(delta.attempt, "stderr", delta.stderr)
+      for (const stream of ["stdout", "stderr"] as const) {
+        if (delta[stream] === "" || outputLost.has(delta.attempt)) continue
+        yield* files.append(delta.attempt, stream, delta[stream]).pipe(
+          Effect.catchAll((e) =>
+            Effect.zipRight(
+              Effect.sync(() => outputLost.set(delta.attempt, e.message)),
+              Effect.logError(`attempt ${delta.attempt} on ${worker.name}: ${e.message}; the rest of its output is not kept, and it fails when it reports`)
+            )
+          )
+        )
+      }
     })
 
   /**
@@ -264,14 +282,21 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
       if (output !== undefined && output.attempt !== attempt) {
         return yield* refusal("bad-request", `output.attempt is ${JSON.stringify(output.attempt)}, but this report is for ${JSON.stringify(attempt)}: a report carries its own attempt's output (others go with a heartbeat)`)
       }
+      // What the output files hold before this report's output: a report refused (the journal could
+      // not take it) has its output taken back, so the same report sent again writes it once.
+      const before = output === undefined ? undefined : yield* files.sizes(attempt)
       if (output !== undefined) yield* appendOutput(worker, output)
+      const lost = outputLost.get(attempt)
+      const failed = lost !== undefined && outcome.ok
       yield* recordReport(worker.id, worker.scope, runId, n, {
-        ok: outcome.ok,
-        result: outcome.result ?? null,
-        error: outcome.error ?? (outcome.ok ? null : "failed"),
+        ok: outcome.ok && !failed,
+        result: failed ? null : (outcome.result ?? null),
+        error: failed ? lost : (outcome.error ?? (outcome.ok ? null : "failed")),
         exitCode: outcome.exitCode ?? null,
         ...(outcome.durationMs === undefined ? {} : { ranMs: outcome.durationMs })
       }).pipe(
+        Effect.tapError(() => (before === undefined ? Effect.void : files.truncate(attempt, before))),
+        Effect.tap(() => Effect.sync(() => outputLost.delete(attempt))),
         Effect.mapError(toRefusal)
       )
     })

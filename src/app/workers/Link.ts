@@ -168,7 +168,13 @@ export const runLink = (
           )
         : Effect.void
 
-    const call = (request: WorkerRequest) => Effect.tap(transport.call(request), takeCredential)
+    // An owner that could not record a call for want of its store (a full disk) changed nothing:
+    // the call is made again as to an owner not reachable, a report kept until it is taken.
+    const call = (request: WorkerRequest) =>
+      transport.call(request).pipe(
+        Effect.mapError((e) => (e._tag === "Refusal" && e.code === "unavailable" ? new Unreachable({ message: `${link.url}: answered 503: ${e.message}` }) : e)),
+        Effect.tap(takeCredential)
+      )
     // Attempts outlive sessions: a reconnect says hello listing them, and they carry on.
     const work = side === undefined ? undefined : yield* makeWork(side, call, `the owner at ${link.url}`, () => revision)
     if (work !== undefined) yield* set({ live: work.counts })

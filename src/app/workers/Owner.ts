@@ -27,7 +27,7 @@ import { Dispatcher, layer as DispatcherLayer, stopsIn } from "../runs/Dispatche
 import { Entropy } from "./Entropy.js"
 import { Freshness, layer as FreshnessLayer } from "./Freshness.js"
 import { makeOperatorCommands, type CommandError, type OperatorCommands } from "./OperatorCommands.js"
-import { fenceRefusal, PROTOCOL_REVISION, Refusal, revokedRefusal, type Ack, type Advertise, type Assignment, type Claim, type CredentialHandOver, type Hello, type Join, type Leave, type NoWork, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
+import { fenceRefusal, PROTOCOL_REVISION, Refusal, revokedRefusal, unavailableRefusal, type Ack, type Advertise, type Assignment, type Claim, type CredentialHandOver, type Hello, type Join, type Leave, type NoWork, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
 
 interface Authenticated {
   readonly worker: WorkerRecord
@@ -100,7 +100,7 @@ export const make = Effect.gen(function* () {
   const registry = Effect.map(projections.state, (s) => s.registry)
 
   const commandRefusal = (code: Refusal["code"]) => (e: CommandError): Refusal =>
-    e._tag === "CommandRejected" ? refuse(code, e.rejection.message) : refuse("bad-request", `the owner could not record this: ${e.message}`)
+    e._tag === "CommandRejected" ? refuse(code, e.rejection.message) : unavailableRefusal(e.message)
 
   // What the operator asks of the owner (svc workers invite, rotate, revoke, status): OperatorCommands.ts.
   const { findWorker, invite, rotate, revoke, revokeWorkerOrInvite, pendingInvites, status } = makeOperatorCommands({

@@ -323,7 +323,8 @@ export const RefusalCode = Schema.Literal(
   "unknown-activity",
   "superseded",
   "payload-too-large",
-  "unsupported-media-type"
+  "unsupported-media-type",
+  "unavailable"
 )
 export type RefusalCode = typeof RefusalCode.Type
 
@@ -332,6 +333,14 @@ export class Refusal extends Schema.TaggedError<Refusal>()("Refusal", {
   message: Schema.String,
   stopAll: Schema.optionalWith(Schema.Boolean, { exact: true })
 }) {}
+
+/**
+ * The refusal of a call the owner could not record for want of its store (a full disk, an I/O
+ * error), not for anything the call said: nothing changed, and the same call made again may be
+ * taken. A worker treats it as the owner not reachable for now (it keeps a report and sends it
+ * again); a worker from before it (revision 3) reads an unknown code, and does the same.
+ */
+export const unavailableRefusal = (reason: string) => new Refusal({ code: "unavailable", message: `the owner cannot record this now (${reason}); nothing was changed: call again` })
 
 /** The refusal of a revoked worker's call: it must stop all its work. */
 export const revokedRefusal = () => new Refusal({ code: "revoked", message: "this worker is revoked (by the owner's operator, or as its installation left or joined again): stop all its work", stopAll: true })
@@ -354,5 +363,6 @@ export const STATUS: Readonly<Record<RefusalCode, number>> = {
   fenced: 409,
   superseded: 409,
   "payload-too-large": 413,
-  "unsupported-media-type": 415
+  "unsupported-media-type": 415,
+  unavailable: 503
 }

@@ -3,7 +3,7 @@ import * as fs from "node:fs/promises"
 import * as nodePath from "node:path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { RunFiles, type OutputStream, type RunFilesService } from "../../app/runs/RunFiles.js"
+import { OutputNotKept, RunFiles, type OutputStream, type RunFilesService } from "../../app/runs/RunFiles.js"
 
 const SAFE = /^[A-Za-z0-9._-]+$/
 
@@ -27,9 +27,26 @@ export const make = (dir: string): RunFilesService => {
   return {
     paths: (attempt) => ({ stdout: file(attempt, "stdout"), stderr: file(attempt, "stderr") }),
     append: (attempt, stream, text) =>
+      Effect.tryPromise({
+        try: async () => {
+          await ready
+          await fs.appendFile(file(attempt, stream), text, { mode: 0o600 })
+        },
+        // As the executor says it of a job on this machine (Child.ts), so the two read alike.
+        catch: (e) => new OutputNotKept({ message: `its output could not be written to ${file(attempt, stream)}: ${e instanceof Error ? e.message : String(e)}` })
+      }),
+    sizes: (attempt) =>
       Effect.promise(async () => {
-        await ready
-        await fs.appendFile(file(attempt, stream), text, { mode: 0o600 })
+        const size = (stream: OutputStream) => fs.stat(file(attempt, stream)).then((s) => s.size, () => 0)
+        return { stdout: await size("stdout"), stderr: await size("stderr") }
+      }),
+    truncate: (attempt, sizes) =>
+      Effect.promise(async () => {
+        for (const stream of ["stdout", "stderr"] as const) {
+          const path = file(attempt, stream)
+          const now = await fs.stat(path).then((s) => s.size, () => undefined)
+          if (now !== undefined && now > sizes[stream]) await fs.truncate(path, sizes[stream]).catch(() => {})
+        }
       }),
     tail: (attempt, stream, maxBytes) =>
       Effect.promise(async () => {

@@ -19,12 +19,12 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
 import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
-import { Journal, layerMemory, makeMemory } from "../../../src/app/journal/Journal.js"
+import { Journal, JournalError, layerMemory, makeMemory } from "../../../src/app/journal/Journal.js"
 import { layer as projectionsLayer, layerFrom as projectionsFrom, Projections } from "../../../src/app/journal/Projections.js"
 import { foldJournal } from "../../../src/app/journal/Replay.js"
 import { Dispatcher, OwnerHost, progressOf, type OwnerHostSettings, type RunDetail } from "../../../src/app/runs/Dispatcher.js"
 import { JobNotRunnable, valueCheck, type ResolvedJob } from "../../../src/app/runs/JobCatalog.js"
-import { RunFiles } from "../../../src/app/runs/RunFiles.js"
+import { OutputNotKept, RunFiles, type RunFilesService } from "../../../src/app/runs/RunFiles.js"
 import { layerWithRuns, Owner, OwnerAddress } from "../../../src/app/workers/Owner.js"
 import * as Presence from "../../../src/app/workers/Presence.js"
 import { WorkerRequest as WorkerRequestSchema, type WorkerRequest, type WorkerResponse } from "../../../src/app/workers/Protocol.js"
@@ -1141,6 +1141,100 @@ describe("a claim's answer that never arrived", () => {
       ok(yield* report(w, id), "ack")
       expect(yield* show(runId)).toMatchObject({ state: "succeeded" })
     }).pipe(Effect.provide(TestOwner))
+  )
+})
+
+// ---- A store that takes no writes --------------------------------------------------------------
+
+describe("a journal or output directory that takes no writes (a full disk)", () => {
+  /** While `full`, every append fails as SQLite's full disk makes it fail; reads go on. */
+  let full = false
+  const FullJournal = Layer.effect(
+    Journal,
+    Effect.map(makeMemory, (j) =>
+      Journal.of({ ...j, append: (c) => (full ? Effect.fail(new JournalError({ reason: "Io", message: "appending to the journal: database or disk is full" })) : j.append(c)) })
+    )
+  )
+  /** While `outputFull`, output files take no writes (as a full disk or a read-only directory). */
+  let outputFull = false
+  const outputDir = mkdtempSync(join(tmpdir(), "svc-dispatcher-runs-"))
+  const filesOn = FileRunFiles.make(outputDir)
+  const FullFiles: RunFilesService = {
+    ...filesOn,
+    append: (attempt, stream, text) =>
+      outputFull ? Effect.fail(new OutputNotKept({ message: `its output could not be written to ${filesOn.paths(attempt)[stream]}: ENOSPC: no space left on device, write` })) : filesOn.append(attempt, stream, text)
+  }
+  const FullOwner = Layer.suspend(() => {
+    full = false
+    outputFull = false
+    return ownerOn(FullJournal, projectionsLayer, Layer.mergeAll(ChildExecutor.layer, Layer.succeed(RunFiles, FullFiles), Layer.succeed(OwnerHost, host)))
+  })
+  const unavailable = "the owner cannot record this now (appending to the journal: database or disk is full); nothing was changed: call again"
+
+  it.effect("a worker's report is refused as unavailable (503), changing nothing, its output taken back; sent again once the journal takes it, it is recorded once, its output once", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const a = yield* runningOn(w)
+      const before = [yield* head, yield* sequence]
+      const reporting = { kind: "report", fence: w.fence, attempt: a.id, outcome: { ok: true, result: { text: "hi", length: 2 }, exitCode: 0 }, output: { attempt: a.id, stdout: "its last line\n", stderr: "" } } as const
+      full = true
+      const refused = yield* call(w.credential, reporting)
+      expect(Either.isLeft(refused) && refused.left).toMatchObject({ code: "unavailable", message: unavailable })
+      expect([yield* head, yield* sequence]).toEqual(before)
+      expect(yield* show(a.runId)).toMatchObject({ state: "running", output: { stdout: "" } })
+      // So is any call that would be journaled: a hello's new session.
+      expect(yield* call(w.credential, { kind: "hello", protocol: 1, running: [a.id] })).toMatchObject(Either.left({ code: "unavailable", message: unavailable }))
+      expect([yield* head, yield* sequence]).toEqual(before)
+      full = false
+      ok(yield* call(w.credential, reporting), "ack")
+      expect(yield* show(a.runId)).toMatchObject({ state: "succeeded", output: { stdout: "its last line\n" } })
+    }).pipe(Effect.provide(FullOwner))
+  )
+
+  it.effect("the outcome of a run on the owner is recorded once the journal takes it, tried again every 5 s: the run is not left running", () =>
+    Effect.gen(function* () {
+      const logs: Array<string> = []
+      yield* Effect.gen(function* () {
+        const submitted = yield* submit(ECHO, { text: "later" })
+        full = true
+        // The job ends and its outcome cannot be recorded: the run still runs, its slot held.
+        yield* until("a try to record it", Effect.sync(() => logs), (l) => l.some((x) => x.startsWith("ERROR")))
+        expect(logs.filter((l) => l.includes("could not be recorded"))).toEqual([
+          `ERROR the outcome of attempt ${submitted.id}.1 could not be recorded: appending to the journal: database or disk is full; svc tries again every 5 s`
+        ])
+        expect(yield* show(submitted.id)).toMatchObject({ state: "running" })
+        yield* TestClock.adjust("5 seconds")
+        expect(yield* show(submitted.id)).toMatchObject({ state: "running" })
+        full = false
+        yield* TestClock.adjust("5 seconds")
+        const done = yield* (yield* Dispatcher).wait(submitted.id, 60_000)
+        expect(done).toMatchObject({ state: "succeeded", attempts: 1, result: { text: "later", length: 5 } })
+        expect(logs.filter((l) => l.startsWith("INFO the outcome"))).toEqual([`INFO the outcome of attempt ${submitted.id}.1 is recorded (after 3 tries)`])
+        expect(yield* reserved("owner")).toBe(0)
+      }).pipe(Effect.provide(FullOwner), Effect.provide(capturingLogs(logs)))
+    })
+  )
+
+  it.effect("output the owner cannot write fails the attempt when it reports, saying where and why; the worker's calls are answered meanwhile", () =>
+    Effect.gen(function* () {
+      const logs: Array<string> = []
+      yield* Effect.gen(function* () {
+        const w = yield* linked("lab-1")
+        yield* advertise(w)
+        const a = yield* runningOn(w)
+        ok(yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [a.id], output: [{ attempt: a.id, stdout: "kept\n", stderr: "" }] }), "ack")
+        outputFull = true
+        ok(yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [a.id], output: [{ attempt: a.id, stdout: "lost\n", stderr: "" }] }), "ack")
+        outputFull = false
+        // Nothing more of it is kept: the file would have a gap.
+        ok(yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [a.id], output: [{ attempt: a.id, stdout: "after\n", stderr: "" }] }), "ack")
+        ok(yield* report(w, a.id), "ack")
+        const lost = `its output could not be written to ${join(outputDir, `${a.id}.stdout`)}: ENOSPC: no space left on device, write`
+        expect(yield* show(a.runId)).toMatchObject({ state: "failed", result: null, error: lost, output: { stdout: "kept\n" } })
+        expect(logs.filter((l) => l.startsWith("ERROR"))).toEqual([`ERROR attempt ${a.id} on lab-1: ${lost}; the rest of its output is not kept, and it fails when it reports`])
+      }).pipe(Effect.provide(FullOwner), Effect.provide(capturingLogs(logs)))
+    })
   )
 })
 

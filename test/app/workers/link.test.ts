@@ -83,6 +83,8 @@ describe("the worker's link", () => {
         files: {
           paths: () => ({ stdout: "", stderr: "" }),
           append: () => Effect.void,
+          sizes: () => Effect.succeed({ stdout: 0, stderr: 0 }),
+          truncate: () => Effect.void,
           tail: () => Effect.succeed({ text: "", skipped: 0 }),
           readFrom: (_attempt: string, _stream: "stdout" | "stderr", offset: number) => Effect.succeed({ text: "", next: offset }),
           attempts: Effect.succeed([]),
@@ -330,6 +332,25 @@ describe("the worker's link", () => {
       yield* Effect.either(runLink(link, s.transport, Effect.succeed(offer), s.status, undefined, Effect.succeed(true)).pipe(Effect.provide(capturingLogs(leaving))))
       expect(leaving.at(-1)).toBe("INFO the link to the owner at https://owner as lab-1 has ended: this machine left it (svc workers leave); its work is stopped")
       expect(leaving.some((l) => l.startsWith("ERROR"))).toBe(false)
+    })
+  )
+
+  it.effect("an owner that cannot record calls now (unavailable: its disk full) is called again, as one not reachable; the link does not end", () =>
+    Effect.gen(function* () {
+      const full = new Refusal({ code: "unavailable", message: "the owner cannot record this now (appending to the journal: database or disk is full); nothing was changed: call again" })
+      const s = yield* scripted((r, n) => (r.kind === "hello" && n <= 2 ? Effect.fail(full) : Effect.succeed(r.kind === "hello" ? welcome() : ack())))
+      const logs: Array<string> = []
+      const fiber = yield* Effect.fork(runLink(link, s.transport, Effect.succeed(offer), s.status).pipe(Effect.provide(capturingLogs(logs))))
+      yield* TestClock.adjust("30 seconds")
+      expect(s.calls.filter((c) => c.kind === "hello")).toHaveLength(3)
+      expect((yield* Ref.get(s.status)).get("k")).toMatchObject({ phase: "linked" })
+      // Said once (the second refusal is the same trouble), with the owner's reason.
+      const said = logs.filter((l) => l.includes("503"))
+      expect(said).toHaveLength(1)
+      expect(said[0]).toMatch(
+        /^WARN the owner at https:\/\/owner cannot be reached: answered 503: the owner cannot record this now \(appending to the journal: database or disk is full\); nothing was changed: call again; saying hello again in /
+      )
+      yield* Fiber.interrupt(fiber)
     })
   )
 

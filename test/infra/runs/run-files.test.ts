@@ -9,7 +9,7 @@ import * as FileRunFiles from "../../../src/infra/runs/FileRunFiles.js"
 const dir = mkdtempSync(join(tmpdir(), "svc-run-files-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 const files = FileRunFiles.make(dir)
-const run = <A>(e: Effect.Effect<A>) => Effect.runPromise(e)
+const run = <A, E>(e: Effect.Effect<A, E>) => Effect.runPromise(e)
 
 describe("the end of an attempt's output", () => {
   it("is all of it when it fits, with nothing skipped; none yet is empty", async () => {
@@ -115,5 +115,27 @@ describe("completeUtf8Length", () => {
     expect(FileRunFiles.completeUtf8Length(Buffer.from([0x80, 0x80, 0x80, 0x80]))).toBe(4)
     expect(FileRunFiles.completeUtf8Length(Buffer.from([0x41, 0xe2, 0x82, 0xac, 0x80]))).toBe(5)
     expect(FileRunFiles.completeUtf8Length(Buffer.alloc(0))).toBe(0)
+  })
+})
+
+describe("writing output", () => {
+  it("a write that fails says where and why, as a job's outcome says it", async () => {
+    // A file where the directory should be: nothing can be written under it.
+    const notADir = join(mkdtempSync(join(tmpdir(), "svc-run-files-bad-")), "runs")
+    writeFileSync(notADir, "")
+    const failed = await Effect.runPromise(Effect.flip(FileRunFiles.make(notADir).append("r7.1", "stdout", "lost\n")))
+    expect(failed._tag).toBe("OutputNotKept")
+    expect(failed.message).toMatch(new RegExp(`^its output could not be written to ${notADir}/r7\\.1\\.stdout: `))
+  })
+
+  it("what was appended after the sizes were taken can be taken back, stream by stream", async () => {
+    await run(files.append("r8.1", "stdout", "kept\n"))
+    const before = await run(files.sizes("r8.1"))
+    expect(before).toEqual({ stdout: 5, stderr: 0 })
+    await run(files.append("r8.1", "stdout", "taken back\n"))
+    await run(files.append("r8.1", "stderr", "and this\n"))
+    await run(files.truncate("r8.1", before))
+    expect(await run(files.tail("r8.1", "stdout", 100))).toEqual({ text: "kept\n", skipped: 0 })
+    expect(await run(files.tail("r8.1", "stderr", 100))).toEqual({ text: "", skipped: 0 })
   })
 })
