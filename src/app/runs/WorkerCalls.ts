@@ -15,6 +15,7 @@ import type { Envelope } from "../../domain/journal/Events.js"
 import type { Outcome } from "./LocalRuns.js"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import * as RunDecide from "../../domain/runs/Decide.js"
+import { newPart, type PieceMark } from "../../domain/runs/OutputPieces.js"
 import { attemptId, parseAttemptId } from "../../domain/runs/Runs.js"
 import type { WorkerRecord } from "../../domain/workers/Registry.js"
 import type { JournalError, StreamConflict } from "../journal/Journal.js"
@@ -142,6 +143,12 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
    * worker's calls are answered all the same, so its work goes on. In memory: a restart forgets it.
    */
   const outputLost = new Map<string, string>()
+  /**
+   * Per attempt, what of each stream of the worker's copy the owner has written, from the pieces'
+   * `at` (revision 4, OutputPieces.ts): a piece sent again is written once. Replaced, never changed,
+   * so that a refused report can put back the one from before it. In memory: a restart forgets it.
+   */
+  const written = new Map<string, { readonly stdout?: PieceMark; readonly stderr?: PieceMark }>()
 
   const appendOutput = (worker: WorkerRecord, delta: OutputDelta) =>
     Effect.gen(function* () {
@@ -149,10 +156,21 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
       const run = parsed === undefined ? undefined : runOf(yield* state, parsed.runId)
       const a = run?.attempts.find((x) => x.n === parsed!.attempt)
       // Output is kept only for an attempt placed on this worker that still counts.
-      if (a === undefined || a.host !== worker.id || a.state !== "running") return
+      if (a === undefined || a.host !== worker.id || a.state !== "running") {
+        written.delete(delta.attempt)
+        return
+      }
       for (const stream of ["stdout", "stderr"] as const) {
-        if (delta[stream] === "" || outputLost.has(delta.attempt)) continue
-        yield* files.append(delta.attempt, stream, delta[stream]).pipe(
+        let text = delta[stream]
+        const at = delta.at?.[stream]
+        if (at !== undefined) {
+          const marks = written.get(delta.attempt) ?? {}
+          const part = newPart(marks[stream], at, text)
+          written.set(delta.attempt, { ...marks, [stream]: part.mark })
+          text = part.write
+        }
+        if (text === "" || outputLost.has(delta.attempt)) continue
+        yield* files.append(delta.attempt, stream, text).pipe(
           Effect.catchAll((e) =>
             Effect.zipRight(
               Effect.sync(() => outputLost.set(delta.attempt, e.message)),
@@ -285,6 +303,7 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
       // What the output files hold before this report's output: a report refused (the journal could
       // not take it) has its output taken back, so the same report sent again writes it once.
       const before = output === undefined ? undefined : yield* files.sizes(attempt)
+      const marksBefore = written.get(attempt)
       if (output !== undefined) yield* appendOutput(worker, output)
       const lost = outputLost.get(attempt)
       const failed = lost !== undefined && outcome.ok
@@ -295,8 +314,20 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
         exitCode: outcome.exitCode ?? null,
         ...(outcome.durationMs === undefined ? {} : { ranMs: outcome.durationMs })
       }).pipe(
-        Effect.tapError(() => (before === undefined ? Effect.void : files.truncate(attempt, before))),
-        Effect.tap(() => Effect.sync(() => outputLost.delete(attempt))),
+        Effect.tapError(() =>
+          before === undefined
+            ? Effect.void
+            : Effect.zipRight(
+                Effect.sync(() => (marksBefore === undefined ? written.delete(attempt) : written.set(attempt, marksBefore))),
+                files.truncate(attempt, before)
+              )
+        ),
+        Effect.tap(() =>
+          Effect.sync(() => {
+            outputLost.delete(attempt)
+            written.delete(attempt)
+          })
+        ),
         Effect.mapError(toRefusal)
       )
     })

@@ -104,10 +104,19 @@ export const Advertise = Schema.Struct({
 export type Advertise = typeof Advertise.Type
 
 /** Output an attempt printed since the last call, at most 64 KiB per stream per call. */
+/** Where a piece of a stream lies in the worker's copy of it: its first byte and the byte after its last. */
+const PieceAt = Schema.Tuple(Schema.NonNegativeInt, Schema.NonNegativeInt)
+
 export const OutputDelta = Schema.Struct({
   attempt: Schema.String,
   stdout: Schema.String.pipe(Schema.maxLength(65_536)),
-  stderr: Schema.String.pipe(Schema.maxLength(65_536))
+  stderr: Schema.String.pipe(Schema.maxLength(65_536)),
+  /**
+   * Revision 4: where each piece lies in the worker's copy (bytes), so that the owner writes once
+   * a piece it is sent again (the answer that took it was lost) and the part of a longer piece
+   * sent again that it has already (docs/runs.md, "Output").
+   */
+  at: Schema.optionalWith(Schema.Struct({ stdout: PieceAt, stderr: PieceAt }), { exact: true })
 })
 export type OutputDelta = typeof OutputDelta.Type
 
@@ -252,9 +261,9 @@ export type Welcome = typeof Welcome.Type
  * know, so what a revision adds to a worker's messages is sent only to an owner whose welcome
  * says that revision or a later one; an owner from before revisions (none in its welcome) takes
  * revision 1's. Revision 2 added a report's `outcome.durationMs` and the `bye` message; revision
- * 3, bye's `leaving`.
+ * 3, bye's `leaving`; revision 4, an output delta's `at`.
  */
-export const PROTOCOL_REVISION = 3
+export const PROTOCOL_REVISION = 4
 /** The revision an owner's welcome says it takes. */
 export const revisionOf = (welcome: Welcome): number => welcome.revision ?? 1
 

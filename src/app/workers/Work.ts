@@ -141,7 +141,7 @@ export const makeWork = (
       return Math.min(100, Math.max(0, side.slots.taken() - holding))
     }
 
-    const { delta } = makeOutputDeltas(side.files)
+    const { delta } = makeOutputDeltas(side.files, revision)
     const { report } = makeWorkReports({ slots: side.slots, call, state, delta, stop, revision })
     const { heartbeating } = makeWorkHeartbeats({ heartbeatEvery: side.heartbeatEvery, call, state, delta, stop })
 

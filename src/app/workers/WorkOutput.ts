@@ -16,8 +16,12 @@ const MAX_DELTA = 65_536
 export const BODY_SLACK = 1_024
 /** A report's body without output at most, so that a quarter of a body is left for output. */
 export const MAX_REPORT_BYTES = (MAX_BODY_BYTES / 4) * 3 - BODY_SLACK
-/** What one delta adds to a body besides its text: the field names, the attempt id, the quotes. */
-export const deltaOverhead = (attempt: string) => jsonBytes({ attempt, stdout: "", stderr: "" }) + 1
+/**
+ * What one delta adds to a body besides its text: the field names, the attempt id, the quotes,
+ * and where its pieces lie (`at`, revision 4; counted at its largest, sent or not).
+ */
+const LARGEST_AT = [Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER] as const
+export const deltaOverhead = (attempt: string) => jsonBytes({ attempt, stdout: "", stderr: "", at: { stdout: LARGEST_AT, stderr: LARGEST_AT } }) + 1
 
 /**
  * An attempt's output goes in one call at a time, so that no piece goes twice: the
@@ -33,7 +37,7 @@ export interface Carriage {
 export const notCarried = (c: Carriage, attempt: string): Effect.Effect<void> =>
   c.carrying.has(attempt) ? Effect.zipRight(Deferred.await(c.carried), Effect.suspend(() => notCarried(c, attempt))) : Effect.void
 
-export const makeOutputDeltas = (files: RunFilesService) => {
+export const makeOutputDeltas = (files: RunFilesService, revision: () => number) => {
   /**
    * One stream's output from `offset`, as much as `budget` bytes of JSON can carry (escapes and
    * UTF-8 included); `more` when the read was cut short, by the budget or the delta's limit,
@@ -63,8 +67,10 @@ export const makeOutputDeltas = (files: RunFilesService) => {
       // Reporting, the job has exited: its streams are whole, a character it left incomplete included.
       const out = yield* readWithin(attempt, "stdout", r.offsets.stdout, room, r.reporting)
       const err = yield* readWithin(attempt, "stderr", r.offsets.stderr, room - out.bytes + 2, r.reporting)
+      // Revision 4: where the pieces lie, so that a piece sent again is written once.
+      const at = revision() >= 4 ? { at: { stdout: [r.offsets.stdout, out.next] as const, stderr: [r.offsets.stderr, err.next] as const } } : {}
       return {
-        delta: { attempt, stdout: out.text, stderr: err.text } satisfies OutputDelta,
+        delta: { attempt, stdout: out.text, stderr: err.text, ...at } satisfies OutputDelta,
         next: { stdout: out.next, stderr: err.next },
         bytes: deltaOverhead(attempt) + out.bytes + err.bytes - 4,
         more: out.more || err.more

@@ -97,6 +97,11 @@ const body = (c: Compiler, ast: AST.AST): string => {
         const item = compile(c, ast.rest[0]!.type)
         return `if (!Array.isArray(u)) return false; for (let i = 0; i < u.length; i++) if (!${item}(u[i])) return false; return true`
       }
+      if (ast.rest.length === 0 && ast.elements.every((e) => !e.isOptional)) {
+        // A tuple of fixed length (an output piece's `at`): every element, and no more.
+        const items = ast.elements.map((e) => compile(c, e.type))
+        return `if (!Array.isArray(u) || u.length !== ${items.length}) return false; ${items.map((item, i) => `if (!${item}(u[${i}])) return false;`).join(" ")} return true`
+      }
       break
     }
     case "TypeLiteral": {

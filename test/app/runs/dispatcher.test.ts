@@ -501,6 +501,31 @@ describe("on a worker", () => {
     }).pipe(Effect.provide(TestOwner))
   )
 
+  it.effect("output sent again (its answer was lost) is written once, where its pieces say they lie: the same piece, a longer one, a shorter one, then the report", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const a = yield* runningOn(w)
+      const beat = (stdout: string, from: number, to: number, stderr = "", errAt: readonly [number, number] = [0, 0]) =>
+        call(w.credential, { kind: "heartbeat", fence: w.fence, running: [a.id], output: [{ attempt: a.id, stdout, stderr, at: { stdout: [from, to], stderr: errAt } }] }).pipe(Effect.map((r) => ok(r, "ack")))
+      yield* beat("line 1\n", 0, 7)
+      yield* beat("line 1\n", 0, 7) // its answer was lost: sent again, the same
+      yield* beat("line 2\n", 7, 14)
+      yield* beat("line 2\nline 3\n", 7, 21) // lost again; the next call had room for more
+      yield* beat("é\n", 21, 24, "oops\n", [0, 5])
+      yield* beat("é", 21, 23) // shorter than the piece before it: nothing new
+      const reported = yield* call(w.credential, {
+        kind: "report",
+        fence: w.fence,
+        attempt: a.id,
+        outcome: { ok: true, result: { text: "hi", length: 2 }, exitCode: 0 },
+        output: { attempt: a.id, stdout: "\nlast\n", stderr: "", at: { stdout: [23, 29], stderr: [5, 5] } }
+      })
+      ok(reported, "ack")
+      expect((yield* show(a.runId)).output).toMatchObject({ stdout: "line 1\nline 2\nline 3\né\nlast\n", stderr: "oops\n" })
+    }).pipe(Effect.provide(TestOwner))
+  )
+
   it.effect("output for an attempt not placed on the worker is refused, not answered as kept; a report carries only its own attempt's", () =>
     Effect.gen(function* () {
       const w = yield* linked("lab-1")
@@ -1177,7 +1202,7 @@ describe("a journal or output directory that takes no writes (a full disk)", () 
       yield* advertise(w)
       const a = yield* runningOn(w)
       const before = [yield* head, yield* sequence]
-      const reporting = { kind: "report", fence: w.fence, attempt: a.id, outcome: { ok: true, result: { text: "hi", length: 2 }, exitCode: 0 }, output: { attempt: a.id, stdout: "its last line\n", stderr: "" } } as const
+      const reporting = { kind: "report", fence: w.fence, attempt: a.id, outcome: { ok: true, result: { text: "hi", length: 2 }, exitCode: 0 }, output: { attempt: a.id, stdout: "its last line\n", stderr: "", at: { stdout: [0, 14], stderr: [0, 0] } } } as const
       full = true
       const refused = yield* call(w.credential, reporting)
       expect(Either.isLeft(refused) && refused.left).toMatchObject({ code: "unavailable", message: unavailable })

@@ -760,6 +760,32 @@ describe("an owner from before revision 2", () => {
       yield* Fiber.interrupt(f)
       const sent = o.calls.find((r): r is Extract<WorkerRequest, { kind: "report" }> => r.kind === "report")!
       expect(sent.outcome).toEqual({ ok: true, result: { done: 1 }, exitCode: 0 })
+      // Nor where its output lies (revision 4), which it would refuse too.
+      expect(sent.output).toBeDefined()
+      expect(sent.output!.at).toBeUndefined()
+    })
+  )
+})
+
+describe("an owner of revision 4", () => {
+  it.live("is told where each piece of output lies in the worker's copy, in bytes (a piece sent again is written once there)", () =>
+    Effect.gen(function* () {
+      const slots = yield* makeSlots(1)
+      const o = owner("V", 1, 10)
+      const w = yield* makeWork(sideWith(slots, ChildExecutor.make()), o.call, "the owner", () => 4)
+      const f = yield* Effect.fork(w.session(1))
+      yield* until("the report", () => o.reports.length === 1, 15_000)
+      yield* Fiber.interrupt(f)
+      const pieces = o.calls.flatMap((r) => (r.kind === "report" ? (r.output === undefined ? [] : [r.output]) : r.kind === "heartbeat" ? (r.output ?? []) : []))
+      const stdout = pieces.map((p) => p.stdout).join("")
+      expect(stdout.length).toBeGreaterThan(0)
+      // One after the other, from the first byte to the last.
+      let next = 0
+      for (const p of pieces) {
+        expect(p.at!.stdout[0]).toBe(next)
+        next = p.at!.stdout[1]
+      }
+      expect(next).toBe(Buffer.byteLength(stdout))
     })
   )
 })
