@@ -83,7 +83,8 @@ export interface DispatcherService {
    */
   readonly left: (workerId: string, running: ReadonlyArray<string>) => Effect.Effect<number>
   // The worker route, after authentication and the fence check:
-  readonly hello: (worker: WorkerRecord, running: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, Refusal>
+  /** `resumes`: the hello is the same process's, resuming its session (its link started again). */
+  readonly hello: (worker: WorkerRecord, running: ReadonlyArray<string>, resumes?: boolean) => Effect.Effect<ReadonlyArray<string>, Refusal>
   /**
    * With `running` (the worker's attempts, no other claim in flight), a started attempt it does
    * not list is placed again first. With `afterRound` (a report that claims the next), a run

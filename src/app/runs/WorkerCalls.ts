@@ -108,7 +108,10 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
         if (worker.scope.length > 0 && !worker.scope.includes(run.job.address)) {
           return yield* refusal("out-of-scope", `${run.job.address} (attempt ${id}) is outside this worker's scope`)
         }
-        if (a.state !== "running") stop.push(id)
+        // Reported: its report is recorded and its answer on its way (or lost, and the report sent
+        // again): nothing to stop, and a stop would end the report's retry saying the attempt is
+        // no longer the worker's to run.
+        if (a.state !== "running" && a.state !== "reported") stop.push(id)
       }
       for (const { id, runId, a } of heldBy(s, worker.id)) {
         if (listed.has(id)) continue
@@ -127,10 +130,12 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
    * for (docs/runs.md, "Revocation"): the same installation, starting a session under its new
    * identity, no longer runs what the old one held unless it lists it.
    */
-  const hello: DispatcherService["hello"] = (worker, running) =>
+  const hello: DispatcherService["hello"] = (worker, running, resumes = false) =>
     // The claims of the process this hello replaces are answered now (fenced), not at their wait's end.
     Effect.zipRight(claims.wake(worker.id), Effect.sync(() => slotWaits.forget(worker.id))).pipe(
-      Effect.zipRight(reconcile(worker, running, "its worker restarted without it")),
+      // The same process saying hello again (its link started again) lists all it runs: one it
+      // leaves out never reached it.
+      Effect.zipRight(reconcile(worker, running, resumes ? "its worker's link started again without it: the answer that handed it out never arrived" : "its worker restarted without it")),
       Effect.tap(() => (worker.replaces === null ? Effect.void : releaseHeld(worker.replaces, `its installation joined again as ${worker.id} without it`, new Set(running)))),
       Effect.tap(() => kick)
     )

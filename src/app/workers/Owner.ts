@@ -205,7 +205,7 @@ export const make = Effect.gen(function* () {
       const newCredential = yield* handOver(yield* findWorker(worker.id), presentedHash, now)
       const fence = (envelopes[0]!.event as { fence: number }).fence
       // What it still runs, against what the owner placed on it (slots are not leaked).
-      const stop = yield* dispatcher.hello(worker, request.running)
+      const stop = yield* dispatcher.hello(worker, request.running, resumes)
       // The most a worker should let pass between advertisements (spec: refresh within 5 s); its
       // advertisement lapses only after 15 s (ADVERTISEMENT_LIFETIME_MS).
       const advertiseEverySeconds = ADVERTISEMENT_REFRESH_MS / 1000

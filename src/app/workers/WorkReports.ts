@@ -4,6 +4,7 @@
  * the next attempt placed on this worker, which then takes the reported attempt's slot: while it
  * is in flight the slot is held for that attempt, within HAND_OVER_WITHIN, then given back.
  */
+import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -15,6 +16,12 @@ import { jsonBytes, MAX_BODY_BYTES, type OutputDelta, type Refusal, type WorkerR
 import type { Slots } from "./Slots.js"
 import type { Call, Entry, Running, Stop, WorkState } from "./Work.js"
 import { BODY_SLACK, MAX_REPORT_BYTES, notCarried, type Delta } from "./WorkOutput.js"
+
+/** How long a report refused as fenced waits for this process's own new session to show (its hello may still be on its way back). */
+export const SESSION_SETTLES_MS = 5_000
+
+/** A report's call refused as fenced by this process's own newer session: sent again under it. */
+class SessionMoved extends Data.TaggedError("SessionMoved")<{ readonly message: string }> {}
 
 /** How long a report asking for the next attempt keeps its slot for it before giving it back. */
 export const HAND_OVER_WITHIN = Duration.seconds(2)
@@ -33,9 +40,34 @@ export interface WorkReportsContext {
 export const makeWorkReports = ({ slots, call, state, delta, stop, revision }: WorkReportsContext) => {
   const { running } = state
   const whileUnreachable = {
-    while: (e: Refusal | Unreachable) => e._tag === "Unreachable",
+    while: (e: Refusal | Unreachable | SessionMoved) => e._tag === "Unreachable" || e._tag === "SessionMoved",
     schedule: Schedule.exponential(Duration.seconds(1)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(10))))
   }
+
+  /** Whether this process's link has a session other than `fence` now, or within SESSION_SETTLES (polled). */
+  const sessionMovedOn = (fence: number, waited = 0): Effect.Effect<boolean> =>
+    state.fence !== fence
+      ? Effect.succeed(true)
+      : waited >= SESSION_SETTLES_MS
+        ? Effect.succeed(false)
+        : Effect.zipRight(Effect.sleep(Duration.millis(100)), Effect.suspend(() => sessionMovedOn(fence, waited + 100)))
+
+  /**
+   * A call of the report, refused as fenced because it crossed this process's own new session:
+   * the link said hello again (a connection cut) while the call was on its way under the session
+   * before. It goes again under the new one (the network audit saw the job's result dropped and
+   * the job run again). If no new session of this process comes within SESSION_SETTLES_MS,
+   * another process holds the session, the refusal stands, and the link ends.
+   */
+  const send = (build: () => WorkerRequest) =>
+    Effect.suspend(() => {
+      const fence = state.fence
+      return Effect.catchAll(call(build()), (e): Effect.Effect<never, Refusal | Unreachable | SessionMoved> =>
+        e._tag === "Refusal" && e.code === "fenced"
+          ? Effect.flatMap(sessionMovedOn(fence), (moved) => Effect.fail(moved ? new SessionMoved({ message: e.message }) : e))
+          : Effect.fail(e)
+      )
+    })
 
   /**
    * Report and claim the next (docs/protocol.md): a report may ask for the next attempt placed
@@ -77,7 +109,7 @@ export const makeWorkReports = ({ slots, call, state, delta, stop, revision }: W
         }
         return entry.giveBack ?? Effect.void
       })
-      const letGo = (e: Refusal | Unreachable) => (e._tag !== "Unreachable" ? Effect.void : giveUp)
+      const letGo = (e: Refusal | Unreachable | SessionMoved) => (e._tag === "Refusal" ? Effect.void : giveUp)
       // How long it ran, said in whole milliseconds: its report may arrive much later.
       const ran = ranMsOf(outcome.durationMs)
       // Revision 2: an owner before it refuses the field, and with it every report.
@@ -120,11 +152,11 @@ export const makeWorkReports = ({ slots, call, state, delta, stop, revision }: W
         for (;;) {
           const d = yield* delta(attempt, r, roomFor(body()))
           if (!d.more) {
-            const answer = yield* Effect.suspend(() => call(body(d.delta))).pipe(Effect.tapError(letGo), Effect.retry(whileUnreachable))
+            const answer = yield* send(() => body(d.delta)).pipe(Effect.tapError(letGo), Effect.retry(whileUnreachable))
             r.offsets = d.next
             return answer
           }
-          const answer = yield* Effect.suspend(() => call({ kind: "heartbeat", fence: state.fence, running: [...running.keys()], output: [d.delta] })).pipe(
+          const answer = yield* send(() => ({ kind: "heartbeat", fence: state.fence, running: [...running.keys()], output: [d.delta] })).pipe(
             Effect.tapError(letGo),
             Effect.retry(whileUnreachable)
           )

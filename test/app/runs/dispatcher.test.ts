@@ -1152,6 +1152,31 @@ describe("a claim's answer that never arrived", () => {
     }).pipe(Effect.provide(TestOwner))
   )
 
+  it.effect("the same process saying hello again without it (its link started again) has it placed again, said as an answer that never arrived, not a restart", () =>
+    Effect.gen(function* () {
+      const { token } = yield* (yield* Owner).invite({ scope: [], expiresInMs: null, name: "lab-1", actor: "operator" })
+      const joined = ok(yield* call(token, { kind: "join", name: "lab-1" }), "joined")
+      const welcome = ok(yield* call(joined.credential, { kind: "hello", protocol: 1, running: [] }), "welcome")
+      const w: Linked = { credential: joined.credential, workerId: joined.workerId, fence: welcome.fence, labels: ["gpu=true", "os=linux"] }
+      yield* advertise(w)
+      const { runId } = yield* runningOn(w)
+      ok(yield* call(w.credential, { kind: "hello", protocol: 1, running: [], resumes: { fence: w.fence, key: welcome.sessionKey! } }), "welcome")
+      expect(attempt(yield* show(runId), 1)).toMatchObject({ state: "ceased", reason: "its worker's link started again without it: the answer that handed it out never arrived" })
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("a heartbeat listing an attempt whose report is recorded (its answer lost, the report sent again) is not told to stop it", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const { runId, id } = yield* runningOn(w)
+      ok(yield* report(w, id), "ack")
+      expect(ok(yield* heartbeat(w, [id]), "ack").stop).toEqual([])
+      ok(yield* report(w, id), "ack")
+      expect(yield* show(runId)).toMatchObject({ state: "succeeded", attempts: 1 })
+    }).pipe(Effect.provide(TestOwner))
+  )
+
   it.effect("a claim listing the attempt keeps it running; a claim without the list (an older worker) changes nothing", () =>
     Effect.gen(function* () {
       const w = yield* linked("lab-1")

@@ -20,6 +20,7 @@ import { HAND_OVER_WITHIN, makeWork, MAX_REPORT_BYTES, type WorkSide } from "../
 import { makeSlots, type Slots } from "../../../src/app/workers/Slots.js"
 import * as ChildExecutor from "../../../src/infra/runs/ChildExecutor.js"
 import * as FileRunFiles from "../../../src/infra/runs/FileRunFiles.js"
+import { capturingLogs } from "../../support/logs.js"
 
 const bagDir = fs.mkdtempSync(nodePath.join(os.tmpdir(), "svc-work-bag-"))
 // Sleeps for input.ms, printing its pid first (stderr), then its result.
@@ -530,6 +531,34 @@ describe("the worker side of runs", () => {
       yield* until("both finished", () => w.running().length === 0)
       expect(o.calls.filter((r) => r.kind === "report" && r.attempt === "rU.2")).toHaveLength(1)
       yield* Fiber.interrupt(f)
+    })
+  )
+
+  it.live("a report refused as fenced because it crossed this process's own new session goes again under it; refused so with no new session, it is dropped", () =>
+    Effect.gen(function* () {
+      const slots = yield* makeSlots(2)
+      // The owner has the session at fence 2 (the link's hello after a cut connection) when the report, sent under 1, arrives.
+      const fenced = () => Effect.fail(new Refusal({ code: "fenced", message: "another process took this worker's session over (fence 2); this process (fence 1) must stop" }))
+      const o = owner("F", 1, 50, (r) => (r.kind === "report" && r.fence === 1 ? fenced() : undefined))
+      const w = yield* makeWork(sideWith(slots, ChildExecutor.make()), o.call)
+      const first = yield* Effect.fork(w.session(1))
+      yield* until("the report sent under fence 1", () => o.calls.some((r) => r.kind === "report" && r.fence === 1), 15_000)
+      // The link's new session: the same process, the claims and heartbeats of fence 2.
+      yield* Fiber.interrupt(first)
+      const second = yield* Effect.fork(w.session(2))
+      yield* until("the report", () => o.reports.length === 1, 15_000)
+      expect(o.reports[0]).toMatchObject({ attempt: "rF.1", ok: true })
+      expect(o.calls.filter((r) => r.kind === "report").map((r) => (r as { fence: number }).fence)).toEqual([1, 2])
+      yield* Fiber.interrupt(second)
+
+      // Fenced with no new session of this process: another holds it, and the report is not sent again.
+      const logs: Array<string> = []
+      const g = owner("G", 1, 50, (r) => (r.kind === "report" ? fenced() : undefined))
+      const w2 = yield* makeWork(sideWith(yield* makeSlots(1), ChildExecutor.make()), g.call)
+      const alone = yield* Effect.fork(w2.session(1).pipe(Effect.provide(capturingLogs(logs))))
+      yield* until("the report dropped", () => logs.some((l) => l.includes("refused the report of rG.1")), 20_000)
+      expect(g.calls.filter((r) => r.kind === "report")).toHaveLength(1)
+      yield* Fiber.interrupt(alone)
     })
   )
 
