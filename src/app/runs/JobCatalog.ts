@@ -18,7 +18,12 @@ import { BagStore } from "../bags/BagStore.js"
 import { ManifestSource } from "../bags/ManifestSource.js"
 import type { ExecutionSpec, Preflight, Validate } from "./Executor.js"
 
-export class JobNotRunnable extends Data.TaggedError("JobNotRunnable")<{ readonly message: string }> {}
+/**
+ * Why a job cannot run here. `unreadable`: its bag could not be read (too many open files, an I/O
+ * error), which says nothing of the bag: a worker fails that attempt rather than decline it (a
+ * decline keeps the worker from the run for good).
+ */
+export class JobNotRunnable extends Data.TaggedError("JobNotRunnable")<{ readonly message: string; readonly unreadable?: boolean }> {}
 
 export interface ResolvedJob {
   readonly job: RunJob
@@ -60,7 +65,7 @@ export const resolveJob = (address: string) =>
     const malformed = jobAddressProblem(address)
     if (malformed !== undefined) return yield* new JobNotRunnable({ message: malformed })
     const bagName = address.slice(0, address.indexOf(":"))
-    const bag = yield* (yield* BagStore).get(bagName).pipe(Effect.mapError((e) => new JobNotRunnable({ message: e.message })))
+    const bag = yield* (yield* BagStore).get(bagName).pipe(Effect.mapError((e) => new JobNotRunnable({ message: e.message, unreadable: e.reason === "Io" })))
     if (bag === undefined) return yield* new JobNotRunnable({ message: `bag ${bagName} is not installed here (svc bag install DIR)` })
     const installed = bag.jobs.find((j) => j.address === address)
     if (installed === undefined) {
@@ -73,7 +78,7 @@ export const resolveJob = (address: string) =>
     const key = `${address}\u0000${bag.digest}\u0000${bag.path}\u0000${bag.installedAt}`
     const known = resolved.get(key)
     if (known !== undefined) return known
-    const snapshot = yield* (yield* BagDirectory).read(bag.path).pipe(Effect.mapError((e) => new JobNotRunnable({ message: `reading installed bag ${bagName}: ${e.message}` })))
+    const snapshot = yield* (yield* BagDirectory).read(bag.path).pipe(Effect.mapError((e) => new JobNotRunnable({ message: `reading installed bag ${bagName}: ${e.message}`, unreadable: true })))
     const report = yield* checkSnapshot(snapshot, pinnedResolver(bag.pinnedConstants))
     const job = report.manifest?.jobs?.[installed.name]
     if (!report.valid || job === undefined) return yield* new JobNotRunnable({ message: `installed bag ${bagName} no longer passes svc bag check: reinstall it` })

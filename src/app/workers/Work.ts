@@ -17,7 +17,7 @@ import * as Deferred from "effect/Deferred"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
-import type { ExecutorService } from "../runs/Executor.js"
+import type { ExecutionOutcome, ExecutorService } from "../runs/Executor.js"
 import type { JobNotRunnable, ResolvedJob } from "../runs/JobCatalog.js"
 import type { RunFilesService } from "../runs/RunFiles.js"
 import { PROTOCOL_REVISION, type Assignment, type Refusal, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
@@ -148,35 +148,44 @@ export const makeWork = (
     const execute = (work: Assignment, entry: Entry) =>
       Effect.gen(function* () {
         const resolved = yield* Effect.either(side.resolve(work.address))
+        // Its bag could not be read here (too many open files, an I/O error): the attempt fails,
+        // saying so. A decline would keep this worker from the run for good.
+        const unreadable = resolved._tag === "Left" && resolved.left.unreadable === true ? resolved.left.message : undefined
         const problem =
           resolved._tag === "Left"
-            ? resolved.left.message
+            ? unreadable === undefined ? resolved.left.message : undefined
             : resolved.right.job.digest !== work.digest
               ? `this worker holds ${work.address} with digest ${resolved.right.job.digest}, not ${work.digest}`
               : undefined
-        if (problem !== undefined || resolved._tag === "Left") {
-          yield* Effect.logWarning(`declined attempt ${work.attempt} (${work.address}) for ${owner}: ${problem ?? "cannot run it"}`)
-          yield* call({ kind: "decline", fence: state.fence, attempt: work.attempt, reason: problem ?? "cannot run it" }).pipe(Effect.ignore)
+        if (problem !== undefined) {
+          yield* Effect.logWarning(`declined attempt ${work.attempt} (${work.address}) for ${owner}: ${problem}`)
+          yield* call({ kind: "decline", fence: state.fence, attempt: work.attempt, reason: problem }).pipe(Effect.ignore)
           return
         }
-        const job = resolved.right
         const paths = side.files.paths(work.attempt)
-        yield* Effect.logInfo(`running attempt ${work.attempt} (${work.address}) for ${owner}`)
-        const outcome = yield* side.executor.run({
-          attempt: work.attempt,
-          runId: work.runId,
-          bagDir: job.bagDir,
-          runs: job.runs,
-          env: job.env,
-          workingDirectory: job.workingDirectory,
-          secrets: job.secrets,
-          preflight: job.preflight,
-          validate: job.validate,
-          input: work.input,
-          timeoutMs: work.timeoutMs,
-          stdoutFile: paths.stdout,
-          stderrFile: paths.stderr
-        })
+        const run = (job: ResolvedJob) =>
+          Effect.zipRight(
+            Effect.logInfo(`running attempt ${work.attempt} (${work.address}) for ${owner}`),
+            side.executor.run({
+              attempt: work.attempt,
+              runId: work.runId,
+              bagDir: job.bagDir,
+              runs: job.runs,
+              env: job.env,
+              workingDirectory: job.workingDirectory,
+              secrets: job.secrets,
+              preflight: job.preflight,
+              validate: job.validate,
+              input: work.input,
+              timeoutMs: work.timeoutMs,
+              stdoutFile: paths.stdout,
+              stderrFile: paths.stderr
+            })
+          )
+        const outcome: ExecutionOutcome =
+          resolved._tag === "Right"
+            ? yield* run(resolved.right)
+            : { ok: false, result: null, error: `its bag could not be read on this worker: ${unreadable}`, exitCode: null, signal: null, durationMs: 0 }
         const r = entry.r!
         if (!r.stopped) {
           // The job's own error text stays out of this log (it may quote what the job was given); the owner keeps it.

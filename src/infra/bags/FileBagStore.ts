@@ -55,10 +55,21 @@ const removeTree = async (dir: string): Promise<void> => {
   await fs.rm(dir, { recursive: true, force: true })
 }
 
+/**
+ * Absent (undefined) only when the file is not there: any other failure to read it (too many
+ * open files, an I/O error) is thrown, not taken for a bag not installed (a worker out of file
+ * descriptors declined its work as "not installed here", which excluded it for good).
+ */
+const unlessAbsent = <A>(e: unknown, absent: A): A => {
+  const code = (e as NodeJS.ErrnoException | undefined)?.code
+  if (code === "ENOENT" || code === "ENOTDIR") return absent
+  throw e
+}
+
 export const make = (home: string) => {
   const root = nodePath.join(home, "bags")
   const read = async (dir: string): Promise<InstalledBag | undefined> => {
-    const text = await fs.readFile(nodePath.join(root, dir, "install.json"), "utf8").catch(() => undefined)
+    const text = await fs.readFile(nodePath.join(root, dir, "install.json"), "utf8").catch((e: unknown) => unlessAbsent(e, undefined))
     if (text === undefined) return undefined
     const record = decodeRecord(text)
     if (record._tag === "Left") throw new BagStoreError({ reason: "Corrupt", message: `${nodePath.join(root, dir, "install.json")} is not a valid install record` })
@@ -73,7 +84,7 @@ export const make = (home: string) => {
 
   return BagStore.of({
     list: wrap("reading the bag store", async () => {
-      const entries = await fs.readdir(root, { withFileTypes: true }).catch(() => [])
+      const entries = await fs.readdir(root, { withFileTypes: true }).catch((e: unknown) => unlessAbsent(e, []))
       const bags: Array<InstalledBag> = []
       for (const e of entries) {
         if (!e.isDirectory() || e.name.startsWith(".")) continue

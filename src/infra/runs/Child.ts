@@ -173,13 +173,17 @@ export const start = (launch: Launch, cwd: string, env: Record<string, string>, 
       Deferred.unsafeDone(exited, Effect.void)
     })
     child.on("close", () => Deferred.unsafeDone(closed, Effect.void))
-    child.stdout!.on("data", (chunk: Buffer) => running.stdoutTail.push(chunk))
-    child.stderr!.on("data", (chunk: Buffer) => running.stderrTail.push(chunk))
-    child.stdout!.pipe(files.stdout)
-    child.stderr!.pipe(files.stderr)
+    // No pipes when they could not be made (too many open files): the spawn failed, and its
+    // error event says so (reading them threw, and the attempt ended as an internal error).
+    const { stdin, stdout, stderr } = child
+    if (stdin == null || stdout == null || stderr == null) return running
+    stdout.on("data", (chunk: Buffer) => running.stdoutTail.push(chunk))
+    stderr.on("data", (chunk: Buffer) => running.stderrTail.push(chunk))
+    stdout.pipe(files.stdout)
+    stderr.pipe(files.stderr)
     // A child that never reads its input closes the pipe under us (EPIPE): that is its choice.
-    child.stdin!.on("error", () => {})
-    child.stdin!.end(input)
+    stdin.on("error", () => {})
+    stdin.end(input)
     return running
   })
 
@@ -284,7 +288,9 @@ export const cannotStart = (name: string, e: NodeJS.ErrnoException): string =>
     ? `cannot start ${name}: not found`
     : e.code === "EACCES"
       ? `cannot start ${name}: permission denied`
-      : `cannot start ${name}: ${e.message}`
+      : e.code === "EMFILE" || e.code === "ENFILE"
+        ? `cannot start ${name}: svc has too many files open (${e.code}; its limit: ulimit -n)`
+        : `cannot start ${name}: ${e.message}`
 
 
 /** The longest a JavaScript timer waits; Effect's clock never fires for a longer sleep. */

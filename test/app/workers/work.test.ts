@@ -13,7 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as TestClock from "effect/TestClock"
 import type { ExecutorService } from "../../../src/app/runs/Executor.js"
-import type { ResolvedJob } from "../../../src/app/runs/JobCatalog.js"
+import { JobNotRunnable, type ResolvedJob } from "../../../src/app/runs/JobCatalog.js"
 import { Unreachable } from "../../../src/app/workers/Link.js"
 import { jsonBytes, MAX_BODY_BYTES, Refusal, type WorkerRequest, type WorkerResponse } from "../../../src/app/workers/Protocol.js"
 import { HAND_OVER_WITHIN, makeWork, MAX_REPORT_BYTES, type WorkSide } from "../../../src/app/workers/Work.js"
@@ -531,6 +531,29 @@ describe("the worker side of runs", () => {
       yield* until("both finished", () => w.running().length === 0)
       expect(o.calls.filter((r) => r.kind === "report" && r.attempt === "rU.2")).toHaveLength(1)
       yield* Fiber.interrupt(f)
+    })
+  )
+
+  it.live("a job whose bag this worker cannot read now (too many open files) fails, saying so; one it does not hold is declined", () =>
+    Effect.gen(function* () {
+      const unreadable = owner("E", 1, 10)
+      const side = (e: JobNotRunnable): WorkSide => ({ ...sideWith(slots, ChildExecutor.make()), resolve: () => Effect.fail(e) })
+      const slots = yield* makeSlots(1)
+      const w = yield* makeWork(side(new JobNotRunnable({ message: "reading bag demo: EMFILE", unreadable: true })), unreadable.call)
+      const f = yield* Effect.fork(w.session(1))
+      yield* until("the report", () => unreadable.reports.length === 1, 15_000)
+      yield* Fiber.interrupt(f)
+      const sent = unreadable.calls.find((r): r is Extract<WorkerRequest, { kind: "report" }> => r.kind === "report")!
+      expect(sent.outcome).toMatchObject({ ok: false, error: "its bag could not be read on this worker: reading bag demo: EMFILE", exitCode: null })
+      expect(unreadable.calls.some((r) => r.kind === "decline")).toBe(false)
+
+      const missing = owner("M", 1, 10)
+      const w2 = yield* makeWork(side(new JobNotRunnable({ message: "bag demo is not installed here (svc bag install DIR)" })), missing.call)
+      const g = yield* Effect.fork(w2.session(1))
+      yield* until("the decline", () => missing.calls.some((r) => r.kind === "decline"), 15_000)
+      yield* Fiber.interrupt(g)
+      expect(missing.calls.find((r) => r.kind === "decline")).toMatchObject({ attempt: "rM.1", reason: "bag demo is not installed here (svc bag install DIR)" })
+      expect(missing.reports).toEqual([])
     })
   )
 
