@@ -74,6 +74,16 @@ describe("svc workers status on a worker", () => {
     )
   })
 
+  it("says a handed-over credential the link file could not take, under the link's line (resource audit: it said nothing)", () => {
+    const lines = servedLines("https://owner:7443", "lab-1", "w1", {
+      ...linked,
+      credentialNotSaved: "the credential the owner handed over could not be saved (EROFS: read-only file system, open '/h/links/k.json'): a restart after 2026-01-01T00:05:00Z will be refused"
+    })
+    expect(lines[1]).toBe(
+      "    the credential the owner handed over could not be saved (EROFS: read-only file system, open '/h/links/k.json'): a restart after 2026-01-01T00:05:00Z will be refused: make the link file writable"
+    )
+  })
+
   it("tells running attempts from those waiting for a slot and those over with their report not answered (multi-owner audit: all were 'runs N')", () => {
     const busyLine = (s: Partial<ServedStatus>) => servedLines("https://owner:7443", "lab-1", "w1", { ...linked, ...s } as ServedStatus).find((l) => l.includes("attempt(s)"))
     expect(busyLine({ running: 1, waiting: 1, busy: 1 })).toBe(

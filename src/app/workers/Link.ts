@@ -49,9 +49,16 @@ export interface LinkRecord {
 /** Port: calls the owner's route with the link's current credential. */
 export interface OwnerTransport {
   readonly call: (request: WorkerRequest) => Effect.Effect<WorkerResponse, Refusal | Unreachable>
-  /** Persists a handed-over credential before it is used (so a crash cannot lose it). */
-  readonly saveCredential: (credential: string) => Effect.Effect<void>
+  /**
+   * Persists a handed-over credential before it is used (so a crash cannot lose it). One that
+   * cannot be saved (a read-only or full disk) is used all the same, by this process only: its
+   * link still holds the old one, which stops working when its grace ends.
+   */
+  readonly saveCredential: (credential: string) => Effect.Effect<void, CredentialNotSaved>
 }
+
+/** A handed-over credential that could not be written to the link: why (never the credential). */
+export class CredentialNotSaved extends Data.TaggedError("CredentialNotSaved")<{ readonly message: string }> {}
 
 /**
  * The transport over one link's credential, kept here: `send` calls the route with the
@@ -65,7 +72,7 @@ export interface OwnerTransport {
 export const credentialTransport = (
   send: (credential: string, request: WorkerRequest) => Effect.Effect<WorkerResponse, Refusal | Unreachable>,
   initial: string,
-  persist: (credential: string) => Effect.Effect<void>
+  persist: (credential: string) => Effect.Effect<void, CredentialNotSaved>
 ): OwnerTransport => {
   let credential = initial
   return {
@@ -78,7 +85,12 @@ export const credentialTransport = (
         )
       )
     },
-    saveCredential: (next) => Effect.tap(persist(next), () => void (credential = next))
+    // Used once saved; not saved (a read-only or full disk), used all the same by this process: the
+    // old one works only until its grace ends. A defect of the saving leaves it unused.
+    saveCredential: (next) => {
+      const use = Effect.sync(() => void (credential = next))
+      return persist(next).pipe(Effect.tap(() => use), Effect.tapError(() => use))
+    }
   }
 }
 
@@ -98,6 +110,8 @@ export interface LinkStatus {
   readonly scope: ReadonlyArray<string> | null
   /** What it does for the owner now, read when asked (running, waiting, reporting, busy), over the advertisement's. */
   readonly live?: () => WorkCounts
+  /** A credential handed over that could not be saved in the link file: what a restart after its grace meets. */
+  readonly credentialNotSaved?: string
 }
 
 export class LinkEnded extends Data.TaggedError("LinkEnded")<{ readonly phase: LinkPhase; readonly message: string }> {}
@@ -160,13 +174,23 @@ export const runLink = (
         return next
       })
     // A rotation is said once, when the new credential is saved (never the credential itself).
-    const takeCredential = (answer: WorkerResponse) =>
-      answer.kind !== "joined" && answer.kind !== "left" && answer.newCredential !== null
-        ? Effect.zipRight(
-            transport.saveCredential(answer.newCredential.credential),
-            Effect.logInfo(`the owner at ${link.url} rotated ${link.name}'s credential: the new one is saved in its link (the old one works until ${answer.newCredential.previousValidUntil})`)
+    const takeCredential = (answer: WorkerResponse) => {
+      if (answer.kind === "joined" || answer.kind === "left" || answer.newCredential === null) return Effect.void
+      const until = answer.newCredential.previousValidUntil
+      return transport.saveCredential(answer.newCredential.credential).pipe(
+        Effect.zipRight(Effect.logInfo(`the owner at ${link.url} rotated ${link.name}'s credential: the new one is saved in its link (the old one works until ${until})`)),
+        // Said, not ended on: the link goes on with the new credential in memory. The old one in
+        // the link file is refused after its grace: a restart after that must join again.
+        Effect.catchAll((e) =>
+          Effect.zipRight(
+            set({ credentialNotSaved: `the credential the owner handed over could not be saved (${e.message}): a restart after ${until} will be refused` }),
+            Effect.logError(
+              `the owner at ${link.url} rotated ${link.name}'s credential, but the new one could not be saved in its link: ${e.message}; this process uses it, and the link's old one works until ${until}: make the link writable before then (a restart after it is refused, and the machine must join again)`
+            )
           )
-        : Effect.void
+        )
+      )
+    }
 
     // An owner that could not record a call for want of its store (a full disk) changed nothing:
     // the call is made again as to an owner not reachable, a report kept until it is taken.

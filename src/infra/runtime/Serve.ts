@@ -24,7 +24,7 @@ import * as CheckpointSchedule from "../../app/journal/CheckpointSchedule.js"
 import { layerFrom as projectionsFrom, Projections } from "../../app/journal/Projections.js"
 import { parseRetainedRuns, RETAINED_RUNS_VARIABLE } from "../../app/runs/Retention.js"
 import { initialStateRetaining } from "../../domain/journal/OwnerState.js"
-import { credentialTransport, runLink, type LinkStatus } from "../../app/workers/Link.js"
+import { CredentialNotSaved, credentialTransport, runLink, type LinkStatus } from "../../app/workers/Link.js"
 import { computeOffer, type Offer } from "../../app/workers/Offer.js"
 import { makeSlots } from "../../app/workers/Slots.js"
 import { OwnerHost } from "../../app/runs/Dispatcher.js"
@@ -255,7 +255,12 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }) =>
         const transport = credentialTransport(
           (credential, request) => callOwner(pinned, agent, credential, request),
           link.credential,
-          (next) => Effect.promise(() => writeLink(options.home, { ...link, credential: next }))
+          (next) =>
+            Effect.tryPromise({
+              try: () => writeLink(options.home, { ...link, credential: next }),
+              // Node's message names the file and the reason, never what was written.
+              catch: (e) => new CredentialNotSaved({ message: e instanceof Error ? e.message : String(e) })
+            })
         )
         const side = {
           slots,

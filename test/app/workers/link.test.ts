@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Ref from "effect/Ref"
 import * as TestClock from "effect/TestClock"
-import { BYE_WITHIN, credentialTransport, runLink, Unreachable, type LinkStatus, type OwnerTransport } from "../../../src/app/workers/Link.js"
+import { BYE_WITHIN, CredentialNotSaved, credentialTransport, runLink, Unreachable, type LinkStatus, type OwnerTransport } from "../../../src/app/workers/Link.js"
 import type { Offer } from "../../../src/app/workers/Offer.js"
 import { PROTOCOL_REVISION, Refusal, type WorkerRequest, type WorkerResponse } from "../../../src/app/workers/Protocol.js"
 import { makeSlots } from "../../../src/app/workers/Slots.js"
@@ -382,7 +382,7 @@ describe("the link's credential", () => {
         Effect.suspend(() => {
           sent.push(credential)
           if (credential === "c3") return Effect.succeed(ack)
-          return Effect.zipRight(transport!.saveCredential("c3"), Effect.fail(new Refusal({ code: "unauthenticated", message: "this credential was replaced" })))
+          return Effect.zipRight(Effect.orDie(transport!.saveCredential("c3")), Effect.fail(new Refusal({ code: "unauthenticated", message: "this credential was replaced" })))
         })
       transport = credentialTransport(send, "c2", (c) => Effect.sync(() => void saved.push(c)))
       expect(yield* transport.call(heartbeat)).toEqual(ack)
@@ -403,6 +403,39 @@ describe("the link's credential", () => {
       yield* Effect.exit(transport.saveCredential("c9"))
       yield* Effect.flip(transport.call(heartbeat))
       expect(sent).toEqual(["c1", "c1"])
+    })
+  )
+
+  it.effect("a handed-over credential that cannot be saved (a read-only link) is used by this process all the same, said as an error once, and shown in its status", () =>
+    Effect.gen(function* () {
+      const sent: Array<string> = []
+      const logs: Array<string> = []
+      const status = yield* Ref.make<ReadonlyMap<string, LinkStatus>>(new Map())
+      const handOver = { credential: "svc_wk_new", previousValidUntil: "2026-01-01T00:05:00Z" }
+      let calls = 0
+      const transport = credentialTransport(
+        (credential, request) =>
+          Effect.sync(() => {
+            sent.push(`${request.kind}:${credential}`)
+            calls++
+            return request.kind === "hello" ? welcome() : { kind: "ack" as const, stop: [], newCredential: calls === 2 ? handOver : null }
+          }),
+        "svc_wk_old",
+        () => Effect.fail(new CredentialNotSaved({ message: "/home/x/.svc/links/k.json: EROFS: read-only file system" }))
+      )
+      const fiber = yield* Effect.fork(runLink(link, transport, Effect.succeed(offer), status).pipe(Effect.provide(capturingLogs(logs))))
+      yield* TestClock.adjust("12 seconds")
+      // Linked still, on the new credential.
+      expect((yield* Ref.get(status)).get("k")).toMatchObject({
+        phase: "linked",
+        credentialNotSaved: "the credential the owner handed over could not be saved (/home/x/.svc/links/k.json: EROFS: read-only file system): a restart after 2026-01-01T00:05:00Z will be refused"
+      })
+      expect(sent.at(-1)).toMatch(/:svc_wk_new$/)
+      expect(logs.filter((l) => l.startsWith("ERROR"))).toEqual([
+        "ERROR the owner at https://owner rotated lab-1's credential, but the new one could not be saved in its link: /home/x/.svc/links/k.json: EROFS: read-only file system; this process uses it, and the link's old one works until 2026-01-01T00:05:00Z: make the link writable before then (a restart after it is refused, and the machine must join again)"
+      ])
+      expect(logs.join("\n")).not.toContain("svc_wk_new")
+      yield* Fiber.interrupt(fiber)
     })
   )
 })

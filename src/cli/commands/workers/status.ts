@@ -43,6 +43,8 @@ export interface ServedStatus {
   readonly waiting?: number
   readonly reporting?: number
   readonly scope?: ReadonlyArray<string> | null
+  /** A handed-over credential the link file could not take (a read-only or full disk). */
+  readonly credentialNotSaved?: string
 }
 
 /**
@@ -54,6 +56,7 @@ export const servedLines = (url: string, name: string, workerId: string, s: Serv
   const lines = [`  ${url} as ${name} (${workerId}): ${s === null ? "not linked now" : `${s.phase}, ${s.detail}`}`]
   const next = s === null ? undefined : nextStep(s.phase, url)
   if (next !== undefined) lines.push(`    ${next}`)
+  if (s?.credentialNotSaved !== undefined) lines.push(`    ${s.credentialNotSaved}: make the link file writable`)
   // An ended link offers nothing any more: what it offered is not shown.
   if (s === null || s.offer === null || next !== undefined) return lines
   const scope = s.scope ?? []
