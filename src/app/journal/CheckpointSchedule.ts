@@ -18,6 +18,12 @@ export const run = (interval: Duration.DurationInput = DEFAULT_INTERVAL, lastWan
   Effect.gen(function* () {
     const projections = yield* Projections
     const last = yield* Ref.make(-1)
+    // Where the next start begins: this process's last checkpoint, else the snapshot it started
+    // from (a checkpoint of an earlier run), else the journal's start.
+    const foldsFrom = (n: number) => {
+      const from = n >= 0 ? n : projections.started.snapshot
+      return from === null ? "its start" : `the checkpoint at sequence ${from}`
+    }
     /** Writes one when the projections moved since the last; answers why it could not, if it could not. */
     const writeIfMoved = Effect.gen(function* () {
       const { sequence } = yield* projections.state
@@ -41,7 +47,7 @@ export const run = (interval: Duration.DurationInput = DEFAULT_INTERVAL, lastWan
         : Effect.flatMap(writeIfMoved, (why) =>
         Effect.flatMap(Ref.get(last), (n) =>
           why !== undefined
-            ? Effect.logError(`the last checkpoint could not be written: ${why}; the journal is whole, and the next start folds it from ${n < 0 ? "its start" : `the checkpoint at sequence ${n}`}`)
+            ? Effect.logError(`the last checkpoint could not be written: ${why}; the journal is whole, and the next start folds it from ${foldsFrom(n)}`)
             : n < 0
               ? Effect.void
               : Effect.logInfo(`checkpoint at sequence ${n} written: the next start folds only what comes after it`)

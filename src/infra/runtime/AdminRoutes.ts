@@ -65,7 +65,13 @@ export const interruptAdminCalls = () => Effect.runPromise(Fiber.interruptAll(in
 
 export const adminRoutes = (
   runtime: Runtime.Runtime<Owner | Projections | Dispatcher>,
-  options: { readonly actor: string; readonly links: () => Promise<ReadonlyArray<unknown>>; readonly activeLinks: () => Promise<ReadonlyArray<string>> }
+  options: {
+    readonly actor: string
+    readonly links: () => Promise<ReadonlyArray<unknown>>
+    readonly activeLinks: () => Promise<ReadonlyArray<string>>
+    /** The journal's file, named in a refusal the journal caused (a full disk: which disk). */
+    readonly journalFile?: string
+  }
 ): ReadonlyArray<AdminRoute> => {
   const fork = Runtime.runFork(runtime)
   const answer = async <A, E extends { readonly message: string }>(effect: Effect.Effect<A, E, Owner | Projections | Dispatcher>): Promise<readonly [number, unknown]> => {
@@ -78,7 +84,9 @@ export const adminRoutes = (
     const failure = Cause.failureOption(exit.cause)
     if (failure._tag === "Some") {
       const e = failure.value as { readonly message: string; readonly _tag?: string; readonly code?: string; readonly rejection?: { readonly code: string } }
-      return [409, { code: e.rejection?.code ?? e.code ?? "refused", message: withoutSecrets(e.message) }]
+      // The journal could not take it (a full disk): the operator is told which file, and that nothing was recorded.
+      const where = e._tag === "JournalError" && options.journalFile !== undefined ? ` (the journal ${options.journalFile}: nothing was recorded)` : ""
+      return [409, { code: e.rejection?.code ?? e.code ?? "refused", message: withoutSecrets(e.message) + where }]
     }
     if (Cause.isInterruptedOnly(exit.cause)) return [503, { code: "stopping", message: "svc serve is stopping" }]
     return [500, { code: "internal", message: "the runtime failed to handle this request" }]

@@ -296,6 +296,7 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }) =>
 
     const routes = adminRoutes(runtime, {
       actor: `operator ${os.userInfo().username}`,
+      journalFile: storePath(options.home),
       links: async () => {
         const links = await readLinks(options.home)
         const status = await Effect.runPromise(Ref.get(statuses))

@@ -475,4 +475,33 @@ describe("the checkpoint schedule", () => {
       )
     }).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
   )
+
+  it.scoped("that error says the checkpoint the next start begins from when an earlier run wrote one (it said the journal's start)", () =>
+    Effect.gen(function* () {
+      const file = tempFile()
+      const invite = (id: string, now: number) => (r: Parameters<typeof Decide.decideInvite>[1]) => Decide.decideInvite({ inviteId: id, tokenHash: hash("t"), name: null, scope: [], expiresAt: null, actor: "op", now }, r)
+      // An earlier run: one event, and its checkpoint (with the snapshot the next start begins from).
+      yield* Effect.scoped(
+        Effect.gen(function* () {
+          const p = yield* Projections
+          yield* p.execute(invite("a", 1))
+          yield* Effect.provide(p.checkpoint, NodeHashing.layer)
+        })
+      ).pipe(Effect.provide(projectionsLayer.pipe(Layer.provideMerge(Layer.merge(sqliteLayer(file), NodeHashing.layer)))))
+      const failing = Layer.effect(
+        Checkpoints,
+        Effect.map(Checkpoints, (c) => Checkpoints.of({ ...c, write: () => Effect.die(Object.assign(new Error("Failed to execute statement"), { cause: new Error("database or disk is full") })) }))
+      )
+      const owner = projectionsLayer.pipe(Layer.provideMerge(Layer.merge(failing, Layer.service(Journal))), Layer.provideMerge(Layer.merge(sqliteLayer(file), NodeHashing.layer)))
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(CheckpointSchedule.layer().pipe(Layer.provideMerge(owner)), scope)
+      expect(Context.get(context, Projections).started.snapshot).toBe(1)
+      yield* Context.get(context, Projections).execute(invite("b", 2))
+      logged.length = 0
+      yield* Scope.close(scope, Exit.void)
+      expect(logged.filter((l) => l.startsWith("ERROR"))).toEqual([
+        "ERROR the last checkpoint could not be written: Failed to execute statement: database or disk is full; the journal is whole, and the next start folds it from the checkpoint at sequence 1"
+      ])
+    }).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+  )
 })
