@@ -737,6 +737,15 @@ describe("start-up", () => {
     expect((await after.stop()).code).toBe(0)
   }, 60_000)
 
+  it("a low limit of open files is said at start, with the route's cap at half of it (resource audit: the owner went silent at it)", async () => {
+    const home = tempDir("svc-cfg-nofile-")
+    const low = await startServe("low nofile", home, transcript, { openFiles: 512 })
+    expect(low.output()).toContain(
+      `WARN this process may have at most 512 files open (ulimit -n): the worker route holds at most 256 connections, and each running job takes 5 while it starts; raise it for more than a few workers (docs/operations.md, "Open files")`
+    )
+    expect((await low.stop()).code).toBe(0)
+  })
+
   it("a store a newer svc migrated is not started on (it was, and written into)", async () => {
     const home = tempDir("svc-cfg-newer-")
     const first = await startServe("first", home, transcript)

@@ -62,12 +62,15 @@ export const startServe = (
   name: string,
   home: string,
   transcript: Transcript,
-  options: { readonly publicUrl?: string; readonly env?: Record<string, string>; readonly args?: ReadonlyArray<string> } = {}
+  options: { readonly publicUrl?: string; readonly env?: Record<string, string>; readonly args?: ReadonlyArray<string>; readonly openFiles?: number } = {}
 ): Promise<ServeProcess> => {
   if (!existsSync(SVC_BIN)) throw new Error(`${SVC_BIN} is missing: run npm run build (npm test builds first)`)
   const args = [SVC_BIN, "serve", "--listen", "127.0.0.1:0", ...(options.publicUrl === undefined ? [] : ["--public-url", options.publicUrl]), ...(options.args ?? [])]
   const startedAt = Date.now()
-  const child: ChildProcessByStdio<Writable, Readable, Readable> = spawn(process.execPath, args, {
+  // Under a limit of open files of its own (`ulimit -n`): through sh, which execs node (the same pid).
+  const [program, programArgs] =
+    options.openFiles === undefined ? [process.execPath, args] : ["sh", ["-c", `ulimit -n ${options.openFiles} && exec "$0" "$@"`, process.execPath, ...args]]
+  const child: ChildProcessByStdio<Writable, Readable, Readable> = spawn(program, programArgs, {
     cwd: home,
     env: { PATH: process.env["PATH"] ?? "", HOME: home, SVC_HOME: home, ...options.env },
     stdio: ["pipe", "pipe", "pipe"]

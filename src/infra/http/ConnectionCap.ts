@@ -3,13 +3,17 @@
  * arrives (the caller retries, as a worker does), so that callers on the route, authenticated or
  * not, cannot take every file descriptor of the process: the journal, a job's pipes and output
  * files, and the admin socket the operator's CLI uses need theirs. Half the process's limit of
- * open files, at most 8,192 (each TLS connection costs some 50 KB of memory), at least 256.
- * An svc worker holds one to three connections to its owner.
+ * open files, at most 8,192 (each TLS connection costs some 50 KB of memory), at least 16. (It
+ * was at least 256: under a limit of 64 the route's connections took every descriptor, and the
+ * operator's CLI got EPIPE from an owner that said nothing.) An svc worker holds one to three
+ * connections to its owner.
  */
 import { readFileSync } from "node:fs"
 
 export const MAX_CONNECTIONS_CEILING = 8_192
-export const MAX_CONNECTIONS_FLOOR = 256
+export const MAX_CONNECTIONS_FLOOR = 16
+/** A limit of open files under this one is said at start (docs/operations.md, "Open files"). */
+export const LOW_OPEN_FILES = 1_024
 /** Where the limit of open files cannot be read (no /proc). */
 export const MAX_CONNECTIONS_UNKNOWN_LIMIT = 4_096
 
@@ -24,13 +28,14 @@ export const openFilesLimitIn = (limits: string): number | undefined => {
 export const connectionCapFor = (openFiles: number | undefined): number =>
   openFiles === undefined ? MAX_CONNECTIONS_UNKNOWN_LIMIT : Math.max(MAX_CONNECTIONS_FLOOR, Math.min(MAX_CONNECTIONS_CEILING, Math.floor(openFiles / 2)))
 
-/** This process's cap. */
-export const connectionCap = (): number => {
-  let limits: string | undefined
+/** This process's limit of open files (its soft limit), or undefined where it cannot be read or has none. */
+export const openFilesLimit = (): number | undefined => {
   try {
-    limits = readFileSync("/proc/self/limits", "utf8")
+    return openFilesLimitIn(readFileSync("/proc/self/limits", "utf8"))
   } catch {
-    limits = undefined
+    return undefined
   }
-  return connectionCapFor(limits === undefined ? undefined : openFilesLimitIn(limits))
 }
+
+/** This process's cap. */
+export const connectionCap = (): number => connectionCapFor(openFilesLimit())

@@ -100,8 +100,11 @@ export const bearerOf = (req: http.IncomingMessage): string | undefined => {
   return m?.[1]
 }
 
-/** The answer to a finished call: its response, its refusal, or a bare 500 for a bug. */
-const answer = (res: http.ServerResponse, exit: Exit.Exit<WorkerResponse, Refusal>): void => {
+/**
+ * The answer to a finished call: its response, its refusal, or a bare 500 for a bug, which
+ * `logBug` says in the runtime's log (with its time and level: it was written bare to stderr).
+ */
+const answer = (res: http.ServerResponse, exit: Exit.Exit<WorkerResponse, Refusal>, logBug: (line: string) => void): void => {
   if (Exit.isSuccess(exit)) return send(res, 200, encodeResponse(exit.value))
   const failure = Cause.failureOption(exit.cause)
   if (failure._tag === "Some" && failure.value instanceof Refusal) {
@@ -110,7 +113,7 @@ const answer = (res: http.ServerResponse, exit: Exit.Exit<WorkerResponse, Refusa
   }
   if (Cause.isInterruptedOnly(exit.cause)) return void res.destroy()
   // A bug, not a refusal: say so without details (they may hold what must not leak).
-  process.stderr.write(`svc: internal error on ${ROUTE}: ${Cause.pretty(exit.cause).split("\n")[0]}\n`)
+  logBug(`internal error on ${ROUTE} (a bug of svc's; the call was answered 500): ${Cause.pretty(exit.cause).split("\n")[0]}`)
   return send(res, 500, { code: "internal", message: "the owner failed to handle this call" })
 }
 
@@ -120,6 +123,7 @@ export const makeHandler = (runtime: Runtime.Runtime<Owner>) => {
   // The runtime's clock (a test clock under test), read without running an effect.
   const clock = Runtime.runSync(runtime)(Clock.clockWith(Effect.succeed))
   const inflight = new Set<Fiber.RuntimeFiber<Exit.Exit<WorkerResponse, Refusal>>>()
+  const logBug = (line: string) => void fork(Effect.logError(line))
   const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const bearer = bearerOf(req)
     const path = (req.url ?? "").split("?")[0]
@@ -185,12 +189,12 @@ export const makeHandler = (runtime: Runtime.Runtime<Owner>) => {
       // Most calls (an unchanged refresh, a refused credential) are answered from the state as it
       // is, without a fiber; the rest run as one, answered at once when they did not wait.
       const now = owner.answerNow(bearer, request, clock.unsafeCurrentTimeMillis())
-      if (now !== undefined) return now instanceof Refusal ? answer(res, Exit.fail(now)) : answer(res, Exit.succeed(now))
+      if (now !== undefined) return answer(res, now instanceof Refusal ? Exit.fail(now) : Exit.succeed(now), logBug)
       // Its outcome as a value: a refusal is an answer, not a fiber failing (which Effect logs
       // at DEBUG with its message: the refused secret itself, and a line per unauthenticated call).
       const fiber = fork(Effect.exit(owner.handle(bearer, request)))
       const done = fiber.unsafePoll()
-      if (done !== null) return answer(res, Exit.flatten(done))
+      if (done !== null) return answer(res, Exit.flatten(done), logBug)
       inflight.add(fiber)
       // A caller that went away (a worker stopped mid long-poll) does not keep its call running.
       res.once("close", () => {
@@ -198,7 +202,7 @@ export const makeHandler = (runtime: Runtime.Runtime<Owner>) => {
       })
       fiber.addObserver((exit) => {
         inflight.delete(fiber)
-        answer(res, Exit.flatten(exit))
+        answer(res, Exit.flatten(exit), logBug)
       })
     })
   }

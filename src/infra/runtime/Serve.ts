@@ -44,6 +44,7 @@ import { claimHome } from "./HomeStart.js"
 import { fileIdentityOf, sameFile, watchHome } from "./HomeWatch.js"
 import { listen as listenForStop, type StopSignal } from "./StopSignals.js"
 import { createServer, makeHandler, startingHandler } from "../http/WorkerRoute.js"
+import { LOW_OPEN_FILES, openFilesLimit } from "../http/ConnectionCap.js"
 import * as NodeHashing from "../journal/NodeHashing.js"
 import { layer as journalLayer } from "../journal/SqliteJournal.js"
 import { storePath } from "../journal/StoreFile.js"
@@ -180,6 +181,14 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }) =>
     const tls = yield* wrap("loading the TLS certificate", () => loadOrCreate(options.home, options.tls))
     const server = createServer({ cert: tls.cert, key: tls.key, host: options.host, port: options.port }, startingHandler)
     const address = yield* listen(server, options.port, options.host)
+    // A low limit of open files is said at start: at it, the route, the jobs and the admin socket
+    // fail for want of descriptors, and the operator's CLI cannot reach the runtime.
+    const openFiles = openFilesLimit()
+    if (openFiles !== undefined && openFiles < LOW_OPEN_FILES) {
+      yield* Effect.logWarning(
+        `this process may have at most ${openFiles} files open (ulimit -n): the worker route holds at most ${server.maxConnections} connections, and each running job takes 5 while it starts; raise it for more than a few workers (docs/operations.md, "Open files")`
+      )
+    }
     // Closed whatever stops the start from here on (an open listener would keep the process
     // alive), and once running, before the owner's runtime closes (below).
     const closeRoute = yield* Effect.cached(closeServer(server))

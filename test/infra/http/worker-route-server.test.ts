@@ -1,10 +1,15 @@
 /** The worker route's server: the cap on connections held at once, read from the limit of open files. */
+import * as http from "node:http"
 import * as tls from "node:tls"
 import type { AddressInfo } from "node:net"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { describe, expect, it } from "vitest"
+import { Owner } from "../../../src/app/workers/Owner.js"
 import { connectionCapFor, MAX_CONNECTIONS_CEILING, MAX_CONNECTIONS_FLOOR, MAX_CONNECTIONS_UNKNOWN_LIMIT, openFilesLimitIn } from "../../../src/infra/http/ConnectionCap.js"
-import { createServer } from "../../../src/infra/http/WorkerRoute.js"
+import { createServer, makeHandler } from "../../../src/infra/http/WorkerRoute.js"
 import { loadOrCreate } from "../../../src/infra/tls/OwnerCertificate.js"
+import { capturingLogs } from "../../support/logs.js"
 import { tempDir } from "../../support/svc.js"
 
 const LIMITS = `Limit                     Soft Limit           Hard Limit           Units
@@ -14,14 +19,16 @@ Max locked memory         8388608              8388608              bytes
 `
 
 describe("the worker route's connection cap", () => {
-  it("is half the soft limit of open files, within 256 and 8,192; 4,096 where the limit is unknown", () => {
+  it("is half the soft limit of open files, within 16 and 8,192; 4,096 where the limit is unknown", () => {
     expect(openFilesLimitIn(LIMITS)).toBe(20_000)
     expect(openFilesLimitIn(LIMITS.replace("20000               ", "unlimited           "))).toBeUndefined()
     expect(openFilesLimitIn("")).toBeUndefined()
     expect(connectionCapFor(20_000)).toBe(MAX_CONNECTIONS_CEILING)
     expect(connectionCapFor(4_096)).toBe(2_048)
     expect(connectionCapFor(1_024)).toBe(512)
-    expect(connectionCapFor(100)).toBe(MAX_CONNECTIONS_FLOOR)
+    // A low limit keeps half for the rest (it was at least 256: under 64 the route took them all).
+    expect(connectionCapFor(64)).toBe(32)
+    expect(connectionCapFor(20)).toBe(MAX_CONNECTIONS_FLOOR)
     expect(connectionCapFor(undefined)).toBe(MAX_CONNECTIONS_UNKNOWN_LIMIT)
   })
 
@@ -58,5 +65,26 @@ describe("the worker route's connection cap", () => {
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
     }
+  })
+})
+
+describe("a bug on the worker route", () => {
+  it("is answered 500 without details, and said in the runtime's log with its level (it was written bare to stderr)", async () => {
+    const logs: Array<string> = []
+    // An owner whose handling of a call fails as a bug would.
+    const owner = { answerNow: () => undefined, handle: () => Effect.die(new Error("boom")) }
+    const runtime = await Effect.runPromise(Effect.scoped(Layer.toRuntime(Layer.merge(Layer.succeed(Owner, owner as unknown as Owner["Type"]), capturingLogs(logs)))))
+    const server = http.createServer(makeHandler(runtime))
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    const port = (server.address() as AddressInfo).port
+    const answered = await fetch(`http://127.0.0.1:${port}/api/worker`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: "Bearer x" },
+      body: JSON.stringify({ kind: "claim", fence: 1, waitSeconds: 0 })
+    })
+    expect(answered.status).toBe(500)
+    expect(await answered.json()).toEqual({ code: "internal", message: "the owner failed to handle this call" })
+    server.close()
+    expect(logs).toEqual(["ERROR internal error on /api/worker (a bug of svc's; the call was answered 500): Error: boom"])
   })
 })
