@@ -9,6 +9,8 @@
  * scope, rotation, takeover, Offline, revocation, and last the secret greps over everything.
  */
 import { createHash } from "node:crypto"
+import * as https from "node:https"
+import type { AddressInfo } from "node:net"
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -28,6 +30,7 @@ import {
   type ServeProcess
 } from "../support/serve.js"
 import { tempDirs } from "../support/svc.js"
+import { loadOrCreate } from "../../src/infra/tls/OwnerCertificate.js"
 
 const JOB = "hasher:checksum@1.0.0"
 
@@ -263,6 +266,29 @@ describe("svc workers between two real svc serve processes", () => {
     const kinds = (await auditRows()).map((r) => r.kind)
     expect(kinds).toEqual(["invite", "join"])
   }, 60_000)
+
+  it("a join whose answer never came says the owner may have recorded it, and what to do (network audit: it said the owner could not be reached)", async () => {
+    const token = await invite("--name", "lost-answer")
+    // A server with the owner's certificate (the token's pin holds) that takes the join and cuts the connection.
+    const material = await loadOrCreate(ownerHome)
+    const cutter = https.createServer({ cert: material.cert, key: material.key }, (req) => req.socket.destroy())
+    await new Promise<void>((resolve) => cutter.listen(0, "127.0.0.1", resolve))
+    const url = `https://127.0.0.1:${(cutter.address() as AddressInfo).port}`
+    try {
+      const home = tempDir("svc-lost-answer-")
+      const cut = await run(home, "workers", "join", editToken(token, { ...tokenPayload(token), u: url }, "recompute"))
+      expect(cut.code).toBe(2)
+      expect(cut.stderr).toBe(
+        `svc: the join was sent to ${url}, but its answer never came (socket hang up): the owner may have recorded it. Run svc workers join again with the same token: if it says the token was already redeemed, the owner recorded the join and the worker it made holds a credential nobody has: ask the owner's operator to revoke it (svc workers status there shows it Needs setup) and to invite this machine again\n`
+      )
+      expect(readdirSync(home)).not.toContain("links")
+    } finally {
+      cutter.close()
+    }
+    // The real owner never had it: the token is still good there (withdrawn here, for the tests after this one).
+    expect((await statusOf(ownerHome)).workers.map((w) => w.name)).not.toContain("lost-answer")
+    expect((await run(ownerHome, "workers", "revoke", String(tokenPayload(token)["i"]))).code).toBe(0)
+  }, 30_000)
 
   it("lets an unused invite expire at its explicit expiry", async () => {
     const token = await invite("--name", "late", "--expires", "1s")

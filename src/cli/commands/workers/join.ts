@@ -30,6 +30,18 @@ const readStdin = async (): Promise<string> => {
   return text
 }
 
+/** A join that failed before it was sent (nothing answered at all): the token is still good. */
+const notSent = (message: string): boolean => /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN/.test(message)
+
+/**
+ * A join sent whose answer never came (the connection broke, or no answer in time): the owner
+ * may have recorded it, spending the token, and the credential its answer carried is lost. The
+ * network audit found "cannot reach the owner" said then, and a second try refused as redeemed
+ * with nothing to explain it.
+ */
+export const joinUnanswered = (message: string, url: string): string =>
+  `the join was sent to ${url}, but its answer never came (${message.startsWith(`${url}: `) ? message.slice(url.length + 2) : message}): the owner may have recorded it. Run svc workers join again with the same token: if it says the token was already redeemed, the owner recorded the join and the worker it made holds a credential nobody has: ask the owner's operator to revoke it (svc workers status there shows it Needs setup) and to invite this machine again`
+
 export const join = Command.make(
   "join",
   { token: Args.text({ name: "TOKEN" }).pipe(Args.withDescription("the join token svc workers invite printed on the owner (svc_jt_...), or - to read it from stdin (a command line is visible to every local user)")), name: Options.text("name").pipe(Options.optional, Options.withDescription("this worker's human name (default: the name it had with that owner when it joins again, else the host name)")), json },
@@ -83,7 +95,9 @@ export const join = Command.make(
         ...(earlier === undefined ? {} : { previousCredential: earlier.link.credential })
       }
       const answer = yield* callOwner(pinned, agent, bearer, request).pipe(
-        Effect.mapError((e) => (e._tag === "Unreachable" ? unreachable(`cannot reach the owner: ${e.message}${loopback}`) : refused(`the owner refused: ${e.message}`))),
+        Effect.mapError((e) =>
+          e._tag === "Refusal" ? refused(`the owner refused: ${e.message}`) : unreachable(notSent(e.message) ? `cannot reach the owner: ${e.message}${loopback}` : joinUnanswered(e.message, content.url))
+        ),
         Effect.ensuring(Effect.sync(() => agent.destroy()))
       )
       if (answer.kind !== "joined") return yield* refused(`the owner answered ${answer.kind} to join`)
