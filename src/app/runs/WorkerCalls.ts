@@ -46,7 +46,6 @@ export const stopsIn = (s: OwnerState, workerId: string): ReadonlyArray<string> 
     .filter(({ a }) => a.state === "stopping" || a.state === "superseded")
     .map(({ id }) => id)
 
-
 /** What the worker side uses of the dispatcher. */
 export interface WorkerCallsContext {
   readonly state: Effect.Effect<OwnerState>

@@ -177,7 +177,15 @@ export const runLink = (
     const takeCredential = (answer: WorkerResponse) => {
       if (answer.kind === "joined" || answer.kind === "left" || answer.newCredential === null) return Effect.void
       const until = answer.newCredential.previousValidUntil
+      // Saved: what an earlier one that could not be saved left in the status is over.
+      const saved = Ref.update(status, (m) => {
+        const current = m.get(link.key)
+        if (current?.credentialNotSaved === undefined) return m
+        const { credentialNotSaved: _over, ...rest } = current
+        return new Map(m).set(link.key, rest)
+      })
       return transport.saveCredential(answer.newCredential.credential).pipe(
+        Effect.zipRight(saved),
         Effect.zipRight(Effect.logInfo(`the owner at ${link.url} rotated ${link.name}'s credential: the new one is saved in its link (the old one works until ${until})`)),
         // Said, not ended on: the link goes on with the new credential in memory. The old one in
         // the link file is refused after its grace: a restart after that must join again.

@@ -413,15 +413,21 @@ describe("the link's credential", () => {
       const status = yield* Ref.make<ReadonlyMap<string, LinkStatus>>(new Map())
       const handOver = { credential: "svc_wk_new", previousValidUntil: "2026-01-01T00:05:00Z" }
       let calls = 0
+      let saved = 0
+      let handOverAgain = false
+      let handedAgain = false
       const transport = credentialTransport(
         (credential, request) =>
           Effect.sync(() => {
             sent.push(`${request.kind}:${credential}`)
             calls++
-            return request.kind === "hello" ? welcome() : { kind: "ack" as const, stop: [], newCredential: calls === 2 ? handOver : null }
+            const again = handOverAgain && !handedAgain
+            if (again) handedAgain = true
+            return request.kind === "hello" ? welcome() : { kind: "ack" as const, stop: [], newCredential: calls === 2 ? handOver : again ? { ...handOver, credential: "svc_wk_newer" } : null }
           }),
         "svc_wk_old",
-        () => Effect.fail(new CredentialNotSaved({ message: "/home/x/.svc/links/k.json: EROFS: read-only file system" }))
+        // The first save fails; a later one (the link made writable, another rotation) does not.
+        () => (saved++ === 0 ? Effect.fail(new CredentialNotSaved({ message: "/home/x/.svc/links/k.json: EROFS: read-only file system" })) : Effect.void)
       )
       const fiber = yield* Effect.fork(runLink(link, transport, Effect.succeed(offer), status).pipe(Effect.provide(capturingLogs(logs))))
       yield* TestClock.adjust("12 seconds")
@@ -435,6 +441,11 @@ describe("the link's credential", () => {
         "ERROR the owner at https://owner rotated lab-1's credential, but the new one could not be saved in its link: /home/x/.svc/links/k.json: EROFS: read-only file system; this process uses it, and the link's old one works until 2026-01-01T00:05:00Z: make the link writable before then (a restart after it is refused, and the machine must join again)"
       ])
       expect(logs.join("\n")).not.toContain("svc_wk_new")
+      // A later credential saved: the status no longer says the earlier one was not.
+      expect((yield* Ref.get(status)).get("k")?.credentialNotSaved).toBeDefined()
+      handOverAgain = true
+      yield* TestClock.adjust("10 seconds")
+      expect((yield* Ref.get(status)).get("k")?.credentialNotSaved).toBeUndefined()
       yield* Fiber.interrupt(fiber)
     })
   )
