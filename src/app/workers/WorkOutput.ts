@@ -1,8 +1,9 @@
 /**
  * An attempt's output on its way from a worker to its owner (docs/runs.md, "Output"): read from
  * the worker's copy as deltas that fit in what is left of a body (at most 64 KiB), and carried
- * by one call at a time, so that no piece goes twice. Heartbeats (WorkHeartbeats.ts) and the
- * report (WorkReports.ts) both send it.
+ * by one call at a time. A piece whose answer was lost goes again from the same offset; its `at`
+ * (revision 4) lets the owner write it once (OutputPieces.ts). Heartbeats (WorkHeartbeats.ts)
+ * and the report (WorkReports.ts) both send it.
  */
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
