@@ -6,8 +6,11 @@
  * own owner runtime, so the total running never exceeds its capacity.
  *
  * An attempt outlives the session that claimed it: after a reconnect the hello lists it and the
- * report goes out with the new session's fence. An attempt the owner says to stop is stopped and
- * not reported; a report the owner refuses (superseded) is dropped: its activity runs elsewhere.
+ * report goes out with the new session's fence (one already on its way under the session before,
+ * refused as fenced, goes again under the new one). An attempt the owner says to stop is stopped
+ * and not reported; a report the owner refuses (superseded) is dropped: its activity runs
+ * elsewhere. A job this worker does not hold is declined; one whose bag it cannot read now (too
+ * many open files) fails, since a decline would keep it from that run for good.
  *
  * This module claims and runs attempts, and holds what the other parts share (`WorkState`):
  * the output they send is read by WorkOutput.ts, the heartbeats are WorkHeartbeats.ts, and the
