@@ -308,6 +308,7 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
       // not take it) has its output taken back, so the same report sent again writes it once.
       const before = output === undefined ? undefined : yield* files.sizes(attempt)
       const marksBefore = written.get(attempt)
+      const lostBefore = outputLost.get(attempt)
       if (output !== undefined) yield* appendOutput(worker, output)
       const lost = outputLost.get(attempt)
       const failed = lost !== undefined && outcome.ok
@@ -322,7 +323,14 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
           before === undefined
             ? Effect.void
             : Effect.zipRight(
-                Effect.sync(() => (marksBefore === undefined ? written.delete(attempt) : written.set(attempt, marksBefore))),
+                Effect.sync(() => {
+                  // As it was before this report, what it found it could not write too: the report
+                  // sent again (the disk freed meanwhile) writes its output and is not failed for it.
+                  if (marksBefore === undefined) written.delete(attempt)
+                  else written.set(attempt, marksBefore)
+                  if (lostBefore === undefined) outputLost.delete(attempt)
+                  else outputLost.set(attempt, lostBefore)
+                }),
                 files.truncate(attempt, before)
               )
         ),

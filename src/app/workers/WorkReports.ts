@@ -17,10 +17,7 @@ import type { Slots } from "./Slots.js"
 import type { Call, Entry, Running, Stop, WorkState } from "./Work.js"
 import { BODY_SLACK, MAX_REPORT_BYTES, notCarried, type Delta } from "./WorkOutput.js"
 
-/** How long a report refused as fenced waits for this process's own new session to show (its hello may still be on its way back). */
-export const SESSION_SETTLES_MS = 5_000
-
-/** A report's call refused as fenced by this process's own newer session: sent again under it. */
+/** A report's call refused as fenced: sent again (under the link's newer session, once it has one). */
 class SessionMoved extends Data.TaggedError("SessionMoved")<{ readonly message: string }> {}
 
 /** How long a report asking for the next attempt keeps its slot for it before giving it back. */
@@ -44,30 +41,19 @@ export const makeWorkReports = ({ slots, call, state, delta, stop, revision }: W
     schedule: Schedule.exponential(Duration.seconds(1)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(10))))
   }
 
-  /** Whether this process's link has a session other than `fence` now, or within SESSION_SETTLES (polled). */
-  const sessionMovedOn = (fence: number, waited = 0): Effect.Effect<boolean> =>
-    state.fence !== fence
-      ? Effect.succeed(true)
-      : waited >= SESSION_SETTLES_MS
-        ? Effect.succeed(false)
-        : Effect.zipRight(Effect.sleep(Duration.millis(100)), Effect.suspend(() => sessionMovedOn(fence, waited + 100)))
-
   /**
-   * A call of the report, refused as fenced because it crossed this process's own new session:
-   * the link said hello again (a connection cut) while the call was on its way under the session
-   * before. It goes again under the new one (the network audit saw the job's result dropped and
-   * the job run again). If no new session of this process comes within SESSION_SETTLES_MS,
-   * another process holds the session, the refusal stands, and the link ends.
+   * A call of the report, refused as fenced: it crossed this process's own new session (the link
+   * said hello again after a cut connection while the call was on its way under the session
+   * before; the network audit saw the job's result dropped and the job run again), or another
+   * process holds the session. It is sent again, as to an owner not reachable, each time under the
+   * session the link has then: in the first case it is taken once the link's hello is through
+   * (however long its backoff; a fixed wait of 5 s was not enough); in the second the link ends,
+   * stopping its work, this report with it.
    */
   const send = (build: () => WorkerRequest) =>
-    Effect.suspend(() => {
-      const fence = state.fence
-      return Effect.catchAll(call(build()), (e): Effect.Effect<never, Refusal | Unreachable | SessionMoved> =>
-        e._tag === "Refusal" && e.code === "fenced"
-          ? Effect.flatMap(sessionMovedOn(fence), (moved) => Effect.fail(moved ? new SessionMoved({ message: e.message }) : e))
-          : Effect.fail(e)
-      )
-    })
+    Effect.catchAll(Effect.suspend(() => call(build())), (e): Effect.Effect<never, Refusal | Unreachable | SessionMoved> =>
+      Effect.fail(e._tag === "Refusal" && e.code === "fenced" ? new SessionMoved({ message: e.message }) : e)
+    )
 
   /**
    * Report and claim the next (docs/protocol.md): a report may ask for the next attempt placed

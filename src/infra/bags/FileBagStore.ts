@@ -84,11 +84,17 @@ export const make = (home: string) => {
 
   return BagStore.of({
     list: wrap("reading the bag store", async () => {
-      const entries = await fs.readdir(root, { withFileTypes: true }).catch((e: unknown) => unlessAbsent(e, []))
+      // A listing shows what it can read: a store or a bag it cannot read now (too many open files,
+      // a directory another user made) is left out, not the whole listing refused (one unreadable
+      // entry hid every bag from a worker's offer). Asked for by name (`get`), it is said.
+      const entries = await fs.readdir(root, { withFileTypes: true }).catch(() => [])
       const bags: Array<InstalledBag> = []
       for (const e of entries) {
         if (!e.isDirectory() || e.name.startsWith(".")) continue
-        const bag = await read(e.name)
+        const bag = await read(e.name).catch((failure: unknown) => {
+          if (failure instanceof BagStoreError) throw failure
+          return undefined
+        })
         if (bag !== undefined) bags.push(bag)
       }
       return bags.sort((a, b) => a.name.localeCompare(b.name))

@@ -1242,6 +1242,22 @@ describe("a journal or output directory that takes no writes (a full disk)", () 
     }).pipe(Effect.provide(FullOwner))
   )
 
+  it.effect("a report refused while neither the journal nor the output files take writes succeeds when sent again once they do (attack audit: it was failed for the output it could not write then)", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const a = yield* runningOn(w)
+      const reporting = { kind: "report", fence: w.fence, attempt: a.id, outcome: { ok: true, result: { text: "hi", length: 2 }, exitCode: 0 }, output: { attempt: a.id, stdout: "done\n", stderr: "", at: { stdout: [0, 5], stderr: [0, 0] } } } as const
+      full = true
+      outputFull = true
+      expect(yield* call(w.credential, reporting)).toMatchObject(Either.left({ code: "unavailable" }))
+      full = false
+      outputFull = false
+      ok(yield* call(w.credential, reporting), "ack")
+      expect(yield* show(a.runId)).toMatchObject({ state: "succeeded", error: null, output: { stdout: "done\n" } })
+    }).pipe(Effect.provide(FullOwner))
+  )
+
   it.effect("the outcome of a run on the owner is recorded once the journal takes it, tried again every 5 s: the run is not left running", () =>
     Effect.gen(function* () {
       const logs: Array<string> = []

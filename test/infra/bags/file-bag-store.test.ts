@@ -21,6 +21,7 @@ describe("the bag store on disk", () => {
     const store = FileBagStore.make(home)
     const failed = await Effect.runPromise(Effect.flip(store.get("hello")))
     expect(failed).toMatchObject({ reason: "Io", message: "reading bag hello: EISDIR" })
-    expect(await Effect.runPromise(Effect.flip(store.list))).toMatchObject({ reason: "Io", message: "reading the bag store: EISDIR" })
+    // A listing leaves it out: one unreadable entry hid every bag from a worker's offer.
+    expect(await Effect.runPromise(store.list)).toEqual([])
   })
 })
