@@ -179,8 +179,16 @@ export const start = (launch: Launch, cwd: string, env: Record<string, string>, 
     if (stdin == null || stdout == null || stderr == null) return running
     stdout.on("data", (chunk: Buffer) => running.stdoutTail.push(chunk))
     stderr.on("data", (chunk: Buffer) => running.stderrTail.push(chunk))
-    stdout.pipe(files.stdout)
-    stderr.pipe(files.stderr)
+    for (const [source, sink] of [[stdout, files.stdout], [stderr, files.stderr]] as const) {
+      source.pipe(sink)
+      // A file that fails (a full disk) takes no more: the job's output is read on and let go (the
+      // run fails for it, ChildExecutor.ts), or the pipe stayed paused and the job blocked on its
+      // next write until its timeout.
+      sink.once("error", () => {
+        source.unpipe(sink)
+        source.resume()
+      })
+    }
     // A child that never reads its input closes the pipe under us (EPIPE): that is its choice.
     stdin.on("error", () => {})
     stdin.end(input)

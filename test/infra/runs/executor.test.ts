@@ -378,6 +378,18 @@ describe("ChildExecutor", () => {
       }).pipe(Effect.provide(ExecutorLive))
     )
 
+    it.live("a job whose output cannot be written (a full disk) runs to its end and fails saying so: it does not block on its output", () =>
+      Effect.gen(function* () {
+        // /dev/full takes no byte (ENOSPC); the job writes more than a pipe holds.
+        const s = spec({ runs: { using: "process", command: [process.execPath, "-e", "process.stdout.write('x'.repeat(1 << 20)); console.log(JSON.stringify({ done: true }))"] }, stdoutFile: "/dev/full", timeoutMs: 20_000 })
+        const started = Date.now()
+        const outcome = yield* run(s)
+        expect(outcome).toMatchObject({ ok: false, result: null, exitCode: 0 })
+        expect(outcome.error).toMatch(/^its output could not be written to \/dev\/full: ENOSPC/)
+        expect(Date.now() - started).toBeLessThan(15_000)
+      }).pipe(Effect.provide(ExecutorLive))
+    )
+
     it.live("stopping during a preflight stops it, and the job never starts", () =>
       Effect.gen(function* () {
         const executor = yield* Executor
