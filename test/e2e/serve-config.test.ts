@@ -741,7 +741,7 @@ describe("start-up", () => {
     const home = tempDir("svc-cfg-nofile-")
     const low = await startServe("low nofile", home, transcript, { openFiles: 512 })
     expect(low.output()).toContain(
-      `WARN this process may have at most 512 files open (ulimit -n): the worker route holds at most 256 connections, and each running job takes 5 while it starts; raise it for more than a few workers (docs/operations.md, "Open files")`
+      `WARN this process may have at most 512 files open (ulimit -n): the worker route holds at most 224 connections, and each running job takes 5 while it starts; raise it for more than a few workers (docs/operations.md, "Open files")`
     )
     expect((await low.stop()).code).toBe(0)
   })

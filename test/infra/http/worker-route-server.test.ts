@@ -19,16 +19,17 @@ Max locked memory         8388608              8388608              bytes
 `
 
 describe("the worker route's connection cap", () => {
-  it("is half the soft limit of open files, within 16 and 8,192; 4,096 where the limit is unknown", () => {
+  it("is half the soft limit of open files less 64, within 16 and 8,192; 4,096 where the limit is unknown", () => {
     expect(openFilesLimitIn(LIMITS)).toBe(20_000)
     expect(openFilesLimitIn(LIMITS.replace("20000               ", "unlimited           "))).toBeUndefined()
     expect(openFilesLimitIn("")).toBeUndefined()
     expect(connectionCapFor(20_000)).toBe(MAX_CONNECTIONS_CEILING)
-    expect(connectionCapFor(4_096)).toBe(2_048)
-    expect(connectionCapFor(1_024)).toBe(512)
-    // A low limit keeps half for the rest (it was at least 256: under 64 the route took them all).
-    expect(connectionCapFor(64)).toBe(32)
-    expect(connectionCapFor(20)).toBe(MAX_CONNECTIONS_FLOOR)
+    expect(connectionCapFor(4_096)).toBe(2_016)
+    expect(connectionCapFor(1_024)).toBe(480)
+    // A low limit keeps what the runtime holds at rest, and half the rest (it was at least 256:
+    // under 64 the route took them all; then half of 40, with 29 held at rest, starved the CLI).
+    expect(connectionCapFor(128)).toBe(32)
+    expect(connectionCapFor(64)).toBe(MAX_CONNECTIONS_FLOOR)
     expect(connectionCapFor(undefined)).toBe(MAX_CONNECTIONS_UNKNOWN_LIMIT)
   })
 
