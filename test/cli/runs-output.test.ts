@@ -86,7 +86,7 @@ describe("svc runs show", () => {
     // The owner's own attempt that waited for a slot (other owners' work on this machine held them).
     const waited = { ...late, host: "owner", hostName: "owner" }
     expect(showLines(detail({ attemptRecords: [waited] } as unknown as Partial<RunDetail>))).toContain(
-      "attempt rAbc123.1 on owner: reported; ran 3.02 s (it ended 58.1 s after its start: it waited for a free slot first)"
+      "attempt rAbc123.1 on owner: reported; ran 3.02 s (it ended 58.1 s after its start: the rest it waited, for a free slot or for its outcome to be recorded)"
     )
     const prompt = { ...ended, ranMs: 12_100 }
     expect(showLines(detail({ attemptRecords: [prompt] } as unknown as Partial<RunDetail>))).toContain("attempt rAbc123.1 on lab-1: reported; 12.3 s from its start to its end")

@@ -14,8 +14,9 @@ import type { CommandRejected } from "../journal/Projections.js"
 
 export const RECORD_AGAIN_EVERY = Duration.seconds(5)
 
-export const recordAgain = <A>(what: string, record: Effect.Effect<A, CommandRejected | StreamConflict | JournalError>): Effect.Effect<A, CommandRejected> =>
-  Effect.gen(function* () {
+export const recordAgain = <A>(what: string, record: Effect.Effect<A, CommandRejected | StreamConflict | JournalError>): Effect.Effect<A, CommandRejected> => {
+  let failed = false
+  return Effect.gen(function* () {
     for (let tries = 1; ; tries++) {
       const recorded = yield* Effect.either(record)
       if (recorded._tag === "Right") {
@@ -25,6 +26,11 @@ export const recordAgain = <A>(what: string, record: Effect.Effect<A, CommandRej
       const e = recorded.left
       if (e._tag === "CommandRejected") return yield* Effect.fail(e)
       if (tries === 1) yield* Effect.logError(`${what} could not be recorded: ${e.message}; svc tries again every ${Duration.toSeconds(RECORD_AGAIN_EVERY)} s`)
+      failed = true
       yield* Effect.sleep(RECORD_AGAIN_EVERY)
     }
-  })
+  }).pipe(
+    // Stopped while still trying (the runtime stops): said, since the next start places the run again.
+    Effect.onInterrupt(() => (failed ? Effect.logWarning(`${what} was not recorded before the stop: the next start places its run again`) : Effect.void))
+  )
+}

@@ -95,7 +95,15 @@ export const makeWorkReports = ({ slots, call, state, delta, stop, revision }: W
         }
         return entry.giveBack ?? Effect.void
       })
-      const letGo = (e: Refusal | Unreachable | SessionMoved) => (e._tag === "Refusal" ? Effect.void : giveUp)
+      // Not taken, and sent again: said once per report (a report retried through an owner's
+      // 503s, its other calls answered, went unsaid).
+      let said = false
+      const letGo = (e: Refusal | Unreachable | SessionMoved) => {
+        if (e._tag === "Refusal") return Effect.void
+        if (said) return giveUp
+        said = true
+        return Effect.zipRight(Effect.logWarning(`the report of ${attempt} was not taken (${e.message}); it is sent again until it is`), giveUp)
+      }
       // How long it ran, said in whole milliseconds: its report may arrive much later.
       const ran = ranMsOf(outcome.durationMs)
       // Revision 2: an owner before it refuses the field, and with it every report.

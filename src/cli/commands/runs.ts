@@ -250,9 +250,10 @@ const spanOf = (state: string, span: number, ranMs: number | undefined, onOwner:
       state === "ceased"
       ? `; ${lasted(span)} from its start until it stopped counting`
     : ranMs !== undefined && span - ranMs > 2_000
-      ? // On the owner, the gap is a wait for one of the machine's slots (other owners' work held them).
+      ? // On the owner, the gap is a wait for one of the machine's slots (other owners' work held
+        // them), or for the journal to take its outcome (a full disk: RecordAgain.ts).
         onOwner
-        ? `; ran ${lasted(ranMs)} (it ended ${lasted(span)} after its start: it waited for a free slot first)`
+        ? `; ran ${lasted(ranMs)} (it ended ${lasted(span)} after its start: the rest it waited, for a free slot or for its outcome to be recorded)`
         : `; ran ${lasted(ranMs)} (its report reached the owner ${lasted(span)} after its start)`
       : `; ${lasted(span)} from its start to its end`
 

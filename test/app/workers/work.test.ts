@@ -20,6 +20,7 @@ import { HAND_OVER_WITHIN, makeWork, MAX_REPORT_BYTES, type WorkSide } from "../
 import { makeSlots, type Slots } from "../../../src/app/workers/Slots.js"
 import * as ChildExecutor from "../../../src/infra/runs/ChildExecutor.js"
 import * as FileRunFiles from "../../../src/infra/runs/FileRunFiles.js"
+import { capturingLogs } from "../../support/logs.js"
 
 const bagDir = fs.mkdtempSync(nodePath.join(os.tmpdir(), "svc-work-bag-"))
 // Sleeps for input.ms, printing its pid first (stderr), then its result.
@@ -522,11 +523,14 @@ describe("the worker side of runs", () => {
         return away-- > 0 ? Effect.fail(new Unreachable({ message: "connection refused" })) : undefined
       })
       const w = yield* makeWork(sideWith(slots, ChildExecutor.make()), o.call)
-      const f = yield* Effect.fork(w.session(1))
+      const logs: Array<string> = []
+      const f = yield* Effect.fork(w.session(1).pipe(Effect.provide(capturingLogs(logs))))
       yield* until("the report of rU.1", () => o.reports.length === 1, 15_000)
       expect(o.reports[0]).toMatchObject({ attempt: "rU.1", ok: true, result: { done: 1 } })
       const tries = o.calls.filter((r) => r.kind === "report" && r.attempt === "rU.1")
       expect(tries).toHaveLength(3)
+      // Said once, not at each try.
+      expect(logs.filter((l) => l.includes("was not taken"))).toEqual(["WARN the report of rU.1 was not taken (connection refused); it is sent again until it is"])
       yield* until("both finished", () => w.running().length === 0)
       expect(o.calls.filter((r) => r.kind === "report" && r.attempt === "rU.2")).toHaveLength(1)
       yield* Fiber.interrupt(f)
