@@ -160,6 +160,8 @@ interface Linked {
   readonly workerId: string
   readonly fence: number
   readonly labels: ReadonlyArray<string>
+  /** The session's key its welcome gave (a hello resuming the session presents it). */
+  readonly sessionKey?: string
 }
 
 /** Invite, join and hello: a linked worker with its credential and fence. */
@@ -168,7 +170,7 @@ const linked = (name: string, labels: ReadonlyArray<string> = ["gpu=true", "os=l
     const { token } = yield* (yield* Owner).invite({ scope, expiresInMs: null, name, actor: "operator" })
     const joined = ok(yield* call(token, { kind: "join", name }), "joined")
     const welcome = ok(yield* call(joined.credential, { kind: "hello", protocol: 1, running: [] }), "welcome")
-    return { credential: joined.credential, workerId: joined.workerId, fence: welcome.fence, labels } satisfies Linked
+    return { credential: joined.credential, workerId: joined.workerId, fence: welcome.fence, labels, ...(welcome.sessionKey === undefined ? {} : { sessionKey: welcome.sessionKey }) } satisfies Linked
   })
 
 /** The worker's offer: it holds both jobs of the bag. */
@@ -1154,13 +1156,10 @@ describe("a claim's answer that never arrived", () => {
 
   it.effect("the same process saying hello again without it (its link started again) has it placed again, said as an answer that never arrived, not a restart", () =>
     Effect.gen(function* () {
-      const { token } = yield* (yield* Owner).invite({ scope: [], expiresInMs: null, name: "lab-1", actor: "operator" })
-      const joined = ok(yield* call(token, { kind: "join", name: "lab-1" }), "joined")
-      const welcome = ok(yield* call(joined.credential, { kind: "hello", protocol: 1, running: [] }), "welcome")
-      const w: Linked = { credential: joined.credential, workerId: joined.workerId, fence: welcome.fence, labels: ["gpu=true", "os=linux"] }
+      const w = yield* linked("lab-1")
       yield* advertise(w)
       const { runId } = yield* runningOn(w)
-      ok(yield* call(w.credential, { kind: "hello", protocol: 1, running: [], resumes: { fence: w.fence, key: welcome.sessionKey! } }), "welcome")
+      ok(yield* call(w.credential, { kind: "hello", protocol: 1, running: [], resumes: { fence: w.fence, key: w.sessionKey! } }), "welcome")
       expect(attempt(yield* show(runId), 1)).toMatchObject({ state: "ceased", reason: "its worker's link started again without it: the answer that handed it out never arrived" })
     }).pipe(Effect.provide(TestOwner))
   )
