@@ -17,6 +17,7 @@ import { callRoute, ownerCa, startServe, stopAllServes, svcIn, Transcript, waitF
 import { SVC_BIN, svc, tempDir } from "../support/svc.js"
 import { formatJoinToken, makeCredential } from "../../src/domain/workers/Secrets.js"
 import { adminCall } from "../../src/infra/http/AdminApi.js"
+import { processStat } from "../../src/infra/runs/Processes.js"
 
 const transcript = new Transcript()
 afterAll(stopAllServes)
@@ -700,13 +701,7 @@ describe("start-up", () => {
     const pidsSoFar = () => (existsSync(pids) ? readFileSync(pids, "utf8").trim().split("\n").filter((l) => l !== "").map(Number) : [])
     // A killed orphan is a zombie until this machine's init reaps it, which can take a while
     // under load (signal 0 reaches a zombie): dead all the same.
-    const isAlive = (pid: number) => {
-      try {
-        return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.[0] !== "Z"
-      } catch {
-        return false
-      }
-    }
+    const isAlive = (pid: number) => processStat(pid) !== null
     const before = await startServe("owner killed", home, transcript)
     const submitted = await svcIn(transcript, home, ["run", "long:nap@1.0.0", "--json"])
     expect(submitted.code, submitted.stderr).toBe(0)

@@ -34,6 +34,13 @@ const fieldsOf = (pid: number): ReadonlyArray<string> | null => {
  */
 export const startTimeOf = (pid: number): string | null => fieldsOf(pid)?.[19] ?? null
 
+/** What /proc says of a live process, or null if it is gone, a zombie, or unknown here. */
+export const processStat = (pid: number): ProcessStat | null => {
+  const fields = fieldsOf(pid)
+  const start = fields?.[19]
+  return fields === null || start === undefined ? null : { pid, parent: Number(fields[1]), group: Number(fields[2]), start }
+}
+
 /** Every live process of this machine (that this one may read), by pid; empty where /proc is not there. */
 const everyProcess = (): ReadonlyArray<ProcessStat> => {
   let names: ReadonlyArray<string>
@@ -46,10 +53,8 @@ const everyProcess = (): ReadonlyArray<ProcessStat> => {
   for (const name of names) {
     const pid = Number(name)
     if (!Number.isInteger(pid) || pid <= 0) continue
-    const fields = fieldsOf(pid)
-    const start = fields?.[19]
-    if (fields === null || start === undefined) continue
-    all.push({ pid, parent: Number(fields[1]), group: Number(fields[2]), start })
+    const stat = processStat(pid)
+    if (stat !== null) all.push(stat)
   }
   return all
 }

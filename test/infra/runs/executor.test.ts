@@ -16,6 +16,7 @@ import * as TestClock from "effect/TestClock"
 import * as Clock from "effect/Clock"
 import { Executor, type ExecutionSpec } from "../../../src/app/runs/Executor.js"
 import { sleepFor } from "../../../src/infra/runs/Child.js"
+import { processStat } from "../../../src/infra/runs/Processes.js"
 import { layerWith } from "../../../src/infra/runs/ChildExecutor.js"
 
 const bagDir = fileURLToPath(new URL("../../fixtures/executor/bag", import.meta.url))
@@ -335,13 +336,7 @@ describe("ChildExecutor", () => {
         expect(job).toMatchObject({ ok: false, error: "timed out after 500ms" })
         // The sleeps the shells started were stopped with them (they outlived a stop before). An
         // orphan killed is a zombie until this machine's init reaps it: dead all the same.
-        const running = (pid: number) => {
-          try {
-            return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.[0] !== "Z"
-          } catch {
-            return false
-          }
-        }
+        const running = (pid: number) => processStat(pid) !== null
         for (const name of ["pg-check", "pg-job"]) {
           const pid = Number(readFileSync(pidFile(name), "utf8"))
           expect(pid).toBeGreaterThan(0)
@@ -361,19 +356,12 @@ describe("ChildExecutor", () => {
         for (let i = 0; i < 500 && !(existsSync(own) && existsSync(inner)); i++) yield* Effect.sleep(Duration.millis(20))
         const pids = [own, inner].map((file) => Number(readFileSync(file, "utf8")))
         // Each left the job's group: signalling the group alone left them running (they did before).
-        const field = (pid: number, n: number) => Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ")[n])
-        const job = field(pids[0]!, 1)
-        expect(field(job, 2)).toBe(job)
-        for (const pid of pids) expect(field(pid, 2)).not.toBe(job)
+        const job = processStat(pids[0]!)!.parent
+        expect(processStat(job)!.group).toBe(job)
+        for (const pid of pids) expect(processStat(pid)!.group).not.toBe(job)
         yield* Fiber.interrupt(fiber)
         // Killed orphans are zombies until this machine's init reaps them: dead all the same.
-        const running = (pid: number) => {
-          try {
-            return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.[0] !== "Z"
-          } catch {
-            return false
-          }
-        }
+        const running = (pid: number) => processStat(pid) !== null
         for (const pid of pids) expect(running(pid), `sleep ${pid}`).toBe(false)
       }).pipe(Effect.provide(ExecutorLive))
     )
