@@ -4,7 +4,6 @@
  * the next attempt placed on this worker, which then takes the reported attempt's slot: while it
  * is in flight the slot is held for that attempt, within HAND_OVER_WITHIN, then given back.
  */
-import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -16,9 +15,6 @@ import { jsonBytes, MAX_BODY_BYTES, type OutputDelta, type Refusal, type WorkerR
 import type { Slots } from "./Slots.js"
 import type { Call, Entry, Running, Stop, WorkState } from "./Work.js"
 import { BODY_SLACK, MAX_REPORT_BYTES, notCarried, type Delta } from "./WorkOutput.js"
-
-/** A report's call refused as fenced: sent again (under the link's newer session, once it has one). */
-class SessionMoved extends Data.TaggedError("SessionMoved")<{ readonly message: string }> {}
 
 /** How long a report asking for the next attempt keeps its slot for it before giving it back. */
 export const HAND_OVER_WITHIN = Duration.seconds(2)
@@ -36,24 +32,20 @@ export interface WorkReportsContext {
 
 export const makeWorkReports = ({ slots, call, state, delta, stop, revision }: WorkReportsContext) => {
   const { running } = state
-  const whileUnreachable = {
-    while: (e: Refusal | Unreachable | SessionMoved) => e._tag === "Unreachable" || e._tag === "SessionMoved",
+  /**
+   * A report's call is sent again while the owner cannot be reached, and when refused as fenced:
+   * it crossed this process's own new session (the link said hello again after a cut connection
+   * while the call was on its way under the session before; the network audit saw the job's
+   * result dropped and the job run again), or another process holds the session. Each time it
+   * goes under the session the link has then: in the first case it is taken once the link's
+   * hello is through (however long its backoff; a fixed wait of 5 s was not enough); in the
+   * second the link ends, stopping its work, this report with it.
+   */
+  const sentAgain = (e: Refusal | Unreachable) => e._tag === "Unreachable" || e.code === "fenced"
+  const whileSentAgain = {
+    while: sentAgain,
     schedule: Schedule.exponential(Duration.seconds(1)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(10))))
   }
-
-  /**
-   * A call of the report, refused as fenced: it crossed this process's own new session (the link
-   * said hello again after a cut connection while the call was on its way under the session
-   * before; the network audit saw the job's result dropped and the job run again), or another
-   * process holds the session. It is sent again, as to an owner not reachable, each time under the
-   * session the link has then: in the first case it is taken once the link's hello is through
-   * (however long its backoff; a fixed wait of 5 s was not enough); in the second the link ends,
-   * stopping its work, this report with it.
-   */
-  const send = (build: () => WorkerRequest) =>
-    Effect.catchAll(Effect.suspend(() => call(build())), (e): Effect.Effect<never, Refusal | Unreachable | SessionMoved> =>
-      Effect.fail(e._tag === "Refusal" && e.code === "fenced" ? new SessionMoved({ message: e.message }) : e)
-    )
 
   /**
    * Report and claim the next (docs/protocol.md): a report may ask for the next attempt placed
@@ -98,8 +90,8 @@ export const makeWorkReports = ({ slots, call, state, delta, stop, revision }: W
       // Not taken, and sent again: said once per report (a report retried through an owner's
       // 503s, its other calls answered, went unsaid).
       let said = false
-      const letGo = (e: Refusal | Unreachable | SessionMoved) => {
-        if (e._tag === "Refusal") return Effect.void
+      const letGo = (e: Refusal | Unreachable) => {
+        if (!sentAgain(e)) return Effect.void
         if (said) return giveUp
         said = true
         return Effect.zipRight(Effect.logWarning(`the report of ${attempt} was not taken (${e.message}); it is sent again until it is`), giveUp)
@@ -146,13 +138,13 @@ export const makeWorkReports = ({ slots, call, state, delta, stop, revision }: W
         for (;;) {
           const d = yield* delta(attempt, r, roomFor(body()))
           if (!d.more) {
-            const answer = yield* send(() => body(d.delta)).pipe(Effect.tapError(letGo), Effect.retry(whileUnreachable))
+            const answer = yield* Effect.suspend(() => call(body(d.delta))).pipe(Effect.tapError(letGo), Effect.retry(whileSentAgain))
             r.offsets = d.next
             return answer
           }
-          const answer = yield* send(() => ({ kind: "heartbeat", fence: state.fence, running: [...running.keys()], output: [d.delta] })).pipe(
+          const answer = yield* Effect.suspend(() => call({ kind: "heartbeat", fence: state.fence, running: [...running.keys()], output: [d.delta] })).pipe(
             Effect.tapError(letGo),
-            Effect.retry(whileUnreachable)
+            Effect.retry(whileSentAgain)
           )
           r.offsets = d.next
           if (answer.kind === "ack") yield* stop(answer.stop.filter((id) => id !== attempt))
