@@ -38,4 +38,4 @@ export const runtimeEnv = async (home: string, env: NodeJS.ProcessEnv = process.
 }
 
 /** The settings svc reads (docs/operations.md). */
-export const SETTINGS: ReadonlyArray<string> = ["SVC_WORKFLOW_CAPACITY", "SVC_WORKFLOW_LABELS", "SVC_WORKFLOW_RETAINED_RUNS"]
+export const SETTINGS: ReadonlyArray<string> = ["SVC_WORKFLOW_CAPACITY", "SVC_WORKFLOW_LABELS", "SVC_WORKFLOW_RETAINED_RUNS", "SVC_WORKFLOW_OUTPUT_LIMIT"]

@@ -11,7 +11,7 @@
  * | `lab:beta`     | `pool-b=yes`   | worker b (a lacks the label and is out of scope)         |
  * | `lab:nowhere`  | `pool-c=yes`   | nowhere: blocked, every candidate excluded               |
  * | `lab:slow`     | `pool-a=yes`   | a or b (both in scope, both labelled), by `--prefer host=X` |
- * | `lab:loud`     | `pool-b=yes`   | worker b: prints more than a body of the route carries   |
+ * | `lab:loud`     | `pool-b=yes`   | worker b: prints more than a body of the route carries, or than the owner keeps (512 KiB) |
  *
  * Workers: a has labels `pool-a=yes,host=a` and scope alpha + slow; b has
  * `pool-a=yes,pool-b=yes,host=b` and scope beta + slow + loud. (Labels are one value per key, so b
@@ -296,7 +296,7 @@ beforeAll(async () => {
   bagDir = join(tempDir("svc-runs-bag-"), "lab")
   writeBag(bagDir)
 
-  owner = await startServe("owner", ownerHome, transcript)
+  owner = await startServe("owner", ownerHome, transcript, { env: { SVC_WORKFLOW_OUTPUT_LIMIT: "512KiB" } })
   await Promise.all(
     [ownerHome, aHome, bHome].map(async (home) => {
       const r = await run(home, "bag", "install", bagDir)
@@ -514,6 +514,22 @@ describe("runs between an owner and two real worker processes", () => {
     expect(printed.endsWith(loudRun.output.stdout)).toBe(true)
     expect(loudRun.output.stdout.length).toBeGreaterThan(30_000)
     expect(loudRun.output.stderr.endsWith("warning 749\n")).toBe(true)
+    // More than the owner keeps of a stream (its SVC_WORKFLOW_OUTPUT_LIMIT, 512 KiB here; worker b
+    // keeps its default 16 MiB): the owner keeps the first 512 KiB of what the worker sends, then
+    // the notice; the run succeeds with its result (read from the job's last line on the worker).
+    const louder = await run(ownerHome, "run", LOUD, "--input", '{"lines":12000}', "--wait")
+    expect(louder.code, louder.stderr).toBe(0)
+    expect(JSON.parse(louder.stdout)).toEqual({ lines: 12000 })
+    const louderId = louder.stderr.match(/run (r\w+)/)![1]!
+    const louderRun = await showRun(louderId)
+    expect(louderRun.attempts).toBe(1)
+    const notice = "[svc: output past the first 512 KiB of this stream was not kept (SVC_WORKFLOW_OUTPUT_LIMIT); the job ran on]\n"
+    expect(louderRun.output.stdout.endsWith(`\n${notice}`), louderRun.output.stdout.slice(-300)).toBe(true)
+    const kept = readFileSync(join(ownerHome, "runs", `${louderId}.1.stdout`))
+    const louderPrinted = Buffer.from(Array.from({ length: 12000 }, (_, i) => LOUD_LINE(i)).join(""))
+    expect(kept.length).toBeLessThanOrEqual(512 * 1024 + 1 + notice.length)
+    expect(louderPrinted.subarray(0, kept.length - notice.length - 1).equals(kept.subarray(0, kept.length - notice.length - 1))).toBe(true)
+    expect(louderRun.output.stderr.endsWith("warning 2999\n")).toBe(true)
 
     // --wait on a run that cannot be placed says so on stderr at once, with every candidate's
     // reason, and keeps waiting; stopping the run ends the wait (exit 1, the run stopped).

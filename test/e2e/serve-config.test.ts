@@ -50,6 +50,9 @@ describe("svc serve configuration", () => {
     const retained = await serveRefused(home, { SVC_WORKFLOW_RETAINED_RUNS: "0" })
     expect(retained.code).toBe(1)
     expect(retained.stderr).toContain('SVC_WORKFLOW_RETAINED_RUNS must be a whole number from 1 to 50,000, not "0"')
+    const limit = await serveRefused(home, { SVC_WORKFLOW_OUTPUT_LIMIT: "16MB" })
+    expect(limit.code).toBe(1)
+    expect(limit.stderr).toContain('SVC_WORKFLOW_OUTPUT_LIMIT must be a size from 1 KiB to 1,024 GiB, in bytes or in whole KiB, MiB or GiB (as 64MiB), not "16MB"; MB is not taken (KiB, MiB and GiB are 1,024 apart)')
     // A home every user may write to is refused (anyone could replace its socket, journal or secrets).
     const open = tempDir("svc-cfg-open-")
     chmodSync(open, 0o777)
@@ -64,7 +67,7 @@ describe("svc serve configuration", () => {
     const typo = await serveRefused(home)
     expect(typo.code).toBe(1)
     expect(typo.stderr).toContain(
-      `${join(home, "svc.yaml")}: services.workflows.runtime.env sets SVC_WORKFLOW_CAPACTY, which svc does not know; did you mean SVC_WORKFLOW_CAPACITY? (it knows SVC_WORKFLOW_CAPACITY, SVC_WORKFLOW_LABELS, SVC_WORKFLOW_RETAINED_RUNS)`
+      `${join(home, "svc.yaml")}: services.workflows.runtime.env sets SVC_WORKFLOW_CAPACTY, which svc does not know; did you mean SVC_WORKFLOW_CAPACITY? (it knows SVC_WORKFLOW_CAPACITY, SVC_WORKFLOW_LABELS, SVC_WORKFLOW_RETAINED_RUNS, SVC_WORKFLOW_OUTPUT_LIMIT)`
     )
     // From the environment, with no svc.yaml: said as the environment's, not "reading svc.yaml".
     const bare = tempDir("svc-cfg-envtypo-")

@@ -1,14 +1,15 @@
 /**
  * One child process, from its start to its end: spawned without a shell, its output appended to
- * the attempt's files as it arrives with a bounded tail kept in memory, waited for with a
- * timeout of any length, and stopped with SIGTERM then SIGKILL; every wait completes only once
- * the child has exited and its output is written. What a job's child means (its launch, input,
+ * the attempt's files as it arrives (each stream up to the output limit) with a bounded tail kept
+ * in memory, waited for with a timeout of any length, and stopped with SIGTERM then SIGKILL; every
+ * wait completes only once the child has exited and its output is written. What a job's child means (its launch, input,
  * result and checks) is ChildExecutor.ts.
  */
 import { spawn, type ChildProcess } from "node:child_process"
 import * as fs from "node:fs/promises"
 import type { WriteStream } from "node:fs"
 import * as nodePath from "node:path"
+import { Transform } from "node:stream"
 import { finished } from "node:stream/promises"
 import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
@@ -17,6 +18,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import type { ExecutionSpec } from "../../app/runs/Executor.js"
+import { KeptOutput } from "../../domain/runs/OutputLimit.js"
 import type { LeftoverNotes } from "./Leftovers.js"
 import { descendantsOf, startTimeOf } from "./Processes.js"
 
@@ -83,27 +85,66 @@ export interface Launch {
 export interface OutputFiles {
   readonly stdout: WriteStream
   readonly stderr: WriteStream
+  /** What the child's pipes go into: at most the limit of each stream reaches its file (OutputLimit.ts). */
+  readonly kept: { readonly stdout: Transform; readonly stderr: Transform }
   /** The first write error, if any. */
   error: string | undefined
 }
 
-export const openOutput = (spec: ExecutionSpec): Effect.Effect<OutputFiles, Refused> =>
+/** A stream's bytes through `KeptOutput`: what passes is appended to its file. */
+const keptStream = (kept: KeptOutput) =>
+  new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      const out = kept.write(chunk)
+      done(null, out.length > 0 ? out : undefined)
+    },
+    flush(done) {
+      const out = kept.end()
+      done(null, out.length > 0 ? out : undefined)
+    }
+  })
+
+/** The output files, each to take at most `limit` bytes of its stream past what it holds. */
+export const openOutput = (spec: ExecutionSpec, limit: number): Effect.Effect<OutputFiles, Refused> =>
   Effect.tryPromise({
     try: async () => {
       const open = async (file: string) => {
         // Private, as the runs directory is (docs/operations.md): output may hold what a job printed of a secret.
         await fs.mkdir(nodePath.dirname(file), { recursive: true, mode: 0o700 })
-        return fs.open(file, "a", 0o600)
+        // Read too: an earlier child's output there (a preflight's) counts, and its last byte
+        // tells whether a notice of the cut starts a line of its own.
+        const handle = await fs.open(file, "a+", 0o600)
+        try {
+          const size = (await handle.stat()).size
+          const last = size > 0 && size <= limit ? (await handle.read(Buffer.alloc(1), 0, 1, size - 1)).buffer[0] : undefined
+          return { handle, kept: new KeptOutput(size, limit, last) }
+        } catch (e) {
+          await handle.close()
+          throw e
+        }
       }
       const stdout = await open(spec.stdoutFile)
       const stderr = await open(spec.stderrFile).catch(async (e: unknown) => {
-        await stdout.close()
+        await stdout.handle.close()
         throw e
       })
-      const files: OutputFiles = { stdout: stdout.createWriteStream(), stderr: stderr.createWriteStream(), error: undefined }
-      for (const [stream, file] of [[files.stdout, spec.stdoutFile], [files.stderr, spec.stderrFile]] as const) {
-        stream.on("error", (e) => {
+      const files: OutputFiles = {
+        stdout: stdout.handle.createWriteStream(),
+        stderr: stderr.handle.createWriteStream(),
+        kept: { stdout: keptStream(stdout.kept), stderr: keptStream(stderr.kept) },
+        error: undefined
+      }
+      for (const [kept, sink, file] of [[files.kept.stdout, files.stdout, spec.stdoutFile], [files.kept.stderr, files.stderr, spec.stderrFile]] as const) {
+        kept.pipe(sink)
+        sink.on("error", (e) => {
           files.error ??= `its output could not be written to ${file}: ${e.message}`
+        })
+        // A file that fails (a full disk) takes no more: the job's output is read on and let go (the
+        // run fails for it, ChildExecutor.ts), or the pipe stayed paused and the job blocked on its
+        // next write until its timeout.
+        sink.once("error", () => {
+          kept.unpipe(sink)
+          kept.resume()
         })
       }
       return files
@@ -150,7 +191,7 @@ export const start = (launch: Launch, cwd: string, env: Record<string, string>, 
       // Thrown, not emitted: arguments Node refuses outright (a NUL byte in an argument, say).
       // Node's message quotes the value it refused, and an environment value may be a secret.
       catch: (e) => new Refused({ message: `cannot start ${launch.name}: ${refusedSpawn(e)}` })
-    }).pipe(Effect.tapError(() => Effect.sync(() => [files.stdout, files.stderr].forEach((stream) => stream.destroy()))))
+    }).pipe(Effect.tapError(() => Effect.sync(() => [files.kept.stdout, files.kept.stderr, files.stdout, files.stderr].forEach((stream) => stream.destroy()))))
     const running: Running = {
       child,
       exited,
@@ -179,16 +220,8 @@ export const start = (launch: Launch, cwd: string, env: Record<string, string>, 
     if (stdin == null || stdout == null || stderr == null) return running
     stdout.on("data", (chunk: Buffer) => running.stdoutTail.push(chunk))
     stderr.on("data", (chunk: Buffer) => running.stderrTail.push(chunk))
-    for (const [source, sink] of [[stdout, files.stdout], [stderr, files.stderr]] as const) {
-      source.pipe(sink)
-      // A file that fails (a full disk) takes no more: the job's output is read on and let go (the
-      // run fails for it, ChildExecutor.ts), or the pipe stayed paused and the job blocked on its
-      // next write until its timeout.
-      sink.once("error", () => {
-        source.unpipe(sink)
-        source.resume()
-      })
-    }
+    stdout.pipe(files.kept.stdout)
+    stderr.pipe(files.kept.stderr)
     // A child that never reads its input closes the pipe under us (EPIPE): that is its choice.
     stdin.on("error", () => {})
     stdin.end(input)
@@ -282,11 +315,14 @@ export const finishOutput = (running: Running, files: OutputFiles) =>
       running.child.stderr?.destroy()
     })
     yield* Effect.promise(async () => {
-      for (const stream of [files.stdout, files.stderr]) {
-        // A pipe ends its file when the output ends; a destroyed pipe does not.
-        if (!stream.writableEnded) stream.end()
-        await finished(stream).catch(() => {})
-        stream.destroy()
+      for (const [kept, sink] of [[files.kept.stdout, files.stdout], [files.kept.stderr, files.stderr]] as const) {
+        // A pipe ends its file when the output ends; a destroyed pipe does not: what it held goes
+        // to the file, then the file ends (a file that failed is no longer piped to: ended here).
+        if (!kept.writableEnded) kept.end()
+        await finished(kept).catch(() => {})
+        if (!sink.writableEnded) sink.end()
+        await finished(sink).catch(() => {})
+        sink.destroy()
       }
     })
   })
@@ -325,10 +361,11 @@ input: string,
 spec: ExecutionSpec,
 timeoutMs: number | null,
 graceMs: number,
+outputLimit: number,
 notes?: LeftoverNotes
 ) =>
   Effect.gen(function* () {
-    const files = yield* openOutput(spec)
+    const files = yield* openOutput(spec, outputLimit)
     const running = yield* start(launch, cwd, env, input, files, notes === undefined ? undefined : { notes, name: `attempt ${spec.attempt} (${launch.name})` })
     const ended = Deferred.await(running.exited)
     const waited = yield* restore(timeoutMs === null ? Effect.asSome(ended) : Effect.raceFirst(Effect.asSome(ended), Effect.as(sleepFor(timeoutMs), Option.none()))).pipe(

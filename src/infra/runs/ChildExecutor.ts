@@ -18,6 +18,7 @@ import * as Layer from "effect/Layer"
 import { Executor, type CheckCommand, type ExecutionOutcome, type ExecutionSpec, type ExecutorService } from "../../app/runs/Executor.js"
 import { VARIABLE_NAME } from "../../domain/manifest/Formats.js"
 import { depthProblem } from "../../domain/runs/Values.js"
+import { DEFAULT_OUTPUT_LIMIT } from "../../domain/runs/OutputLimit.js"
 import { cannotStart, Refused, RESULT_TAIL_BYTES, runChild, type Launch, type Ran } from "./Child.js"
 import { modeText } from "../PrivateFiles.js"
 import { notesIn } from "./Leftovers.js"
@@ -32,6 +33,8 @@ export interface ChildExecutorOptions {
   readonly secretsDir?: string
   /** Where each running child is noted (`$SVC_HOME/children`), for the next runtime to stop if this one is killed (Leftovers.ts). */
   readonly childrenDir?: string
+  /** The most bytes of each stream of an attempt kept in its files (SVC_WORKFLOW_OUTPUT_LIMIT); default 16 MiB. */
+  readonly outputLimit?: number
 }
 
 /**
@@ -242,6 +245,7 @@ export const make = (options: ChildExecutorOptions = {}): ExecutorService => {
   const graceMs = options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS
   const cacheDir = options.typeScriptCacheDir ?? defaultCacheDir()
   const notes = options.childrenDir === undefined ? undefined : notesIn(options.childrenDir)
+  const outputLimit = options.outputLimit ?? DEFAULT_OUTPUT_LIMIT
 
   return Executor.of({
     run: (spec) =>
@@ -257,14 +261,14 @@ export const make = (options: ChildExecutorOptions = {}): ExecutorService => {
             const preflight = spec.preflight
             if (preflight !== undefined) {
               const probe = checkLaunch(preflight.command)
-              const failure = exitFailure(yield* runChild(restore, probe, cwd, env, "", spec, preflight.timeoutMs, graceMs, notes), probe, preflight.timeoutMs)
+              const failure = exitFailure(yield* runChild(restore, probe, cwd, env, "", spec, preflight.timeoutMs, graceMs, outputLimit, notes), probe, preflight.timeoutMs)
               if (failure !== undefined) {
                 // The job never ran: the attempt has no exit code of its own.
                 return failed(`its preflight failed, so it did not start: ${failure.error}${preflight.hint === undefined ? "" : ` (${preflight.hint})`}`)
               }
             }
             const input = yield* inputOf(spec.input)
-            const verdict = verdictOf(yield* runChild(restore, launch, cwd, env, input, spec, spec.timeoutMs, graceMs, notes), launch, spec.timeoutMs)
+            const verdict = verdictOf(yield* runChild(restore, launch, cwd, env, input, spec, spec.timeoutMs, graceMs, outputLimit, notes), launch, spec.timeoutMs)
             // Checks at its finish, once it succeeded: its files, then its command.
             const validate = spec.validate
             if (!verdict.ok || validate === undefined) return verdict
@@ -272,7 +276,7 @@ export const make = (options: ChildExecutorOptions = {}): ExecutorService => {
             if (missing !== undefined) return failed(`its validate check failed: ${missing} does not exist`, verdict.exitCode)
             if (validate.command === undefined) return verdict
             const check = checkLaunch(validate.command)
-            const failure = exitFailure(yield* runChild(restore, check, cwd, env, "", spec, validate.timeoutMs, graceMs, notes), check, validate.timeoutMs)
+            const failure = exitFailure(yield* runChild(restore, check, cwd, env, "", spec, validate.timeoutMs, graceMs, outputLimit, notes), check, validate.timeoutMs)
             return failure === undefined ? verdict : failed(`its validate command failed: ${failure.error}`, verdict.exitCode)
           })
         ).pipe(Effect.catchTag("Refused", (refused) => Effect.succeed(failed(refused.message))))

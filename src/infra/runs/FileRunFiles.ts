@@ -1,13 +1,18 @@
-/** `RunFiles` on the file system: `<dir>/<attempt>.stdout|stderr`, directory mode 0700. */
+/**
+ * `RunFiles` on the file system: `<dir>/<attempt>.stdout|stderr`, directory mode 0700; each stream
+ * keeps at most `outputLimit` bytes, then the line that says the rest was not kept (OutputLimit.ts).
+ */
 import * as fs from "node:fs/promises"
 import * as nodePath from "node:path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { OutputNotKept, RunFiles, type OutputStream, type RunFilesService } from "../../app/runs/RunFiles.js"
+import { cutNotice, DEFAULT_OUTPUT_LIMIT, keepOf } from "../../domain/runs/OutputLimit.js"
+import { completeUtf8Length } from "../../domain/runs/Utf8.js"
 
 const SAFE = /^[A-Za-z0-9._-]+$/
 
-export const make = (dir: string): RunFilesService => {
+export const make = (dir: string, outputLimit: number = DEFAULT_OUTPUT_LIMIT): RunFilesService => {
   const file = (attempt: string, stream: OutputStream) => {
     if (!SAFE.test(attempt)) throw new Error(`not an attempt id: ${JSON.stringify(attempt)}`)
     return nodePath.join(dir, `${attempt}.${stream}`)
@@ -30,7 +35,21 @@ export const make = (dir: string): RunFilesService => {
       Effect.tryPromise({
         try: async () => {
           await ready
-          await fs.appendFile(file(attempt, stream), text, { mode: 0o600 })
+          // Read and append ("a+"): the last byte tells whether a notice starts a line of its own.
+          const handle = await fs.open(file(attempt, stream), "a+", 0o600)
+          try {
+            const size = (await handle.stat()).size
+            const bytes = Buffer.from(text, "utf8")
+            const { keep, cut } = keepOf(bytes, size, outputLimit)
+            let out = bytes.subarray(0, keep)
+            if (cut) {
+              const before = keep > 0 ? bytes[keep - 1] : size > 0 ? (await handle.read(Buffer.alloc(1), 0, 1, size - 1)).buffer[0] : undefined
+              out = Buffer.concat([out, Buffer.from(cutNotice(outputLimit, before === undefined || before === 0x0a))])
+            }
+            if (out.length > 0) await handle.appendFile(out)
+          } finally {
+            await handle.close()
+          }
         },
         // As the executor says it of a job on this machine (Child.ts), so the two read alike.
         catch: (e) => new OutputNotKept({ message: `its output could not be written to ${file(attempt, stream)}: ${e instanceof Error ? e.message : String(e)}` })
@@ -82,20 +101,4 @@ export const make = (dir: string): RunFilesService => {
   }
 }
 
-/**
- * How many of `bytes` to take so that they do not end inside a UTF-8 character: a read cut in
- * the middle of one leaves its start for the next read. Counted on the bytes themselves, not on
- * their decoded text: a job's output is whatever it wrote, and invalid bytes (each read as one
- * U+FFFD of three bytes) must not move the next read's offset.
- */
-export const completeUtf8Length = (bytes: Uint8Array): number => {
-  const n = bytes.length
-  let lead = n - 1
-  while (lead >= 0 && lead > n - 4 && (bytes[lead]! & 0xc0) === 0x80) lead--
-  if (lead < 0) return n
-  const b = bytes[lead]!
-  const length = b >= 0xf0 && b <= 0xf7 ? 4 : b >= 0xe0 && b < 0xf0 ? 3 : b >= 0xc0 && b < 0xe0 ? 2 : 1
-  return n - lead < length ? lead : n
-}
-
-export const layer = (dir: string) => Layer.sync(RunFiles, () => make(dir))
+export const layer = (dir: string, outputLimit?: number) => Layer.sync(RunFiles, () => make(dir, outputLimit))

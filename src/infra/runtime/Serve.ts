@@ -22,6 +22,7 @@ import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as CheckpointSchedule from "../../app/journal/CheckpointSchedule.js"
 import { layerFrom as projectionsFrom, Projections } from "../../app/journal/Projections.js"
+import { OUTPUT_LIMIT_VARIABLE, parseOutputLimit } from "../../app/runs/OutputLimit.js"
 import { parseRetainedRuns, RETAINED_RUNS_VARIABLE } from "../../app/runs/Retention.js"
 import { initialStateRetaining } from "../../domain/journal/OwnerState.js"
 import { CredentialNotSaved, credentialTransport, runLink, type LinkStatus } from "../../app/workers/Link.js"
@@ -164,10 +165,13 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }) =>
     const firstOffer = yield* offerNow.pipe(Effect.mapError((e) => new ServeError({ message: e.message })))
     // And so does a bad SVC_WORKFLOW_RETAINED_RUNS.
     const retain = yield* Effect.mapError(parseRetainedRuns(env[RETAINED_RUNS_VARIABLE]), (message) => new ServeError({ message }))
+    // And a bad SVC_WORKFLOW_OUTPUT_LIMIT: what this machine keeps of each stream of an attempt's
+    // output, its own jobs' and, on an owner, what its workers send.
+    const outputLimit = yield* Effect.mapError(parseOutputLimit(env[OUTPUT_LIMIT_VARIABLE]), (message) => new ServeError({ message }))
     // One arbiter of this machine's slots: its own runs and the work it does for other owners.
     const slots = yield* makeSlots(firstOffer.capacity)
     const resolve = (address: string) => resolveJob(address).pipe(Effect.provide(bagLayers))
-    const executor = ChildExecutor.make({ secretsDir: secretsDir(options.home), childrenDir: childrenDir(options.home) })
+    const executor = ChildExecutor.make({ secretsDir: secretsDir(options.home), childrenDir: childrenDir(options.home), outputLimit })
     const ownerHost = Layer.succeed(OwnerHost, {
       capacity: firstOffer.capacity,
       labels: firstOffer.labels,
@@ -205,7 +209,7 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }) =>
           NodeEntropy.layer,
           Layer.succeed(OwnerAddress, { url, fingerprint: tls.fingerprint }),
           Layer.succeed(Executor, executor),
-          FileRunFiles.layer(`${options.home}/runs`),
+          FileRunFiles.layer(`${options.home}/runs`, outputLimit),
           ownerHost
         )
       )
@@ -275,7 +279,7 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }) =>
           slots,
           resolve,
           executor,
-          files: FileRunFiles.make(workDir(key)),
+          files: FileRunFiles.make(workDir(key), outputLimit),
           claimWaitSeconds: 20,
           heartbeatEvery: Duration.seconds(3)
         }

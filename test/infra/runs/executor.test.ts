@@ -224,6 +224,54 @@ describe("ChildExecutor", () => {
     )
   })
 
+  describe("the output limit (SVC_WORKFLOW_OUTPUT_LIMIT)", () => {
+    const limited = layerWith({ typeScriptCacheDir: join(scratch, "ts-cache"), stopGraceMs: 300, outputLimit: 64 * 1024 })
+    const notice = (atLineStart: boolean) => `${atLineStart ? "" : "\n"}[svc: output past the first 64 KiB of this stream was not kept (SVC_WORKFLOW_OUTPUT_LIMIT); the job ran on]\n`
+
+    it.live("each stream keeps its first 64 KiB and says the rest was not kept; the job runs on to its result", () =>
+      Effect.gen(function* () {
+        // 5 MB on stdout, 1 MB on stderr, in writes that split "é" and lines anywhere; the result last.
+        const script = [
+          "const line = 'a' + 'é'.repeat(33) + '\\n'",
+          "for (let i = 0; i < 75000; i++) process.stdout.write(line)",
+          "process.stderr.write('w'.repeat(1 << 20))",
+          "process.stdout.write(JSON.stringify({ done: true }) + '\\n')"
+        ].join(";")
+        const s = spec({ runs: { using: "process", command: [process.execPath, "-e", script] } })
+        const outcome = yield* run(s)
+        expect(outcome).toMatchObject({ ok: true, result: { done: true } })
+        const stdout = readFileSync(s.stdoutFile, "utf8")
+        // 65,536 bytes hold 963 whole lines of 68 bytes and 52 of the next: "a", 25 "é" and half of one, not kept.
+        expect(stdout).toBe(`${("a" + "é".repeat(33) + "\n").repeat(963)}a${"é".repeat(25)}${notice(false)}`)
+        expect(readFileSync(s.stderrFile, "utf8")).toBe(`${"w".repeat(64 * 1024)}${notice(false)}`)
+      }).pipe(Effect.provide(limited))
+    )
+
+    it.live("counts what the attempt's earlier children wrote: a preflight's output and the job's share the limit, and one notice ends it", () =>
+      Effect.gen(function* () {
+        const s = spec({
+          runs: { using: "process", command: [process.execPath, "-e", "process.stdout.write('j\\n'.repeat(40000)); console.log('{}')"] },
+          preflight: { command: [process.execPath, "-e", "process.stdout.write('p\\n'.repeat(20000))"], timeoutMs: 10_000, hint: undefined }
+        })
+        expect(yield* run(s)).toMatchObject({ ok: true, result: {} })
+        // 40,000 bytes of the preflight, then 25,536 of the job's: a whole line's end.
+        expect(readFileSync(s.stdoutFile, "utf8")).toBe(`${"p\n".repeat(20000)}${"j\n".repeat(12768)}${notice(true)}`)
+        // Run again into the same files (a second attempt's children would not, but a check after it does): nothing more, no second notice.
+        const again = yield* run({ ...s, preflight: undefined })
+        expect(again).toMatchObject({ ok: true })
+        expect(statSync(s.stdoutFile).size).toBe(40_000 + 25_536 + notice(true).length)
+      }).pipe(Effect.provide(limited))
+    )
+
+    it.live("output under the limit is kept whole, and output of exactly the limit has no notice", () =>
+      Effect.gen(function* () {
+        const s = spec({ runs: { using: "process", command: [process.execPath, "-e", "process.stdout.write('x'.repeat(65535) + '\\n')"] } })
+        yield* run(s)
+        expect(readFileSync(s.stdoutFile, "utf8")).toBe(`${"x".repeat(65535)}\n`)
+      }).pipe(Effect.provide(limited))
+    )
+  })
+
   describe("stopping", () => {
     it.live("a timeout stops the child and names the duration", () =>
       Effect.gen(function* () {

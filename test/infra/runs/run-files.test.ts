@@ -103,21 +103,6 @@ describe("reading an attempt's output from an offset", () => {
   })
 })
 
-describe("completeUtf8Length", () => {
-  it("cuts an incomplete character at the end, and nothing else", () => {
-    expect(FileRunFiles.completeUtf8Length(Buffer.from("abc"))).toBe(3)
-    expect(FileRunFiles.completeUtf8Length(Buffer.from("a€"))).toBe(4)
-    expect(FileRunFiles.completeUtf8Length(Buffer.from("a€").subarray(0, 3))).toBe(1)
-    expect(FileRunFiles.completeUtf8Length(Buffer.from("😀").subarray(0, 3))).toBe(0)
-    expect(FileRunFiles.completeUtf8Length(Buffer.from([0x41, 0xc3]))).toBe(1)
-    // Invalid bytes are not characters in progress: kept, each one byte.
-    expect(FileRunFiles.completeUtf8Length(Buffer.from([0x41, 0xff]))).toBe(2)
-    expect(FileRunFiles.completeUtf8Length(Buffer.from([0x80, 0x80, 0x80, 0x80]))).toBe(4)
-    expect(FileRunFiles.completeUtf8Length(Buffer.from([0x41, 0xe2, 0x82, 0xac, 0x80]))).toBe(5)
-    expect(FileRunFiles.completeUtf8Length(Buffer.alloc(0))).toBe(0)
-  })
-})
-
 describe("writing output", () => {
   it("a write that fails says where and why, as a job's outcome says it", async () => {
     // A file where the directory should be: nothing can be written under it.
@@ -137,5 +122,39 @@ describe("writing output", () => {
     await run(files.truncate("r8.1", before))
     expect(await run(files.tail("r8.1", "stdout", 100))).toEqual({ text: "kept\n", skipped: 0 })
     expect(await run(files.tail("r8.1", "stderr", 100))).toEqual({ text: "", skipped: 0 })
+  })
+})
+
+describe("the output limit on what the owner writes of a worker's output", () => {
+  const limited = FileRunFiles.make(mkdtempSync(join(tmpdir(), "svc-run-files-limit-")), 1024)
+  const notice = (atLineStart: boolean) => `${atLineStart ? "" : "\n"}[svc: output past the first 1 KiB of this stream was not kept (SVC_WORKFLOW_OUTPUT_LIMIT); the job ran on]\n`
+  const all = async (attempt: string, stream: "stdout" | "stderr" = "stdout") => (await run(limited.readFrom(attempt, stream, 0, 1 << 20, true))).text
+
+  it("keeps each stream's first bytes up to the limit, then one notice, whatever comes after", async () => {
+    await run(limited.append("r9.1", "stdout", "x".repeat(1000)))
+    await run(limited.append("r9.1", "stdout", "é".repeat(20)))
+    expect(await all("r9.1")).toBe(`${"x".repeat(1000)}${"é".repeat(12)}${notice(false)}`)
+    await run(limited.append("r9.1", "stdout", "more\n"))
+    expect(await all("r9.1")).toBe(`${"x".repeat(1000)}${"é".repeat(12)}${notice(false)}`)
+    // The other stream has a limit of its own.
+    await run(limited.append("r9.1", "stderr", "warn\n"))
+    expect(await all("r9.1", "stderr")).toBe("warn\n")
+  })
+
+  it("a stream exactly full is not cut until more comes, and the notice then starts its own line", async () => {
+    await run(limited.append("r10.1", "stdout", `${"y".repeat(1023)}\n`))
+    expect(await all("r10.1")).toBe(`${"y".repeat(1023)}\n`)
+    await run(limited.append("r10.1", "stdout", "z"))
+    expect(await all("r10.1")).toBe(`${"y".repeat(1023)}\n${notice(true)}`)
+  })
+
+  it("a report taken back takes its notice back too, and the report sent again cuts the stream as before", async () => {
+    await run(limited.append("r11.1", "stdout", "a".repeat(1000)))
+    const before = await run(limited.sizes("r11.1"))
+    await run(limited.append("r11.1", "stdout", "b".repeat(100)))
+    await run(limited.truncate("r11.1", before))
+    expect(await all("r11.1")).toBe("a".repeat(1000))
+    await run(limited.append("r11.1", "stdout", "b".repeat(100)))
+    expect(await all("r11.1")).toBe(`${"a".repeat(1000)}${"b".repeat(24)}${notice(false)}`)
   })
 })

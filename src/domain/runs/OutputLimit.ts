@@ -1,0 +1,96 @@
+/**
+ * How much of each stream of an attempt's output a machine keeps (docs/runs.md, "How much output
+ * is kept"): every machine that writes output, the one that runs the job and the owner that
+ * receives a worker's, keeps at most its limit of each stream, then one line that says the rest
+ * was not kept, and nothing more; the job runs on. The rule works on the bytes already in the file,
+ * so it holds across the several children of an attempt (a preflight, the job, a validate
+ * command) and across restarts: a file over the limit has been cut already.
+ */
+import { completeUtf8Length } from "./Utf8.js"
+
+export const KiB = 1024
+export const MiB = 1024 * KiB
+export const GiB = 1024 * MiB
+
+/** Each stream of an attempt, when nothing else is set. */
+export const DEFAULT_OUTPUT_LIMIT = 16 * MiB
+export const MIN_OUTPUT_LIMIT = 1 * KiB
+export const MAX_OUTPUT_LIMIT = 1024 * GiB
+
+/** A size as a person writes it: "16 MiB", "512 KiB", "1,000 bytes" (whole units only). */
+export const formatSize = (bytes: number): string => {
+  for (const [unit, size] of [["GiB", GiB], ["MiB", MiB], ["KiB", KiB]] as const) {
+    if (bytes >= size && bytes % size === 0) return `${(bytes / size).toLocaleString("en-US")} ${unit}`
+  }
+  return `${bytes.toLocaleString("en-US")} bytes`
+}
+
+/**
+ * Of `bytes` about to be appended to a stream whose file holds `size` bytes, how many to write
+ * (a whole number of characters, never more than fit under `limit`), and whether the stream is
+ * cut here (the rest not kept: the notice follows what is written). A file already over the limit
+ * was cut before: nothing of it is written, and no second notice.
+ */
+export const keepOf = (bytes: Uint8Array, size: number, limit: number): { readonly keep: number; readonly cut: boolean } => {
+  if (size > limit) return { keep: 0, cut: false }
+  const room = limit - size
+  if (bytes.length <= room) return { keep: bytes.length, cut: false }
+  return { keep: completeUtf8Length(bytes.subarray(0, room)), cut: true }
+}
+
+/** The line that ends a cut stream; on a line of its own (`atLineStart`: what is before it ends one). */
+export const cutNotice = (limit: number, atLineStart: boolean): string =>
+  `${atLineStart ? "" : "\n"}[svc: output past the first ${formatSize(limit)} of this stream was not kept (SVC_WORKFLOW_OUTPUT_LIMIT); the job ran on]\n`
+
+const EMPTY = new Uint8Array(0)
+const NEWLINE = 0x0a
+
+const concat = (a: Uint8Array, b: Uint8Array): Uint8Array => {
+  const out = new Uint8Array(a.length + b.length)
+  out.set(a)
+  out.set(b, a.length)
+  return out
+}
+
+/**
+ * The rule over one stream's bytes as they come, appended to a file that holds `size` bytes
+ * (`last`: its last byte). A job's pipe cuts its output anywhere, a character too: the start of
+ * one cut at a chunk's end is held for the next chunk, so that the file is what the rule makes
+ * of the whole output however it came. `end` gives what is still held (a character the job left
+ * incomplete, written as it is).
+ */
+export class KeptOutput {
+  private held: Uint8Array = EMPTY
+  constructor(
+    private size: number,
+    private readonly limit: number,
+    private last: number | undefined
+  ) {}
+
+  /** What of `chunk` to append now (perhaps nothing: held, or past the cut). */
+  write(chunk: Uint8Array): Uint8Array {
+    if (this.size > this.limit) return EMPTY
+    const bytes = this.held.length === 0 ? chunk : concat(this.held, chunk)
+    const whole = completeUtf8Length(bytes)
+    this.held = bytes.slice(whole)
+    return this.take(bytes.subarray(0, whole))
+  }
+
+  /** The stream ended: what is still held. */
+  end(): Uint8Array {
+    const rest = this.held
+    this.held = EMPTY
+    return this.size > this.limit || rest.length === 0 ? EMPTY : this.take(rest)
+  }
+
+  private take(bytes: Uint8Array): Uint8Array {
+    const { keep, cut } = keepOf(bytes, this.size, this.limit)
+    const kept = bytes.subarray(0, keep)
+    if (keep > 0) this.last = bytes[keep - 1]
+    this.size += keep
+    if (!cut) return kept
+    const notice = new TextEncoder().encode(cutNotice(this.limit, this.last === undefined || this.last === NEWLINE))
+    this.size += notice.length
+    return concat(kept, notice)
+  }
+}
