@@ -15,13 +15,13 @@ import type { Envelope } from "../../domain/journal/Events.js"
 import type { Outcome } from "./LocalRuns.js"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import * as RunDecide from "../../domain/runs/Decide.js"
-import { newPart, type PieceMark } from "../../domain/runs/OutputPieces.js"
 import { attemptId, parseAttemptId } from "../../domain/runs/Runs.js"
 import type { WorkerRecord } from "../../domain/workers/Registry.js"
 import type { JournalError, StreamConflict } from "../journal/Journal.js"
 import type { CommandRejected, Execute } from "../journal/Projections.js"
 import { fenceRefusal, Refusal, revokedRefusal, type OutputDelta } from "../workers/Protocol.js"
 import type { DispatcherService } from "./Dispatcher.js"
+import { OutputMarks } from "./OutputMarks.js"
 import type { RunFilesService } from "./RunFiles.js"
 import type { SlotWaits } from "./SlotWaits.js"
 import type { makeWaitingClaims } from "./WaitingClaims.js"
@@ -74,6 +74,11 @@ export interface WorkerCallsContext {
 
 export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal, claims, slotWaits, files, kick, afterNextRound, runWaiting, releaseHeld, recordReport }: WorkerCallsContext) => {
   const runOf = (s: OwnerState, id: string) => Option.getOrUndefined(HashMap.get(s.runs.runs, id))
+  /** An attempt by its id, in its run in memory. */
+  const attemptIn = (s: OwnerState, id: string) => {
+    const parsed = parseAttemptId(id)
+    return parsed === undefined ? undefined : runOf(s, parsed.runId)?.attempts.find((x) => x.n === parsed.attempt)
+  }
 
   const parse = (attempt: string) => {
     const parsed = parseAttemptId(attempt)
@@ -139,45 +144,27 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
       Effect.tap(() => kick)
     )
 
-  /**
-   * Attempts whose output the owner could not write (a full disk, a read-only runs directory), with
-   * why: said once in the log, nothing more of their output is written (it would leave a gap),
-   * and the attempt fails when it reports, as a job on the owner fails whose output cannot be
-   * written (docs/executors.md): a run is not settled as succeeded with its output lost. The
-   * worker's calls are answered all the same, so its work goes on. In memory: a restart forgets it.
-   */
-  const outputLost = new Map<string, string>()
-  /**
-   * Per attempt, what of each stream of the worker's copy the owner has written, from the pieces'
-   * `at` (revision 4, OutputPieces.ts): a piece sent again is written once. Replaced, never changed,
-   * so that a refused report can put back the one from before it. In memory: a restart forgets it.
-   */
-  const written = new Map<string, { readonly stdout?: PieceMark; readonly stderr?: PieceMark }>()
+  /** What of each running attempt's output was written, or why it could not be (OutputMarks.ts). */
+  const marks = new OutputMarks()
 
   const appendOutput = (worker: WorkerRecord, delta: OutputDelta) =>
     Effect.gen(function* () {
-      const parsed = parseAttemptId(delta.attempt)
-      const run = parsed === undefined ? undefined : runOf(yield* state, parsed.runId)
-      const a = run?.attempts.find((x) => x.n === parsed!.attempt)
+      const s = yield* state
+      const a = attemptIn(s, delta.attempt)
       // Output is kept only for an attempt placed on this worker that still counts.
       if (a === undefined || a.host !== worker.id || a.state !== "running") {
-        written.delete(delta.attempt)
+        marks.forget(delta.attempt)
         return
       }
+      const stillRuns = (attempt: string) => attemptIn(s, attempt)?.state === "running"
       for (const stream of ["stdout", "stderr"] as const) {
-        let text = delta[stream]
         const at = delta.at?.[stream]
-        if (at !== undefined) {
-          const marks = written.get(delta.attempt) ?? {}
-          const part = newPart(marks[stream], at, text)
-          written.set(delta.attempt, { ...marks, [stream]: part.mark })
-          text = part.write
-        }
-        if (text === "" || outputLost.has(delta.attempt)) continue
+        const text = at === undefined ? delta[stream] : marks.newText(delta.attempt, stream, at, delta[stream], stillRuns)
+        if (text === "" || marks.lostWhy(delta.attempt) !== undefined) continue
         yield* files.append(delta.attempt, stream, text).pipe(
           Effect.catchAll((e) =>
             Effect.zipRight(
-              Effect.sync(() => outputLost.set(delta.attempt, e.message)),
+              Effect.sync(() => marks.lose(delta.attempt, e.message, stillRuns)),
               Effect.logError(`attempt ${delta.attempt} on ${worker.name}: ${e.message}; the rest of its output is not kept, and it fails when it reports`)
             )
           )
@@ -307,10 +294,9 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
       // What the output files hold before this report's output: a report refused (the journal could
       // not take it) has its output taken back, so the same report sent again writes it once.
       const before = output === undefined ? undefined : yield* files.sizes(attempt)
-      const marksBefore = written.get(attempt)
-      const lostBefore = outputLost.get(attempt)
+      const marksBefore = marks.snapshot(attempt)
       if (output !== undefined) yield* appendOutput(worker, output)
-      const lost = outputLost.get(attempt)
+      const lost = marks.lostWhy(attempt)
       const failed = lost !== undefined && outcome.ok
       yield* recordReport(worker.id, worker.scope, runId, n, {
         ok: outcome.ok && !failed,
@@ -323,23 +309,13 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
           before === undefined
             ? Effect.void
             : Effect.zipRight(
-                Effect.sync(() => {
-                  // As it was before this report, what it found it could not write too: the report
-                  // sent again (the disk freed meanwhile) writes its output and is not failed for it.
-                  if (marksBefore === undefined) written.delete(attempt)
-                  else written.set(attempt, marksBefore)
-                  if (lostBefore === undefined) outputLost.delete(attempt)
-                  else outputLost.set(attempt, lostBefore)
-                }),
+                // As it was before this report, what it found it could not write too: the report
+                // sent again (the disk freed meanwhile) writes its output and is not failed for it.
+                Effect.sync(() => marks.restore(attempt, marksBefore)),
                 files.truncate(attempt, before)
               )
         ),
-        Effect.tap(() =>
-          Effect.sync(() => {
-            outputLost.delete(attempt)
-            written.delete(attempt)
-          })
-        ),
+        Effect.tap(() => Effect.sync(() => marks.forget(attempt))),
         Effect.mapError(toRefusal)
       )
     })
