@@ -59,7 +59,10 @@ export const watchHome = (home: string) =>
     const noted = new Map<string, FileIdentity>()
     for (const file of files) {
       const identity = fileIdentityOf(file)
-      if (identity instanceof Error) return yield* Effect.fail(`${file}: ${identity.message}`)
+      if (identity instanceof Error) {
+        const gone = identity.code === "ENOENT" || identity.code === "ENOTDIR"
+        return yield* Effect.fail(gone ? `${file} is no longer there (removed, or $SVC_HOME moved) as svc serve starts for ${home}: put the home back, then start svc serve again` : `${file}: ${identity.message}`)
+      }
       noted.set(file, identity)
     }
     const check = Effect.sync(() => files.map((file) => changed(file, noted.get(file)!)).find((what) => what !== undefined))

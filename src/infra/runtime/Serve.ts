@@ -222,6 +222,10 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }) =>
         return new ServeError({ message: `starting the owner from ${storePath(options.home)}: ${reasonText(Cause.squash(cause))}` })
       })
     )
+    // The journal and lock file this runtime opened, noted now: noted after the start's last line,
+    // a home removed right after that line (as soon as it said it was running) stopped the start
+    // with a bare ENOENT, and one replaced in between would have been taken for its own.
+    const homeGone = yield* watchHome(options.home).pipe(Effect.mapError((message) => new ServeError({ message })))
     server.removeAllListeners("request")
     const handler = makeHandler(runtime)
     server.on("request", handler)
@@ -365,6 +369,6 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }) =>
     yield* Console.log(`svc serve: TLS certificate sha256 ${tls.fingerprint}`)
     yield* Console.log(`svc serve: admin socket ${options.home}/admin.sock; stop with Ctrl-C`)
     // Completes, saying what became of it, once the home is no longer the one it started in.
-    return yield* watchHome(options.home).pipe(Effect.mapError((message) => new ServeError({ message })))
+    return homeGone
   })
 

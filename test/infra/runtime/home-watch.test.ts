@@ -81,7 +81,7 @@ describe("the home watch", () => {
       const home = homeWithFiles()
       rmSync(join(home, LOCK_FILE))
       const failed = yield* Effect.flip(watchHome(home))
-      expect(failed).toContain(join(home, LOCK_FILE))
+      expect(failed).toBe(`${join(home, LOCK_FILE)} is no longer there (removed, or $SVC_HOME moved) as svc serve starts for ${home}: put the home back, then start svc serve again`)
     })
   )
 })
