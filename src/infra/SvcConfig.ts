@@ -27,7 +27,8 @@ export const runtimeEnv = async (home: string, env: NodeJS.ProcessEnv = process.
       for (const [k, v] of Object.entries(section)) fromFile[k] = String(v)
     }
   }
-  const fromEnv = Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith("SVC_WORKFLOW_")))
+  // An empty one is unset (`SVC_WORKFLOW_OUTPUT_LIMIT= svc serve`): it put the default in place of svc.yaml's value without a word.
+  const fromEnv = Object.fromEntries(Object.entries(env).filter(([k, v]) => k.startsWith("SVC_WORKFLOW_") && v !== undefined && v !== ""))
   // A misspelt setting would leave its default in force without a word (SVC_WORKFLOW_CAPACTY: 3).
   for (const [name, where] of [...Object.keys(fromFile).map((k) => [k, `${file}: services.workflows.runtime.env`] as const), ...Object.keys(fromEnv).map((k) => [k, "the environment"] as const)]) {
     if (!name.startsWith("SVC_WORKFLOW_") || SETTINGS.includes(name)) continue
@@ -39,3 +40,14 @@ export const runtimeEnv = async (home: string, env: NodeJS.ProcessEnv = process.
 
 /** The settings svc reads (docs/operations.md). */
 export const SETTINGS: ReadonlyArray<string> = ["SVC_WORKFLOW_CAPACITY", "SVC_WORKFLOW_LABELS", "SVC_WORKFLOW_RETAINED_RUNS", "SVC_WORKFLOW_OUTPUT_LIMIT"]
+
+/**
+ * `message`, about one of the settings (it starts with its name), with where that setting was
+ * set: the environment, or svc.yaml (the same text either way left the operator to guess).
+ */
+export const sayWhereSet = (home: string, message: string, env: NodeJS.ProcessEnv = process.env): string => {
+  const name = SETTINGS.find((setting) => message.startsWith(setting))
+  if (name === undefined) return message
+  const inEnv = env[name] !== undefined && env[name] !== ""
+  return `${message} (set in ${inEnv ? "the environment" : `${nodePath.join(home, "svc.yaml")}: services.workflows.runtime.env`})`
+}

@@ -523,7 +523,7 @@ describe("runs between an owner and two real worker processes", () => {
     const louderId = louder.stderr.match(/run (r\w+)/)![1]!
     const louderRun = await showRun(louderId)
     expect(louderRun.attempts).toBe(1)
-    const notice = "[svc: output past the first 512 KiB of this stream was not kept (SVC_WORKFLOW_OUTPUT_LIMIT); the job ran on]\n"
+    const notice = "[svc: output past the first 512 KiB of this stream was not kept (SVC_WORKFLOW_OUTPUT_LIMIT)]\n"
     expect(louderRun.output.stdout.endsWith(`\n${notice}`), louderRun.output.stdout.slice(-300)).toBe(true)
     const kept = readFileSync(join(ownerHome, "runs", `${louderId}.1.stdout`))
     const louderPrinted = Buffer.from(Array.from({ length: 12000 }, (_, i) => LOUD_LINE(i)).join(""))

@@ -52,7 +52,16 @@ describe("svc serve configuration", () => {
     expect(retained.stderr).toContain('SVC_WORKFLOW_RETAINED_RUNS must be a whole number from 1 to 50,000, not "0"')
     const limit = await serveRefused(home, { SVC_WORKFLOW_OUTPUT_LIMIT: "16MB" })
     expect(limit.code).toBe(1)
-    expect(limit.stderr).toContain('SVC_WORKFLOW_OUTPUT_LIMIT must be a size from 1 KiB to 1,024 GiB, in bytes or in whole KiB, MiB or GiB (as 64MiB), not "16MB"; MB is not taken (KiB, MiB and GiB are 1,024 apart)')
+    expect(limit.stderr).toContain(
+      'SVC_WORKFLOW_OUTPUT_LIMIT must be a size from 1 KiB to 1,024 GiB, in bytes or in whole KiB, MiB or GiB (as 64MiB), not "16MB"; MB is not taken (KiB, MiB and GiB are 1,024 apart) (set in the environment)'
+    )
+    // Set in svc.yaml, said so; and an empty variable in the environment is unset, not the default
+    // in place of the file's value (the file's bad value is what refuses the start).
+    writeFileSync(join(home, "svc.yaml"), "services:\n  workflows:\n    runtime:\n      env:\n        SVC_WORKFLOW_OUTPUT_LIMIT: 4KB\n")
+    const fromFile = await serveRefused(home, { SVC_WORKFLOW_OUTPUT_LIMIT: "" })
+    expect(fromFile.code).toBe(1)
+    expect(fromFile.stderr).toContain(`not "4KB"; KB is not taken (KiB, MiB and GiB are 1,024 apart) (set in ${join(home, "svc.yaml")}: services.workflows.runtime.env)`)
+    rmSync(join(home, "svc.yaml"))
     // A home every user may write to is refused (anyone could replace its socket, journal or secrets).
     const open = tempDir("svc-cfg-open-")
     chmodSync(open, 0o777)

@@ -28,6 +28,8 @@ export interface ExecutionSpec {
   readonly secrets?: ReadonlyArray<string> | undefined
   readonly preflight?: Preflight | undefined
   readonly validate?: Validate | undefined
+  /** The owner's output limit, when it is not this machine's: each stream keeps at most the smaller of the two. */
+  readonly outputLimit?: number | undefined
   /** Files the child's stdout and stderr are appended to as they arrive (created if missing); a check's output too. */
   readonly stdoutFile: string
   readonly stderrFile: string

@@ -33,15 +33,18 @@ export class OutputMarks {
 
   /**
    * Of a piece of `attempt`'s `stream` lying at `at` in the worker's copy, the part not written
-   * yet, noted as written. `stillRuns` tells which attempts a sweep keeps.
+   * yet, noted as written, and where in the worker's copy it starts (it ends where the piece
+   * does). `stillRuns` tells which attempts a sweep keeps.
    */
-  newText(attempt: string, stream: OutputStream, at: readonly [number, number], text: string, stillRuns: (attempt: string) => boolean): string {
+  newText(attempt: string, stream: OutputStream, at: readonly [number, number], text: string, stillRuns: (attempt: string) => boolean): { readonly text: string; readonly start: number } {
     const marks = this.written.get(attempt)
     if (marks === undefined) this.sweep(stillRuns)
-    const part = newPart(marks?.[stream], at, text)
+    const before = marks?.[stream]
+    const part = newPart(before, at, text)
     // Replaced, never changed, so that a snapshot holds.
     this.written.set(attempt, { ...marks, [stream]: part.mark })
-    return part.write
+    // Written whole from where it lies, or the rest past what was written before.
+    return { text: part.write, start: part.write.length === text.length || before === undefined ? at[0] : before.upTo }
   }
 
   /** Its output could not be written: why. */

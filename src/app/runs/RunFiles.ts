@@ -19,11 +19,24 @@ export interface OutputSizes {
   readonly stderr: number
 }
 
+/** How `append` treats the stream's output limit (domain/runs/OutputLimit.ts). */
+export interface AppendOptions {
+  /** The caller decided what to keep (`ownerPart`): the stream is cut after `text`, whose line follows it. */
+  readonly cut?: boolean
+  /** The caller does not know where `text` lies: as much as the file has room for under the limit (`keepOf`), then the line. */
+  readonly within?: boolean
+}
+
 export interface RunFilesService {
+  /** The most bytes of each stream of an attempt this machine keeps (SVC_WORKFLOW_OUTPUT_LIMIT). */
+  readonly outputLimit: number
   /** The files an executor appends to. */
   readonly paths: (attempt: string) => { readonly stdout: string; readonly stderr: string }
-  /** Appends `text`; a write that fails may have written part of it (`truncate` takes it back). */
-  readonly append: (attempt: string, stream: OutputStream, text: string) => Effect.Effect<void, OutputNotKept>
+  /**
+   * Appends `text` (by default all of it: see `AppendOptions`); a write that fails may have
+   * written part of it (`truncate` takes it back).
+   */
+  readonly append: (attempt: string, stream: OutputStream, text: string, options?: AppendOptions) => Effect.Effect<void, OutputNotKept>
   /** The size of each stream now (0 for one not there). */
   readonly sizes: (attempt: string) => Effect.Effect<OutputSizes>
   /**

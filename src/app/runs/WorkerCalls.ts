@@ -21,6 +21,7 @@ import type { JournalError, StreamConflict } from "../journal/Journal.js"
 import type { CommandRejected, Execute } from "../journal/Projections.js"
 import { fenceRefusal, Refusal, revokedRefusal, type OutputDelta } from "../workers/Protocol.js"
 import type { DispatcherService } from "./Dispatcher.js"
+import { ownerPart } from "../../domain/runs/OutputLimit.js"
 import { OutputMarks } from "./OutputMarks.js"
 import type { RunFilesService } from "./RunFiles.js"
 import type { SlotWaits } from "./SlotWaits.js"
@@ -139,7 +140,7 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
     Effect.zipRight(claims.wake(worker.id), Effect.sync(() => slotWaits.forget(worker.id))).pipe(
       // The same process saying hello again (its link started again) lists all it runs: one it
       // leaves out never reached it.
-      Effect.zipRight(reconcile(worker, running, resumes ? "its worker's link started again without it: the answer that handed it out never arrived" : "its worker restarted without it")),
+      Effect.zipRight(reconcile(worker, running, resumes ? "its worker said hello again without it, resuming its session: its svc serve restarted (killed, and started again on the same boot), or its link started again and the answer that handed it out never arrived" : "its worker restarted without it")),
       Effect.tap(() => (worker.replaces === null ? Effect.void : releaseHeld(worker.replaces, `its installation joined again as ${worker.id} without it`, new Set(running)))),
       Effect.tap(() => kick)
     )
@@ -159,9 +160,13 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
       const stillRuns = (attempt: string) => attemptIn(s, attempt)?.state === "running"
       for (const stream of ["stdout", "stderr"] as const) {
         const at = delta.at?.[stream]
-        const text = at === undefined ? delta[stream] : marks.newText(delta.attempt, stream, at, delta[stream], stillRuns)
-        if (text === "" || marks.lostWhy(delta.attempt) !== undefined) continue
-        yield* files.append(delta.attempt, stream, text).pipe(
+        // Where the piece lies in the worker's copy (revision 4): its new part, under the owner's
+        // output limit counted in the worker's bytes; without it (an older worker), as much as the
+        // file has room for.
+        const part = at === undefined ? undefined : marks.newText(delta.attempt, stream, at, delta[stream], stillRuns)
+        const { write, cut } = part === undefined ? { write: delta[stream], cut: false } : ownerPart(part.text, part.start, at![1], files.outputLimit)
+        if ((write === "" && !cut) || marks.lostWhy(delta.attempt) !== undefined) continue
+        yield* files.append(delta.attempt, stream, write, part === undefined ? { within: true } : { cut }).pipe(
           Effect.catchAll((e) =>
             Effect.zipRight(
               Effect.sync(() => marks.lose(delta.attempt, e.message, stillRuns)),
@@ -248,7 +253,7 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
           const claimed = yield* Effect.either(executeWithoutRound((st) => RunDecide.decideClaim({ workerId: worker.id, scope: worker.scope, fence, runId: next.runId, attempt: next.n, now }, st.runs)))
           if (claimed._tag === "Right") {
             const run = runOf(yield* state, next.runId)!
-            return { kind: "work" as const, attempt: attemptId(run.id, next.n), runId: run.id, address: run.job.address, digest: run.job.digest, input: run.input, timeoutMs: run.job.timeoutMs }
+            return { kind: "work" as const, attempt: attemptId(run.id, next.n), runId: run.id, address: run.job.address, digest: run.job.digest, input: run.input, timeoutMs: run.job.timeoutMs, outputLimit: files.outputLimit }
           }
           const e = claimed.left
           // Taken by a concurrent claim, or superseded meanwhile: look again. Anything else is an answer.
@@ -269,7 +274,7 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
         const handed = woke === "over" ? null : woke
         if (handed !== null) {
           const run = runOf(yield* state, handed.runId)!
-          return { kind: "work" as const, attempt: attemptId(run.id, handed.attempt), runId: run.id, address: run.job.address, digest: run.job.digest, input: run.input, timeoutMs: run.job.timeoutMs }
+          return { kind: "work" as const, attempt: attemptId(run.id, handed.attempt), runId: run.id, address: run.job.address, digest: run.job.digest, input: run.input, timeoutMs: run.job.timeoutMs, outputLimit: files.outputLimit }
         }
         if (woke === "over") {
           yield* standing(yield* state)

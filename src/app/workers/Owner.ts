@@ -240,7 +240,15 @@ export const make = Effect.gen(function* () {
     )
   }
 
-  const assignmentOf = ({ attempt, runId, address, digest, input, timeoutMs }: Assignment): Assignment => ({ attempt, runId, address, digest, input, timeoutMs })
+  const assignmentOf = ({ attempt, runId, address, digest, input, timeoutMs, outputLimit }: Assignment): Assignment => ({
+    attempt,
+    runId,
+    address,
+    digest,
+    input,
+    timeoutMs,
+    ...(outputLimit === undefined ? {} : { outputLimit })
+  })
 
   /** Every call after hello, its fence checked: the credential hand-over if one is due, then the call. */
   const call = ({ worker, presentedHash, now }: Authenticated, request: Exclude<WorkerRequest, Join | Hello | Leave>) =>

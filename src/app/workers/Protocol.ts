@@ -275,7 +275,12 @@ const AssignmentFields = {
   address: Schema.String,
   digest: Schema.String,
   input: Schema.Unknown,
-  timeoutMs: Schema.NullOr(Schema.Number)
+  timeoutMs: Schema.NullOr(Schema.Number),
+  /**
+   * The most bytes of each stream of its output the owner keeps (its SVC_WORKFLOW_OUTPUT_LIMIT):
+   * the worker keeps and sends no more, nor more than its own limit. Absent: an owner from before it.
+   */
+  outputLimit: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { exact: true })
 }
 export const Assignment = Schema.Struct(AssignmentFields)
 export type Assignment = typeof Assignment.Type

@@ -181,6 +181,7 @@ export const makeWork = (
               validate: job.validate,
               input: work.input,
               timeoutMs: work.timeoutMs,
+              outputLimit: work.outputLimit,
               stdoutFile: paths.stdout,
               stderrFile: paths.stderr
             })

@@ -1,10 +1,12 @@
 /**
- * How much of each stream of an attempt's output a machine keeps (docs/runs.md, "How much output
- * is kept"): every machine that writes output, the one that runs the job and the owner that
- * receives a worker's, keeps at most its limit of each stream, then one line that says the rest
- * was not kept, and nothing more; the job runs on. The rule works on the bytes already in the file,
- * so it holds across the several children of an attempt (a preflight, the job, a validate
- * command) and across restarts: a file over the limit has been cut already.
+ * How much of each stream of an attempt's output is kept (docs/runs.md, "How much output is
+ * kept"): the machine that runs the job keeps at most its limit of each stream (the owner's, when
+ * the owner's is smaller: it is told with the work), then one line that says the rest was not
+ * kept, and nothing more; the job runs on. The rule works on the bytes already in the file, so it
+ * holds across the several children of an attempt (a preflight, the job, a validate command).
+ * The owner, writing what a worker sends, keeps it whole up to its limit and room for the
+ * worker's own line (`ownerPart`), so that a worker that does not keep to it (an older svc) cannot
+ * fill the owner's disk.
  */
 import { completeUtf8Length } from "./Utf8.js"
 
@@ -40,7 +42,7 @@ export const keepOf = (bytes: Uint8Array, size: number, limit: number): { readon
 
 /** The line that ends a cut stream; on a line of its own (`atLineStart`: what is before it ends one). */
 export const cutNotice = (limit: number, atLineStart: boolean): string =>
-  `${atLineStart ? "" : "\n"}[svc: output past the first ${formatSize(limit)} of this stream was not kept (SVC_WORKFLOW_OUTPUT_LIMIT); the job ran on]\n`
+  `${atLineStart ? "" : "\n"}[svc: output past the first ${formatSize(limit)} of this stream was not kept (SVC_WORKFLOW_OUTPUT_LIMIT)]\n`
 
 const EMPTY = new Uint8Array(0)
 const NEWLINE = 0x0a
@@ -93,4 +95,27 @@ export class KeptOutput {
     this.size += notice.length
     return concat(kept, notice)
   }
+}
+
+/**
+ * What the owner keeps of a worker's stream past its own limit: room for the line of a worker
+ * that cut the stream at that limit (at most about 100 bytes), so that the line is kept whole.
+ */
+export const NOTICE_ROOM = 256
+
+/**
+ * Of a worker's new text, lying at bytes `[start, to)` of the worker's copy of the stream (a
+ * piece's `at`, revision 4), what the owner writes under its `limit`: all of it below the limit and
+ * its room, none past them; a piece across them up to there (whole characters, counted as the
+ * text's UTF-8), and `cut`: the owner's line follows. Counted in the worker's bytes, so that
+ * output that is not UTF-8 (each invalid byte arrives as a U+FFFD of 3 bytes) is kept as the
+ * worker kept it.
+ */
+export const ownerPart = (text: string, start: number, to: number, limit: number): { readonly write: string; readonly cut: boolean } => {
+  const ceiling = limit + NOTICE_ROOM
+  if (to <= ceiling) return { write: text, cut: false }
+  if (start >= ceiling) return { write: "", cut: false }
+  const bytes = new TextEncoder().encode(text)
+  const keep = completeUtf8Length(bytes.subarray(0, ceiling - start))
+  return { write: new TextDecoder().decode(bytes.subarray(0, keep)), cut: true }
 }

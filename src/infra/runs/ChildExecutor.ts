@@ -245,12 +245,13 @@ export const make = (options: ChildExecutorOptions = {}): ExecutorService => {
   const graceMs = options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS
   const cacheDir = options.typeScriptCacheDir ?? defaultCacheDir()
   const notes = options.childrenDir === undefined ? undefined : notesIn(options.childrenDir)
-  const outputLimit = options.outputLimit ?? DEFAULT_OUTPUT_LIMIT
+  const machineLimit = options.outputLimit ?? DEFAULT_OUTPUT_LIMIT
 
   return Executor.of({
     run: (spec) =>
       Effect.gen(function* () {
         const startedAt = yield* Clock.currentTimeMillis
+        const outputLimit = Math.min(machineLimit, spec.outputLimit ?? machineLimit)
         const verdict = yield* Effect.uninterruptibleMask((restore) =>
           Effect.gen(function* () {
             const launch = yield* restore(launchOf(spec, cacheDir))

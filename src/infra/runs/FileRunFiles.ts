@@ -1,6 +1,6 @@
 /**
- * `RunFiles` on the file system: `<dir>/<attempt>.stdout|stderr`, directory mode 0700; each stream
- * keeps at most `outputLimit` bytes, then the line that says the rest was not kept (OutputLimit.ts).
+ * `RunFiles` on the file system: `<dir>/<attempt>.stdout|stderr`, directory mode 0700, under the
+ * output limit `outputLimit` (OutputLimit.ts).
  */
 import * as fs from "node:fs/promises"
 import * as nodePath from "node:path"
@@ -30,17 +30,20 @@ export const make = (dir: string, outputLimit: number = DEFAULT_OUTPUT_LIMIT): R
     }
   }
   return {
+    outputLimit,
     paths: (attempt) => ({ stdout: file(attempt, "stdout"), stderr: file(attempt, "stderr") }),
-    append: (attempt, stream, text) =>
+    append: (attempt, stream, text, options = {}) =>
       Effect.tryPromise({
         try: async () => {
           await ready
-          // Read and append ("a+"): the last byte tells whether a notice starts a line of its own.
+          // Read and append ("a+"): the last byte tells whether a line saying the stream was cut starts a line of its own.
           const handle = await fs.open(file(attempt, stream), "a+", 0o600)
           try {
-            const size = (await handle.stat()).size
             const bytes = Buffer.from(text, "utf8")
-            const { keep, cut } = keepOf(bytes, size, outputLimit)
+            let keep = bytes.length
+            let cut = options.cut === true
+            const size = cut || options.within === true ? (await handle.stat()).size : 0
+            if (options.within === true) ({ keep, cut } = keepOf(bytes, size, outputLimit))
             let out = bytes.subarray(0, keep)
             if (cut) {
               const before = keep > 0 ? bytes[keep - 1] : size > 0 ? (await handle.read(Buffer.alloc(1), 0, 1, size - 1)).buffer[0] : undefined

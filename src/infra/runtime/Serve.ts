@@ -50,7 +50,7 @@ import * as NodeHashing from "../journal/NodeHashing.js"
 import { layer as journalLayer } from "../journal/SqliteJournal.js"
 import { storePath } from "../journal/StoreFile.js"
 import * as ManifestSourceLive from "../manifest/ManifestSourceLive.js"
-import { runtimeEnv } from "../SvcConfig.js"
+import { runtimeEnv, sayWhereSet } from "../SvcConfig.js"
 import { layerAt as svcHomeAt } from "../SvcHome.js"
 import { loadOrCreate } from "../tls/OwnerCertificate.js"
 import { linkKeys, linksDir, readLinks, writeLink } from "../workers/LinkStore.js"
@@ -162,12 +162,12 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }) =>
     const bagLayers = Layer.mergeAll(NodeBagDirectory.layer, FileBagStore.layer.pipe(Layer.provide(svcHomeAt(options.home))), ManifestSourceLive.layer, HostProgramsLive.layer)
     const offerNow = computeOffer(settings).pipe(Effect.provide(bagLayers))
     // A bad SVC_WORKFLOW_CAPACITY or label stops the start with its message.
-    const firstOffer = yield* offerNow.pipe(Effect.mapError((e) => new ServeError({ message: e.message })))
+    const firstOffer = yield* offerNow.pipe(Effect.mapError((e) => new ServeError({ message: sayWhereSet(options.home, e.message) })))
     // And so does a bad SVC_WORKFLOW_RETAINED_RUNS.
-    const retain = yield* Effect.mapError(parseRetainedRuns(env[RETAINED_RUNS_VARIABLE]), (message) => new ServeError({ message }))
+    const retain = yield* Effect.mapError(parseRetainedRuns(env[RETAINED_RUNS_VARIABLE]), (message) => new ServeError({ message: sayWhereSet(options.home, message) }))
     // And a bad SVC_WORKFLOW_OUTPUT_LIMIT: what this machine keeps of each stream of an attempt's
     // output, its own jobs' and, on an owner, what its workers send.
-    const outputLimit = yield* Effect.mapError(parseOutputLimit(env[OUTPUT_LIMIT_VARIABLE]), (message) => new ServeError({ message }))
+    const outputLimit = yield* Effect.mapError(parseOutputLimit(env[OUTPUT_LIMIT_VARIABLE]), (message) => new ServeError({ message: sayWhereSet(options.home, message) }))
     // One arbiter of this machine's slots: its own runs and the work it does for other owners.
     const slots = yield* makeSlots(firstOffer.capacity)
     const resolve = (address: string) => resolveJob(address).pipe(Effect.provide(bagLayers))

@@ -462,7 +462,7 @@ describe("on a worker", () => {
       expect(claim.unsafePoll()).toBeNull()
       const run = yield* submit(GPU)
       const work = ok(yield* claim.await.pipe(Effect.flatten), "work")
-      expect(work).toMatchObject({ attempt: `${run.id}.1`, runId: run.id, address: GPU, digest: DIGEST, input: { text: "hi" }, timeoutMs: null })
+      expect(work).toEqual({ kind: "work", attempt: `${run.id}.1`, runId: run.id, address: GPU, digest: DIGEST, input: { text: "hi" }, timeoutMs: null, outputLimit: 16 * 1024 * 1024, newCredential: null })
       const running = yield* show(run.id)
       expect(running).toMatchObject({ state: "running", host: "lab-1", explanation: "placed on worker 'lab-1'; excluded: owner (eligibility: lacks label gpu=true)" })
       expect(attempt(running, 1)).toMatchObject({ host: w.workerId, hostName: "lab-1", state: "running", fence: w.fence, holdsSlot: true })
@@ -484,7 +484,8 @@ describe("on a worker", () => {
       expect(attempt(yield* show(second.id), 1)).toMatchObject({ host: w.workerId, state: "assigned" })
       const answer = ok(yield* call(w.credential, { kind: "report", fence: w.fence, attempt: first.id, outcome: { ok: true, result: { text: "hi", length: 2 }, exitCode: 0 }, claimNext: true }), "ack")
       expect((yield* show(first.runId)).state).toBe("succeeded")
-      expect(answer.next).toEqual({ attempt: `${second.id}.1`, runId: second.id, address: GPU, digest: DIGEST, input: { text: "second" }, timeoutMs: null })
+      // With the owner's output limit: the worker keeps no more of each stream (docs/runs.md, "How much output is kept").
+      expect(answer.next).toEqual({ attempt: `${second.id}.1`, runId: second.id, address: GPU, digest: DIGEST, input: { text: "second" }, timeoutMs: null, outputLimit: 16 * 1024 * 1024 })
       expect(attempt(yield* show(second.id), 1)).toMatchObject({ host: w.workerId, state: "running", fence: w.fence })
     }).pipe(Effect.provide(TestOwner))
   )
@@ -527,6 +528,29 @@ describe("on a worker", () => {
       expect((yield* show(a.runId)).output).toMatchObject({ stdout: "line 1\nline 2\nline 3\né\nlast\n", stderr: "oops\n" })
     }).pipe(Effect.provide(TestOwner))
   )
+
+  it.effect("a worker that sends past the owner's output limit (one that does not keep to it) is cut by the owner: its own line past the limit is kept whole, the rest once, then one line of the owner's", () => {
+    const small = ownerOn(layerMemory, projectionsLayer, Layer.mergeAll(ChildExecutor.layer, FileRunFiles.layer(mkdtempSync(join(tmpdir(), "svc-dispatcher-limit-")), 1024), Layer.succeed(OwnerHost, host)))
+    return Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const a = yield* runningOn(w)
+      const beat = (attempt: string, stdout: string, from: number, to: number) =>
+        call(w.credential, { kind: "heartbeat", fence: w.fence, running: [attempt], output: [{ attempt, stdout, stderr: "", at: { stdout: [from, to], stderr: [0, 0] } }] }).pipe(Effect.map((r) => ok(r, "ack")))
+      // A worker that kept to the limit: 1,024 bytes, then its own line, past the limit: kept whole.
+      const line = "[svc: output past the first 1 KiB of this stream was not kept (SVC_WORKFLOW_OUTPUT_LIMIT)]\n"
+      yield* beat(a.id, "x".repeat(1023) + "\n", 0, 1024)
+      yield* beat(a.id, line, 1024, 1024 + line.length)
+      expect((yield* show(a.runId)).output.stdout).toBe(`${"x".repeat(1023)}\n${line}`)
+      // One that does not: kept up to the limit and the room for such a line (256 bytes), then the owner's line, once.
+      const b = yield* runningOn(w)
+      yield* beat(b.id, "y".repeat(1000), 0, 1000)
+      yield* beat(b.id, "z".repeat(1000), 1000, 2000)
+      yield* beat(b.id, "z".repeat(1000), 1000, 2000) // its answer was lost: sent again
+      yield* beat(b.id, "w".repeat(1000), 2000, 3000)
+      expect((yield* show(b.runId)).output.stdout).toBe(`${"y".repeat(1000)}${"z".repeat(280)}\n${line}`)
+    }).pipe(Effect.provide(small))
+  })
 
   it.effect("output for an attempt not placed on the worker is refused, not answered as kept; a report carries only its own attempt's", () =>
     Effect.gen(function* () {
@@ -1160,7 +1184,7 @@ describe("a claim's answer that never arrived", () => {
       yield* advertise(w)
       const { runId } = yield* runningOn(w)
       ok(yield* call(w.credential, { kind: "hello", protocol: 1, running: [], resumes: { fence: w.fence, key: w.sessionKey! } }), "welcome")
-      expect(attempt(yield* show(runId), 1)).toMatchObject({ state: "ceased", reason: "its worker's link started again without it: the answer that handed it out never arrived" })
+      expect(attempt(yield* show(runId), 1)).toMatchObject({ state: "ceased", reason: "its worker said hello again without it, resuming its session: its svc serve restarted (killed, and started again on the same boot), or its link started again and the answer that handed it out never arrived" })
     }).pipe(Effect.provide(TestOwner))
   )
 

@@ -6,14 +6,16 @@ describe("OutputMarks", () => {
   it("gives a piece sent again once, and puts back what a refused report changed", () => {
     const marks = new OutputMarks()
     const always = () => true
-    expect(marks.newText("r1.1", "stdout", [0, 4], "abc\n", always)).toBe("abc\n")
+    expect(marks.newText("r1.1", "stdout", [0, 4], "abc\n", always)).toEqual({ text: "abc\n", start: 0 })
     const before = marks.snapshot("r1.1")
-    expect(marks.newText("r1.1", "stdout", [0, 8], "abc\ndef\n", always)).toBe("def\n")
+    // Sent again, longer: the rest, starting where the first ended.
+    expect(marks.newText("r1.1", "stdout", [0, 8], "abc\ndef\n", always)).toEqual({ text: "def\n", start: 4 })
     marks.lose("r1.1", "disk full", always)
     expect(marks.lostWhy("r1.1")).toBe("disk full")
     marks.restore("r1.1", before)
     expect(marks.lostWhy("r1.1")).toBeUndefined()
-    expect(marks.newText("r1.1", "stdout", [0, 8], "abc\ndef\n", always)).toBe("def\n")
+    expect(marks.newText("r1.1", "stdout", [0, 8], "abc\ndef\n", always)).toEqual({ text: "def\n", start: 4 })
+    expect(marks.newText("r1.1", "stdout", [8, 10], "g\n", always)).toEqual({ text: "g\n", start: 8 })
     marks.forget("r1.1")
     expect(marks.size).toBe(0)
   })
@@ -33,7 +35,7 @@ describe("OutputMarks", () => {
     }
     expect(marks.size).toBeLessThanOrEqual(2 * 64)
     // Those that run keep theirs.
-    for (const id of running) expect(marks.newText(id, "stdout", [0, 2], "x\n", stillRuns)).toBe("")
+    for (const id of running) expect(marks.newText(id, "stdout", [0, 2], "x\n", stillRuns).text).toBe("")
     expect(marks.lostWhy("r0.1")).toBe("disk full")
   })
 

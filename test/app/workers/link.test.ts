@@ -82,6 +82,7 @@ describe("the worker's link", () => {
         // No job runs here, so no output: a port with no files (real file I/O would not keep to the TestClock).
         files: {
           paths: () => ({ stdout: "", stderr: "" }),
+          outputLimit: 16 * 1024 * 1024,
           append: () => Effect.void,
           sizes: () => Effect.succeed({ stdout: 0, stderr: 0 }),
           truncate: () => Effect.void,

@@ -3,7 +3,7 @@ import * as Either from "effect/Either"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { parseOutputLimit } from "../../../src/app/runs/OutputLimit.js"
-import { cutNotice, DEFAULT_OUTPUT_LIMIT, formatSize, keepOf, KeptOutput } from "../../../src/domain/runs/OutputLimit.js"
+import { cutNotice, DEFAULT_OUTPUT_LIMIT, formatSize, keepOf, KeptOutput, NOTICE_ROOM, ownerPart } from "../../../src/domain/runs/OutputLimit.js"
 import { completeUtf8Length } from "../../../src/domain/runs/Utf8.js"
 
 /** What a file holds after `chunks` are appended to it as they come, under the rule. */
@@ -66,7 +66,32 @@ describe("keepOf", () => {
   it("puts the notice on a line of its own", () => {
     expect(appendAll([Buffer.from("line one\nline two is long")], 12).toString()).toBe(`line one\nlin\n${cutNotice(12, true)}`)
     expect(appendAll([Buffer.from("line one\n"), Buffer.from("more")], 9).toString()).toBe(`line one\n${cutNotice(9, true)}`)
-    expect(cutNotice(16 * 1024 * 1024, true)).toBe("[svc: output past the first 16 MiB of this stream was not kept (SVC_WORKFLOW_OUTPUT_LIMIT); the job ran on]\n")
+    expect(cutNotice(16 * 1024 * 1024, true)).toBe("[svc: output past the first 16 MiB of this stream was not kept (SVC_WORKFLOW_OUTPUT_LIMIT)]\n")
+  })
+})
+
+describe("ownerPart: what the owner keeps of a worker's stream", () => {
+  const limit = 1024
+  const ceiling = limit + NOTICE_ROOM
+
+  it("keeps all of it up to its limit and the room for a worker's own line, none past them", () => {
+    expect(ownerPart("abc", 0, 3, limit)).toEqual({ write: "abc", cut: false })
+    // A worker that cut at the owner's limit: its line, past the limit, is kept whole.
+    const line = cutNotice(limit, false)
+    expect(Buffer.byteLength(line)).toBeLessThan(NOTICE_ROOM)
+    expect(ownerPart(`xyz${line}`, limit - 3, limit + Buffer.byteLength(line), limit)).toEqual({ write: `xyz${line}`, cut: false })
+    expect(ownerPart("late", ceiling, ceiling + 4, limit)).toEqual({ write: "", cut: false })
+  })
+
+  it("cuts a piece across them between characters, and says the line follows", () => {
+    expect(ownerPart("abcdef", ceiling - 2, ceiling + 4, limit)).toEqual({ write: "ab", cut: true })
+    expect(ownerPart("a€b", ceiling - 2, ceiling + 3, limit)).toEqual({ write: "a", cut: true })
+    expect(ownerPart("€", ceiling - 1, ceiling + 2, limit)).toEqual({ write: "", cut: true })
+  })
+
+  it("counts the worker's bytes, not the text's: invalid bytes, each a U+FFFD of 3 bytes here, are kept as the worker kept them", () => {
+    const text = "\uFFFD".repeat(1024)
+    expect(ownerPart(text, 0, 1024, limit)).toEqual({ write: text, cut: false })
   })
 })
 

@@ -226,7 +226,7 @@ describe("ChildExecutor", () => {
 
   describe("the output limit (SVC_WORKFLOW_OUTPUT_LIMIT)", () => {
     const limited = layerWith({ typeScriptCacheDir: join(scratch, "ts-cache"), stopGraceMs: 300, outputLimit: 64 * 1024 })
-    const notice = (atLineStart: boolean) => `${atLineStart ? "" : "\n"}[svc: output past the first 64 KiB of this stream was not kept (SVC_WORKFLOW_OUTPUT_LIMIT); the job ran on]\n`
+    const notice = (atLineStart: boolean) => `${atLineStart ? "" : "\n"}[svc: output past the first 64 KiB of this stream was not kept (SVC_WORKFLOW_OUTPUT_LIMIT)]\n`
 
     it.live("each stream keeps its first 64 KiB and says the rest was not kept; the job runs on to its result", () =>
       Effect.gen(function* () {
@@ -260,6 +260,18 @@ describe("ChildExecutor", () => {
         const again = yield* run({ ...s, preflight: undefined })
         expect(again).toMatchObject({ ok: true })
         expect(statSync(s.stdoutFile).size).toBe(40_000 + 25_536 + notice(true).length)
+      }).pipe(Effect.provide(limited))
+    )
+
+    it.live("an owner's limit given with the work holds when it is the smaller of the two, and not when it is the larger", () =>
+      Effect.gen(function* () {
+        const script = "process.stdout.write('z'.repeat(200000) + '\\n'); console.log('{}')"
+        const smaller = spec({ runs: { using: "process", command: [process.execPath, "-e", script] }, outputLimit: 2048 })
+        expect(yield* run(smaller)).toMatchObject({ ok: true, result: {} })
+        expect(readFileSync(smaller.stdoutFile, "utf8")).toBe(`${"z".repeat(2048)}\n[svc: output past the first 2 KiB of this stream was not kept (SVC_WORKFLOW_OUTPUT_LIMIT)]\n`)
+        const larger = spec({ runs: { using: "process", command: [process.execPath, "-e", script] }, outputLimit: 1024 * 1024 })
+        yield* run(larger)
+        expect(readFileSync(larger.stdoutFile, "utf8")).toBe(`${"z".repeat(64 * 1024)}${notice(false)}`)
       }).pipe(Effect.provide(limited))
     )
 

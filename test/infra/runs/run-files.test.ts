@@ -127,34 +127,49 @@ describe("writing output", () => {
 
 describe("the output limit on what the owner writes of a worker's output", () => {
   const limited = FileRunFiles.make(mkdtempSync(join(tmpdir(), "svc-run-files-limit-")), 1024)
-  const notice = (atLineStart: boolean) => `${atLineStart ? "" : "\n"}[svc: output past the first 1 KiB of this stream was not kept (SVC_WORKFLOW_OUTPUT_LIMIT); the job ran on]\n`
+  const notice = (atLineStart: boolean) => `${atLineStart ? "" : "\n"}[svc: output past the first 1 KiB of this stream was not kept (SVC_WORKFLOW_OUTPUT_LIMIT)]\n`
   const all = async (attempt: string, stream: "stdout" | "stderr" = "stdout") => (await run(limited.readFrom(attempt, stream, 0, 1 << 20, true))).text
+  const within = { within: true }
 
-  it("keeps each stream's first bytes up to the limit, then one notice, whatever comes after", async () => {
-    await run(limited.append("r9.1", "stdout", "x".repeat(1000)))
-    await run(limited.append("r9.1", "stdout", "é".repeat(20)))
+  it("says its limit, and writes what it is given whole unless told otherwise", async () => {
+    expect(limited.outputLimit).toBe(1024)
+    await run(limited.append("r12.1", "stdout", "x".repeat(2000)))
+    expect(await all("r12.1")).toBe("x".repeat(2000))
+  })
+
+  it("cut: the line follows the text, on a line of its own", async () => {
+    await run(limited.append("r13.1", "stdout", "kept", { cut: true }))
+    expect(await all("r13.1")).toBe(`kept${notice(false)}`)
+    await run(limited.append("r14.1", "stdout", "a line\n"))
+    await run(limited.append("r14.1", "stdout", "", { cut: true }))
+    expect(await all("r14.1")).toBe(`a line\n${notice(true)}`)
+  })
+
+  it("within: keeps each stream's first bytes up to the limit, then one line, whatever comes after", async () => {
+    await run(limited.append("r9.1", "stdout", "x".repeat(1000), within))
+    await run(limited.append("r9.1", "stdout", "é".repeat(20), within))
     expect(await all("r9.1")).toBe(`${"x".repeat(1000)}${"é".repeat(12)}${notice(false)}`)
-    await run(limited.append("r9.1", "stdout", "more\n"))
+    await run(limited.append("r9.1", "stdout", "more\n", within))
     expect(await all("r9.1")).toBe(`${"x".repeat(1000)}${"é".repeat(12)}${notice(false)}`)
     // The other stream has a limit of its own.
-    await run(limited.append("r9.1", "stderr", "warn\n"))
+    await run(limited.append("r9.1", "stderr", "warn\n", within))
     expect(await all("r9.1", "stderr")).toBe("warn\n")
   })
 
-  it("a stream exactly full is not cut until more comes, and the notice then starts its own line", async () => {
-    await run(limited.append("r10.1", "stdout", `${"y".repeat(1023)}\n`))
+  it("within: a stream exactly full is not cut until more comes, and the line then starts its own line", async () => {
+    await run(limited.append("r10.1", "stdout", `${"y".repeat(1023)}\n`, within))
     expect(await all("r10.1")).toBe(`${"y".repeat(1023)}\n`)
-    await run(limited.append("r10.1", "stdout", "z"))
+    await run(limited.append("r10.1", "stdout", "z", within))
     expect(await all("r10.1")).toBe(`${"y".repeat(1023)}\n${notice(true)}`)
   })
 
-  it("a report taken back takes its notice back too, and the report sent again cuts the stream as before", async () => {
-    await run(limited.append("r11.1", "stdout", "a".repeat(1000)))
+  it("a report taken back takes its line back too, and the report sent again cuts the stream as before", async () => {
+    await run(limited.append("r11.1", "stdout", "a".repeat(1000), within))
     const before = await run(limited.sizes("r11.1"))
-    await run(limited.append("r11.1", "stdout", "b".repeat(100)))
+    await run(limited.append("r11.1", "stdout", "b".repeat(100), within))
     await run(limited.truncate("r11.1", before))
     expect(await all("r11.1")).toBe("a".repeat(1000))
-    await run(limited.append("r11.1", "stdout", "b".repeat(100)))
+    await run(limited.append("r11.1", "stdout", "b".repeat(100), within))
     expect(await all("r11.1")).toBe(`${"a".repeat(1000)}${"b".repeat(24)}${notice(false)}`)
   })
 })
