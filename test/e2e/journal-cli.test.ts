@@ -327,14 +327,32 @@ describe("svc journal and svc audit", () => {
     const history = await run("journal", "history", "r1")
     expect(history.code).toBe(1)
     expect(history.stdout).toContain("run r1: 2 events in the journal")
-    expect(history.stderr).toBe("svc: the run's stream is not whole: its event 2 is missing (stream versions), deleted from the journal\n")
+    expect(history.stderr).toBe(
+      "svc: the run's stream is not whole: its event 2 is missing (stream versions), deleted from the journal; the journal is not whole: 3 of its 11 events are missing (rows were deleted from it; svc journal replay names them), so this run's story may lack some\n"
+    )
     const historyDoc = JSON.parse((await run("journal", "history", "r1", "--json")).stdout)
     expect(historyDoc.missingStreamVersions).toEqual([{ from: 2, to: 2 }])
+    expect(historyDoc.missingEvents).toBe(3)
     // Each event with its own fields beside the sentence (scripts had only the prose).
     expect(historyDoc.events.map((e: { type: string; event?: { _tag: string; runId?: string } }) => [e.type, e.event?._tag, e.event?.runId])).toEqual([
       ["RunSubmitted", "RunSubmitted", "r1"],
       ["RunStopRequested", "RunStopRequested", "r1"]
     ])
+  })
+
+  it("history of a run whose last events were deleted says the journal is not whole, exit 1 (its versions left no gap, and it read as whole)", async () => {
+    const file = storePath(home)
+    await writeRun(file)
+    await writeHistory(file, false)
+    const db = new Database(file)
+    // The run's stop (its last event), with more of the journal after it.
+    const last = db.prepare("SELECT MAX(sequence) FROM events WHERE stream = 'run-r1'").pluck().get() as number
+    db.prepare("DELETE FROM events WHERE sequence = ?").run(last)
+    db.close()
+    const history = await run("journal", "history", "r1")
+    expect(history.code).toBe(1)
+    expect(history.stdout).toContain("run r1: 2 events in the journal")
+    expect(history.stderr).toBe("svc: the journal is not whole: 1 of its 11 events is missing (rows were deleted from it; svc journal replay names them), so this run's story may lack some\n")
   })
 
   it("a checkpoint digest of no form svc writes is a divergence; one of a later form is not compared", async () => {

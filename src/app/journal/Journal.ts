@@ -64,6 +64,8 @@ export interface JournalService {
   readonly readOutsideRuns: (after: number, limit: number) => Effect.Effect<ReadonlyArray<Envelope>, JournalError>
   /** The last sequence written; 0 when empty. */
   readonly head: Effect.Effect<number, JournalError>
+  /** How many events it holds: fewer than `head` when rows were deleted from it (sequences run without gaps). */
+  readonly count: Effect.Effect<number, JournalError>
 }
 
 export class Journal extends Context.Tag("svc/Journal")<Journal, JournalService>() {}
@@ -107,7 +109,8 @@ export const makeMemory = Effect.gen(function* () {
     read: (after, limit) => Effect.map(Ref.get(state), (s) => s.events.slice(Math.max(0, after), Math.max(0, after) + limit)),
     readStream: (stream) => Effect.map(Ref.get(state), (s) => s.events.filter((e) => e.stream === stream)),
     readOutsideRuns: (after, limit) => Effect.map(Ref.get(state), (s) => s.events.filter((e) => e.sequence > after && !e.stream.startsWith(RUN_STREAM_PREFIX)).slice(0, limit)),
-    head: Effect.map(Ref.get(state), (s) => s.events.length)
+    head: Effect.map(Ref.get(state), (s) => s.events.length),
+    count: Effect.map(Ref.get(state), (s) => s.events.length)
   })
 })
 

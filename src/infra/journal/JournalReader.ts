@@ -21,7 +21,7 @@ import { openProblem, storeProblem, tablesOf } from "./StoreCheck.js"
 const readOnly = () => Effect.fail(new JournalError({ reason: "Closed", message: "this journal is open read-only" }))
 
 const empty = Layer.mergeAll(
-  Layer.succeed(Journal, Journal.of({ append: readOnly, read: () => Effect.succeed([]), readStream: () => Effect.succeed([]), readOutsideRuns: () => Effect.succeed([]), head: Effect.succeed(0) })),
+  Layer.succeed(Journal, Journal.of({ append: readOnly, read: () => Effect.succeed([]), readStream: () => Effect.succeed([]), readOutsideRuns: () => Effect.succeed([]), head: Effect.succeed(0), count: Effect.succeed(0) })),
   Layer.succeed(Checkpoints, Checkpoints.of({ write: readOnly, latest: Effect.succeed(undefined), snapshot: Effect.succeed(undefined) }))
 )
 
@@ -46,19 +46,21 @@ const fromFile = (filename: string) =>
             outsideRuns: prepareOutsideRuns(db),
             stream: prepareStream(db),
             head: db.prepare<[], number>("SELECT COALESCE(MAX(sequence), 0) FROM events").pluck(),
+            count: db.prepare<[], number>("SELECT COUNT(*) FROM events").pluck(),
             latest: db.prepare<[], { sequence: number; digest: string; written_at: number }>("SELECT sequence, digest, written_at FROM checkpoints ORDER BY sequence DESC LIMIT 1")
           }
         },
         catch: unreadable
       })
       if (typeof prepared === "string") return yield* new JournalError({ reason: "Io", message: prepared })
-      const { head, latest, outsideRuns, page, stream, tables } = prepared
+      const { count, head, latest, outsideRuns, page, stream, tables } = prepared
       const journal = Journal.of({
         append: readOnly,
         read: (after, limit) => readPage(page, after, limit),
         readStream: (name) => readStreamOf(stream, name),
         readOutsideRuns: (after, limit) => readPage(outsideRuns, after, limit),
-        head: Effect.try({ try: () => head.get() ?? 0, catch: ioError("reading the journal head") })
+        head: Effect.try({ try: () => head.get() ?? 0, catch: ioError("reading the journal head") }),
+        count: Effect.try({ try: () => count.get() ?? 0, catch: ioError("counting the journal's events") })
       })
       const lastSnapshot = tables.has("snapshots")
         ? db.prepare<[], { sequence: number; digest: string; state: unknown }>("SELECT sequence, digest, state FROM snapshots ORDER BY sequence DESC LIMIT 1")

@@ -235,13 +235,15 @@ export const make = (filename: string, { streamCache = STREAM_CACHE }: { readonl
     }
 
     const read = (after: number, limit: number) => readPage(page, after, limit)
+    const countQuery = db.prepare<[], number>("SELECT COUNT(*) FROM events").pluck()
 
     return Journal.of({
       append,
       read,
       readStream: (stream) => readStreamOf(streamQuery, stream),
       readOutsideRuns: (after, limit) => readPage(outsideRuns, after, limit),
-      head: Effect.sync(() => head)
+      head: Effect.sync(() => head),
+      count: Effect.try({ try: () => countQuery.get() ?? 0, catch: ioError("counting the journal's events") })
     })
   })
 

@@ -37,7 +37,8 @@ export const historyCommand = Command.make("history", { run: Args.text({ name: "
   journalFailure(
     Effect.gen(function* () {
       if (!isRunId(run)) return yield* usage(`${JSON.stringify(run)} is not a run id (r and letters or digits, as svc run prints)`)
-      const envelopes = yield* (yield* Journal).readStream(`run-${run}`)
+      const journal = yield* Journal
+      const envelopes = yield* journal.readStream(`run-${run}`)
       if (envelopes.length === 0) return yield* refused(`the journal holds no run ${run}`)
       const entries = historyOf(envelopes)
       // A run's stream is versioned 1, 2, 3, ...: a version missing is an event deleted from its story.
@@ -46,10 +47,15 @@ export const historyCommand = Command.make("history", { run: Args.text({ name: "
         const expected = i === 0 ? 1 : envelopes[i - 1]!.streamVersion + 1
         if (e.streamVersion !== expected) missing.push({ from: expected, to: e.streamVersion - 1 })
       })
-      const missingText =
-        missing.length === 0
-          ? undefined
-          : `the run's stream is not whole: ${missing.map((g) => (g.from === g.to ? `its event ${g.from} is missing` : `its events ${g.from}-${g.to} are missing`)).join(", ")} (stream versions), deleted from the journal`
+      // Its last events deleted leave its versions whole: the journal's sequences then have a gap.
+      const [head, held] = [yield* journal.head, yield* journal.count]
+      const problems = [
+        ...(missing.length === 0
+          ? []
+          : [`the run's stream is not whole: ${missing.map((g) => (g.from === g.to ? `its event ${g.from} is missing` : `its events ${g.from}-${g.to} are missing`)).join(", ")} (stream versions), deleted from the journal`]),
+        ...(held < head ? [`the journal is not whole: ${(head - held).toLocaleString("en-US")} of its ${head.toLocaleString("en-US")} events ${head - held === 1 ? "is" : "are"} missing (rows were deleted from it; svc journal replay names them), so this run's story may lack some`] : [])
+      ]
+      const missingText = problems.length === 0 ? undefined : problems.join("; ")
       // Each event's own fields beside its sentence (a host's id, an exit code, a fence: scripts had
       // only the prose); a decision's are in `decision`, as it is re-run.
       const bySequence = new Map(envelopes.map((e) => [e.sequence, e] as const))
@@ -61,7 +67,8 @@ export const historyCommand = Command.make("history", { run: Args.text({ name: "
         yield* printJson({
           run,
           events: entries.map((e) => ({ ...e, at: new Date(e.at).toISOString(), ...fieldsOf(e.sequence) })),
-          ...(missing.length > 0 ? { missingStreamVersions: missing } : {})
+          ...(missing.length > 0 ? { missingStreamVersions: missing } : {}),
+          ...(held < head ? { missingEvents: head - held } : {})
         })
       }
       else yield* printLines(historyLines(run, entries))
