@@ -3,9 +3,9 @@
  * journal adapter, run as the real binary (they work whether the owner runs or not).
  */
 import Database from "better-sqlite3"
-import { spawn } from "node:child_process"
-import { existsSync, mkdirSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs"
-import { join } from "node:path"
+import { spawn, spawnSync } from "node:child_process"
+import { chmodSync, chownSync, existsSync, mkdirSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs"
+import { dirname, join } from "node:path"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -353,6 +353,27 @@ describe("svc journal and svc audit", () => {
     expect(history.code).toBe(1)
     expect(history.stdout).toContain("run r1: 2 events in the journal")
     expect(history.stderr).toBe("svc: the journal is not whole: 1 of its 11 events is missing (rows were deleted from it; svc journal replay names them), so this run's story may lack some\n")
+  })
+
+  // As another user (nobody), who must be able to run svc from where it is built.
+  const nobodyRunsSvc = process.getuid?.() === 0 && spawnSync(process.execPath, [SVC_BIN, "--version"], { uid: 65534, gid: 65534 }).status === 0
+  it.skipIf(!nobodyRunsSvc)("a cleanly stopped home its reader cannot write is said so, with what to do, by every command (SQLite's 'attempt to write a readonly database' was shown) (needs root, to run as nobody)", async () => {
+    const file = storePath(home)
+    await writeHistory(file, true)
+    expect(existsSync(`${file}-shm`)).toBe(false)
+    chmodSync(dirname(home), 0o711)
+    chownSync(home, 65534, 65534)
+    chownSync(file, 65534, 65534)
+    chmodSync(file, 0o400)
+    chmodSync(home, 0o500)
+    for (const args of [["journal", "replay"], ["journal", "export"], ["audit"]]) {
+      const r = await svc(args, { cwd: "/", home, uid: 65534 })
+      expect({ args, code: r.code, stderr: r.stderr }).toEqual({
+        args,
+        code: 1,
+        stderr: `svc: cannot read ${file}: ${home} cannot be written, and SQLite reads this store (a WAL journal) through ${file}-shm, which it would have to create there; copy the home somewhere writable and read the copy (SVC_HOME=COPY)\n`
+      })
+    }
   })
 
   it("a checkpoint digest of no form svc writes is a divergence; one of a later form is not compared", async () => {

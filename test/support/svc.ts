@@ -36,14 +36,15 @@ export const tempDirs = () => {
 /** Runs svc to completion without blocking the test worker (a blocked worker misses vitest's RPC). */
 export const svc = (
   args: ReadonlyArray<string>,
-  options: { cwd: string; home: string; env?: Record<string, string>; input?: string }
+  options: { cwd: string; home: string; env?: Record<string, string>; input?: string; uid?: number; gid?: number }
 ): Promise<SvcResult> => {
   if (!existsSync(SVC_BIN)) throw new Error(`${SVC_BIN} is missing: run npm run build (npm test builds first)`)
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [SVC_BIN, ...args], {
       cwd: options.cwd,
       env: { PATH: process.env["PATH"] ?? "", HOME: options.home, SVC_HOME: options.home, ...options.env },
-      timeout: 30_000
+      timeout: 30_000,
+      ...(options.uid === undefined ? {} : { uid: options.uid, gid: options.gid ?? options.uid })
     })
     let stdout = ""
     let stderr = ""

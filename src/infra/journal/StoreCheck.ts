@@ -47,7 +47,9 @@ export const openProblem = (filename: string, cause: unknown): string => {
   } catch {
     writable = false
   }
-  if ((code === "SQLITE_READONLY" || code === "SQLITE_CANTOPEN") && !writable && !existsSync(`${filename}-shm`)) {
+  // SQLITE_READONLY_DIRECTORY where the directory is not writable to this user (SQLITE_CANTOPEN on a read-only mount).
+  const readOnly = typeof code === "string" && (code.startsWith("SQLITE_READONLY") || code === "SQLITE_CANTOPEN")
+  if (readOnly && !writable && !existsSync(`${filename}-shm`)) {
     return `cannot read ${filename}: ${home} cannot be written, and SQLite reads this store (a WAL journal) through ${filename}-shm, which it would have to create there; copy the home somewhere writable and read the copy (SVC_HOME=COPY)`
   }
   return `cannot read ${filename}: ${message}`
