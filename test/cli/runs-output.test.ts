@@ -64,6 +64,8 @@ describe("svc runs show", () => {
     expect(preferenceEffect("the only eligible candidate with room")).toBe("not weighed: one eligible host had room")
     expect(preferenceEffect("deterministic tie-break among 3 equally ranked candidates")).toBe("no host with room had more of it than the others")
     expect(preferenceEffect("none: no candidate is eligible")).toBe("weighed once a host can take it")
+    // Stopped before any host could take it: it never will be.
+    expect(preferenceEffect("none: no candidate is eligible", true)).toBe("never weighed: no host could take it")
   })
 
   it("says when the output shown is its end, how much is not shown, and where all of it is", () => {

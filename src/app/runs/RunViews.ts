@@ -210,7 +210,8 @@ export const makeRunViews = ({ state, readRun, files, nextChange, slotWaits }: R
   /** The latest attempt's output: the end of each stream, what is not shown of it, and where it all is. */
   const outputOf = (id: string | null, kept: boolean) =>
     Effect.gen(function* () {
-      if (id === null || !kept) return { attempt: id, stdout: "", stderr: "", removed: !kept, skipped: { stdout: 0, stderr: 0 }, files: null }
+      // A run that never had an attempt had no output to remove.
+      if (id === null || !kept) return { attempt: id, stdout: "", stderr: "", removed: id !== null && !kept, skipped: { stdout: 0, stderr: 0 }, files: null }
       const out = yield* files.tail(id, "stdout", OUTPUT_TAIL_BYTES)
       const err = yield* files.tail(id, "stderr", OUTPUT_TAIL_BYTES)
       const paths = files.paths(id)

@@ -213,7 +213,7 @@ const list = Command.make(
  * What the stated preference did in a placement, read from its selection (placement layer 3:
  * locality first, then the preference, then a deterministic tie-break; docs/placement.md).
  */
-export const preferenceEffect = (selection: string): string =>
+export const preferenceEffect = (selection: string, over = false): string =>
   selection.startsWith("locality")
     ? "not weighed: the owner keeps what it can run, before any preference"
     : selection === "stated preference"
@@ -222,7 +222,9 @@ export const preferenceEffect = (selection: string): string =>
         ? "not weighed: one eligible host had room"
         : selection.startsWith("deterministic tie-break")
           ? "no host with room had more of it than the others"
-          : "weighed once a host can take it"
+          : over
+            ? "never weighed: no host could take it"
+            : "weighed once a host can take it"
 
 /** A span of time in words: `0.35 s`, `12.3 s`, `4 min 12 s`, `2 h 5 min`. */
 export const lasted = (ms: number): string => {
@@ -279,7 +281,7 @@ export const showLines = (r: RunDetail): ReadonlyArray<string> => {
       `  execution host: ${p.executionHost === null ? "none" : hostNamed(p.executionHost)}`,
       `  inference endpoint: ${p.inferenceEndpoint ?? "none"}; requested model: ${p.requestedModel ?? "none"}; resolved model: ${p.resolvedModel ?? "none"}`,
       `  selection: ${p.selectionProvenance}`,
-      ...(r.preferredLabels.length === 0 ? [] : [`  preferred: ${r.preferredLabels.join(", ")}; ${preferenceEffect(p.selectionProvenance)}`]),
+      ...(r.preferredLabels.length === 0 ? [] : [`  preferred: ${r.preferredLabels.join(", ")}; ${preferenceEffect(p.selectionProvenance, r.finishedAt !== null)}`]),
       `  limits: timeout ${p.limits.timeoutMs === null ? "none" : `${p.limits.timeoutMs / 1000} s`}; bounds ${p.limits.bounds.join(", ") || "none"}`
     )
     for (const note of r.placement.notes) lines.push(`  note: ${note}`)

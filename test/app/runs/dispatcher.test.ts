@@ -362,6 +362,9 @@ describe("runs kept in memory", () => {
   it.effect("settled runs beyond two generations are forgotten from memory, and still shown, waited on and refused a stop from the journal", () =>
     Effect.gen(function* () {
       const dispatcher = yield* Dispatcher
+      // A run stopped before any host could take it (no worker yet): it never had an attempt.
+      const never = yield* submit(GPU)
+      yield* dispatcher.stop(never.id, "operator")
       const w = yield* linked("lab-1")
       yield* advertise(w)
       const files = yield* RunFiles
@@ -373,10 +376,13 @@ describe("runs kept in memory", () => {
         ok(yield* report(w, r.id), "ack")
         done.push(r)
       }
-      // Generations of 2: the 4th settled run retired the first two, the 5th starts a generation.
+      // Generations of 2: the stopped run and the first three settled; the 3rd retired the first
+      // two, the 5th the next two; the last starts a generation.
       const list = yield* dispatcher.list()
-      expect(list.forgotten).toBe(2)
-      expect(list.runs.map((r) => r.id)).toEqual(done.slice(2).map((r) => r.runId))
+      expect(list.forgotten).toBe(4)
+      expect(list.runs.map((r) => r.id)).toEqual(done.slice(3).map((r) => r.runId))
+      // Forgotten without an attempt: no output was removed, and none is said removed.
+      expect((yield* show(never.id)).output).toEqual({ attempt: null, stdout: "", stderr: "", removed: false, skipped: { stdout: 0, stderr: 0 }, files: null })
       const [first] = done
       // Shown from its stream in the journal, as it was when kept.
       const shown = yield* show(first!.runId)
@@ -384,8 +390,8 @@ describe("runs kept in memory", () => {
       expect(shown.attemptRecords).toEqual([expect.objectContaining({ id: first!.id, host: w.workerId, hostName: "lab-1", state: "reported", holdsSlot: false })])
       // The output of forgotten runs is removed with them; that of runs kept stays.
       expect(shown.output).toEqual({ attempt: first!.id, stdout: "", stderr: "", removed: true, skipped: { stdout: 0, stderr: 0 }, files: null })
-      yield* until("the forgotten runs' output removed", files.attempts, (ids) => ids.length === 3)
-      expect([...(yield* files.attempts)].sort()).toEqual(done.slice(2).map((r) => r.id).sort())
+      yield* until("the forgotten runs' output removed", files.attempts, (ids) => ids.length === 2)
+      expect([...(yield* files.attempts)].sort()).toEqual(done.slice(3).map((r) => r.id).sort())
       expect((yield* show(done[4]!.runId)).output).toMatchObject({ attempt: done[4]!.id, stdout: "working on 4\n", stderr: "", removed: false, skipped: { stdout: 0, stderr: 0 }, files: { stdout: expect.stringMatching(/\.stdout$/), stderr: null } })
       expect(yield* dispatcher.wait(first!.runId, 60_000)).toMatchObject({ id: first!.runId, state: "succeeded" })
       const before = [yield* head, yield* sequence]
@@ -398,7 +404,7 @@ describe("runs kept in memory", () => {
       const live = yield* Effect.flatMap(Projections, (p) => p.state)
       const replayed = yield* foldJournal(new Map(), initialStateRetaining(RETAIN))
       expect(JSON.stringify(canonicalState(replayed.state))).toBe(JSON.stringify(canonicalState(live)))
-      expect(live.runs.forgotten).toBe(2)
+      expect(live.runs.forgotten).toBe(4)
     }).pipe(Effect.provide(ForgetfulOwner))
   )
 
