@@ -2,8 +2,8 @@
  * One child process, from its start to its end: spawned without a shell, its output appended to
  * the attempt's files as it arrives (each stream up to the output limit) with a bounded tail kept
  * in memory, waited for with a timeout of any length, and stopped with SIGTERM then SIGKILL; every
- * wait completes only once the child has exited and its output is written. What a job's child means (its launch, input,
- * result and checks) is ChildExecutor.ts.
+ * wait completes only once the child has exited and its output is written. What a job's child
+ * means (its launch, input, result and checks) is ChildExecutor.ts.
  */
 import { spawn, type ChildProcess } from "node:child_process"
 import * as fs from "node:fs/promises"
