@@ -22,12 +22,15 @@ export const auditPlacement = (e: PlacementDecided): PlacementAudit => {
   const again = place(e.activity, e.candidates, e.quotas)
   const host = again.outcome === "placed" ? again.host : null
   const differences: Array<string> = []
+  // A host by its id and, as the rest of the audit says it, its name.
+  const names = new Map([...e.verdicts, ...again.verdicts].map((v) => [v.candidate, v.name] as const))
+  const named = (id: string | null) => (id === null ? "none" : id === "owner" ? "owner" : `${id}${names.has(id) ? ` (${names.get(id)})` : ""}`)
   if (again.outcome !== e.outcome) differences.push(`outcome: recorded ${e.outcome}, now ${again.outcome}`)
-  if (host !== e.host) differences.push(`host: recorded ${e.host ?? "none"}, now ${host ?? "none"}`)
+  if (host !== e.host) differences.push(`host: recorded ${named(e.host)}, now ${named(host)}`)
   const recorded = new Map(e.verdicts.map((v) => [v.candidate, v]))
   for (const v of again.verdicts) {
     const before = recorded.get(v.candidate)
-    if (before === undefined) differences.push(`candidate ${v.candidate}: not in the recorded verdicts`)
+    if (before === undefined) differences.push(`candidate ${named(v.candidate)}: not in the recorded verdicts`)
     else if (canonical(before) !== canonical(v)) {
       const codes = (x: { readonly exclusions: ReadonlyArray<{ readonly code: string }> }) => x.exclusions.map((c) => c.code).join(",") || "none"
       // The same codes: what differs is said (it read "recorded exclusions X, now X").
@@ -40,11 +43,11 @@ export const auditPlacement = (e: PlacementDecided): PlacementAudit => {
             : canonical(before.score) !== canonical(v.score)
               ? ` (score recorded ${canonical(before.score)}, now ${canonical(v.score)})`
               : " (their numbers differ)"
-      differences.push(`candidate ${v.candidate} (${v.name}): recorded exclusions ${codes(before)}, now ${codes(v)}${same}`)
+      differences.push(`candidate ${named(v.candidate)}: recorded exclusions ${codes(before)}, now ${codes(v)}${same}`)
     }
     recorded.delete(v.candidate)
   }
-  for (const c of recorded.keys()) differences.push(`candidate ${c}: recorded, but not judged now`)
+  for (const c of recorded.keys()) differences.push(`candidate ${named(c)}: recorded, but not judged now`)
   const provenance = selectionProvenance(again)
   if (provenance !== e.record.selectionProvenance) differences.push(`selection provenance: recorded "${e.record.selectionProvenance}", now "${provenance}"`)
   return differences.length === 0 ? { reproduced: true } : { reproduced: false, differences }

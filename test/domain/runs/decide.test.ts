@@ -834,16 +834,16 @@ describe("auditPlacement", () => {
 
   it("a tampered host is named", () => {
     expect(recorded.host).toBe("w2")
-    expect(diverged(tampered({ host: "w1" }))).toEqual(["host: recorded w1, now w2"])
+    expect(diverged(tampered({ host: "w1" }))).toEqual(["host: recorded w1 (box-w1), now w2 (box-w2)"])
   })
 
   it("a tampered outcome is named", () => {
-    expect(diverged(tampered({ outcome: "waiting", host: null }))).toEqual(["outcome: recorded waiting, now placed", "host: recorded none, now w2"])
+    expect(diverged(tampered({ outcome: "waiting", host: null }))).toEqual(["outcome: recorded waiting, now placed", "host: recorded none, now w2 (box-w2)"])
   })
 
   it("a tampered verdict's code is named with the candidate, both codes shown", () => {
     const changed = verdicts((v) => (v.candidate === "owner" ? { ...v, exclusions: [{ layer: "eligibility", code: "out-of-scope", text: "lacks label gpu=true" }] } : v))
-    expect(diverged(tampered({ verdicts: changed }))).toEqual(["candidate owner (owner): recorded exclusions out-of-scope, now missing-label"])
+    expect(diverged(tampered({ verdicts: changed }))).toEqual(["candidate owner: recorded exclusions out-of-scope, now missing-label"])
   })
 
   it("a tampered verdict's text or score, with the same codes, is named too", () => {
@@ -857,8 +857,8 @@ describe("auditPlacement", () => {
   })
 
   it("a verdict dropped or added, and a tampered provenance, are named", () => {
-    expect(diverged(tampered({ verdicts: recorded.verdicts.filter((v) => v.candidate !== "w3") }))).toEqual(["candidate w3: not in the recorded verdicts"])
-    expect(diverged(tampered({ verdicts: [...recorded.verdicts, { candidate: "w9", name: "ghost", exclusions: [], score: null }] }))).toEqual(["candidate w9: recorded, but not judged now"])
+    expect(diverged(tampered({ verdicts: recorded.verdicts.filter((v) => v.candidate !== "w3") }))).toEqual(["candidate w3 (box-w3): not in the recorded verdicts"])
+    expect(diverged(tampered({ verdicts: [...recorded.verdicts, { candidate: "w9", name: "ghost", exclusions: [], score: null }] }))).toEqual(["candidate w9 (ghost): recorded, but not judged now"])
     expect(diverged(tampered({ record: { ...recorded.record, selectionProvenance: "locality: the owner keeps what it can run" } }))).toEqual([
       'selection provenance: recorded "locality: the owner keeps what it can run", now "stated preference"'
     ])
@@ -867,7 +867,7 @@ describe("auditPlacement", () => {
   it("a tampered input (a candidate's labels) changes the decision, and the audit names it", () => {
     const inputs = recorded.candidates.map((c) => (c.id === "w2" ? { ...c, labels: ["zone=b"] } : c))
     const differences = diverged(tampered({ candidates: inputs }))
-    expect(differences).toContain("host: recorded w2, now w1")
+    expect(differences).toContain("host: recorded w2 (box-w2), now w1 (box-w1)")
     expect(differences).toContain("candidate w2 (box-w2): recorded exclusions none, now missing-label")
   })
 })
@@ -948,6 +948,6 @@ describe("historyOf", () => {
     const tampered = { ...decided, event: { ...e, host: e.host === "w1" ? "w2" : "w1" } as PlacementDecided }
     const [, entry] = historyOf([envelopes[0]!, tampered])
     expect(entry!.decision).toMatchObject({ reproduced: false })
-    expect(entry!.decision!.differences[0]).toMatch(/^host: recorded w\d, now w\d$/)
+    expect(entry!.decision!.differences[0]).toMatch(/^host: recorded w\d \(box-w\d\), now w\d \(box-w\d\)$/)
   })
 })
