@@ -376,6 +376,18 @@ describe("svc journal and svc audit", () => {
     }
   })
 
+  it("a home every user may write to is read, saying that anyone could have replaced its journal (svc serve refuses it; replay said nothing)", async () => {
+    await writeHistory(storePath(home), true)
+    chmodSync(home, 0o777)
+    for (const args of [["journal", "replay"], ["journal", "history", "r1"], ["audit"]]) {
+      const r = await run(...args)
+      expect(r.stderr, args.join(" ")).toContain(`note: ${home} (SVC_HOME) is writable by every user (mode 0777), who could have replaced its journal; it is read as it is\n`)
+    }
+    expect((await run("journal", "replay")).code).toBe(0)
+    chmodSync(home, 0o700)
+    expect((await run("journal", "replay")).stderr).toBe("")
+  })
+
   it("a checkpoint digest of no form svc writes is a divergence; one of a later form is not compared", async () => {
     const file = storePath(home)
     await writeHistory(file, true)
