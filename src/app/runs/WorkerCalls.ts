@@ -22,6 +22,7 @@ import type { CommandRejected, Execute } from "../journal/Projections.js"
 import { fenceRefusal, Refusal, revokedRefusal, type OutputDelta } from "../workers/Protocol.js"
 import type { DispatcherService } from "./Dispatcher.js"
 import { ownerPart } from "../../domain/runs/OutputLimit.js"
+import { pieceProblem } from "../../domain/runs/OutputPieces.js"
 import { OutputMarks } from "./OutputMarks.js"
 import type { RunFilesService } from "./RunFiles.js"
 import type { SlotWaits } from "./SlotWaits.js"
@@ -187,6 +188,8 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
    */
   const outputProblem = (s: OwnerState, worker: WorkerRecord, deltas: ReadonlyArray<OutputDelta>): Refusal | undefined => {
     for (const delta of deltas) {
+      const bad = pieceProblemOf(delta)
+      if (bad !== undefined) return bad
       const parsed = parseAttemptId(delta.attempt)
       const run = parsed === undefined ? undefined : runOf(s, parsed.runId)
       if (parsed !== undefined && run === undefined) continue
@@ -194,6 +197,16 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
       if (a === undefined || a.host !== worker.id) {
         return refusal("unknown-activity", `output names ${JSON.stringify(delta.attempt)}, which is not an attempt placed on this worker: nothing was recorded`)
       }
+    }
+    return undefined
+  }
+
+  /** A piece whose `at` does not cover its text (OutputPieces.ts): refused, so that nothing of it is written past the limit. */
+  const pieceProblemOf = (delta: OutputDelta): Refusal | undefined => {
+    for (const stream of ["stdout", "stderr"] as const) {
+      const at = delta.at?.[stream]
+      const problem = at === undefined ? undefined : pieceProblem(at, Buffer.byteLength(delta[stream], "utf8"))
+      if (problem !== undefined) return refusal("bad-request", `the ${stream} of ${JSON.stringify(delta.attempt)}: ${problem}; nothing was recorded`)
     }
     return undefined
   }
@@ -296,6 +309,8 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
       if (output !== undefined && output.attempt !== attempt) {
         return yield* refusal("bad-request", `output.attempt is ${JSON.stringify(output.attempt)}, but this report is for ${JSON.stringify(attempt)}: a report carries its own attempt's output (others go with a heartbeat)`)
       }
+      const badPiece = output === undefined ? undefined : pieceProblemOf(output)
+      if (badPiece !== undefined) return yield* badPiece
       // What the output files hold before this report's output: a report refused (the journal could
       // not take it) has its output taken back, so the same report sent again writes it once.
       const before = output === undefined ? undefined : yield* files.sizes(attempt)

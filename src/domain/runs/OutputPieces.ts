@@ -42,3 +42,20 @@ export const newPart = (mark: PieceMark | undefined, at: readonly [number, numbe
   if (start === undefined) return { write: text, mark: fresh(from, to, text) }
   return { write: text.slice(mark.length - start), mark: fresh(from, to, text) }
 }
+
+/**
+ * What is wrong with a piece lying at `at` (`[from, to)` of the worker's copy) whose text is
+ * `bytes` long (UTF-8), or undefined. The text is the worker's bytes read as UTF-8: as long as
+ * they are when they are UTF-8, and each that is not becomes a U+FFFD of 3 bytes, so it is at
+ * least as long and at most three times. A piece outside that (`at: [0, 0]` with text, say) would
+ * have its text written whole, past the owner's output limit, counted in the worker's bytes.
+ */
+export const pieceProblem = (at: readonly [number, number], bytes: number): string | undefined => {
+  const [from, to] = at
+  if (to < from) return `at [${from}, ${to}] ends before it starts`
+  const span = to - from
+  if (bytes < span || bytes > 3 * span) {
+    return `its text is ${bytes} bytes (UTF-8) for the ${span} bytes at [${from}, ${to}] of the worker's copy: it must be at least as long and at most three times (each byte that is not UTF-8 arrives as a U+FFFD of 3)`
+  }
+  return undefined
+}

@@ -558,6 +558,28 @@ describe("on a worker", () => {
     }).pipe(Effect.provide(small))
   })
 
+  it.effect("a piece whose at does not cover its text is refused, nothing written (at [0, 0] with text had it written whole past the owner's output limit)", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const a = yield* runningOn(w)
+      const before = [yield* head, yield* sequence]
+      const piece = (stdout: string, at: readonly [number, number]) => ({ attempt: a.id, stdout, stderr: "", at: { stdout: at, stderr: [0, 0] as const } })
+      const beat = yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [a.id], output: [piece("z".repeat(100), [0, 0])] })
+      expect(Either.getLeft(beat).pipe(Option.getOrUndefined)).toMatchObject({
+        code: "bad-request",
+        message: `the stdout of "${a.id}": its text is 100 bytes (UTF-8) for the 0 bytes at [0, 0] of the worker's copy: it must be at least as long and at most three times (each byte that is not UTF-8 arrives as a U+FFFD of 3); nothing was recorded`
+      })
+      const reported = yield* call(w.credential, { kind: "report", fence: w.fence, attempt: a.id, outcome: { ok: true, result: { text: "hi", length: 2 } }, output: piece("y", [5, 9]) })
+      expect(refusal(reported)).toBe("bad-request")
+      expect([yield* head, yield* sequence]).toEqual(before)
+      expect((yield* show(a.runId)).output).toMatchObject({ stdout: "", stderr: "" })
+      // As long as its bytes, or longer by invalid bytes (a U+FFFD of 3 for each): taken.
+      ok(yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [a.id], output: [piece("ok\uFFFD\n", [0, 4])] }), "ack")
+      expect((yield* show(a.runId)).output.stdout).toBe("ok\uFFFD\n")
+    }).pipe(Effect.provide(TestOwner))
+  )
+
   it.effect("output for an attempt not placed on the worker is refused, not answered as kept; a report carries only its own attempt's", () =>
     Effect.gen(function* () {
       const w = yield* linked("lab-1")

@@ -5,7 +5,7 @@
  */
 import * as fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { newPart, type PieceMark } from "../../../src/domain/runs/OutputPieces.js"
+import { newPart, type PieceMark, pieceProblem } from "../../../src/domain/runs/OutputPieces.js"
 
 /** Pieces fed in order: what was written, and the mark after them. */
 const feed = (pieces: ReadonlyArray<readonly [number, number, string]>) => {
@@ -72,5 +72,17 @@ describe("a stream sent in pieces whose answers may be lost", () => {
         expect(written).toBe(stream.join(""))
       })
     )
+  })
+})
+
+describe("pieceProblem: a piece's text against the bytes its at covers", () => {
+  it("takes text as long as its bytes, up to three times as long (invalid bytes), and nothing else", () => {
+    expect(pieceProblem([0, 4], 4)).toBeUndefined()
+    expect(pieceProblem([10, 12], 6)).toBeUndefined()
+    expect(pieceProblem([0, 0], 0)).toBeUndefined()
+    expect(pieceProblem([0, 0], 60_000)).toMatch(/^its text is 60000 bytes \(UTF-8\) for the 0 bytes at \[0, 0\]/)
+    expect(pieceProblem([0, 10], 9)).toMatch(/for the 10 bytes/)
+    expect(pieceProblem([0, 10], 31)).toMatch(/for the 10 bytes/)
+    expect(pieceProblem([9, 3], 0)).toBe("at [9, 3] ends before it starts")
   })
 })
