@@ -24,11 +24,12 @@ export const runtimeEnv = async (home: string, env: NodeJS.ProcessEnv = process.
     const section = (doc as { services?: { workflows?: { runtime?: { env?: unknown } } } } | null)?.services?.workflows?.runtime?.env
     if (section !== undefined && section !== null) {
       if (typeof section !== "object" || Array.isArray(section)) throw new ConfigFileError(`${file}: services.workflows.runtime.env must be a map of variables`)
-      for (const [k, v] of Object.entries(section)) fromFile[k] = String(v)
+      // `KEY:` with nothing after it is unset, as an empty value is (it read as "null").
+      for (const [k, v] of Object.entries(section)) if (v !== null && v !== undefined) fromFile[k] = String(v)
     }
   }
-  // An empty one is unset (`SVC_WORKFLOW_OUTPUT_LIMIT= svc serve`): it put the default in place of svc.yaml's value without a word.
-  const fromEnv = Object.fromEntries(Object.entries(env).filter(([k, v]) => k.startsWith("SVC_WORKFLOW_") && v !== undefined && v !== ""))
+  // An empty one (or blanks) is unset (`SVC_WORKFLOW_OUTPUT_LIMIT= svc serve`): it put the default in place of svc.yaml's value without a word.
+  const fromEnv = Object.fromEntries(Object.entries(env).filter(([k, v]) => k.startsWith("SVC_WORKFLOW_") && v !== undefined && v.trim() !== ""))
   // A misspelt setting would leave its default in force without a word (SVC_WORKFLOW_CAPACTY: 3).
   for (const [name, where] of [...Object.keys(fromFile).map((k) => [k, `${file}: services.workflows.runtime.env`] as const), ...Object.keys(fromEnv).map((k) => [k, "the environment"] as const)]) {
     if (!name.startsWith("SVC_WORKFLOW_") || SETTINGS.includes(name)) continue
@@ -48,6 +49,6 @@ export const SETTINGS: ReadonlyArray<string> = ["SVC_WORKFLOW_CAPACITY", "SVC_WO
 export const sayWhereSet = (home: string, message: string, env: NodeJS.ProcessEnv = process.env): string => {
   const name = SETTINGS.find((setting) => message.startsWith(setting))
   if (name === undefined) return message
-  const inEnv = env[name] !== undefined && env[name] !== ""
+  const inEnv = env[name] !== undefined && env[name]!.trim() !== ""
   return `${message} (set in ${inEnv ? "the environment" : `${nodePath.join(home, "svc.yaml")}: services.workflows.runtime.env`})`
 }

@@ -58,7 +58,7 @@ describe("svc serve configuration", () => {
     // Set in svc.yaml, said so; and an empty variable in the environment is unset, not the default
     // in place of the file's value (the file's bad value is what refuses the start).
     writeFileSync(join(home, "svc.yaml"), "services:\n  workflows:\n    runtime:\n      env:\n        SVC_WORKFLOW_OUTPUT_LIMIT: 4KB\n")
-    const fromFile = await serveRefused(home, { SVC_WORKFLOW_OUTPUT_LIMIT: "" })
+    const fromFile = await serveRefused(home, { SVC_WORKFLOW_OUTPUT_LIMIT: " " })
     expect(fromFile.code).toBe(1)
     expect(fromFile.stderr).toContain(`not "4KB"; KB is not taken (KiB, MiB and GiB are 1,024 apart) (set in ${join(home, "svc.yaml")}: services.workflows.runtime.env)`)
     rmSync(join(home, "svc.yaml"))

@@ -4,6 +4,7 @@
  *
  * - Per stream, what of the worker's copy it has written, from the pieces' `at` (revision 4,
  *   OutputPieces.ts): a piece sent again is written once.
+ * - Per stream, where it is as to the owner's output limit (OutputLimit.ts, `ownerPart`).
  * - Why its output could not be written (a full disk, a read-only runs directory): said once in
  *   the log; nothing more of it is written (it would leave a gap), and the attempt fails when it
  *   reports, as a job on the owner fails whose output cannot be written (docs/executors.md).
@@ -14,9 +15,10 @@
  * stay as many as the attempts running, give or take a factor of two.
  */
 import type { OutputStream } from "./RunFiles.js"
+import type { OwnerCut } from "../../domain/runs/OutputLimit.js"
 import { newPart, type PieceMark } from "../../domain/runs/OutputPieces.js"
 
-type Marks = { readonly stdout?: PieceMark; readonly stderr?: PieceMark }
+type Marks = { readonly stdout?: PieceMark; readonly stderr?: PieceMark; readonly cut?: { readonly stdout?: OwnerCut; readonly stderr?: OwnerCut } }
 
 /** An attempt's entries at one moment, to put back (a report refused). */
 export interface MarksSnapshot {
@@ -45,6 +47,18 @@ export class OutputMarks {
     this.written.set(attempt, { ...marks, [stream]: part.mark })
     // Written whole from where it lies, or the rest past what was written before.
     return { text: part.write, start: part.write.length === text.length || before === undefined ? at[0] : before.upTo }
+  }
+
+  /** Where the stream is as to the owner's output limit (`ownerPart`); `open` until said otherwise. */
+  cutOf(attempt: string, stream: OutputStream): OwnerCut {
+    return this.written.get(attempt)?.cut?.[stream] ?? "open"
+  }
+
+  /** Notes where the stream is now as to the limit (after `newText`, which keeps the attempt's entry). */
+  setCut(attempt: string, stream: OutputStream, now: OwnerCut): void {
+    const marks = this.written.get(attempt) ?? {}
+    if ((marks.cut?.[stream] ?? "open") === now) return
+    this.written.set(attempt, { ...marks, cut: { ...marks.cut, [stream]: now } })
   }
 
   /** Its output could not be written: why. */

@@ -165,7 +165,8 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
         // output limit counted in the worker's bytes; without it (an older worker), as much as the
         // file has room for.
         const part = at === undefined ? undefined : marks.newText(delta.attempt, stream, at, delta[stream], stillRuns)
-        const { write, cut } = part === undefined ? { write: delta[stream], cut: false } : ownerPart(part.text, part.start, at![1], files.outputLimit)
+        const { write, cut, now } = part === undefined ? { write: delta[stream], cut: false, now: undefined } : ownerPart(part.text, part.start, at![1], files.outputLimit, marks.cutOf(delta.attempt, stream))
+        if (now !== undefined) marks.setCut(delta.attempt, stream, now)
         if ((write === "" && !cut) || marks.lostWhy(delta.attempt) !== undefined) continue
         yield* files.append(delta.attempt, stream, write, part === undefined ? { within: true } : { cut }).pipe(
           Effect.catchAll((e) =>

@@ -103,19 +103,66 @@ export class KeptOutput {
  */
 export const NOTICE_ROOM = 256
 
+/** How every line that ends a cut stream begins. */
+export const NOTICE_START = "[svc: output past the first "
+
+/**
+ * Where the owner is in a worker's stream, as to its limit: `open` (below it), `worker-line` (a
+ * worker's own line began in a piece, its end is to come), `cut` (the stream ends with a line,
+ * the worker's or its own: nothing more is written).
+ */
+export type OwnerCut = "open" | "worker-line" | "cut"
+
+/**
+ * The index in `text` (characters) at which the worker's copy reaches `offset`, `text` being the
+ * worker's bytes from `start`, `span` of them, read as UTF-8. A character counts its UTF-8
+ * bytes, but a U+FFFD counts one byte when the text is longer than its bytes (an invalid byte the
+ * reading replaced), which is exact for single invalid bytes; never inside a character.
+ */
+const indexAt = (text: string, start: number, span: number, offset: number): number => {
+  if (offset <= start) return 0
+  const replaced = new TextEncoder().encode(text).length > span
+  let at = start
+  let i = 0
+  for (const ch of text) {
+    const code = ch.codePointAt(0)!
+    const bytes = code === 0xfffd && replaced ? 1 : code < 0x80 ? 1 : code < 0x800 ? 2 : code < 0x10000 ? 3 : 4
+    if (at + bytes > offset) return i
+    at += bytes
+    i += ch.length
+  }
+  return i
+}
+
 /**
  * Of a worker's new text, lying at bytes `[start, to)` of the worker's copy of the stream (a
- * piece's `at`, revision 4), what the owner writes under its `limit`: all of it below the limit and
- * its room, none past them; a piece across them up to there (whole characters, counted as the
- * text's UTF-8), and `cut`: the owner's line follows. Counted in the worker's bytes, so that
- * output that is not UTF-8 (each invalid byte arrives as a U+FFFD of 3 bytes) is kept as the
- * worker kept it.
+ * piece's `at`, revision 4), what the owner writes under its `limit`, given where it is (`was`):
+ * all of it below the limit; a worker's own line that begins at or before the limit (at a line's
+ * start) and ends within the room past it, whole, even across pieces; anything else past the
+ * limit nothing, and `cut`: the stream is cut at the limit (between characters, counted in the
+ * worker's bytes), the owner's line follows. Counted in the worker's bytes, output that is not
+ * UTF-8 is kept as the worker kept it.
  */
-export const ownerPart = (text: string, start: number, to: number, limit: number): { readonly write: string; readonly cut: boolean } => {
+export const ownerPart = (text: string, start: number, to: number, limit: number, was: OwnerCut = "open"): { readonly write: string; readonly cut: boolean; readonly now: OwnerCut } => {
+  if (was === "cut") return { write: "", cut: false, now: "cut" }
   const ceiling = limit + NOTICE_ROOM
-  if (to <= ceiling) return { write: text, cut: false }
-  if (start >= ceiling) return { write: "", cut: false }
-  const bytes = new TextEncoder().encode(text)
-  const keep = completeUtf8Length(bytes.subarray(0, ceiling - start))
-  return { write: new TextDecoder().decode(bytes.subarray(0, keep)), cut: true }
+  if (was === "worker-line") {
+    // The rest of the worker's line: up to its end, within the room; a line longer is no line of svc's.
+    if (to > ceiling) return { write: "", cut: true, now: "cut" }
+    const end = text.indexOf("\n")
+    return end < 0 ? { write: text, cut: false, now: "worker-line" } : { write: text.slice(0, end + 1), cut: false, now: "cut" }
+  }
+  if (to <= limit) return { write: text, cut: false, now: "open" }
+  const k = indexAt(text, start, to - start, limit)
+  // A worker's line: the line the limit falls in, or the one right after it (its leading line
+  // break sits at the limit); whole, or its start (the rest comes in the next piece).
+  const lineStart = k === 0 ? 0 : text.lastIndexOf("\n", k - 1) + 1
+  for (const at of text[k] === "\n" ? [lineStart, k + 1] : [lineStart]) {
+    const rest = text.slice(at)
+    if (to <= ceiling && rest !== "" && (rest.startsWith(NOTICE_START) || NOTICE_START.startsWith(rest))) {
+      const end = text.indexOf("\n", at)
+      return end < 0 ? { write: text, cut: false, now: "worker-line" } : { write: text.slice(0, end + 1), cut: false, now: "cut" }
+    }
+  }
+  return { write: text.slice(0, k), cut: true, now: "cut" }
 }

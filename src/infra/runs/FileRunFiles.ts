@@ -7,7 +7,7 @@ import * as nodePath from "node:path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { OutputNotKept, RunFiles, type OutputStream, type RunFilesService } from "../../app/runs/RunFiles.js"
-import { cutNotice, DEFAULT_OUTPUT_LIMIT, keepOf } from "../../domain/runs/OutputLimit.js"
+import { cutNotice, DEFAULT_OUTPUT_LIMIT, keepOf, NOTICE_START } from "../../domain/runs/OutputLimit.js"
 import { completeUtf8Length } from "../../domain/runs/Utf8.js"
 
 const SAFE = /^[A-Za-z0-9._-]+$/
@@ -43,6 +43,9 @@ export const make = (dir: string, outputLimit: number = DEFAULT_OUTPUT_LIMIT): R
             let keep = bytes.length
             let cut = options.cut === true
             const size = cut || options.within === true ? (await handle.stat()).size : 0
+            // A stream that ends with the line already (its cut written by a runtime before this
+            // one, which forgot it) takes nothing more: not the piece sent again, nor a second line.
+            if (cut && size > 0 && endsCut((await handle.read(Buffer.alloc(Math.min(size, 512)), 0, Math.min(size, 512), size - Math.min(size, 512))).buffer)) return
             if (options.within === true) ({ keep, cut } = keepOf(bytes, size, outputLimit))
             let out = bytes.subarray(0, keep)
             if (cut) {
@@ -102,6 +105,14 @@ export const make = (dir: string, outputLimit: number = DEFAULT_OUTPUT_LIMIT): R
         return { text: bytes.toString("utf8"), next: offset + bytes.length }
       })
   }
+}
+
+/** Whether `tail` (a file's last bytes) ends with a line that ends a cut stream. */
+const endsCut = (tail: Buffer): boolean => {
+  const text = tail.toString("utf8")
+  if (!text.endsWith("]\n")) return false
+  const line = text.slice(text.lastIndexOf("\n", text.length - 2) + 1)
+  return line.startsWith(NOTICE_START)
 }
 
 export const layer = (dir: string, outputLimit?: number) => Layer.sync(RunFiles, () => make(dir, outputLimit))

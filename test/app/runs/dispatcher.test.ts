@@ -543,18 +543,27 @@ describe("on a worker", () => {
       const a = yield* runningOn(w)
       const beat = (attempt: string, stdout: string, from: number, to: number) =>
         call(w.credential, { kind: "heartbeat", fence: w.fence, running: [attempt], output: [{ attempt, stdout, stderr: "", at: { stdout: [from, to], stderr: [0, 0] } }] }).pipe(Effect.map((r) => ok(r, "ack")))
-      // A worker that kept to the limit: 1,024 bytes, then its own line, past the limit: kept whole.
+      // A worker that kept to the limit: 1,024 bytes, then its own line, past the limit: kept whole,
+      // even cut across two pieces.
       const line = "[svc: output past the first 1 KiB of this stream was not kept (SVC_WORKFLOW_OUTPUT_LIMIT)]\n"
       yield* beat(a.id, "x".repeat(1023) + "\n", 0, 1024)
-      yield* beat(a.id, line, 1024, 1024 + line.length)
+      yield* beat(a.id, line.slice(0, 20), 1024, 1044)
+      yield* beat(a.id, line.slice(20), 1044, 1024 + line.length)
       expect((yield* show(a.runId)).output.stdout).toBe(`${"x".repeat(1023)}\n${line}`)
-      // One that does not: kept up to the limit and the room for such a line (256 bytes), then the owner's line, once.
+      // One that does not: kept up to the limit, then the owner's line, once.
       const b = yield* runningOn(w)
       yield* beat(b.id, "y".repeat(1000), 0, 1000)
       yield* beat(b.id, "z".repeat(1000), 1000, 2000)
       yield* beat(b.id, "z".repeat(1000), 1000, 2000) // its answer was lost: sent again
       yield* beat(b.id, "w".repeat(1000), 2000, 3000)
-      expect((yield* show(b.runId)).output.stdout).toBe(`${"y".repeat(1000)}${"z".repeat(280)}\n${line}`)
+      expect((yield* show(b.runId)).output.stdout).toBe(`${"y".repeat(1000)}${"z".repeat(24)}\n${line}`)
+      // Pieces that start past the limit (an owner restarted with a lower one: its marks are gone): the line, once.
+      ok(yield* report(w, a.id), "ack")
+      const c = yield* runningOn(w)
+      yield* beat(c.id, "q".repeat(1000) + "\n", 0, 1001)
+      yield* beat(c.id, "r".repeat(100), 5000, 5100)
+      yield* beat(c.id, "s".repeat(100), 5100, 5200)
+      expect((yield* show(c.runId)).output.stdout).toBe(`${"q".repeat(1000)}\n${line}`)
     }).pipe(Effect.provide(small))
   })
 

@@ -3,7 +3,7 @@ import * as Either from "effect/Either"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { parseOutputLimit } from "../../../src/app/runs/OutputLimit.js"
-import { cutNotice, DEFAULT_OUTPUT_LIMIT, formatSize, keepOf, KeptOutput, NOTICE_ROOM, ownerPart } from "../../../src/domain/runs/OutputLimit.js"
+import { cutNotice, DEFAULT_OUTPUT_LIMIT, formatSize, keepOf, KeptOutput, ownerPart } from "../../../src/domain/runs/OutputLimit.js"
 import { completeUtf8Length } from "../../../src/domain/runs/Utf8.js"
 
 /** What a file holds after `chunks` are appended to it as they come, under the rule. */
@@ -72,26 +72,38 @@ describe("keepOf", () => {
 
 describe("ownerPart: what the owner keeps of a worker's stream", () => {
   const limit = 1024
-  const ceiling = limit + NOTICE_ROOM
+  const line = cutNotice(limit, true)
 
-  it("keeps all of it up to its limit and the room for a worker's own line, none past them", () => {
-    expect(ownerPart("abc", 0, 3, limit)).toEqual({ write: "abc", cut: false })
-    // A worker that cut at the owner's limit: its line, past the limit, is kept whole.
-    const line = cutNotice(limit, false)
-    expect(Buffer.byteLength(line)).toBeLessThan(NOTICE_ROOM)
-    expect(ownerPart(`xyz${line}`, limit - 3, limit + Buffer.byteLength(line), limit)).toEqual({ write: `xyz${line}`, cut: false })
-    expect(ownerPart("late", ceiling, ceiling + 4, limit)).toEqual({ write: "", cut: false })
+  it("keeps all of it below its limit", () => {
+    expect(ownerPart("abc", 0, 3, limit)).toEqual({ write: "abc", cut: false, now: "open" })
+    expect(ownerPart("x".repeat(24), 1000, 1024, limit)).toEqual({ write: "x".repeat(24), cut: false, now: "open" })
   })
 
-  it("cuts a piece across them between characters, and says the line follows", () => {
-    expect(ownerPart("abcdef", ceiling - 2, ceiling + 4, limit)).toEqual({ write: "ab", cut: true })
-    expect(ownerPart("a€b", ceiling - 2, ceiling + 3, limit)).toEqual({ write: "a", cut: true })
-    expect(ownerPart("€", ceiling - 1, ceiling + 2, limit)).toEqual({ write: "", cut: true })
+  it("keeps a worker's own line whole past the limit: right at it, begun before it, or across two pieces", () => {
+    // Its kept bytes end at the limit; its line, with its leading line break, right after.
+    expect(ownerPart(`ab\n${line}`, 1021, 1024 + 1 + line.length, limit)).toEqual({ write: `ab\n${line}`, cut: false, now: "cut" })
+    expect(ownerPart(`ab\n${line}`, 1022, 1025 + line.length, limit)).toEqual({ write: `ab\n${line}`, cut: false, now: "cut" })
+    // Its line begins before the limit (a character the cut left out, or a smaller limit of its own).
+    expect(ownerPart(`ab\n${line}`, 1020, 1023 + line.length, limit)).toEqual({ write: `ab\n${line}`, cut: false, now: "cut" })
+    const first = ownerPart(`ab\n${line.slice(0, 10)}`, 1021, 1034, limit)
+    expect(first).toEqual({ write: `ab\n${line.slice(0, 10)}`, cut: false, now: "worker-line" })
+    expect(ownerPart(line.slice(10), 1034, 1024 + line.length, limit, first.now)).toEqual({ write: line.slice(10), cut: false, now: "cut" })
   })
 
-  it("counts the worker's bytes, not the text's: invalid bytes, each a U+FFFD of 3 bytes here, are kept as the worker kept them", () => {
-    const text = "\uFFFD".repeat(1024)
-    expect(ownerPart(text, 0, 1024, limit)).toEqual({ write: text, cut: false })
+  it("cuts anything else at the limit, between characters, and says its line follows; after the cut, nothing", () => {
+    expect(ownerPart("abcdef", 1020, 1026, limit)).toEqual({ write: "abcd", cut: true, now: "cut" })
+    expect(ownerPart("a€b", 1022, 1027, limit)).toEqual({ write: "a", cut: true, now: "cut" })
+    // Entirely past it (an owner restarted with a lower limit, its marks gone): its line only.
+    expect(ownerPart("late", 5000, 5004, limit)).toEqual({ write: "", cut: true, now: "cut" })
+    expect(ownerPart("more", 5004, 5008, limit, "cut")).toEqual({ write: "", cut: false, now: "cut" })
+    // A worker's line too long for the room past the limit is no line of svc's.
+    expect(ownerPart("x".repeat(300), 1100, 1400, limit, "worker-line")).toEqual({ write: "", cut: true, now: "cut" })
+  })
+
+  it("counts the worker's bytes, not the text's: each invalid byte, a U+FFFD of 3 bytes here, counts one", () => {
+    const text = "\uFFFD".repeat(1000) + "a".repeat(1000)
+    expect(ownerPart(text, 0, 2000, limit)).toEqual({ write: "\uFFFD".repeat(1000) + "a".repeat(24), cut: true, now: "cut" })
+    expect(ownerPart("\uFFFD".repeat(1024), 0, 1024, limit)).toEqual({ write: "\uFFFD".repeat(1024), cut: false, now: "open" })
   })
 })
 

@@ -143,6 +143,9 @@ describe("the output limit on what the owner writes of a worker's output", () =>
     await run(limited.append("r14.1", "stdout", "a line\n"))
     await run(limited.append("r14.1", "stdout", "", { cut: true }))
     expect(await all("r14.1")).toBe(`a line\n${notice(true)}`)
+    // Cut already (by a runtime before this one, which forgot it): nothing more, not a second line.
+    await run(limited.append("r14.1", "stdout", "sent again", { cut: true }))
+    expect(await all("r14.1")).toBe(`a line\n${notice(true)}`)
   })
 
   it("within: keeps each stream's first bytes up to the limit, then one line, whatever comes after", async () => {
