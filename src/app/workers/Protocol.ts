@@ -103,10 +103,10 @@ export const Advertise = Schema.Struct({
 })
 export type Advertise = typeof Advertise.Type
 
-/** Output an attempt printed since the last call, at most 64 KiB per stream per call. */
 /** Where a piece of a stream lies in the worker's copy of it: its first byte and the byte after its last. */
 const PieceAt = Schema.Tuple(Schema.NonNegativeInt, Schema.NonNegativeInt)
 
+/** Output an attempt printed since the last call, at most 64 KiB per stream per call. */
 export const OutputDelta = Schema.Struct({
   attempt: Schema.String,
   stdout: Schema.String.pipe(Schema.maxLength(65_536)),

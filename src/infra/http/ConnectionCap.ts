@@ -4,10 +4,9 @@
  * not, cannot take every file descriptor of the process: the journal, a job's pipes and output
  * files, and the admin socket the operator's CLI uses need theirs. Half the process's limit of
  * open files less RESERVED_FILES (what the runtime holds at rest, and some), at most 8,192 (each
- * TLS connection costs some 50 KB of memory), at least 16. (It
- * was at least 256: under a limit of 64 the route's connections took every descriptor, and the
- * operator's CLI got EPIPE from an owner that said nothing.) An svc worker holds one to three
- * connections to its owner.
+ * TLS connection costs some 50 KB of memory), at least 16. (It was at least 256: under a limit
+ * of 64 the route's connections took every descriptor, and the operator's CLI got EPIPE from an
+ * owner that said nothing.) An svc worker holds one to three connections to its owner.
  */
 import { readFileSync } from "node:fs"
 

@@ -40,16 +40,20 @@ export const make = (dir: string, outputLimit: number = DEFAULT_OUTPUT_LIMIT): R
           const handle = await fs.open(file(attempt, stream), "a+", 0o600)
           try {
             const bytes = Buffer.from(text, "utf8")
-            let keep = bytes.length
-            let cut = options.cut === true
-            const size = cut || options.within === true ? (await handle.stat()).size : 0
+            const size = options.cut === true || options.within === true ? (await handle.stat()).size : 0
+            // The file's last bytes, read once, when a cut needs them.
+            let tail: Buffer | undefined
+            const lastBytes = async () => {
+              const n = Math.min(size, 512)
+              return (tail ??= n === 0 ? Buffer.alloc(0) : (await handle.read(Buffer.alloc(n), 0, n, size - n)).buffer)
+            }
             // A stream that ends with the line already (its cut written by a runtime before this
             // one, which forgot it) takes nothing more: not the piece sent again, nor a second line.
-            if (cut && size > 0 && endsCut((await handle.read(Buffer.alloc(Math.min(size, 512)), 0, Math.min(size, 512), size - Math.min(size, 512))).buffer)) return
-            if (options.within === true) ({ keep, cut } = keepOf(bytes, size, outputLimit))
+            if (options.cut === true && endsCut(await lastBytes())) return
+            const { keep, cut } = options.within === true ? keepOf(bytes, size, outputLimit) : { keep: bytes.length, cut: options.cut === true }
             let out = bytes.subarray(0, keep)
             if (cut) {
-              const before = keep > 0 ? bytes[keep - 1] : size > 0 ? (await handle.read(Buffer.alloc(1), 0, 1, size - 1)).buffer[0] : undefined
+              const before = keep > 0 ? bytes[keep - 1] : (await lastBytes()).at(-1)
               out = Buffer.concat([out, Buffer.from(cutNotice(outputLimit, before === undefined || before === 0x0a))])
             }
             if (out.length > 0) await handle.appendFile(out)
