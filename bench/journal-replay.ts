@@ -160,7 +160,7 @@ const generate = async (file: string): Promise<{ readonly types: Record<string, 
       const n = active.length
       const worker: Worker = { id: `w${n}-${due.inviteId}`, version: 0, fence: 0, credential: 0, rotationPending: false }
       const scope = rnd() < 0.3 ? [`${pick(BAGS)}:${pick(JOBS)}@${1 + Math.floor(rnd() * 5)}`] : []
-      write(inviteStream(due.inviteId), 2, new WorkerJoined({ workerId: worker.id, inviteId: due.inviteId, name: `box-${n}`, credentialHash: hex(n, 1), scope, replaces: null, at: now }))
+      write(inviteStream(due.inviteId), 2, new WorkerJoined({ workerId: worker.id, inviteId: due.inviteId, name: `box-${n}`, credentialHash: hex(n, 1), scope, replaces: null, joinKeyHash: hex(n, 3), at: now }))
       active.push(worker)
       continue
     }

@@ -14,7 +14,7 @@ import type { AddressInfo } from "node:net"
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { base62, crc32, makeCredential } from "../../src/domain/workers/Secrets.js"
+import { base62, crc32, makeCredential, makeJoinKey } from "../../src/domain/workers/Secrets.js"
 import {
   callRoute,
   ownerCa,
@@ -267,21 +267,42 @@ describe("svc workers between two real svc serve processes", () => {
     expect(kinds).toEqual(["invite", "join"])
   }, 60_000)
 
-  it("a join whose answer never came says the owner may have recorded it, and what to do (network audit: it said the owner could not be reached)", async () => {
+  it("a join whose answer never came says the owner may have recorded it and keeps the join's key for the next try (network audit: it said the owner could not be reached)", async () => {
     const token = await invite("--name", "lost-answer")
     // A server with the owner's certificate (the token's pin holds) that takes the join and cuts the connection.
     const material = await loadOrCreate(ownerHome)
-    const cutter = https.createServer({ cert: material.cert, key: material.key }, (req) => req.socket.destroy())
+    const bodies: Array<string> = []
+    const cutter = https.createServer({ cert: material.cert, key: material.key }, (req) => {
+      let body = ""
+      req.on("data", (c: Buffer) => (body += c.toString("utf8")))
+      req.on("end", () => {
+        bodies.push(body)
+        req.socket.destroy()
+      })
+    })
     await new Promise<void>((resolve) => cutter.listen(0, "127.0.0.1", resolve))
     const url = `https://127.0.0.1:${(cutter.address() as AddressInfo).port}`
     try {
       const home = tempDir("svc-lost-answer-")
-      const cut = await run(home, "workers", "join", editToken(token, { ...tokenPayload(token), u: url }, "recompute"))
+      const edited = editToken(token, { ...tokenPayload(token), u: url }, "recompute")
+      const cut = await run(home, "workers", "join", edited)
       expect(cut.code).toBe(2)
       expect(cut.stderr).toBe(
-        `svc: the join was sent to ${url}, but its answer never came (socket hang up): the owner may have recorded it. Run svc workers join again with the same token: if it says the token was already redeemed, the owner recorded the join and the worker it made holds a credential nobody has: ask the owner's operator to revoke it (svc workers status there shows it Needs setup) and to invite this machine again\n`
+        `svc: the join was sent to ${url}, but its answer never came (socket hang up): the owner may have recorded it. Run svc workers join again with the same token, from this machine and SVC_HOME: the owner answers it again (this machine kept the join's key)\n`
       )
-      expect(readdirSync(home)).not.toContain("links")
+      // The key is kept (0600, in the private links directory), sent with the join, and the same on the next try.
+      const keyFiles = readdirSync(join(home, "links"))
+      expect(keyFiles).toEqual([expect.stringMatching(/^[0-9a-f]{16}\.join-key$/)])
+      const keyFile = join(home, "links", keyFiles[0]!)
+      expect(statSync(keyFile).mode & 0o777).toBe(0o600)
+      const key = (JSON.parse(readFileSync(keyFile, "utf8")) as { joinKey: string }).joinKey
+      expect(key).toMatch(/^svc_jk_[0-9A-Za-z]{36}$/)
+      expect(JSON.parse(bodies[0]!)).toMatchObject({ kind: "join", joinKey: key })
+      expect(cut.stdout + cut.stderr).not.toContain("svc_jk_")
+      expect((await run(home, "workers", "join", edited)).code).toBe(2)
+      expect(JSON.parse(bodies[1]!)).toMatchObject({ kind: "join", joinKey: key })
+      // No link: svc workers status has nothing to link to.
+      expect((await statusOf(home)).owners).toEqual([])
     } finally {
       cutter.close()
     }
@@ -343,6 +364,7 @@ describe("svc workers between two real svc serve processes", () => {
     const fence = (await linkState(w1Home))!.fence!
     const before = await snapshot()
     const heartbeat = { kind: "heartbeat", fence, running: [] }
+    const joinKey = makeJoinKey(Uint8Array.from({ length: 30 }, (_, i) => (i * 37 + 11) % 256))
     const unknown = makeCredential(new Uint8Array(30).map((_, i) => (i * 37 + 11) % 256))
     const mistyped = credential.slice(0, -1) + (credential.endsWith("A") ? "B" : "A")
     const big = JSON.stringify({ ...heartbeat, running: Array.from({ length: 80 }, () => "x".repeat(1000)) })
@@ -398,17 +420,23 @@ describe("svc workers between two real svc serve processes", () => {
       ["a body nested 20,000 deep", { bearer: credential, body: `{"kind":"heartbeat","fence":${fence},"running":[],"x":${"[".repeat(20_000)}${"]".repeat(20_000)}}` }, 400, "bad-request", /x/],
       ["a body nested 20,000 deep, no bearer", { body: `{"x":${"[".repeat(20_000)}${"]".repeat(20_000)}}` }, 400, "bad-request"],
       // A secret where it would be journaled, shown or echoed: refused, and not repeated.
-      ["a label holding the credential", { bearer: credential, body: JSON.stringify({ kind: "advertise", fence, capacity: 4, labels: [`k=${credential}`], capabilities: ["node"], artifacts: [] }) }, 400, "bad-request", /^labels\[0\] holds what is shaped as an svc credential or join token/],
+      ["a label holding the credential", { bearer: credential, body: JSON.stringify({ kind: "advertise", fence, capacity: 4, labels: [`k=${credential}`], capabilities: ["node"], artifacts: [] }) }, 400, "bad-request", /^labels\[0\] holds what is shaped as an svc secret/],
       ["an attempt id holding the credential", { bearer: credential, body: JSON.stringify({ kind: "report", fence, attempt: credential, outcome: { ok: true } }) }, 400, "bad-request", /^attempt holds what is shaped/],
       ["a join name holding a join token", { bearer: lab1Token, body: JSON.stringify({ kind: "join", name: lab1Token }) }, 400, "bad-request", /^name holds what is shaped/],
       ["an unknown kind holding the credential", { bearer: credential, body: JSON.stringify({ kind: credential }) }, 400, "bad-request", /^kind holds/],
-      ["join with a previous credential not a string", { bearer: lab1Token, body: JSON.stringify({ kind: "join", name: "x", previousCredential: 42424242 }) }, 400, "bad-request", /^the body is not a worker message: previousCredential: previousCredential must be a string$/]
+      ["join with a previous credential not a string", { bearer: lab1Token, body: JSON.stringify({ kind: "join", name: "x", previousCredential: 42424242 }) }, 400, "bad-request", /^the body is not a worker message: previousCredential: previousCredential must be a string$/],
+      // The join key is a secret too: refused without being repeated, and only where it belongs.
+      ["join with a join key cut short", { bearer: lab1Token, body: JSON.stringify({ kind: "join", name: "x", joinKey: joinKey.slice(0, -1) }) }, 400, "bad-request", /^the body is not a worker message: joinKey: joinKey must be svc_jk_ followed by 36 letters and digits$/],
+      ["join with a join key changed", { bearer: lab1Token, body: JSON.stringify({ kind: "join", name: "x", joinKey: `${joinKey.slice(0, -1)}${joinKey.endsWith("x") ? "y" : "x"}` }) }, 400, "bad-request", /^the body is not a worker message: joinKey: joinKey's checksum does not match: it was changed or cut short$/],
+      ["a join key as a label", { bearer: credential, body: JSON.stringify({ kind: "advertise", fence, capacity: 4, labels: [`k=${joinKey}`], capabilities: ["node"], artifacts: [] }) }, 400, "bad-request", /^labels\[0\] holds what is shaped as an svc secret/],
+      ["a used token with another join key", { bearer: lab1Token, body: JSON.stringify({ kind: "join", name: "x", joinKey }) }, 403, "join-refused", /^this join token was already redeemed; ask the owner for a new one$/]
     ]
     for (const [what, call, status, code, message] of cases) {
       const answer = await direct(what, call)
       expectRefusal(answer, status, code, message)
       expect(answer.text, what).not.toContain(credential.slice(7))
       expect(answer.text, what).not.toContain(lab1Token.slice(7, 40))
+      expect(answer.text, what).not.toContain(joinKey.slice(7, 30))
     }
 
     const after = await snapshot()
@@ -814,6 +842,11 @@ describe("svc workers between two real svc serve processes", () => {
     const isInviteOutput = (e: { readonly source: string }) => e.source === "svc workers invite (stdout)"
     const leaks: Array<string> = []
     for (const c of credentials) for (const s of transcript.find(c)) leaks.push(`a credential in ${s}`)
+    // Join keys go from the joining machine to the owner in the join's body, and nowhere else.
+    const joinKeys = new Set(proxy.exchanges.flatMap((e) => [...e.request.matchAll(/svc_jk_[0-9A-Za-z]{36}/g)].map((m) => m[0])))
+    // lab-1's, lab-scope's, and the joins refused after them (each try a key of its own).
+    expect(joinKeys.size).toBeGreaterThanOrEqual(3)
+    for (const k of joinKeys) for (const s of transcript.find(k)) leaks.push(`a join key in ${s}`)
     for (const t of tokens) for (const s of transcript.find(t, isInviteOutput)) leaks.push(`a join token in ${s}`)
     for (const secret of secrets) for (const s of transcript.find(secret)) leaks.push(`a join token's secret in ${s}`)
     for (const chunk of keyChunks) for (const s of transcript.find(chunk)) leaks.push(`a TLS private key in ${s}`)
@@ -840,6 +873,7 @@ describe("svc workers between two real svc serve processes", () => {
       }
       for (const c of credentials) if (!handedOver.includes(c) && text.includes(c)) bad.push(`${what}: a credential it does not hand over`)
       for (const t of tokens) if (text.includes(t)) bad.push(`${what}: a join token`)
+      if (/svc_jk_[0-9A-Za-z]{8}|joinKeyHash/.test(text)) bad.push(`${what}: a join key or its hash`)
       for (const secret of secrets) if (text.includes(secret)) bad.push(`${what}: a join token's secret`)
       for (const chunk of keyChunks) if (text.includes(chunk)) bad.push(`${what}: a TLS private key`)
       if (/PRIVATE KEY|tokenHash|credentialHash/.test(text)) bad.push(`${what}: key material or a hash`)

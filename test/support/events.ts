@@ -16,7 +16,7 @@ export const invited = (inviteId: string, at = 1_000, scope: ReadonlyArray<strin
   new WorkerInvited({ inviteId, tokenHash: hash(`token-${inviteId}`), name: null, scope, expiresAt: scope.length > 0 ? at + 86_400_000 : null, actor: "operator", at })
 
 export const joined = (workerId: string, inviteId: string, at = 2_000) =>
-  new WorkerJoined({ workerId, inviteId, name: `box-${workerId}`, credentialHash: hash(`cred-${workerId}`), scope: [], replaces: null, at })
+  new WorkerJoined({ workerId, inviteId, name: `box-${workerId}`, credentialHash: hash(`cred-${workerId}`), scope: [], replaces: null, joinKeyHash: null, at })
 
 export const rotationRequested = (workerId: string, at = 3_000) => new CredentialRotationRequested({ workerId, actor: "operator", at })
 

@@ -237,6 +237,11 @@ export interface RecordingProxy {
   readonly exchanges: Array<Exchange>
   /** Forward to the owner (its real address), presenting the owner's own certificate. */
   readonly target: (ownerListenUrl: string, ownerHome: string) => void
+  /**
+   * The next call whose body `matches` reaches the owner, and its answer is recorded and lost:
+   * the caller's connection is cut instead (a network that broke while the answer was on its way).
+   */
+  readonly loseNextAnswer: (matches: (body: string) => boolean) => void
   readonly close: () => Promise<void>
 }
 
@@ -249,6 +254,7 @@ export interface RecordingProxy {
 export const startRecordingProxy = async (): Promise<RecordingProxy> => {
   const exchanges: Array<Exchange> = []
   let upstream: { url: string; ca: string } | undefined
+  let lose: ((body: string) => boolean) | undefined
   const agent = new https.Agent({ keepAlive: true, maxSockets: 16 })
   const server = https.createServer({}, (req, res) => {
     const chunks: Array<Buffer> = []
@@ -259,6 +265,8 @@ export const startRecordingProxy = async (): Promise<RecordingProxy> => {
         return
       }
       const request = Buffer.concat(chunks)
+      const lost = lose !== undefined && lose(request.toString("utf8"))
+      if (lost) lose = undefined
       const headers = { ...req.headers }
       delete headers["host"]
       delete headers["connection"]
@@ -279,6 +287,10 @@ export const startRecordingProxy = async (): Promise<RecordingProxy> => {
               status: answer.statusCode ?? 0,
               answer: text.toString("utf8")
             })
+            if (lost) {
+              res.socket?.destroy()
+              return
+            }
             const h = { ...answer.headers }
             delete h["connection"]
             delete h["keep-alive"]
@@ -303,6 +315,9 @@ export const startRecordingProxy = async (): Promise<RecordingProxy> => {
       const cert = ownerCa(ownerHome)
       server.setSecureContext({ cert, key: readFileSync(join(ownerHome, "tls", "owner.key"), "utf8") })
       upstream = { url: ownerListenUrl, ca: cert }
+    },
+    loseNextAnswer: (matches) => {
+      lose = matches
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -14,7 +14,7 @@ import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import type { Envelope } from "../../domain/journal/Events.js"
+import type { Envelope, WorkerJoined } from "../../domain/journal/Events.js"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import { leftActor } from "../../domain/workers/Audit.js"
 import * as Decide from "../../domain/workers/Decide.js"
@@ -74,8 +74,7 @@ export const make = Effect.gen(function* () {
   const index = new Map<string, string>()
   const indexEnvelopes = (envelopes: ReadonlyArray<Envelope>) => {
     for (const { event } of envelopes) {
-      if (event._tag === "WorkerJoined") index.set(event.credentialHash, event.workerId)
-      else if (event._tag === "CredentialRotated") index.set(event.credentialHash, event.workerId)
+      if (event._tag === "WorkerJoined" || event._tag === "CredentialRotated" || event._tag === "JoinAnsweredAgain") index.set(event.credentialHash, event.workerId)
     }
   }
   for (const [, w] of (yield* projections.state).registry.workers) for (const c of w.credentials) index.set(c.hash, w.id)
@@ -114,7 +113,7 @@ export const make = Effect.gen(function* () {
     holderOf: (hash: string) => index.get(hash)
   })
 
-  const join = (bearer: string | undefined, name: string, previousCredential: string | undefined) =>
+  const join = ({ joinKey, name, previousCredential }: Join, bearer: string | undefined) =>
     Effect.gen(function* () {
       if (bearer === undefined) return yield* refuse("unauthenticated", "a join call carries the join token as its bearer")
       const token = parseJoinToken(bearer)
@@ -132,12 +131,19 @@ export const make = Effect.gen(function* () {
             credentialHash: sha(credential),
             // Only its hash is compared (and never kept): a credential that proves nothing is ignored.
             previousCredentialHash: previousCredential === undefined ? null : sha(previousCredential),
+            ...(joinKey === undefined ? {} : { joinKeyHash: sha(joinKey) }),
             now
           },
           r
         )
       ).pipe(Effect.mapError(commandRefusal("join-refused")))
-      const joined = envelopes[0]!.event as { name: string; scope: ReadonlyArray<string>; replaces: string | null }
+      const event = envelopes[0]!.event
+      if (event._tag === "JoinAnsweredAgain") {
+        // The worker the first answer named, as it is now (its name and scope do not change).
+        const w = HashMap.unsafeGet((yield* registry).workers, event.workerId)
+        return { kind: "joined" as const, workerId: w.id, name: w.name, credential, scope: w.scope, replaces: w.replaces, answeredAgain: true as const }
+      }
+      const joined = event as WorkerJoined
       return { kind: "joined" as const, workerId, name: joined.name, credential, scope: joined.scope, replaces: joined.replaces }
     })
 
@@ -330,7 +336,7 @@ export const make = Effect.gen(function* () {
   }
 
   const handle: OwnerService["handle"] = (bearer, request) => {
-    if (request.kind === "join") return join(bearer, request.name, request.previousCredential)
+    if (request.kind === "join") return join(request, bearer)
     return Effect.flatMap(projections.state, (s) =>
       Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<WorkerResponse, Refusal> => {
         const { authenticated, answer } = quick(s, bearer, request, now)

@@ -6,6 +6,7 @@
  */
 import * as Schema from "effect/Schema"
 import { HeldArtifact, RanMs } from "../../domain/journal/Events.js"
+import { joinKeyProblem, makeJoinKey } from "../../domain/workers/Secrets.js"
 
 export const PROTOCOL_VERSION = 1
 
@@ -57,6 +58,24 @@ export const Join = Schema.Struct({
     // A secret: what is wrong with it is said without repeating it (the default messages quote the value).
     Schema.String.annotations({ message: () => "previousCredential must be a string" }).pipe(
       Schema.maxLength(200, { message: () => "previousCredential must be a worker credential (at most 200 characters)" })
+    ),
+    { exact: true }
+  ),
+  /**
+   * Revision 5: a secret the joining machine made for this join (`svc_jk_…`, kept until its answer
+   * arrives). The owner keeps its hash; sent again with the same token while the worker it made
+   * has not said hello, it answers the join again with a new credential. Sent to any owner (a
+   * join comes before a welcome says a revision): an owner before revision 5 refuses the field
+   * (bad-request, nothing recorded), and the join is sent again without it.
+   */
+  joinKey: Schema.optionalWith(
+    // A secret: what is wrong with it is said without repeating it (the default messages quote the value).
+    Schema.String.annotations({ message: () => "joinKey must be a string" }).pipe(
+      Schema.filter((key) => joinKeyProblem(key) ?? true, {
+        jsonSchema: { pattern: "^svc_jk_[0-9A-Za-z]{36}$", description: "svc_jk_, 30 random base62 characters and a 6-character base62 CRC-32 of what precedes it" },
+        // Generated as made (a random string would almost never carry its checksum).
+        arbitrary: () => (fc) => fc.uint8Array({ minLength: 30, maxLength: 30 }).map(makeJoinKey)
+      })
     ),
     { exact: true }
   )
@@ -235,7 +254,9 @@ export const Joined = Schema.Struct({
   credential: Schema.String,
   scope: Schema.Array(Schema.String),
   /** The earlier identity this join replaces (see Join.previousCredential), or null. */
-  replaces: Schema.NullOr(Schema.String)
+  replaces: Schema.NullOr(Schema.String),
+  /** Revision 5: true when this answers a join again (Join.joinKey): its first answer never arrived. */
+  answeredAgain: Schema.optionalWith(Schema.Literal(true), { exact: true })
 })
 export type Joined = typeof Joined.Type
 
@@ -261,9 +282,10 @@ export type Welcome = typeof Welcome.Type
  * know, so what a revision adds to a worker's messages is sent only to an owner whose welcome
  * says that revision or a later one; an owner from before revisions (none in its welcome) takes
  * revision 1's. Revision 2 added a report's `outcome.durationMs` and the `bye` message; revision
- * 3, bye's `leaving`; revision 4, an output delta's `at`.
+ * 3, bye's `leaving`; revision 4, an output delta's `at`; revision 5, a join's `joinKey` (sent
+ * before any welcome: see Join).
  */
-export const PROTOCOL_REVISION = 4
+export const PROTOCOL_REVISION = 5
 /** The revision an owner's welcome says it takes. */
 export const revisionOf = (welcome: Welcome): number => welcome.revision ?? 1
 

@@ -68,6 +68,26 @@ export class WorkerJoined extends Schema.TaggedClass<WorkerJoined>()("WorkerJoin
    * worker's credentials. The new identity's hello releases the slots the old one still holds.
    */
   replaces: Schema.NullOr(Schema.String),
+  /**
+   * SHA-256 of the join key the joining machine sent with its join (v3), or null (an svc from
+   * before it sent none): that machine, and only it, can have the join answered again.
+   */
+  joinKeyHash: Schema.NullOr(Sha256Hex),
+  at: Millis
+}) {}
+
+/**
+ * A join answered again: its first answer never reached the joining machine (the connection
+ * broke), which sent the same join key again before its worker had used the credential. The
+ * worker's credential is replaced by a new one; the first, which nobody received, no longer
+ * works. On the worker's stream, so a hello and this cannot both win.
+ */
+export class JoinAnsweredAgain extends Schema.TaggedClass<JoinAnsweredAgain>()("JoinAnsweredAgain", {
+  workerId: Schema.String,
+  inviteId: Schema.String,
+  credentialHash: Sha256Hex,
+  /** The credential the first answer carried, which no longer works. */
+  previousHash: Sha256Hex,
   at: Millis
 }) {}
 
@@ -289,6 +309,7 @@ export const Event = Schema.Union(
   WorkerInvited,
   InviteRevoked,
   WorkerJoined,
+  JoinAnsweredAgain,
   CredentialRotationRequested,
   CredentialRotated,
   WorkerRevoked,
@@ -310,7 +331,8 @@ export type EventType = Event["_tag"]
 export const CURRENT_VERSION: { readonly [K in EventType]: number } = {
   WorkerInvited: 1,
   InviteRevoked: 1,
-  WorkerJoined: 2,
+  WorkerJoined: 3,
+  JoinAnsweredAgain: 1,
   CredentialRotationRequested: 1,
   CredentialRotated: 1,
   WorkerRevoked: 1,

@@ -13,7 +13,9 @@ type Upcaster = (payload: Payload) => Payload
 const UPCASTERS: { readonly [K in EventType]?: Readonly<Record<number, Upcaster>> } = {
   WorkerJoined: {
     // v1 had no link to an earlier identity: every v1 join was a first join.
-    1: (p) => ({ ...p, replaces: null })
+    1: (p) => ({ ...p, replaces: null }),
+    // v2 had no join key: a join from before it cannot be answered again.
+    2: (p) => ({ ...p, joinKeyHash: null })
   },
   WorkerAdvertised: {
     // v1 stored labels as a map {os: linux}; v2 as sorted KEY=VALUE strings, as advertised.

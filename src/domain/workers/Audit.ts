@@ -48,6 +48,14 @@ export const auditRowOf = (envelope: Envelope): AuditRow | undefined => {
       return row("revocation", null, e.inviteId, e.actor, `invite ${e.inviteId} revoked unused; its token can no longer be redeemed`)
     case "WorkerJoined":
       return row("join", e.workerId, e.inviteId, `worker ${e.workerId}`, `${e.name} joined with invite ${e.inviteId}${e.replaces === null ? "" : `, replacing worker ${e.replaces}`}`)
+    case "JoinAnsweredAgain":
+      return row(
+        "join",
+        e.workerId,
+        e.inviteId,
+        `worker ${e.workerId}`,
+        `join with invite ${e.inviteId} answered again with a new credential: its first answer never reached the joining machine, and the credential it carried no longer works`
+      )
     case "CredentialRotationRequested":
       return row("rotation", e.workerId, null, e.actor, "rotation requested; the new credential is issued on the worker's next call")
     case "CredentialRotated":

@@ -7,7 +7,7 @@
 import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import { JOB_ADDRESS } from "../manifest/JobAddress.js"
-import { InviteRevoked, inviteStream, WorkerInvited, WorkerJoined } from "../journal/Events.js"
+import { InviteRevoked, inviteStream, JoinAnsweredAgain, WorkerInvited, WorkerJoined, workerStream } from "../journal/Events.js"
 import { sameDigest } from "./Credential.js"
 import { decided, reject, type Decision, type Rejection } from "./Decision.js"
 import type { InviteRecord, Registry } from "./Registry.js"
@@ -87,6 +87,11 @@ export interface RedeemInvite {
   readonly credentialHash: string
   /** SHA-256 of a credential from an earlier join that the joiner presented, if any. */
   readonly previousCredentialHash: string | null
+  /**
+   * SHA-256 of the join key the joiner sent; absent when it sent none (an svc from before join
+   * keys). A join of a redeemed invite with the key of its redemption is answered again.
+   */
+  readonly joinKeyHash?: string
   readonly now: number
 }
 
@@ -107,7 +112,7 @@ export const decideRedeem = (c: RedeemInvite, state: Registry): Decision | Rejec
   if (Option.isNone(found)) return reject("unknown-invite", "this join token is not known to the owner")
   const invite = found.value
   if (!sameDigest(invite.tokenHash, c.tokenHash)) return reject("wrong-token", "this join token is not known to the owner")
-  if (invite.redeemedBy !== null) return reject("invite-redeemed", "this join token was already redeemed; ask the owner for a new one")
+  if (invite.redeemedBy !== null) return decideJoinAgain(c, invite, state)
   if (invite.revokedAt !== undefined) return reject("invite-revoked", "this join token was revoked by the owner's operator; ask the owner for a new one")
   if (inviteExpired(invite, c.now)) return reject("invite-expired", "this join token has expired; ask the owner for a new one")
   // The invite's name was checked when it was made; a name the joiner gives is checked here.
@@ -121,8 +126,36 @@ export const decideRedeem = (c: RedeemInvite, state: Registry): Decision | Rejec
       credentialHash: c.credentialHash,
       scope: invite.scope,
       replaces: c.previousCredentialHash === null ? null : previousIdentity(state, c.previousCredentialHash),
+      joinKeyHash: c.joinKeyHash ?? null,
       at: c.now
     })
+  ])
+}
+
+/**
+ * A join of an invite already redeemed. Answered again, with a new credential for the worker it
+ * made, when the joiner shows the join key of that redemption and the worker has not used its
+ * credential yet (no hello: the first answer never arrived) nor been revoked; the credential the
+ * first answer carried stops working. Appended at the worker's stream version, so of this and
+ * the worker's first hello exactly one wins. Anything else is refused as redeemed.
+ */
+const decideJoinAgain = (c: RedeemInvite, invite: InviteRecord, state: Registry): Decision | Rejection => {
+  const redeemed = reject("invite-redeemed", "this join token was already redeemed; ask the owner for a new one")
+  const found = HashMap.get(state.workers, invite.redeemedBy ?? "")
+  if (Option.isNone(found) || c.joinKeyHash === undefined) return redeemed
+  const w = found.value
+  if (w.joinKeyHash === undefined || !sameDigest(w.joinKeyHash, c.joinKeyHash)) return redeemed
+  if (w.revokedAt !== null) {
+    return reject("invite-redeemed", `this join token was redeemed already by this machine, as worker ${w.name} (${w.id}), which was revoked since; ask the owner for a new one`)
+  }
+  if (w.sessionStartedAt !== null) {
+    return reject(
+      "invite-redeemed",
+      `this join token was redeemed already by this machine, as worker ${w.name} (${w.id}), which has used its credential since: it is joined (svc workers status lists its link); to join again, ask the owner for a new token`
+    )
+  }
+  return decided(workerStream(w.id), w.streamVersion, [
+    new JoinAnsweredAgain({ workerId: w.id, inviteId: invite.id, credentialHash: c.credentialHash, previousHash: w.credentials[0]!.hash, at: c.now })
   ])
 }
 

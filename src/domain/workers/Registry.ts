@@ -30,6 +30,12 @@ export interface WorkerRecord {
   readonly joinedAt: number
   /** The earlier identity of the same installation this worker replaced at its join, or null. */
   readonly replaces: string | null
+  /**
+   * SHA-256 of the join key its joiner sent (WorkerJoined.joinKeyHash). Absent rather than null
+   * when there was none: the projections' canonical form, and so the snapshots and checkpoints
+   * written before join keys, stay as they were.
+   */
+  readonly joinKeyHash?: string
   /** The current credential first. */
   readonly credentials: ReadonlyArray<CredentialRecord>
   readonly rotationPending: boolean
@@ -126,10 +132,12 @@ export const applyRegistry = (maps: RegistryMaps, envelope: Envelope): void => {
         fence: 0,
         sessionStartedAt: null,
         advertisement: null,
-        streamVersion: 0
+        streamVersion: 0,
+        ...(e.joinKeyHash === null ? {} : { joinKeyHash: e.joinKeyHash })
       })
       return
     }
+    case "JoinAnsweredAgain":
     case "CredentialRotationRequested":
     case "CredentialRotated":
     case "WorkerRevoked":
@@ -140,6 +148,9 @@ export const applyRegistry = (maps: RegistryMaps, envelope: Envelope): void => {
       if (w === undefined) return
       const streamVersion = envelope.streamVersion
       switch (e._tag) {
+        case "JoinAnsweredAgain":
+          // The credential nobody received is gone at once; a rotation asked for meanwhile is done.
+          return maps.updateWorker(e.workerId, w, { credentials: [{ hash: e.credentialHash, validUntil: null }], rotationPending: false, streamVersion })
         case "CredentialRotationRequested":
           return maps.updateWorker(e.workerId, w, { rotationPending: true, streamVersion })
         case "CredentialRotated":

@@ -4,21 +4,26 @@
  *
  *   worker credential   svc_wk_<30 base62 random><6 base62 CRC-32>
  *   join token          svc_jt_<base64url(JSON {v, u, f, i, s})>_<6 base62 CRC-32>
+ *   join key            svc_jk_<30 base62 random><6 base62 CRC-32>
  *
  * The join token carries what a worker needs to reach and trust the owner: its URL (`u`), the
  * SHA-256 fingerprint of its TLS certificate (`f`), the invite id (`i`) and the secret (`s`).
  * It carries no scope: the owner keeps the scope, so editing a token cannot widen it.
+ * The join key is made by the joining machine and sent with its join: the owner keeps its hash,
+ * and answers a join again, with a new credential, to the one machine that can show the key
+ * (a join whose answer was lost; docs/protocol.md, "A join whose answer never came").
  * Random bytes come in from the edge (the domain makes no randomness).
  */
 export const CREDENTIAL_PREFIX = "svc_wk_"
 export const JOIN_TOKEN_PREFIX = "svc_jt_"
+export const JOIN_KEY_PREFIX = "svc_jk_"
 
 /**
- * A credential or join token, or the start of one, anywhere in a text: a prefix followed by
- * at least one character a secret's body is made of. The one pattern behind both what is cut
- * from messages and what is refused where a value would be recorded, so the two agree.
+ * A credential, join token or join key, or the start of one, anywhere in a text: a prefix
+ * followed by at least one character a secret's body is made of. The one pattern behind both
+ * what is cut from messages and what is refused where a value would be recorded, so the two agree.
  */
-const SECRET_SHAPED = /svc_(wk|jt)_[A-Za-z0-9_-]+/g
+const SECRET_SHAPED = /svc_(wk|jt|jk)_[A-Za-z0-9_-]+/g
 const SECRET_SHAPED_ONCE = new RegExp(SECRET_SHAPED.source)
 
 /**
@@ -36,7 +41,7 @@ export const holdsSecret = (text: string): boolean => SECRET_SHAPED_ONCE.test(te
 
 /** What a value holding a secret's shape is told, naming `what` it was given as. */
 export const secretRefusal = (what: string): string =>
-  `${what} holds what is shaped as an svc credential or join token (svc_wk_…, svc_jt_…): refused, so that no secret is recorded or shown`
+  `${what} holds what is shaped as an svc secret (svc_wk_…, svc_jt_…, svc_jk_…): refused, so that no secret is recorded or shown`
 
 /** Which secret `word` is shaped as, if it is one. */
 export const secretKindOf = (word: string): "credential" | "join token" | undefined => {
@@ -90,6 +95,21 @@ const checksum = (body: string) => base62(crc32(body), 6)
 export const makeCredential = (randomBytes: Uint8Array): string => {
   const body = CREDENTIAL_PREFIX + base62FromBytes(randomBytes)
   return body + checksum(body)
+}
+
+/** A join key (see above) from 30 random bytes. */
+export const makeJoinKey = (randomBytes: Uint8Array): string => {
+  const body = JOIN_KEY_PREFIX + base62FromBytes(randomBytes)
+  return body + checksum(body)
+}
+
+const JOIN_KEY_SHAPE = /^svc_jk_[0-9A-Za-z]{36}$/
+
+/** Why a join key is malformed (said without repeating it), or undefined when its shape and checksum hold. */
+export const joinKeyProblem = (key: string): string | undefined => {
+  if (!JOIN_KEY_SHAPE.test(key)) return "joinKey must be svc_jk_ followed by 36 letters and digits"
+  if (checksum(key.slice(0, -6)) !== key.slice(-6)) return "joinKey's checksum does not match: it was changed or cut short"
+  return undefined
 }
 
 const CREDENTIAL_SHAPE = /^svc_wk_[0-9A-Za-z]{36}$/

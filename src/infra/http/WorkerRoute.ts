@@ -61,9 +61,9 @@ const CLOSES: ReadonlySet<keyof typeof STATUS> = new Set(["unauthenticated", "jo
 const refuse = (res: http.ServerResponse, code: keyof typeof STATUS, message: string, extra: Record<string, unknown> = {}) =>
   send(res, STATUS[code], { code, message: withoutSecrets(message), ...extra }, CLOSES.has(code))
 
-/** Top-level fields a secret-shaped string may be in: a join's earlier credential (its proof), a job's own result and output. */
+/** Top-level fields a secret-shaped string may be in: a join's earlier credential (its proof) and join key, a job's own result and output. */
 const SECRETS_MAY_BE_IN: Readonly<Record<string, ReadonlySet<string>>> = {
-  join: new Set(["previousCredential"]),
+  join: new Set(["previousCredential", "joinKey"]),
   report: new Set(["outcome", "output"]),
   heartbeat: new Set(["output"])
 }
@@ -79,7 +79,7 @@ const bodyProblem = (text: string, json: unknown): string | undefined => {
   const kind = typeof json === "object" && json !== null ? (json as { readonly kind?: unknown }).kind : undefined
   const secret = secretPlaceIn(json, typeof kind === "string" ? (SECRETS_MAY_BE_IN[kind] ?? NO_FIELDS) : NO_FIELDS)
   if (secret !== undefined) {
-    return `${secret} holds what is shaped as an svc credential or join token: refused, so that no secret is recorded or shown (a credential goes in the Authorization header only)`
+    return `${secret} holds what is shaped as an svc secret (a credential, join token or join key): refused, so that no secret is recorded or shown (a credential goes in the Authorization header only)`
   }
   return undefined
 }

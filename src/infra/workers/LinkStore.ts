@@ -25,23 +25,6 @@ export const linksDir = (home: string) => nodePath.join(home, "links")
 /** A stable key per owner (its URL and certificate): the file name. */
 export const linkKey = (url: string, fingerprint: string) => createHash("sha256").update(`${url}\n${fingerprint}`).digest("hex").slice(0, 16)
 
-/**
- * Fails as writing a link here would: `svc workers join` asks before it redeems a token, which
- * spends it. The directories it had to make for the probe (links, $SVC_HOME) are removed
- * again, so a join that goes no further leaves the home as it was.
- */
-export const checkLinksWritable = async (home: string): Promise<void> => {
-  const dir = linksDir(home)
-  const made = await fs.mkdir(dir, { recursive: true, mode: 0o700 })
-  try {
-    await makePrivateDir(dir)
-    await writePrivateFile(nodePath.join(dir, ".probe"), "")
-    await fs.rm(nodePath.join(dir, ".probe"), { force: true })
-  } finally {
-    if (made !== undefined) await fs.rm(made, { recursive: true, force: true })
-  }
-}
-
 /** Writes the link's file (0600, in a directory private to this user: PrivateFiles.ts); answers its key. */
 export const writeLink = async (home: string, link: StoredLink): Promise<string> => {
   const dir = linksDir(home)

@@ -36,7 +36,7 @@ const ownerLayer = (file: string) => projectionsLayer.pipe(Layer.provideMerge(sq
 
 type Op =
   | { readonly kind: "invite"; readonly scoped: boolean }
-  | { readonly kind: "redeem"; readonly invite: number; readonly wrongToken: boolean }
+  | { readonly kind: "redeem"; readonly invite: number; readonly wrongToken: boolean; readonly key: number }
   | { readonly kind: "revokeInvite"; readonly invite: number }
   | { readonly kind: "requestRotation" | "completeRotation" | "revoke"; readonly worker: number }
   | { readonly kind: "session"; readonly worker: number; readonly live: boolean }
@@ -44,7 +44,8 @@ type Op =
 
 const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constant("invite" as const), scoped: fc.boolean() }),
-  fc.record({ kind: fc.constant("redeem" as const), invite: fc.nat(8), wrongToken: fc.boolean() }),
+  // key: 0 none (an svc before join keys), 1 the invite's own (a second join of it is answered again until the worker's hello), 2 a key of its own.
+  fc.record({ kind: fc.constant("redeem" as const), invite: fc.nat(8), wrongToken: fc.boolean(), key: fc.nat(2) }),
   fc.record({ kind: fc.constant("revokeInvite" as const), invite: fc.nat(8) }),
   fc.record({ kind: fc.constantFrom("requestRotation" as const, "completeRotation" as const, "revoke" as const), worker: fc.nat(8) }),
   fc.record({ kind: fc.constant("session" as const), worker: fc.nat(8), live: fc.boolean() }),
@@ -64,7 +65,16 @@ const run = (o: Op, i: number) =>
           const invites = [...registry.invites].map(([id]) => id).sort()
           const id = invites[o.invite % Math.max(1, invites.length)] ?? "none"
           return Decide.decideRedeem(
-            { inviteId: id, tokenHash: o.wrongToken ? hash("wrong") : hash(`t${id.slice(1)}`), workerId: `w${i}`, name: `box-${i}`, credentialHash: hash(`c${i}`), previousCredentialHash: i % 3 === 2 ? hash(`c${i - 1}`) : null, now },
+            {
+              inviteId: id,
+              tokenHash: o.wrongToken ? hash("wrong") : hash(`t${id.slice(1)}`),
+              workerId: `w${i}`,
+              name: `box-${i}`,
+              credentialHash: hash(`c${i}`),
+              previousCredentialHash: i % 3 === 2 ? hash(`c${i - 1}`) : null,
+              ...(o.key === 0 ? {} : { joinKeyHash: hash(o.key === 1 ? `k${id}` : `k${i}`) }),
+              now
+            },
             registry
           )
         }

@@ -40,7 +40,7 @@ describe("SVC_WORKFLOW_LABELS", () => {
     expect((parseLabels("pool=a,pool=b", "linux", "x64") as OfferConfigError).message).toBe("SVC_WORKFLOW_LABELS sets pool twice (pool=a, pool=b): a label has one value")
     // A credential pasted into the labels: refused before the owner would journal it, and not repeated.
     const leaked = parseLabels(`k=svc_wk_${"A".repeat(36)}`, "linux", "x64") as OfferConfigError
-    expect(leaked.message).toMatch(/^SVC_WORKFLOW_LABELS holds what is shaped as an svc credential or join token/)
+    expect(leaked.message).toMatch(/^SVC_WORKFLOW_LABELS holds what is shaped as an svc secret/)
     expect(leaked.message).not.toContain("A".repeat(36))
   })
 })

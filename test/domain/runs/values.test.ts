@@ -25,7 +25,7 @@ describe("a run's stated preference", () => {
     expect(preferenceProblem(["zone=lab"])).toBeUndefined()
     expect(preferenceProblem(["nokv"])).toBe('--prefer takes KEY=VALUE labels; "nokv" is not one')
     const said = preferenceProblem([`pool=svc_wk_${"A".repeat(36)}`])
-    expect(said).toMatch(/^--prefer holds what is shaped as an svc credential or join token/)
+    expect(said).toMatch(/^--prefer holds what is shaped as an svc secret/)
     expect(said).not.toContain("A".repeat(36))
   })
 })

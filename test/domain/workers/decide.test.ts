@@ -127,11 +127,11 @@ describe("redeem", () => {
   it("refuses a name or a scope shaped as a credential or join token: the journal would keep it for ever", () => {
     const secret = `svc_wk_${"A".repeat(30)}123456`
     const named = D.decideInvite({ inviteId: "i", tokenHash: hash("t"), name: secret, scope: [], expiresAt: null, actor: "op", now: 0 }, given())
-    expect(named).toMatchObject({ _tag: "Rejected", code: "invalid-name", message: expect.stringMatching(/^the worker's name holds what is shaped as an svc credential or join token/) })
+    expect(named).toMatchObject({ _tag: "Rejected", code: "invalid-name", message: expect.stringMatching(/^the worker's name holds what is shaped as an svc secret/) })
     expect(JSON.stringify(named)).not.toContain("A".repeat(30))
     const scoped = D.decideInvite({ inviteId: "i", tokenHash: hash("t"), name: null, scope: [`a:b@${secret}`], expiresAt: null, actor: "op", now: 0 }, given())
     expect(scoped).toMatchObject({ _tag: "Rejected", code: "invalid-scope", message: expect.stringMatching(/^the scope holds what is shaped/) })
-    expect(D.workerNameProblem("svc_jt_eyJ2IjoxfQ", given())).toMatch(/shaped as an svc credential or join token/)
+    expect(D.workerNameProblem("svc_jt_eyJ2IjoxfQ", given())).toMatch(/shaped as an svc secret/)
   })
 
   it("a join that gives no name takes the host's, made into a valid one when it is not", () => {
@@ -161,6 +161,83 @@ describe("redeem", () => {
     const unknown = D.decideRedeem({ inviteId: "nope", tokenHash: hash("token-i"), workerId: "w", name: "box", credentialHash: hash("c"), previousCredentialHash: null, now: 1 }, given())
     expect([rejection(wrong), rejection(unknown)]).toEqual(["wrong-token", "unknown-invite"])
     expect(wrong._tag === "Rejected" && unknown._tag === "Rejected" && wrong.message === unknown.message).toBe(true)
+  })
+})
+
+describe("a join answered again (its first answer never arrived)", () => {
+  const join = (registry: Registry, key: string | undefined, credential = "c2", now = 5_000) =>
+    D.decideRedeem(
+      { inviteId: "i", tokenHash: hash("token-i"), workerId: `w-${credential}`, name: "other", credentialHash: hash(credential), previousCredentialHash: null, ...(key === undefined ? {} : { joinKeyHash: hash(key) }), now },
+      registry
+    )
+  const first = (key: string | undefined) => events(join(given(invited("i")), key, "c1", 1_000))[0]! as Event & { _tag: "WorkerJoined" }
+  const keyed = first("key")
+  const after = (...later: ReadonlyArray<Event>) => given(invited("i"), keyed, ...later)
+
+  it("records the hash of the join key with the join (null when the joiner sent none)", () => {
+    expect(keyed).toMatchObject({ _tag: "WorkerJoined", workerId: "w-c1", joinKeyHash: hash("key") })
+    expect(first(undefined)).toMatchObject({ joinKeyHash: null })
+    const w = HashMap.unsafeGet(after().workers, "w-c1")
+    expect(w.joinKeyHash).toBe(hash("key"))
+    // Absent, not null, when there was none: the canonical state of a join without a key is as it was.
+    expect(Object.keys(HashMap.unsafeGet(given(invited("i"), first(undefined)).workers, "w-c1"))).not.toContain("joinKeyHash")
+  })
+
+  it("answers the same key again before the worker's first hello: a new credential for the same worker, on the worker's stream; the first stops working", () => {
+    const d = join(after(), "key")
+    expect(d).toMatchObject({ _tag: "Decided", stream: "worker-w-c1", expectedVersion: 0 })
+    expect(events(d)).toEqual([expect.objectContaining({ _tag: "JoinAnsweredAgain", workerId: "w-c1", inviteId: "i", credentialHash: hash("c2"), previousHash: hash("c1"), at: 5_000 })])
+    const w = HashMap.unsafeGet(after(events(d)[0]!).workers, "w-c1")
+    expect(w).toMatchObject({ id: "w-c1", name: "other", credentials: [{ hash: hash("c2"), validUntil: null }], streamVersion: 1 })
+    // And again, should that answer be lost too; a rotation asked for meanwhile is done by it.
+    const twice = after(events(d)[0]!, rotationRequested("w-c1"))
+    const again = join(twice, "key", "c3")
+    expect(again).toMatchObject({ _tag: "Decided", stream: "worker-w-c1", expectedVersion: 2 })
+    expect(HashMap.unsafeGet(given(invited("i"), keyed, events(d)[0]!, rotationRequested("w-c1"), events(again)[0]!).workers, "w-c1")).toMatchObject({
+      credentials: [{ hash: hash("c3"), validUntil: null }],
+      rotationPending: false
+    })
+  })
+
+  it("refuses another key, no key, or a join that sent none, with the words of any redeemed token", () => {
+    const redeemed = { _tag: "Rejected", code: "invite-redeemed", message: "this join token was already redeemed; ask the owner for a new one" }
+    expect(join(after(), "another")).toEqual(redeemed)
+    expect(join(after(), undefined)).toEqual(redeemed)
+    expect(join(given(invited("i"), first(undefined)), "key")).toEqual(redeemed)
+  })
+
+  it("refuses the same key once the worker said hello (its answer arrived) or was revoked, saying which", () => {
+    expect(join(after(session("w-c1", 1)), "key")).toMatchObject({
+      _tag: "Rejected",
+      code: "invite-redeemed",
+      message: "this join token was redeemed already by this machine, as worker other (w-c1), which has used its credential since: it is joined (svc workers status lists its link); to join again, ask the owner for a new token"
+    })
+    expect(join(after(revoked("w-c1")), "key")).toMatchObject({
+      _tag: "Rejected",
+      code: "invite-redeemed",
+      message: "this join token was redeemed already by this machine, as worker other (w-c1), which was revoked since; ask the owner for a new one"
+    })
+  })
+
+  it("a wrong token is refused before any key is looked at", () => {
+    const wrong = D.decideRedeem({ inviteId: "i", tokenHash: hash("other"), workerId: "w", name: "box", credentialHash: hash("c"), previousCredentialHash: null, joinKeyHash: hash("key"), now: 1 }, after())
+    expect(rejection(wrong)).toBe("wrong-token")
+  })
+
+  it("is an audit row of its own, a join's", () => {
+    const again = events(join(after(), "key"))[0]!
+    const state = [invited("i"), keyed, again].reduce(
+      (s, event, i) => evolve(s, { sequence: i + 1, stream: "x", streamVersion: i + 1, type: event._tag, schemaVersion: CURRENT_VERSION[event._tag], recordedAt: 0, event }),
+      initialState
+    )
+    const rows = [...state.audit]
+    expect(rows.map((r) => r.kind)).toEqual(["invite", "join", "join"])
+    expect(rows[2]).toMatchObject({
+      workerId: "w-c1",
+      inviteId: "i",
+      actor: "worker w-c1",
+      detail: "join with invite i answered again with a new credential: its first answer never reached the joining machine, and the credential it carried no longer works"
+    })
   })
 })
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { credentialProblem, crc32, formatJoinToken, holdsSecret, makeCredential, parseJoinToken, secretKindOf, withoutSecrets } from "../../../src/domain/workers/Secrets.js"
+import { credentialProblem, crc32, formatJoinToken, holdsSecret, joinKeyProblem, makeCredential, makeJoinKey, parseJoinToken, secretKindOf, withoutSecrets } from "../../../src/domain/workers/Secrets.js"
 
 const bytes = (seed: number, n = 40) => Uint8Array.from({ length: n }, (_, i) => (seed * 31 + i * 17) % 256)
 
@@ -48,6 +48,26 @@ describe("join tokens", () => {
   })
 })
 
+describe("join keys", () => {
+  it("are svc_jk_ + 30 random base62 + a 6-character checksum, and check out", () => {
+    const k = makeJoinKey(bytes(8))
+    expect(k).toMatch(/^svc_jk_[0-9A-Za-z]{36}$/)
+    expect(joinKeyProblem(k)).toBeUndefined()
+    expect(makeJoinKey(bytes(9))).not.toBe(k)
+  })
+
+  it("refuse a changed, cut or foreign one, without repeating it", () => {
+    const k = makeJoinKey(bytes(10))
+    const typo = k.slice(0, 10) + (k[10] === "a" ? "b" : "a") + k.slice(11)
+    const problems = [joinKeyProblem(typo), joinKeyProblem(k.slice(0, -1)), joinKeyProblem(makeCredential(bytes(10)))]
+    expect(problems).toEqual([
+      "joinKey's checksum does not match: it was changed or cut short",
+      "joinKey must be svc_jk_ followed by 36 letters and digits",
+      "joinKey must be svc_jk_ followed by 36 letters and digits"
+    ])
+  })
+})
+
 describe("secrets in messages", () => {
   it("are cut to their prefix wherever they appear; other text is left as it is", () => {
     const c = makeCredential(bytes(5, 30))
@@ -60,11 +80,11 @@ describe("secrets in messages", () => {
 
   it("are refused exactly where they would be cut: one shape for both", () => {
     const c = makeCredential(bytes(7, 30))
-    for (const text of [c, `k=${c}`, "svc_jt_eyJ", "svc_wk_-x", "svc_wk__", "a svc_jt_x b"]) {
+    for (const text of [c, `k=${c}`, "svc_jt_eyJ", "svc_wk_-x", "svc_wk__", "a svc_jt_x b", makeJoinKey(bytes(11)), "svc_jk_x"]) {
       expect(holdsSecret(text), text).toBe(true)
       expect(withoutSecrets(text), text).not.toBe(text)
     }
-    for (const text of ["svc_wk_", "svc_wk_…", "svc_wk_ alone", "svc_xx_abc", "lab-1", "svc_wk"]) {
+    for (const text of ["svc_wk_", "svc_wk_…", "svc_wk_ alone", "svc_xx_abc", "lab-1", "svc_wk", "svc_jk_", "svc_jk_…"]) {
       expect(holdsSecret(text), text).toBe(false)
       expect(withoutSecrets(text), text).toBe(text)
     }

@@ -12,7 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import { Journal, layerMemory } from "../../../src/app/journal/Journal.js"
-import { PlacementDecided } from "../../../src/domain/journal/Events.js"
+import { PlacementDecided, WorkerJoined } from "../../../src/domain/journal/Events.js"
 import { place } from "../../../src/domain/placement/Placement.js"
 import { layer as readerLayer } from "../../../src/infra/journal/JournalReader.js"
 import { layer as sqliteLayer } from "../../../src/infra/journal/SqliteJournal.js"
@@ -209,9 +209,26 @@ describe("SQLite journal", () => {
     expect(ad.schemaVersion).toBe(2)
     expect(ad.event).toMatchObject({ _tag: "WorkerAdvertised", workerId: "w1", labels: ["arch=x64", "gpu=true", "os=linux"], capacity: 4 })
     const joined = events.find((e) => e.type === "WorkerJoined")!
-    expect(joined.schemaVersion).toBe(2)
-    expect(joined.event).toMatchObject({ _tag: "WorkerJoined", workerId: "w1", name: "lab-1", replaces: null })
+    expect(joined.schemaVersion).toBe(3)
+    expect(joined.event).toMatchObject({ _tag: "WorkerJoined", workerId: "w1", name: "lab-1", replaces: null, joinKeyHash: null })
   })
+
+  it.effect("reads a stored version-2 WorkerJoined (no join key) as version 3 with joinKeyHash null; version 4 is refused", () =>
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const journal = yield* Journal
+      const fields = `"workerId":"w2","inviteId":"i2","name":"lab-2","credentialHash":"${"ab".repeat(32)}","scope":["b:j@1.0.0"],"replaces":"w1","at":1700000002000`
+      yield* sql.unsafe(`INSERT INTO events VALUES (1, 'invite-i2', 2, 'WorkerJoined', 2, '{${fields}}', 1700000002000)`)
+      const [read] = yield* journal.read(0, 10)
+      expect(read!.schemaVersion).toBe(3)
+      expect(read!.event).toEqual(
+        new WorkerJoined({ workerId: "w2", inviteId: "i2", name: "lab-2", credentialHash: "ab".repeat(32), scope: ["b:j@1.0.0"], replaces: "w1", joinKeyHash: null, at: 1700000002000 })
+      )
+      yield* sql.unsafe(`INSERT INTO events VALUES (2, 'invite-i3', 2, 'WorkerJoined', 4, '{${fields},"joinKeyHash":null}', 1700000002000)`)
+      const later = yield* Effect.either(journal.read(1, 10))
+      expect(Either.isLeft(later) && later.left.message).toContain("WorkerJoined version 4 is newer than this svc understands (at most 3)")
+    }).pipe(Effect.provide(sqliteLayer(tempFile())))
+  )
 
   it.effect("stores a PlacementDecided packed (version 3) and reads it back as the event it was; version 2, the same layout, reads alike; a later one is refused", () =>
     Effect.gen(function* () {

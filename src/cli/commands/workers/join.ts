@@ -10,8 +10,9 @@ import * as Option from "effect/Option"
 import { workerNameFromHost } from "../../../domain/workers/Decide.js"
 import { parseJoinToken } from "../../../domain/workers/Secrets.js"
 import { SvcHome } from "../../../infra/SvcHome.js"
-import { linkKey, linksDir, checkLinksWritable, readLinks, writeLink } from "../../../infra/workers/LinkStore.js"
+import { linkKey, linksDir, readLinks, writeLink } from "../../../infra/workers/LinkStore.js"
 import { callOwner, fetchPinnedCertificate, makeAgent } from "../../../infra/workers/OwnerClient.js"
+import { pendingJoin } from "../../../infra/workers/PendingJoin.js"
 import { ownFingerprint } from "../../../infra/tls/OwnerCertificate.js"
 import { currentUid } from "../../../infra/PrivateFiles.js"
 import { unsafeHomeProblem } from "../../../infra/runtime/HomeStart.js"
@@ -35,12 +36,20 @@ const notSent = (message: string): boolean => /ECONNREFUSED|ENOTFOUND|EHOSTUNREA
 
 /**
  * A join sent whose answer never came (the connection broke, or no answer in time): the owner
- * may have recorded it, spending the token, and the credential its answer carried is lost. The
- * network audit found "cannot reach the owner" said then, and a second try refused as redeemed
- * with nothing to explain it.
+ * may have recorded it, spending the token. Its join key is kept, so the same join run again is
+ * answered again with a new credential (an owner before protocol revision 5 cannot: `keyless`).
+ * The network audit found "cannot reach the owner" said then, and a second try refused as
+ * redeemed with nothing to explain it.
  */
-export const joinUnanswered = (message: string, url: string): string =>
-  `the join was sent to ${url}, but its answer never came (${message.startsWith(`${url}: `) ? message.slice(url.length + 2) : message}): the owner may have recorded it. Run svc workers join again with the same token: if it says the token was already redeemed, the owner recorded the join and the worker it made holds a credential nobody has: ask the owner's operator to revoke it (svc workers status there shows it Needs setup) and to invite this machine again`
+export const joinUnanswered = (message: string, url: string, keyless: boolean): string =>
+  `the join was sent to ${url}, but its answer never came (${message.startsWith(`${url}: `) ? message.slice(url.length + 2) : message}): the owner may have recorded it. ` +
+  (keyless
+    ? "Run svc workers join again with the same token: if it says the token was already redeemed, the owner recorded the join and the worker it made holds a credential nobody has (this owner's svc is too old to answer a join again): ask the owner's operator to revoke it (svc workers status there shows it Needs setup) and to invite this machine again"
+    : "Run svc workers join again with the same token, from this machine and SVC_HOME: the owner answers it again (this machine kept the join's key)")
+
+/** An owner before protocol revision 5 refuses a join's `joinKey` as a field it does not know (and records nothing). */
+const joinKeyUnknown = (e: { readonly _tag: string; readonly code?: string; readonly message: string }): boolean =>
+  e._tag === "Refusal" && e.code === "bad-request" && /\bjoinKey\b.*\bis unexpected\b/.test(e.message)
 
 export const join = Command.make(
   "join",
@@ -78,9 +87,11 @@ export const join = Command.make(
         // The loopback hint only where nothing answered: a certificate that is not the pinned one came from a server that did.
         catch: (e) => unreachable(`cannot reach the owner: ${e instanceof Error ? e.message : String(e)}${typeof (e as { code?: unknown }).code === "string" ? loopback : ""}`)
       })
-      // Redeeming spends the token: first make sure the link it brings can be kept here.
-      yield* Effect.tryPromise({
-        try: () => checkLinksWritable(home),
+      // Redeeming spends the token: first make sure the link it brings can be kept here, by keeping
+      // this join's key there until its answer is (run again after an answer that never came,
+      // the join is answered again: an earlier try's key is found and sent again).
+      const pending = yield* Effect.tryPromise({
+        try: () => pendingJoin(home, content.url, content.inviteId),
         catch: (e) => setupProblem(`cannot keep a link in ${linksDir(home)}: ${e instanceof Error ? e.message : String(e)}; nothing was redeemed, the token is still good`)
       })
       const pinned = { url: content.url, fingerprint: content.fingerprint, certificate }
@@ -94,9 +105,22 @@ export const join = Command.make(
         name: Option.getOrElse(name, () => earlier?.link.name ?? workerNameFromHost(os.hostname())),
         ...(earlier === undefined ? {} : { previousCredential: earlier.link.credential })
       }
-      const answer = yield* callOwner(pinned, agent, bearer, request).pipe(
+      let keyless = false
+      const answer = yield* callOwner(pinned, agent, bearer, { ...request, joinKey: pending.key }).pipe(
+        // An owner before revision 5 refused the key and recorded nothing: the join again, without it.
+        Effect.catchIf(joinKeyUnknown, () => Effect.sync(() => (keyless = true)).pipe(Effect.zipRight(callOwner(pinned, agent, bearer, request)))),
+        Effect.tapError((e) =>
+          // The owner answered, and did not answer the join (again), the owner cannot use the key,
+          // or nothing was sent on a first try: the key is of no more use. Kept after a join that
+          // may have been recorded (now or on an earlier try), and after a refusal to try again later.
+          keyless || (e._tag === "Refusal" && e.code !== "unavailable") || (e._tag === "Unreachable" && notSent(e.message) && !pending.again)
+            ? Effect.promise(() => pending.forget())
+            : Effect.void
+        ),
         Effect.mapError((e) =>
-          e._tag === "Refusal" ? refused(`the owner refused: ${e.message}`) : unreachable(notSent(e.message) ? `cannot reach the owner: ${e.message}${loopback}` : joinUnanswered(e.message, content.url))
+          e._tag === "Refusal"
+            ? refused(`the owner refused: ${e.message}`)
+            : unreachable(notSent(e.message) ? `cannot reach the owner: ${e.message}${loopback}` : joinUnanswered(e.message, content.url, keyless))
         ),
         Effect.ensuring(Effect.sync(() => agent.destroy()))
       )
@@ -106,9 +130,14 @@ export const join = Command.make(
           writeLink(home, { url: content.url, fingerprint: content.fingerprint, certificate, workerId: answer.workerId, name: answer.name, credential: answer.credential, joinedAt: new Date().toISOString() }),
         catch: (e) =>
           refused(
-            `joined ${content.url} as ${answer.name} (${answer.workerId}), but its link could not be written to ${linksDir(home)} (${e instanceof Error ? e.message : String(e)}), and its credential with it: ask the owner's operator to revoke ${answer.workerId} and invite this machine again`
+            `joined ${content.url} as ${answer.name} (${answer.workerId}), but its link could not be written to ${linksDir(home)} (${e instanceof Error ? e.message : String(e)}), and its credential with it: ` +
+              (keyless
+                ? `ask the owner's operator to revoke ${answer.workerId} and invite this machine again`
+                : "once it can be written, run svc workers join again with the same token: the owner answers it again (this machine kept the join's key)")
           )
       })
+      yield* Effect.promise(() => pending.forget())
+      if (answer.answeredAgain === true) yield* Console.error(`note: the owner answered this join again (its first answer never arrived here); the credential it carried no longer works`)
       // The invite's name wins over --name (the operator chose it): say so rather than drop it silently.
       const nameUnused = Option.isSome(name) && name.value !== answer.name ? `the invite names this worker ${answer.name}; --name ${name.value} was not used` : undefined
       if (nameUnused !== undefined) yield* Console.error(`note: ${nameUnused}`)

@@ -1,0 +1,206 @@
+/**
+ * A join whose answer was lost on its way back (docs/protocol.md, "A join whose answer never
+ * came"): a real owner (`svc serve`) reached through a TLS proxy that can cut the connection once
+ * the owner has answered, and real `svc workers join` and `svc serve` processes on the worker
+ * side. The owner recorded the join; the same join run again is answered again, for the same
+ * worker, with a new credential. An owner from before join keys is played by a server with the
+ * owner's certificate that answers as one did.
+ */
+import * as https from "node:https"
+import type { AddressInfo } from "node:net"
+import { readdirSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { base62, crc32, makeCredential } from "../../src/domain/workers/Secrets.js"
+import { loadOrCreate } from "../../src/infra/tls/OwnerCertificate.js"
+import type { StoredLink } from "../../src/infra/workers/LinkStore.js"
+import { callRoute, ownerCa, startRecordingProxy, startServe, stopAllServes, svcIn, Transcript, waitFor, type RecordingProxy, type ServeProcess } from "../support/serve.js"
+import { tempDirs } from "../support/svc.js"
+
+const temps = tempDirs()
+const tempDir = temps.make
+const transcript = new Transcript()
+let proxy: RecordingProxy
+let owner: ServeProcess
+let ownerHome: string
+
+const run = (home: string, ...args: Array<string>) => svcIn(transcript, home, args)
+const isJoin = (body: string) => body.includes('"kind":"join"')
+
+const invite = async (name: string): Promise<string> => {
+  const r = await run(ownerHome, "workers", "invite", "--name", name)
+  expect(r.code, r.stderr).toBe(0)
+  return r.stdout.split("\n").find((l) => l.startsWith("svc_jt_"))!
+}
+
+interface WorkerRow {
+  readonly id: string
+  readonly name: string
+  readonly state: string
+  readonly lastSeen: string | null
+}
+const workerRow = async (name: string): Promise<WorkerRow | undefined> => {
+  const r = await run(ownerHome, "workers", "status", "--json")
+  return (JSON.parse(r.stdout) as { workers: ReadonlyArray<WorkerRow> }).workers.find((w) => w.name === name)
+}
+const auditOf = async (workerId: string) => {
+  const r = await run(ownerHome, "audit", "--json")
+  return (JSON.parse(r.stdout) as { rows: ReadonlyArray<{ kind: string; workerId: string | null; detail: string }> }).rows.filter((row) => row.workerId === workerId)
+}
+const readLink = (home: string): StoredLink => {
+  const files = readdirSync(join(home, "links")).filter((f) => f.endsWith(".json"))
+  expect(files).toHaveLength(1)
+  return JSON.parse(readFileSync(join(home, "links", files[0]!), "utf8")) as StoredLink
+}
+const hello = (bearer: string) => callRoute(owner.listenUrl, ownerCa(ownerHome), { bearer, body: JSON.stringify({ kind: "hello", protocol: 1, running: [] }) })
+
+/** Joins through the proxy with the answer lost: the owner records the join; answers the credential it handed to no one. */
+const joinLosingTheAnswer = async (home: string, token: string) => {
+  proxy.loseNextAnswer(isJoin)
+  const cut = await run(home, "workers", "join", token)
+  expect(cut.code).toBe(2)
+  expect(cut.stderr).toMatch(
+    /its answer never came \(socket hang up\): the owner may have recorded it\. Run svc workers join again with the same token, from this machine and SVC_HOME: the owner answers it again \(this machine kept the join's key\)\n$/
+  )
+  const lost = JSON.parse(proxy.exchanges.filter((e) => isJoin(e.request)).at(-1)!.answer) as { kind: string; workerId: string; credential: string }
+  expect(lost).toMatchObject({ kind: "joined", workerId: expect.stringMatching(/^w/), credential: expect.stringMatching(/^svc_wk_/) })
+  expect(readdirSync(join(home, "links"))).toEqual([expect.stringMatching(/^[0-9a-f]{16}\.join-key$/)])
+  return lost
+}
+
+beforeAll(async () => {
+  proxy = await startRecordingProxy()
+  ownerHome = tempDir("svc-again-owner-")
+  owner = await startServe("owner", ownerHome, transcript, { publicUrl: proxy.url })
+  proxy.target(owner.listenUrl, ownerHome)
+}, 60_000)
+
+afterAll(async () => {
+  await stopAllServes()
+  await proxy?.close()
+  temps.removeAll()
+}, 30_000)
+
+describe("a join whose answer was lost", () => {
+  it("is answered again when run again: the same worker, a new credential; the first no longer works, and the worker's svc serve links with the new one", async () => {
+    const token = await invite("again-1")
+    const home = tempDir("svc-again-w1-")
+    const lost = await joinLosingTheAnswer(home, token)
+    expect((await workerRow("again-1"))?.state).toBe("Needs setup")
+
+    const again = await run(home, "workers", "join", "--json", token)
+    expect(again.code, again.stderr).toBe(0)
+    expect(JSON.parse(again.stdout)).toEqual({ owner: proxy.url, workerId: lost.workerId, name: "again-1", scope: [], replaces: null })
+    expect(again.stderr).toBe("note: the owner answered this join again (its first answer never arrived here); the credential it carried no longer works\n")
+    // The same key was sent both times; what is kept now is the link alone.
+    const [keyFirst, keyAgain] = proxy.exchanges.filter((e) => isJoin(e.request)).slice(-2).map((e) => (JSON.parse(e.request) as { joinKey: string }).joinKey)
+    expect(keyFirst).toMatch(/^svc_jk_[0-9A-Za-z]{36}$/)
+    expect(keyAgain).toBe(keyFirst)
+    expect(readdirSync(join(home, "links"))).toEqual([expect.stringMatching(/^[0-9a-f]{16}\.json$/)])
+    const link = readLink(home)
+    expect(link).toMatchObject({ url: proxy.url, workerId: lost.workerId, name: "again-1" })
+    expect(link.credential).not.toBe(lost.credential)
+
+    // The credential nobody received is refused; the worker's runtime says hello with the new one.
+    const refused = await hello(lost.credential)
+    expect({ status: refused.status, code: (refused.json as { code: string }).code }).toEqual({ status: 401, code: "unauthenticated" })
+    await startServe("worker-1", home, transcript)
+    const seen = await waitFor("again-1 seen", () => workerRow("again-1"), (w) => w?.lastSeen !== null, { timeoutMs: 15_000, everyMs: 250 })
+    expect(seen.value!.id).toBe(lost.workerId)
+
+    // The answer arrived and the credential is in use: the token is spent for good.
+    const late = await run(home, "workers", "join", token)
+    expect({ code: late.code, stderr: late.stderr }).toEqual({ code: 1, stderr: "svc: the owner refused: this join token was already redeemed; ask the owner for a new one\n" })
+    expect(readLink(home).credential).toBe(link.credential)
+
+    const rows = await auditOf(lost.workerId)
+    expect(rows.map((r) => r.kind)).toEqual(["join", "join"])
+    expect(rows[1]!.detail).toBe(
+      `join with invite ${rows[0]!.detail.match(/invite (\S+)/)![1]} answered again with a new credential: its first answer never reached the joining machine, and the credential it carried no longer works`
+    )
+    // The journal and the owner's replay agree, and the join key is nowhere in them.
+    const replay = await run(ownerHome, "journal", "replay", "--json")
+    expect(replay.code, replay.stdout + replay.stderr).toBe(0)
+    const exported = await run(ownerHome, "journal", "export")
+    expect(exported.stdout).toContain('"type":"JoinAnsweredAgain"')
+    for (const t of transcript.find(keyFirst!)) throw new Error(`the join key is in ${t}`)
+  }, 60_000)
+
+  it("is not answered again once the credential of its first answer was used: whoever had that answer holds the worker", async () => {
+    const token = await invite("again-2")
+    const home = tempDir("svc-again-w2-")
+    const lost = await joinLosingTheAnswer(home, token)
+    // The answer reached someone after all (here: the test, which saw it pass): its credential says hello.
+    expect((await hello(lost.credential)).status).toBe(200)
+    const again = await run(home, "workers", "join", token)
+    expect({ code: again.code, stderr: again.stderr }).toEqual({
+      code: 1,
+      stderr: `svc: the owner refused: this join token was redeemed already by this machine, as worker again-2 (${lost.workerId}), which has used its credential since: it is joined (svc workers status lists its link); to join again, ask the owner for a new token\n`
+    })
+    // Refused: the key is of no more use.
+    expect(readdirSync(join(home, "links"))).toEqual([])
+    expect((await hello(lost.credential)).status).toBe(200)
+  }, 60_000)
+})
+
+describe("an owner from before join keys (protocol revision 4 or earlier)", () => {
+  /** A server with the owner's certificate that answers joins as an owner before revision 5 did. */
+  const oldOwner = async (answer: "joined" | "cut") => {
+    const material = await loadOrCreate(ownerHome)
+    const bodies: Array<string> = []
+    const server = https.createServer({ cert: material.cert, key: material.key }, (req, res) => {
+      let body = ""
+      req.on("data", (c: Buffer) => (body += c.toString("utf8")))
+      req.on("end", () => {
+        bodies.push(body)
+        const send = (status: number, json: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(json))
+        if ("joinKey" in (JSON.parse(body) as object)) {
+          return send(400, { code: "bad-request", message: 'the body is not a worker message: joinKey: is unexpected, expected: "kind" | "name" | "previousCredential"' })
+        }
+        if (answer === "cut") return req.socket.destroy()
+        send(200, { kind: "joined", workerId: "wOld0000001", name: "old-1", credential: makeCredential(new Uint8Array(30).fill(1)), scope: [], replaces: null })
+      })
+    })
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`
+    // A token for it: the owner's own, its address changed (and its checksum made again).
+    const token = await invite(`old-${answer}`)
+    const body = token.slice(0, token.lastIndexOf("_"))
+    const payload = { ...(JSON.parse(Buffer.from(body.slice(7), "base64url").toString("utf8")) as object), u: url }
+    const edited = "svc_jt_" + Buffer.from(JSON.stringify(payload), "utf8").toString("base64url")
+    return { url, bodies, token: `${edited}_${base62(crc32(edited), 6)}`, close: () => server.close() }
+  }
+
+  it("refuses the join key and records nothing: the join is sent again without it, and joins", async () => {
+    const old = await oldOwner("joined")
+    try {
+      const home = tempDir("svc-old-w1-")
+      const joined = await run(home, "workers", "join", old.token)
+      expect({ code: joined.code, stderr: joined.stderr }).toEqual({ code: 0, stderr: "" })
+      expect(joined.stdout).toContain(`joined ${old.url} as old-1 (wOld0000001)`)
+      expect(old.bodies.map((b) => Object.keys(JSON.parse(b) as object).sort())).toEqual([
+        ["joinKey", "kind", "name"],
+        ["kind", "name"]
+      ])
+      expect(readdirSync(join(home, "links"))).toEqual([expect.stringMatching(/^[0-9a-f]{16}\.json$/)])
+    } finally {
+      old.close()
+    }
+  }, 30_000)
+
+  it("whose answer never came: says that owner cannot answer a join again, and what to do instead", async () => {
+    const old = await oldOwner("cut")
+    try {
+      const home = tempDir("svc-old-w2-")
+      const cut = await run(home, "workers", "join", old.token)
+      expect(cut.code).toBe(2)
+      expect(cut.stderr).toBe(
+        `svc: the join was sent to ${old.url}, but its answer never came (socket hang up): the owner may have recorded it. Run svc workers join again with the same token: if it says the token was already redeemed, the owner recorded the join and the worker it made holds a credential nobody has (this owner's svc is too old to answer a join again): ask the owner's operator to revoke it (svc workers status there shows it Needs setup) and to invite this machine again\n`
+      )
+      // That owner cannot use the key: it is not kept, and the home is as it was.
+      expect(readdirSync(home)).not.toContain("links")
+    } finally {
+      old.close()
+    }
+  }, 30_000)
+})
