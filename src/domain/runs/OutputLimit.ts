@@ -32,13 +32,21 @@ export const formatSize = (bytes: number): string => {
  * (a whole number of characters, never more than fit under `limit`), and whether the stream is
  * cut here (the rest not kept: the notice follows what is written). A file already over the limit
  * was cut before: nothing of it is written, and no second notice.
+ *
+ * The start of a character that the limit would cut is not written; the start of one that the
+ * byte after it does not continue is no character's start (bytes that are not UTF-8, each a unit
+ * of its own) and is written like any byte: so the cut falls where it would whatever the chunks
+ * the bytes came in (a lone lead byte held back at a chunk's end is judged with the byte after it).
  */
 export const keepOf = (bytes: Uint8Array, size: number, limit: number): { readonly keep: number; readonly cut: boolean } => {
   if (size > limit) return { keep: 0, cut: false }
   const room = limit - size
   if (bytes.length <= room) return { keep: bytes.length, cut: false }
-  return { keep: completeUtf8Length(bytes.subarray(0, room)), cut: true }
+  const whole = completeUtf8Length(bytes.subarray(0, room))
+  return { keep: whole < room && !isContinuation(bytes[room]!) ? room : whole, cut: true }
 }
+
+const isContinuation = (byte: number): boolean => (byte & 0xc0) === 0x80
 
 /** The line that ends a cut stream; on a line of its own (`atLineStart`: what is before it ends one). */
 export const cutNotice = (limit: number, atLineStart: boolean): string =>

@@ -33,6 +33,14 @@ describe("keepOf", () => {
     // "€" is 3 bytes: 2 of room keep none of it.
     expect(keepOf(Buffer.from("a€"), 7, 10)).toEqual({ keep: 1, cut: true })
     expect(keepOf(Buffer.from("😀"), 8, 10)).toEqual({ keep: 0, cut: true })
+    // A lead byte that the next byte does not continue is no character's start: kept as the byte
+    // it is, however the bytes came (a property run found it kept when held back at a chunk's end,
+    // and left out when it came with the byte after it).
+    const lone = Uint8Array.from([0x61, 0xc0, 0xc0])
+    expect(keepOf(lone, 0, 2)).toEqual({ keep: 2, cut: true })
+    expect(keepOf(Uint8Array.from([0x61, 0xc0, 0x41]), 0, 2)).toEqual({ keep: 2, cut: true })
+    expect(keepOf(Uint8Array.from([0x61, 0xc3, 0xa9]), 0, 2)).toEqual({ keep: 1, cut: true })
+    expect(appendAll([lone], 2)).toEqual(appendAll([lone.subarray(0, 1), lone.subarray(1)], 2))
   })
 
   it("gives the same file however the output was chunked, and never keeps more than the limit and one notice", () => {
@@ -48,8 +56,10 @@ describe("keepOf", () => {
           expect(whole).toEqual(Buffer.from(bytes))
           expect(appendAll(chunks, limit).toString("utf8")).toBe(Buffer.from(bytes).toString("utf8"))
         } else {
-          // The output's start, cut between characters at most `limit` bytes in, then the notice.
-          const k = completeUtf8Length(bytes.subarray(0, limit))
+          // The output's start, cut between characters at most `limit` bytes in, then the notice: the
+          // start of a character the limit cuts is left out, unless the byte after it does not continue it.
+          const complete = completeUtf8Length(bytes.subarray(0, limit))
+          const k = complete < limit && (bytes[limit]! & 0xc0) !== 0x80 ? limit : complete
           const notice = cutNotice(limit, k === 0 || bytes[k - 1] === 0x0a)
           expect(whole).toEqual(Buffer.concat([bytes.subarray(0, k), Buffer.from(notice)]))
           expect(whole.length).toBeLessThanOrEqual(limit + Buffer.byteLength(notice))
