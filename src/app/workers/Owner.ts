@@ -198,7 +198,7 @@ export const make = Effect.gen(function* () {
       const resumes = request.resumes !== undefined && Decide.resumesSession(worker, request.resumes.fence, sha(request.resumes.key))
       const sessionKey = base62FromBytes(entropy.bytes(24), 24)
       const envelopes = yield* execute((r) =>
-        Decide.decideStartSession({ workerId: worker.id, previousSessionLive: live, resumes, keyHash: sha(sessionKey), now }, r)
+        Decide.decideStartSession({ workerId: worker.id, previousSessionLive: live, resumes, keyHash: sha(sessionKey), credentialHash: presentedHash, now }, r)
       ).pipe(Effect.mapError(commandRefusal("unauthenticated")))
       freshness.begin(worker.id, now)
       // The identity this installation had before it joined again (its credential proved it) is

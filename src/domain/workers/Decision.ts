@@ -21,6 +21,7 @@ export type RejectionCode =
   | "unknown-worker"
   | "worker-revoked"
   | "no-rotation-pending"
+  | "credential-replaced"
   | "invalid-advertisement"
 
 export interface Rejection {

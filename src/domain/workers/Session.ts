@@ -5,7 +5,7 @@
  */
 import { SessionStarted, workerStream } from "../journal/Events.js"
 import { sameDigest } from "./Credential.js"
-import { decided, isRejection, liveWorker, type Decision, type Rejection } from "./Decision.js"
+import { decided, isRejection, liveWorker, reject, type Decision, type Rejection } from "./Decision.js"
 import type { Registry, WorkerRecord } from "./Registry.js"
 
 export interface StartSession {
@@ -19,6 +19,12 @@ export interface StartSession {
   readonly resumes?: boolean
   /** SHA-256 of the key handed to the process in this session's welcome. */
   readonly keyHash?: string
+  /**
+   * SHA-256 of the credential the hello presented: it must still be one of the worker's when
+   * the session is decided. A command decided again after a conflict sees a join answered again
+   * in the meantime, which took the credential away (its first hello and that answer raced).
+   */
+  readonly credentialHash?: string
   readonly now: number
 }
 
@@ -29,6 +35,13 @@ export const resumesSession = (w: WorkerRecord, fence: number, keyHash: string):
 export const decideStartSession = (c: StartSession, state: Registry): Decision | Rejection => {
   const w = liveWorker(state, c.workerId)
   if (isRejection(w)) return w
+  const presented = c.credentialHash
+  if (presented !== undefined && !w.credentials.some((k) => sameDigest(k.hash, presented))) {
+    return reject(
+      "credential-replaced",
+      "this credential was replaced while this hello was on its way (the join that made it was answered again, or a rotation completed): it no longer works"
+    )
+  }
   return decided(workerStream(w.id), w.streamVersion, [
     new SessionStarted({
       workerId: w.id,

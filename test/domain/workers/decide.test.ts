@@ -5,7 +5,7 @@
 import * as HashMap from "effect/HashMap"
 import { describe, expect, it } from "vitest"
 import type { Envelope, Event, WorkerAdvertised } from "../../../src/domain/journal/Events.js"
-import { CURRENT_VERSION, InviteRevoked, WorkerInvited } from "../../../src/domain/journal/Events.js"
+import { CURRENT_VERSION, InviteRevoked, JoinAnsweredAgain, WorkerInvited } from "../../../src/domain/journal/Events.js"
 import { evolve, initialState } from "../../../src/domain/journal/OwnerState.js"
 import * as D from "../../../src/domain/workers/Decide.js"
 import type { Registry } from "../../../src/domain/workers/Registry.js"
@@ -293,6 +293,16 @@ describe("sessions and fences", () => {
   it("revoking a revoked worker is refused as already done", () => {
     const again = D.decideRevoke({ workerId: "w", actor: "op", now: 1 }, given(...linked, revoked("w")))
     expect(again).toMatchObject({ _tag: "Rejected", code: "worker-revoked", message: "worker box-w is already revoked" })
+  })
+
+  it("a hello decided again after a conflict starts no session with a credential taken away meanwhile (a join answered again)", () => {
+    const start = (registry: Registry, credential: string) => D.decideStartSession({ workerId: "w", previousSessionLive: false, credentialHash: hash(credential), now: 5 }, registry)
+    expect(rejection(start(given(...linked), "cred-w"))).toBe("decided")
+    const again = new JoinAnsweredAgain({ workerId: "w", inviteId: "i", credentialHash: hash("c2"), previousHash: hash("cred-w"), at: 4 })
+    expect(start(given(...linked, again), "cred-w")).toMatchObject({ _tag: "Rejected", code: "credential-replaced", message: expect.stringMatching(/^this credential was replaced while this hello was on its way/) })
+    expect(rejection(start(given(...linked, again), "c2"))).toBe("decided")
+    // In its grace after a rotation, the previous credential still starts one.
+    expect(rejection(start(given(...linked, rotationRequested("w"), rotated("w", 1)), "cred-w-0"))).toBe("decided")
   })
 
   it("a revoked worker cannot start a session", () => {
