@@ -8,14 +8,14 @@
  */
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
-import { readdirSync, readFileSync } from "node:fs"
+import { readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { base62, crc32, makeCredential } from "../../src/domain/workers/Secrets.js"
 import { loadOrCreate } from "../../src/infra/tls/OwnerCertificate.js"
 import type { StoredLink } from "../../src/infra/workers/LinkStore.js"
 import { callRoute, ownerCa, startRecordingProxy, startServe, stopAllServes, svcIn, Transcript, waitFor, type RecordingProxy, type ServeProcess } from "../support/serve.js"
-import { tempDirs } from "../support/svc.js"
+import { svc, tempDirs } from "../support/svc.js"
 
 const temps = tempDirs()
 const tempDir = temps.make
@@ -202,5 +202,98 @@ describe("an owner from before join keys (protocol revision 4 or earlier)", () =
     } finally {
       old.close()
     }
+  }, 30_000)
+})
+
+describe("one join of a token at a time in a home", () => {
+  /** A server with the owner's certificate that takes joins and answers none (until closed), or answers 503 as an owner starting does. */
+  const holder = async (mode: "hold" | "starting") => {
+    const material = await loadOrCreate(ownerHome)
+    const bodies: Array<string> = []
+    const server = https.createServer({ cert: material.cert, key: material.key }, (req, res) => {
+      let body = ""
+      req.on("data", (c: Buffer) => (body += c.toString("utf8")))
+      req.on("end", () => {
+        bodies.push(body)
+        if (mode === "starting") {
+          res.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify({ code: "starting", message: "svc serve is starting (it reads its journal): call again in a moment" }))
+        }
+      })
+    })
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`
+    const token = await invite(`held-${mode}`)
+    const body = token.slice(0, token.lastIndexOf("_"))
+    const payload = { ...(JSON.parse(Buffer.from(body.slice(7), "base64url").toString("utf8")) as object), u: url }
+    const edited = "svc_jt_" + Buffer.from(JSON.stringify(payload), "utf8").toString("base64url")
+    return { url, bodies, token: `${edited}_${base62(crc32(edited), 6)}`, close: () => (server.closeAllConnections(), server.close()) }
+  }
+
+  it("refuses a second join of the token while the first waits for its answer; Ctrl-C then says the join may be recorded, and keeps the key", async () => {
+    const held = await holder("hold")
+    try {
+      const home = tempDir("svc-held-")
+      let child: import("node:child_process").ChildProcess | undefined
+      const first = svc(["workers", "join", held.token], { cwd: home, home, onSpawn: (c) => (child = c) })
+      await waitFor("the first join at the owner", async () => held.bodies.length, (n) => n === 1, { timeoutMs: 10_000, everyMs: 50 })
+      const marker = readdirSync(join(home, "links")).find((f) => f.endsWith(".joining"))!
+      expect(readFileSync(join(home, "links", marker), "utf8")).toBe(`${child!.pid}\n`)
+
+      const second = await run(home, "workers", "join", held.token)
+      expect({ code: second.code, stderr: second.stderr }).toEqual({
+        code: 1,
+        stderr: `svc: another svc workers join of this token runs in this SVC_HOME now (pid ${child!.pid}): wait for it to end, and run this again if it did not join; nothing was sent\n`
+      })
+      expect(held.bodies).toHaveLength(1)
+
+      child!.kill("SIGINT")
+      const ended = await first
+      expect(ended.code).toBe(2)
+      expect(ended.stderr).toBe(
+        `svc: the join was sent to ${held.url}, but its answer never came (interrupted (Ctrl-C) before it came): the owner may have recorded it. Run svc workers join again with the same token, from this machine and SVC_HOME: the owner answers it again (this machine kept the join's key)\n`
+      )
+      // The key is kept for the next try; the marker went with the join.
+      expect(readdirSync(join(home, "links"))).toEqual([expect.stringMatching(/^[0-9a-f]{16}\.join-key$/)])
+
+      // A marker left by a join that was killed (its process gone) is taken over.
+      writeFileSync(join(home, "links", marker), "999999999\n", { mode: 0o600 })
+      let again: import("node:child_process").ChildProcess | undefined
+      const next = svc(["workers", "join", held.token], { cwd: home, home, onSpawn: (c) => (again = c) })
+      await waitFor("the next join at the owner", async () => held.bodies.length, (n) => n === 2, { timeoutMs: 10_000, everyMs: 50 })
+      expect(JSON.parse(held.bodies[1]!)).toMatchObject({ joinKey: (JSON.parse(held.bodies[0]!) as { joinKey: string }).joinKey })
+      again!.kill("SIGINT")
+      expect((await next).code).toBe(2)
+    } finally {
+      held.close()
+    }
+  }, 60_000)
+
+  it("says an owner that is starting took no join, and keeps no key", async () => {
+    const held = await holder("starting")
+    try {
+      const home = tempDir("svc-starting-")
+      const joined = await run(home, "workers", "join", held.token)
+      expect({ code: joined.code, stderr: joined.stderr }).toEqual({
+        code: 2,
+        stderr: `svc: the owner cannot take a join yet (${held.url} answered 503: svc serve is starting (it reads its journal): call again in a moment): nothing was recorded; run svc workers join again in a moment\n`
+      })
+      expect(readdirSync(home)).not.toContain("links")
+    } finally {
+      held.close()
+    }
+  }, 30_000)
+
+  it("a join answered again keeps the name of its first join, and says so when --name asks another", async () => {
+    const r = await run(ownerHome, "workers", "invite")
+    const token = r.stdout.split("\n").find((l) => l.startsWith("svc_jt_"))!
+    const home = tempDir("svc-again-named-")
+    proxy.loseNextAnswer(isJoin)
+    expect((await run(home, "workers", "join", "--name", "alpha", token)).code).toBe(2)
+    const again = await run(home, "workers", "join", "--name", "beta", token)
+    expect(again.code, again.stderr).toBe(0)
+    expect(again.stderr).toBe(
+      "note: the owner answered this join again (its first answer never arrived here); the credential it carried no longer works\nnote: the worker keeps the name it was given at the join answered again, alpha; --name beta was not used\n"
+    )
+    expect(again.stdout).toMatch(/^joined \S+ as alpha \(w/)
   }, 30_000)
 })

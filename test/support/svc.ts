@@ -1,5 +1,5 @@
 /** Runs the real `svc` binary (dist/cli/bin.js, built by `npm test`) in a child process. */
-import { spawn } from "node:child_process"
+import { spawn, type ChildProcess } from "node:child_process"
 import { existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -36,7 +36,7 @@ export const tempDirs = () => {
 /** Runs svc to completion without blocking the test worker (a blocked worker misses vitest's RPC). */
 export const svc = (
   args: ReadonlyArray<string>,
-  options: { cwd: string; home: string; env?: Record<string, string>; input?: string; uid?: number; gid?: number }
+  options: { cwd: string; home: string; env?: Record<string, string>; input?: string; uid?: number; gid?: number; onSpawn?: (child: ChildProcess) => void }
 ): Promise<SvcResult> => {
   if (!existsSync(SVC_BIN)) throw new Error(`${SVC_BIN} is missing: run npm run build (npm test builds first)`)
   return new Promise((resolve, reject) => {
@@ -46,6 +46,7 @@ export const svc = (
       timeout: 30_000,
       ...(options.uid === undefined ? {} : { uid: options.uid, gid: options.gid ?? options.uid })
     })
+    options.onSpawn?.(child)
     let stdout = ""
     let stderr = ""
     child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d))

@@ -169,7 +169,7 @@ export const make = Effect.gen(function* () {
       // again (a call with the credential before it came 35 s or more after, taken for a lost answer).
       return refuse(
         "unauthenticated",
-        "this credential is no longer this worker's: newer ones were handed over since (a later rotation, or one sent again when a call with the credential before this one came 35 s or more after its hand-over; another process may hold that one): join again with a new token"
+        "this credential is no longer this worker's: newer ones were handed over since (a later rotation, one sent again when a call with the credential before this one came 35 s or more after its hand-over, or the join that made it answered again; another process may hold that one): join again with a new token"
       )
     }
     return { worker, presentedHash, now }

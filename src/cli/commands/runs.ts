@@ -7,8 +7,6 @@ import * as Clock from "effect/Clock"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
-import * as Deferred from "effect/Deferred"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import { progressOf, type RunDetail, type RunList, type RunView } from "../../app/runs/Dispatcher.js"
@@ -16,6 +14,7 @@ import { sharedNames } from "../../domain/placement/Placement.js"
 import { RUN_STATES, TERMINAL } from "../../domain/runs/Runs.js"
 import { depthProblem, jobAddressProblem, preferenceProblem } from "../../domain/runs/Values.js"
 import { admin } from "../admin.js"
+import { ctrlCLatch } from "../ctrlC.js"
 import type { SvcHome } from "../../infra/SvcHome.js"
 import { CliFailure, exitQuietly, refused, usage } from "../CliFailure.js"
 import { json, printJson, printLines, table } from "../output.js"
@@ -161,20 +160,6 @@ export const runCommand = Command.make(
       if (!json) yield* Console.error(outcomeLine(run))
     }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("Submit a run of a versioned job on this owner; prints the run id (with --wait, the result)"))
-
-/**
- * From now until the command's scope closes, SIGINT (Ctrl-C) is handled instead of ending the
- * process: answers an effect that completes once it has come (at once if it came already).
- */
-const ctrlCLatch = Effect.gen(function* () {
-  const pressed = yield* Deferred.make<void>()
-  const on = () => Deferred.unsafeDone(pressed, Exit.void)
-  yield* Effect.acquireRelease(
-    Effect.sync(() => void process.on("SIGINT", on)),
-    () => Effect.sync(() => void process.off("SIGINT", on))
-  )
-  return Deferred.await(pressed)
-})
 
 /** When the owner does not answer, what reads the journal without it (the store is there either way). */
 const meanwhile = (what: string) =>

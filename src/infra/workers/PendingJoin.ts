@@ -5,6 +5,12 @@
  * answer never came is answered again when it is run again with the same token
  * (docs/protocol.md, "A join whose answer never came"). Not a `.json` file: the runtime's link
  * watcher reads only those.
+ *
+ * One join of a token at a time in a home: `<key>.joining` names the process joining (its pid),
+ * made exclusively and removed when it ends. Two at once shared the key: the one answered again
+ * wrote its link, then the other's answer came and wrote its own credential over it, which the
+ * answer again had taken away (the token spent, the link dead). A marker whose process is gone
+ * (killed) is taken over.
  */
 import { createHash, randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
@@ -17,8 +23,42 @@ export interface PendingJoin {
   readonly key: string
   /** Whether the key was kept from an earlier try of the same join (its answer may be recorded). */
   readonly again: boolean
-  /** Removes the key, and the directories made to keep it when nothing else is in them. */
+  /** Removes the key and the marker, and the directories made to keep them when nothing else is in them. */
   readonly forget: () => Promise<void>
+  /** Removes the marker only (the key is kept for the next try): once the join ends, however. */
+  readonly release: () => Promise<void>
+}
+
+/** Another `svc workers join` of the same token runs in this home now (`pid`: which, when its marker says yet). */
+export class JoinBusy extends Error {
+  constructor(readonly pid: number | undefined) {
+    super(`another svc workers join of this token runs in this SVC_HOME now${pid === undefined ? "" : ` (pid ${pid})`}: wait for it to end, and run this again if it did not join`)
+  }
+}
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+/** Makes the marker, or fails with JoinBusy while a live process holds it; a dead one's is taken over once. */
+const mark = async (marker: string): Promise<void> => {
+  for (let tries = 0; tries < 2; tries++) {
+    try {
+      await fs.writeFile(marker, `${process.pid}\n`, { flag: "wx", mode: 0o600 })
+      return
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e
+    }
+    const pid = Number.parseInt(await fs.readFile(marker, "utf8").catch(() => ""), 10)
+    // A marker without its pid yet was made a moment ago: a live join.
+    if (!(pid > 0) || alive(pid) || tries > 0) throw new JoinBusy(pid > 0 ? pid : undefined)
+    await fs.rm(marker, { force: true })
+  }
 }
 
 /** The key file of a join to `url` with invite `inviteId` (hashed: a token's invite id is not trusted as a file name). */
@@ -51,6 +91,7 @@ const readStored = async (file: string, url: string, inviteId: string): Promise<
 export const pendingJoin = async (home: string, url: string, inviteId: string): Promise<PendingJoin> => {
   const dir = linksDir(home)
   const file = pendingJoinFile(home, url, inviteId)
+  const marker = file.replace(/\.join-key$/, ".joining")
   const made = await fs.mkdir(dir, { recursive: true, mode: 0o700 })
   // The directories this join made, deepest first, while they hold nothing (a join refused, or
   // one that could not keep its key, leaves the home as it was).
@@ -60,19 +101,28 @@ export const pendingJoin = async (home: string, url: string, inviteId: string): 
       if (!(await fs.rmdir(d).then(() => true, () => false))) return
     }
   }
+  let marked = false
+  const release = async () => {
+    if (marked) await fs.rm(marker, { force: true })
+    marked = false
+  }
   const forget = async () => {
     await fs.rm(file, { force: true })
+    await release()
     await unmake()
   }
   try {
     await makePrivateDir(dir)
+    await mark(marker)
+    marked = true
     const kept = await readStored(file, url, inviteId)
-    if (kept !== undefined) return { key: kept, again: true, forget }
+    if (kept !== undefined) return { key: kept, again: true, forget, release }
     const key = makeJoinKey(randomBytes(30))
     const stored: Stored = { url, inviteId, joinKey: key, at: new Date().toISOString() }
     await writePrivateFile(file, JSON.stringify(stored, null, 2) + "\n")
-    return { key, again: false, forget }
+    return { key, again: false, forget, release }
   } catch (e) {
+    await release()
     await unmake()
     throw e
   }

@@ -8,15 +8,17 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { workerNameFromHost } from "../../../domain/workers/Decide.js"
-import { parseJoinToken } from "../../../domain/workers/Secrets.js"
+import { parseJoinToken, type JoinTokenContent } from "../../../domain/workers/Secrets.js"
 import { SvcHome } from "../../../infra/SvcHome.js"
 import { linkKey, linksDir, readLinks, writeLink } from "../../../infra/workers/LinkStore.js"
+import { Unreachable } from "../../../app/workers/Link.js"
 import { callOwner, fetchPinnedCertificate, makeAgent } from "../../../infra/workers/OwnerClient.js"
-import { pendingJoin } from "../../../infra/workers/PendingJoin.js"
+import { JoinBusy, pendingJoin, type PendingJoin } from "../../../infra/workers/PendingJoin.js"
 import { ownFingerprint } from "../../../infra/tls/OwnerCertificate.js"
 import { currentUid } from "../../../infra/PrivateFiles.js"
 import { unsafeHomeProblem } from "../../../infra/runtime/HomeStart.js"
 import { refused, setupProblem, unreachable, usage } from "../../CliFailure.js"
+import { ctrlCLatch } from "../../ctrlC.js"
 import { json, printJson } from "../../output.js"
 import { onlyThisMachine } from "./loopback.js"
 
@@ -34,6 +36,12 @@ const readStdin = async (): Promise<string> => {
 /** A join that failed before it was sent (nothing answered at all): the token is still good. */
 const notSent = (message: string): boolean => /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN/.test(message)
 
+/** An owner still starting (reading its journal) answers every call 503 and records nothing. */
+const starting = (message: string): boolean => /\banswered 503\b/.test(message)
+
+/** A join this call did not get recorded: not sent, or answered by an owner still starting. */
+const nothingRecorded = (message: string): boolean => notSent(message) || starting(message)
+
 /**
  * A join sent whose answer never came (the connection broke, or no answer in time): the owner
  * may have recorded it, spending the token. Its join key is kept, so the same join run again is
@@ -50,6 +58,95 @@ export const joinUnanswered = (message: string, url: string, keyless: boolean): 
 /** An owner before protocol revision 5 refuses a join's `joinKey` as a field it does not know (and records nothing). */
 const joinKeyUnknown = (e: { readonly _tag: string; readonly code?: string; readonly message: string }): boolean =>
   e._tag === "Refusal" && e.code === "bad-request" && /\bjoinKey\b.*\bis unexpected\b/.test(e.message)
+
+/** What `join` does once it holds this join's key: send the join, keep the link, say what happened. */
+const redeem = ({
+  bearer,
+  certificate,
+  content,
+  home,
+  json,
+  loopback,
+  name,
+  pending
+}: {
+  readonly bearer: string
+  readonly certificate: string
+  readonly content: JoinTokenContent
+  readonly home: string
+  readonly json: boolean
+  readonly loopback: string
+  readonly name: Option.Option<string>
+  readonly pending: PendingJoin
+}) =>
+  Effect.gen(function* () {
+    const pinned = { url: content.url, fingerprint: content.fingerprint, certificate }
+    const agent = makeAgent(pinned)
+    // Joining the same owner again: the earlier identity's credential proves this is the same
+    // installation, so the owner can release the slots that identity still holds (docs/runs.md).
+    const earlier = (yield* Effect.promise(() => readLinks(home))).find((l) => l.key === linkKey(content.url, content.fingerprint))
+    const request = {
+      kind: "join" as const,
+      // Joining again keeps the name it had there (the operator's commands and scripts use it), unless --name says otherwise.
+      name: Option.getOrElse(name, () => earlier?.link.name ?? workerNameFromHost(os.hostname())),
+      ...(earlier === undefined ? {} : { previousCredential: earlier.link.credential })
+    }
+    let keyless = false
+    // Ctrl-C while the answer is awaited: the join may be recorded, and the key is kept for the next try.
+    const ctrlC = yield* ctrlCLatch
+    const interrupted = Effect.zipRight(ctrlC, Effect.fail(new Unreachable({ message: "interrupted (Ctrl-C) before it came" })))
+    const answer = yield* callOwner(pinned, agent, bearer, { ...request, joinKey: pending.key }).pipe(
+      // An owner before revision 5 refused the key and recorded nothing: the join again, without it.
+      Effect.catchIf(joinKeyUnknown, () => Effect.sync(() => (keyless = true)).pipe(Effect.zipRight(callOwner(pinned, agent, bearer, request)))),
+      Effect.raceFirst(interrupted),
+      Effect.tapError((e) =>
+        // The owner answered, and did not answer the join (again), the owner cannot use the key,
+        // or nothing was recorded on a first try (nothing answered, or an owner starting): the key
+        // is of no more use. Kept after a join that may have been recorded (now or on an earlier
+        // try), and after a refusal to try again later.
+        keyless || (e._tag === "Refusal" && e.code !== "unavailable") || (e._tag === "Unreachable" && nothingRecorded(e.message) && !pending.again)
+          ? Effect.promise(() => pending.forget())
+          : Effect.void
+      ),
+      Effect.mapError((e) =>
+        e._tag === "Refusal"
+          ? refused(`the owner refused: ${e.message}`)
+          : notSent(e.message)
+            ? unreachable(`cannot reach the owner: ${e.message}${loopback}`)
+            : starting(e.message)
+              ? unreachable(`the owner cannot take a join yet (${e.message}): nothing was recorded; run svc workers join again in a moment`)
+              : unreachable(joinUnanswered(e.message, content.url, keyless))
+      ),
+      Effect.ensuring(Effect.sync(() => agent.destroy()))
+    )
+    if (answer.kind !== "joined") return yield* refused(`the owner answered ${answer.kind} to join`)
+    yield* Effect.tryPromise({
+      try: () =>
+        writeLink(home, { url: content.url, fingerprint: content.fingerprint, certificate, workerId: answer.workerId, name: answer.name, credential: answer.credential, joinedAt: new Date().toISOString() }),
+      catch: (e) =>
+        refused(
+          `joined ${content.url} as ${answer.name} (${answer.workerId}), but its link could not be written to ${linksDir(home)} (${e instanceof Error ? e.message : String(e)}), and its credential with it: ` +
+            (keyless
+              ? `ask the owner's operator to revoke ${answer.workerId} and invite this machine again`
+              : "once it can be written, run svc workers join again with the same token: the owner answers it again (this machine kept the join's key)")
+        )
+    })
+    yield* Effect.promise(() => pending.forget())
+    if (answer.answeredAgain === true) yield* Console.error(`note: the owner answered this join again (its first answer never arrived here); the credential it carried no longer works`)
+    // The invite's name wins over --name (the operator chose it): say so rather than drop it silently.
+    // A join answered again keeps the worker its first answer made, named then.
+    const nameUnused =
+      Option.isSome(name) && name.value !== answer.name
+        ? answer.answeredAgain === true
+          ? `the worker keeps the name it was given at the join answered again, ${answer.name}; --name ${name.value} was not used`
+          : `the invite names this worker ${answer.name}; --name ${name.value} was not used`
+        : undefined
+    if (nameUnused !== undefined) yield* Console.error(`note: ${nameUnused}`)
+    if (json) return yield* printJson({ owner: content.url, workerId: answer.workerId, name: answer.name, scope: answer.scope, replaces: answer.replaces })
+    yield* Console.log(`joined ${content.url} as ${answer.name} (${answer.workerId}); scope: ${answer.scope.length === 0 ? "every job" : answer.scope.join(", ")}`)
+    if (answer.replaces !== null) yield* Console.log(`this replaces the earlier identity ${answer.replaces}: the slots it still holds on the owner are freed when this machine next says hello`)
+    yield* Console.log("svc serve on this machine links to it (a running one picks the link up within seconds)")
+  })
 
 export const join = Command.make(
   "join",
@@ -92,58 +189,11 @@ export const join = Command.make(
       // the join is answered again: an earlier try's key is found and sent again).
       const pending = yield* Effect.tryPromise({
         try: () => pendingJoin(home, content.url, content.inviteId),
-        catch: (e) => setupProblem(`cannot keep a link in ${linksDir(home)}: ${e instanceof Error ? e.message : String(e)}; nothing was redeemed, the token is still good`)
-      })
-      const pinned = { url: content.url, fingerprint: content.fingerprint, certificate }
-      const agent = makeAgent(pinned)
-      // Joining the same owner again: the earlier identity's credential proves this is the same
-      // installation, so the owner can release the slots that identity still holds (docs/runs.md).
-      const earlier = (yield* Effect.promise(() => readLinks(home))).find((l) => l.key === linkKey(content.url, content.fingerprint))
-      const request = {
-        kind: "join" as const,
-        // Joining again keeps the name it had there (the operator's commands and scripts use it), unless --name says otherwise.
-        name: Option.getOrElse(name, () => earlier?.link.name ?? workerNameFromHost(os.hostname())),
-        ...(earlier === undefined ? {} : { previousCredential: earlier.link.credential })
-      }
-      let keyless = false
-      const answer = yield* callOwner(pinned, agent, bearer, { ...request, joinKey: pending.key }).pipe(
-        // An owner before revision 5 refused the key and recorded nothing: the join again, without it.
-        Effect.catchIf(joinKeyUnknown, () => Effect.sync(() => (keyless = true)).pipe(Effect.zipRight(callOwner(pinned, agent, bearer, request)))),
-        Effect.tapError((e) =>
-          // The owner answered, and did not answer the join (again), the owner cannot use the key,
-          // or nothing was sent on a first try: the key is of no more use. Kept after a join that
-          // may have been recorded (now or on an earlier try), and after a refusal to try again later.
-          keyless || (e._tag === "Refusal" && e.code !== "unavailable") || (e._tag === "Unreachable" && notSent(e.message) && !pending.again)
-            ? Effect.promise(() => pending.forget())
-            : Effect.void
-        ),
-        Effect.mapError((e) =>
-          e._tag === "Refusal"
-            ? refused(`the owner refused: ${e.message}`)
-            : unreachable(notSent(e.message) ? `cannot reach the owner: ${e.message}${loopback}` : joinUnanswered(e.message, content.url, keyless))
-        ),
-        Effect.ensuring(Effect.sync(() => agent.destroy()))
-      )
-      if (answer.kind !== "joined") return yield* refused(`the owner answered ${answer.kind} to join`)
-      yield* Effect.tryPromise({
-        try: () =>
-          writeLink(home, { url: content.url, fingerprint: content.fingerprint, certificate, workerId: answer.workerId, name: answer.name, credential: answer.credential, joinedAt: new Date().toISOString() }),
         catch: (e) =>
-          refused(
-            `joined ${content.url} as ${answer.name} (${answer.workerId}), but its link could not be written to ${linksDir(home)} (${e instanceof Error ? e.message : String(e)}), and its credential with it: ` +
-              (keyless
-                ? `ask the owner's operator to revoke ${answer.workerId} and invite this machine again`
-                : "once it can be written, run svc workers join again with the same token: the owner answers it again (this machine kept the join's key)")
-          )
+          e instanceof JoinBusy
+            ? refused(`${e.message}; nothing was sent`)
+            : setupProblem(`cannot keep a link in ${linksDir(home)}: ${e instanceof Error ? e.message : String(e)}; nothing was redeemed, the token is still good`)
       })
-      yield* Effect.promise(() => pending.forget())
-      if (answer.answeredAgain === true) yield* Console.error(`note: the owner answered this join again (its first answer never arrived here); the credential it carried no longer works`)
-      // The invite's name wins over --name (the operator chose it): say so rather than drop it silently.
-      const nameUnused = Option.isSome(name) && name.value !== answer.name ? `the invite names this worker ${answer.name}; --name ${name.value} was not used` : undefined
-      if (nameUnused !== undefined) yield* Console.error(`note: ${nameUnused}`)
-      if (json) return yield* printJson({ owner: content.url, workerId: answer.workerId, name: answer.name, scope: answer.scope, replaces: answer.replaces })
-      yield* Console.log(`joined ${content.url} as ${answer.name} (${answer.workerId}); scope: ${answer.scope.length === 0 ? "every job" : answer.scope.join(", ")}`)
-      if (answer.replaces !== null) yield* Console.log(`this replaces the earlier identity ${answer.replaces}: the slots it still holds on the owner are freed when this machine next says hello`)
-      yield* Console.log("svc serve on this machine links to it (a running one picks the link up within seconds)")
+      return yield* redeem({ bearer, certificate, content, home, json, loopback, name, pending }).pipe(Effect.ensuring(Effect.promise(() => pending.release())), Effect.scoped)
     })
 ).pipe(Command.withDescription("Redeem a join token: link this machine to the owner as a worker"))
