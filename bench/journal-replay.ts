@@ -78,7 +78,13 @@ const TARGET = 0.5
 const SAMPLE_EVERY = 10_000
 
 const here = dirname(fileURLToPath(import.meta.url))
-const corpusFile = join(here, ".tmp", CORPUS === "runs" ? `journal-replay-runs-${EVENTS}-${FLEET}-${SEED}.sqlite` : `journal-replay-${EVENTS}-${WORKERS}-${SEED}.sqlite`)
+/** Raised when the generator changes what it writes, so that a corpus kept from before is made again (2: joins carry a join key's hash). */
+const GENERATION = 2
+const corpusFile = join(
+  here,
+  ".tmp",
+  CORPUS === "runs" ? `journal-replay-runs-${EVENTS}-${FLEET}-${SEED}-g${GENERATION}.sqlite` : `journal-replay-${EVENTS}-${WORKERS}-${SEED}-g${GENERATION}.sqlite`
+)
 
 const SELECT_ALL = "SELECT sequence, stream, stream_version, type, schema_version, payload, recorded_at FROM events ORDER BY sequence"
 
