@@ -87,6 +87,16 @@ describe("a join whose answer was lost", () => {
     const home = tempDir("svc-again-w1-")
     const lost = await joinLosingTheAnswer(home, token)
     expect((await workerRow("again-1"))?.state).toBe("Needs setup")
+    // The worker's status says what is left to do (no runtime there: exit 2, what the files say).
+    const made = JSON.parse(Buffer.from(token.slice(7, token.lastIndexOf("_")), "base64url").toString("utf8")) as { i: string }
+    const pendingDoc = await run(home, "workers", "status", "--json")
+    expect(pendingDoc.code).toBe(2)
+    expect((JSON.parse(pendingDoc.stdout) as { pendingJoins: unknown }).pendingJoins).toEqual([{ owner: proxy.url, invite: made.i, since: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), joiningNow: null }])
+    const pendingText = await run(home, "workers", "status")
+    expect(pendingText.stdout).toMatch(
+      new RegExp(`^joins whose answer never came here \\(run svc workers join again with the same token: the owner answers it again\\):\n  ${proxy.url.replace(/\./g, "\\.")}, invite ${made.i}, first tried \\S+\n$`)
+    )
+    expect(pendingDoc.stdout + pendingText.stdout + pendingText.stderr).not.toContain("svc_jk_")
 
     const again = await run(home, "workers", "join", "--json", token)
     expect(again.code, again.stderr).toBe(0)
@@ -99,6 +109,7 @@ describe("a join whose answer was lost", () => {
     expect(readdirSync(join(home, "links"))).toEqual([expect.stringMatching(/^[0-9a-f]{16}\.json$/)])
     const link = readLink(home)
     expect(link).toMatchObject({ url: proxy.url, workerId: lost.workerId, name: "again-1" })
+    expect((JSON.parse((await run(home, "workers", "status", "--json")).stdout) as { pendingJoins: unknown }).pendingJoins).toEqual([])
     expect(link.credential).not.toBe(lost.credential)
 
     // The credential nobody received is refused; the worker's runtime says hello with the new one.
@@ -238,6 +249,9 @@ describe("one join of a token at a time in a home", () => {
       await waitFor("the first join at the owner", async () => held.bodies.length, (n) => n === 1, { timeoutMs: 10_000, everyMs: 50 })
       const marker = readdirSync(join(home, "links")).find((f) => f.endsWith(".joining"))!
       expect(readFileSync(join(home, "links", marker), "utf8")).toBe(`${child!.pid}\n`)
+      expect((JSON.parse((await run(home, "workers", "status", "--json")).stdout) as { pendingJoins: unknown }).pendingJoins).toEqual([
+        { owner: held.url, invite: expect.any(String), since: expect.any(String), joiningNow: child!.pid }
+      ])
 
       const second = await run(home, "workers", "join", held.token)
       expect({ code: second.code, stderr: second.stderr }).toEqual({

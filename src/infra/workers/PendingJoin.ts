@@ -127,3 +127,31 @@ export const pendingJoin = async (home: string, url: string, inviteId: string): 
     throw e
   }
 }
+
+/** A join whose answer has not been kept yet, as `svc workers status` shows it (never its key). */
+export interface PendingJoinView {
+  readonly owner: string
+  readonly invite: string
+  /** When its key was made: the first try. */
+  readonly since: string
+  /** The process of a join of it running now, if one is. */
+  readonly joiningNow: number | null
+}
+
+/** The joins this home keeps a key for, oldest first; unreadable key files are left out. */
+export const pendingJoins = async (home: string): Promise<ReadonlyArray<PendingJoinView>> => {
+  const dir = linksDir(home)
+  const names = (await fs.readdir(dir).catch(() => [] as Array<string>)).filter((n) => n.endsWith(".join-key")).sort()
+  const found: Array<PendingJoinView> = []
+  for (const name of names) {
+    try {
+      const stored = JSON.parse(await fs.readFile(nodePath.join(dir, name), "utf8")) as Partial<Stored>
+      if (typeof stored.url !== "string" || typeof stored.inviteId !== "string" || typeof stored.at !== "string") continue
+      const pid = Number.parseInt(await fs.readFile(nodePath.join(dir, name.replace(/\.join-key$/, ".joining")), "utf8").catch(() => ""), 10)
+      found.push({ owner: stored.url, invite: stored.inviteId, since: stored.at, joiningNow: pid > 0 && alive(pid) ? pid : null })
+    } catch {
+      // A key file being written (renamed into place) or damaged: not a join to show.
+    }
+  }
+  return found.sort((a, b) => a.since.localeCompare(b.since))
+}

@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import type { PendingInvite, WorkerStatus } from "../../../app/workers/Owner.js"
 import { SvcHome } from "../../../infra/SvcHome.js"
 import { readLinks } from "../../../infra/workers/LinkStore.js"
+import { pendingJoins, type PendingJoinView } from "../../../infra/workers/PendingJoin.js"
 import { admin } from "../../admin.js"
 import { exitQuietly } from "../../CliFailure.js"
 import { json, printJson, printLines, table } from "../../output.js"
@@ -92,6 +93,12 @@ export const lastSeenOf = (w: Pick<WorkerStatus, "lastSeen"> & { readonly everSe
 export const usedOfCapacity = (w: Pick<WorkerStatus, "used" | "capacity" | "revoked"> & { readonly waiting?: number }): string =>
   w.revoked || w.capacity === 0 ? (w.used === 0 ? "-" : `${w.used} held`) : `${w.used}/${w.capacity}${(w.waiting ?? 0) > 0 ? ` +${w.waiting} waiting` : ""}`
 
+/** Joins whose answer has not been kept here (docs/protocol.md, "A join whose answer never came"). */
+export const pendingLines = (pending: ReadonlyArray<PendingJoinView>): ReadonlyArray<string> => [
+  "joins whose answer never came here (run svc workers join again with the same token: the owner answers it again):",
+  ...pending.map((p) => `  ${p.owner}, invite ${p.invite}, first tried ${p.since}${p.joiningNow === null ? "" : `; a join of it runs now (pid ${p.joiningNow})`}`)
+]
+
 export const status = Command.make("status", { json }, ({ json }) =>
   Effect.gen(function* () {
     const home = (yield* SvcHome).path
@@ -103,10 +110,12 @@ export const status = Command.make("status", { json }, ({ json }) =>
     const links = linksAnswer !== undefined
       ? (linksAnswer["links"] as ReadonlyArray<Record<string, unknown>>)
       : (yield* Effect.promise(() => readLinks(home))).map(({ key, link }) => ({ key, url: link.url, workerId: link.workerId, name: link.name, status: null }))
+    // Joins whose answer never came here (their keys are kept): run again, each is answered again.
+    const pending = yield* Effect.promise(() => pendingJoins(home))
     // Asking the live runtime is the point: when it is not running, show what the files say, then exit 2.
     const notRunning = running._tag === "Left" ? exitQuietly(2) : undefined
     if (json) {
-      yield* printJson({ runtime: running._tag === "Right" ? "running" : "not running", workers, invites, owners: links })
+      yield* printJson({ runtime: running._tag === "Right" ? "running" : "not running", workers, invites, owners: links, pendingJoins: pending })
       if (notRunning !== undefined) return yield* notRunning
       return
     }
@@ -148,6 +157,7 @@ export const status = Command.make("status", { json }, ({ json }) =>
         yield* printLines(servedLines(String(l["url"]), String(l["name"]), String(l["workerId"]), l["status"] as ServedStatus | null))
       }
     }
+    if (pending.length > 0) yield* printLines(pendingLines(pending))
     if (notRunning !== undefined) return yield* notRunning
   })
 ).pipe(Command.withDescription("List workers (on an owner) and owners served (on a worker), with states and reasons"))
