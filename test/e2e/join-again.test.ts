@@ -6,6 +6,7 @@
  * worker, with a new credential. An owner from before join keys is played by a server with the
  * owner's certificate that answers as one did.
  */
+import type * as http from "node:http"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
 import { readdirSync, readFileSync, writeFileSync } from "node:fs"
@@ -67,6 +68,31 @@ const joinLosingTheAnswer = async (home: string, token: string) => {
   expect(readdirSync(join(home, "links"))).toEqual([expect.stringMatching(/^[0-9a-f]{16}\.join-key$/)])
   return lost
 }
+
+/**
+ * A server with the owner's certificate (a token's pin holds) that answers each call's body as
+ * `answer` says, and a token of the owner's pointing at it (its address changed, its checksum made
+ * again): an owner that behaves as no running svc here would.
+ */
+const standIn = async (name: string, answer: (body: string, req: http.IncomingMessage, res: http.ServerResponse) => void) => {
+  const material = await loadOrCreate(ownerHome)
+  const bodies: Array<string> = []
+  const server = https.createServer({ cert: material.cert, key: material.key }, (req, res) => {
+    let body = ""
+    req.on("data", (c: Buffer) => (body += c.toString("utf8")))
+    req.on("end", () => {
+      bodies.push(body)
+      answer(body, req, res)
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`
+  const token = await invite(name)
+  const payload = { ...(JSON.parse(Buffer.from(token.slice(7, token.lastIndexOf("_")), "base64url").toString("utf8")) as object), u: url }
+  const edited = "svc_jt_" + Buffer.from(JSON.stringify(payload), "utf8").toString("base64url")
+  return { url, bodies, token: `${edited}_${base62(crc32(edited), 6)}`, close: () => (server.closeAllConnections(), server.close()) }
+}
+const sendJson = (res: http.ServerResponse, status: number, json: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(json))
 
 beforeAll(async () => {
   proxy = await startRecordingProxy()
@@ -156,31 +182,14 @@ describe("a join whose answer was lost", () => {
 
 describe("an owner from before join keys (protocol revision 4 or earlier)", () => {
   /** A server with the owner's certificate that answers joins as an owner before revision 5 did. */
-  const oldOwner = async (answer: "joined" | "cut") => {
-    const material = await loadOrCreate(ownerHome)
-    const bodies: Array<string> = []
-    const server = https.createServer({ cert: material.cert, key: material.key }, (req, res) => {
-      let body = ""
-      req.on("data", (c: Buffer) => (body += c.toString("utf8")))
-      req.on("end", () => {
-        bodies.push(body)
-        const send = (status: number, json: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(json))
-        if ("joinKey" in (JSON.parse(body) as object)) {
-          return send(400, { code: "bad-request", message: 'the body is not a worker message: joinKey: is unexpected, expected: "kind" | "name" | "previousCredential"' })
-        }
-        if (answer === "cut") return req.socket.destroy()
-        send(200, { kind: "joined", workerId: "wOld0000001", name: "old-1", credential: makeCredential(new Uint8Array(30).fill(1)), scope: [], replaces: null })
-      })
+  const oldOwner = (answer: "joined" | "cut") =>
+    standIn(`old-${answer}`, (body, req, res) => {
+      if ("joinKey" in (JSON.parse(body) as object)) {
+        return sendJson(res, 400, { code: "bad-request", message: 'the body is not a worker message: joinKey: is unexpected, expected: "kind" | "name" | "previousCredential"' })
+      }
+      if (answer === "cut") return req.socket.destroy()
+      sendJson(res, 200, { kind: "joined", workerId: "wOld0000001", name: "old-1", credential: makeCredential(new Uint8Array(30).fill(1)), scope: [], replaces: null })
     })
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-    const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`
-    // A token for it: the owner's own, its address changed (and its checksum made again).
-    const token = await invite(`old-${answer}`)
-    const body = token.slice(0, token.lastIndexOf("_"))
-    const payload = { ...(JSON.parse(Buffer.from(body.slice(7), "base64url").toString("utf8")) as object), u: url }
-    const edited = "svc_jt_" + Buffer.from(JSON.stringify(payload), "utf8").toString("base64url")
-    return { url, bodies, token: `${edited}_${base62(crc32(edited), 6)}`, close: () => server.close() }
-  }
 
   it("refuses the join key and records nothing: the join is sent again without it, and joins", async () => {
     const old = await oldOwner("joined")
@@ -217,28 +226,11 @@ describe("an owner from before join keys (protocol revision 4 or earlier)", () =
 })
 
 describe("one join of a token at a time in a home", () => {
-  /** A server with the owner's certificate that takes joins and answers none (until closed), or answers 503 as an owner starting does. */
-  const holder = async (mode: "hold" | "starting") => {
-    const material = await loadOrCreate(ownerHome)
-    const bodies: Array<string> = []
-    const server = https.createServer({ cert: material.cert, key: material.key }, (req, res) => {
-      let body = ""
-      req.on("data", (c: Buffer) => (body += c.toString("utf8")))
-      req.on("end", () => {
-        bodies.push(body)
-        if (mode === "starting") {
-          res.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify({ code: "starting", message: "svc serve is starting (it reads its journal): call again in a moment" }))
-        }
-      })
+  /** An owner that takes joins and answers none (until closed), or answers 503 as an owner starting does. */
+  const holder = (mode: "hold" | "starting") =>
+    standIn(`held-${mode}`, (_body, _req, res) => {
+      if (mode === "starting") sendJson(res, 503, { code: "starting", message: "svc serve is starting (it reads its journal): call again in a moment" })
     })
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-    const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`
-    const token = await invite(`held-${mode}`)
-    const body = token.slice(0, token.lastIndexOf("_"))
-    const payload = { ...(JSON.parse(Buffer.from(body.slice(7), "base64url").toString("utf8")) as object), u: url }
-    const edited = "svc_jt_" + Buffer.from(JSON.stringify(payload), "utf8").toString("base64url")
-    return { url, bodies, token: `${edited}_${base62(crc32(edited), 6)}`, close: () => (server.closeAllConnections(), server.close()) }
-  }
 
   it("refuses a second join of the token while the first waits for its answer; Ctrl-C then says the join may be recorded, and keeps the key", async () => {
     const held = await holder("hold")

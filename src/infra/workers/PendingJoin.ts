@@ -18,6 +18,7 @@ import * as nodePath from "node:path"
 import { joinKeyProblem, makeJoinKey } from "../../domain/workers/Secrets.js"
 import { makePrivateDir, writePrivateFile } from "../PrivateFiles.js"
 import { linksDir } from "./LinkStore.js"
+import { processAlive as alive } from "../ProcessAlive.js"
 
 export interface PendingJoin {
   readonly key: string
@@ -33,15 +34,6 @@ export interface PendingJoin {
 export class JoinBusy extends Error {
   constructor(readonly pid: number | undefined) {
     super(`another svc workers join of this token runs in this SVC_HOME now${pid === undefined ? "" : ` (pid ${pid})`}: wait for it to end, and run this again if it did not join`)
-  }
-}
-
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM"
   }
 }
 
