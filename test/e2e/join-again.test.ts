@@ -9,7 +9,7 @@
 import type * as http from "node:http"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
-import { readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { base62, crc32, makeCredential } from "../../src/domain/workers/Secrets.js"
@@ -48,6 +48,8 @@ const auditOf = async (workerId: string) => {
   const r = await run(ownerHome, "audit", "--json")
   return (JSON.parse(r.stdout) as { rows: ReadonlyArray<{ kind: string; workerId: string | null; detail: string }> }).rows.filter((row) => row.workerId === workerId)
 }
+/** What `links/` holds but the joins' lock file of each owner (empty, kept for the next join: docs/operations.md). */
+const linksHeld = (home: string): ReadonlyArray<string> => readdirSync(join(home, "links")).filter((f) => !/\.join-lock(-journal)?$/.test(f))
 const readLink = (home: string): StoredLink => {
   const files = readdirSync(join(home, "links")).filter((f) => f.endsWith(".json"))
   expect(files).toHaveLength(1)
@@ -65,7 +67,7 @@ const joinLosingTheAnswer = async (home: string, token: string) => {
   )
   const lost = JSON.parse(proxy.exchanges.filter((e) => isJoin(e.request)).at(-1)!.answer) as { kind: string; workerId: string; credential: string }
   expect(lost).toMatchObject({ kind: "joined", workerId: expect.stringMatching(/^w/), credential: expect.stringMatching(/^svc_wk_/) })
-  expect(readdirSync(join(home, "links"))).toEqual([expect.stringMatching(/^[0-9a-f]{16}\.join-key$/)])
+  expect(linksHeld(home)).toEqual([expect.stringMatching(/^[0-9a-f]{16}\.join-key$/)])
   return lost
 }
 
@@ -87,10 +89,13 @@ const standIn = async (name: string, answer: (body: string, req: http.IncomingMe
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`
-  const token = await invite(name)
-  const payload = { ...(JSON.parse(Buffer.from(token.slice(7, token.lastIndexOf("_")), "base64url").toString("utf8")) as object), u: url }
-  const edited = "svc_jt_" + Buffer.from(JSON.stringify(payload), "utf8").toString("base64url")
-  return { url, bodies, token: `${edited}_${base62(crc32(edited), 6)}`, close: () => (server.closeAllConnections(), server.close()) }
+  const tokenFor = async (invited: string) => {
+    const token = await invite(invited)
+    const payload = { ...(JSON.parse(Buffer.from(token.slice(7, token.lastIndexOf("_")), "base64url").toString("utf8")) as object), u: url }
+    const edited = "svc_jt_" + Buffer.from(JSON.stringify(payload), "utf8").toString("base64url")
+    return `${edited}_${base62(crc32(edited), 6)}`
+  }
+  return { url, bodies, token: await tokenFor(name), tokenFor, close: () => (server.closeAllConnections(), server.close()) }
 }
 const sendJson = (res: http.ServerResponse, status: number, json: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(json))
 
@@ -117,7 +122,7 @@ describe("a join whose answer was lost", () => {
     const made = JSON.parse(Buffer.from(token.slice(7, token.lastIndexOf("_")), "base64url").toString("utf8")) as { i: string }
     const pendingDoc = await run(home, "workers", "status", "--json")
     expect(pendingDoc.code).toBe(2)
-    expect((JSON.parse(pendingDoc.stdout) as { pendingJoins: unknown }).pendingJoins).toEqual([{ owner: proxy.url, invite: made.i, since: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), joiningNow: null }])
+    expect((JSON.parse(pendingDoc.stdout) as { pendingJoins: unknown }).pendingJoins).toEqual([{ owner: proxy.url, invite: made.i, since: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), joiningNow: false }])
     const pendingText = await run(home, "workers", "status")
     expect(pendingText.stdout).toMatch(
       new RegExp(`^joins whose answer never came here \\(run svc workers join again with the same token: the owner answers it again\\):\n  ${proxy.url.replace(/\./g, "\\.")}, invite ${made.i}, first tried \\S+\n$`)
@@ -132,7 +137,7 @@ describe("a join whose answer was lost", () => {
     const [keyFirst, keyAgain] = proxy.exchanges.filter((e) => isJoin(e.request)).slice(-2).map((e) => (JSON.parse(e.request) as { joinKey: string }).joinKey)
     expect(keyFirst).toMatch(/^svc_jk_[0-9A-Za-z]{36}$/)
     expect(keyAgain).toBe(keyFirst)
-    expect(readdirSync(join(home, "links"))).toEqual([expect.stringMatching(/^[0-9a-f]{16}\.json$/)])
+    expect(linksHeld(home)).toEqual([expect.stringMatching(/^[0-9a-f]{16}\.json$/)])
     const link = readLink(home)
     expect(link).toMatchObject({ url: proxy.url, workerId: lost.workerId, name: "again-1" })
     expect((JSON.parse((await run(home, "workers", "status", "--json")).stdout) as { pendingJoins: unknown }).pendingJoins).toEqual([])
@@ -175,7 +180,7 @@ describe("a join whose answer was lost", () => {
       stderr: `svc: the owner refused: this join token was redeemed already by this machine, as worker again-2 (${lost.workerId}), which has used its credential since: it is joined (svc workers status lists its link); to join again, ask the owner for a new token\n`
     })
     // Refused: the key is of no more use.
-    expect(readdirSync(join(home, "links"))).toEqual([])
+    expect(linksHeld(home)).toEqual([])
     expect((await hello(lost.credential)).status).toBe(200)
   }, 60_000)
 })
@@ -202,7 +207,7 @@ describe("an owner from before join keys (protocol revision 4 or earlier)", () =
         ["joinKey", "kind", "name"],
         ["kind", "name"]
       ])
-      expect(readdirSync(join(home, "links"))).toEqual([expect.stringMatching(/^[0-9a-f]{16}\.json$/)])
+      expect(linksHeld(home)).toEqual([expect.stringMatching(/^[0-9a-f]{16}\.json$/)])
     } finally {
       old.close()
     }
@@ -225,31 +230,33 @@ describe("an owner from before join keys (protocol revision 4 or earlier)", () =
   }, 30_000)
 })
 
-describe("one join of a token at a time in a home", () => {
+describe("one join to an owner at a time in a home", () => {
   /** An owner that takes joins and answers none (until closed), or answers 503 as an owner starting does. */
   const holder = (mode: "hold" | "starting") =>
     standIn(`held-${mode}`, (_body, _req, res) => {
       if (mode === "starting") sendJson(res, 503, { code: "starting", message: "svc serve is starting (it reads its journal): call again in a moment" })
     })
+  type Child = import("node:child_process").ChildProcess
 
-  it("refuses a second join of the token while the first waits for its answer; Ctrl-C then says the join may be recorded, and keeps the key", async () => {
+  it("refuses a second join to the owner while the first waits for its answer; Ctrl-C then says the join may be recorded, and keeps the key; a killed join's lock goes with it", async () => {
     const held = await holder("hold")
     try {
       const home = tempDir("svc-held-")
-      let child: import("node:child_process").ChildProcess | undefined
+      let child: Child | undefined
       const first = svc(["workers", "join", held.token], { cwd: home, home, onSpawn: (c) => (child = c) })
       await waitFor("the first join at the owner", async () => held.bodies.length, (n) => n === 1, { timeoutMs: 10_000, everyMs: 50 })
-      const marker = readdirSync(join(home, "links")).find((f) => f.endsWith(".joining"))!
-      expect(readFileSync(join(home, "links", marker), "utf8")).toBe(`${child!.pid}\n`)
+      expect(linksHeld(home)).toEqual([expect.stringMatching(/^[0-9a-f]{16}\.join-key$/)])
+      expect(readdirSync(join(home, "links")).filter((f) => f.endsWith(".join-lock"))).toHaveLength(1)
       expect((JSON.parse((await run(home, "workers", "status", "--json")).stdout) as { pendingJoins: unknown }).pendingJoins).toEqual([
-        { owner: held.url, invite: expect.any(String), since: expect.any(String), joiningNow: child!.pid }
+        { owner: held.url, invite: expect.any(String), since: expect.any(String), joiningNow: true }
       ])
 
-      const second = await run(home, "workers", "join", held.token)
-      expect({ code: second.code, stderr: second.stderr }).toEqual({
-        code: 1,
-        stderr: `svc: another svc workers join of this token runs in this SVC_HOME now (pid ${child!.pid}): wait for it to end, and run this again if it did not join; nothing was sent\n`
-      })
+      // The same token, and another token of the same owner (one link per owner): each refused, nothing sent.
+      const busy = "svc: another svc workers join to this owner runs in this SVC_HOME now: wait for it to end, and run this again if it did not join; nothing was sent\n"
+      for (const token of [held.token, await held.tokenFor("held-other")]) {
+        const second = await run(home, "workers", "join", token)
+        expect({ code: second.code, stderr: second.stderr }).toEqual({ code: 1, stderr: busy })
+      }
       expect(held.bodies).toHaveLength(1)
 
       child!.kill("SIGINT")
@@ -258,15 +265,20 @@ describe("one join of a token at a time in a home", () => {
       expect(ended.stderr).toBe(
         `svc: the join was sent to ${held.url}, but its answer never came (interrupted (Ctrl-C) before it came): the owner may have recorded it. Run svc workers join again with the same token, from this machine and SVC_HOME: the owner answers it again (this machine kept the join's key)\n`
       )
-      // The key is kept for the next try; the marker went with the join.
-      expect(readdirSync(join(home, "links"))).toEqual([expect.stringMatching(/^[0-9a-f]{16}\.join-key$/)])
+      // The key is kept for the next try, and no join runs.
+      expect((JSON.parse((await run(home, "workers", "status", "--json")).stdout) as { pendingJoins: ReadonlyArray<{ joiningNow: boolean }> }).pendingJoins.map((p) => p.joiningNow)).toEqual([false])
 
-      // A marker left by a join that was killed (its process gone) is taken over.
-      writeFileSync(join(home, "links", marker), "999999999\n", { mode: 0o600 })
-      let again: import("node:child_process").ChildProcess | undefined
+      // A join killed while it waits: the kernel lets its lock go, and the next one sends the same key.
+      let killed: Child | undefined
+      const dead = svc(["workers", "join", held.token], { cwd: home, home, onSpawn: (c) => (killed = c) })
+      await waitFor("the killed join at the owner", async () => held.bodies.length, (n) => n === 2, { timeoutMs: 10_000, everyMs: 50 })
+      killed!.kill("SIGKILL")
+      await dead
+      let again: Child | undefined
       const next = svc(["workers", "join", held.token], { cwd: home, home, onSpawn: (c) => (again = c) })
-      await waitFor("the next join at the owner", async () => held.bodies.length, (n) => n === 2, { timeoutMs: 10_000, everyMs: 50 })
-      expect(JSON.parse(held.bodies[1]!)).toMatchObject({ joinKey: (JSON.parse(held.bodies[0]!) as { joinKey: string }).joinKey })
+      await waitFor("the next join at the owner", async () => held.bodies.length, (n) => n === 3, { timeoutMs: 10_000, everyMs: 50 })
+      const keys = held.bodies.map((b) => (JSON.parse(b) as { joinKey: string }).joinKey)
+      expect(new Set(keys).size).toBe(1)
       again!.kill("SIGINT")
       expect((await next).code).toBe(2)
     } finally {

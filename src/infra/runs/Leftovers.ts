@@ -20,7 +20,6 @@ import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { identityOf, identityText } from "../SvcHome.js"
 import { startTimeOf } from "./Processes.js"
-import { processAlive as alive } from "../ProcessAlive.js"
 
 export interface Leftover {
   readonly pid: number
@@ -81,6 +80,15 @@ export const notesIn = (dir: string): LeftoverNotes => {
 export type Reaped =
   | { readonly kind: "stopped"; readonly note: Leftover }
   | { readonly kind: "unverifiable"; readonly note: Leftover }
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
 
 /** Whether a process group with this id still has members (signal 0 to the group, as `alive` to a process). */
 const groupAlive = (pgid: number): boolean => alive(-pgid)

@@ -8,21 +8,18 @@
  * served, and appended to the journal the other was writing (one writer's sequences then clashed
  * with the other's, and every later append of the live owner failed). A lock the kernel keeps on
  * an open file is taken by one process only, and goes with the process however it ends (SIGKILL
- * included), so no stale lock is ever left to clear. SQLite's own locking is used (fcntl locks,
- * through better-sqlite3, already a dependency): Node has no flock of its own.
+ * included), so no stale lock is ever left to clear (../FileLock.ts).
  */
-import * as fs from "node:fs"
 import * as nodePath from "node:path"
-import Database from "better-sqlite3"
+import type Database from "better-sqlite3"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
+import { isBusy, releaseLock, takeLock } from "../FileLock.js"
 
 export const LOCK_FILE = "serve.lock"
 /** How long a start tries for the home's lock before it says another process holds it. */
 export const LOCK_WAIT_MS = 3_000
-/** SQLite's own wait, in one try. */
-const TRY_WAIT_MS = 100
 /** Between tries, give or take a random part, so that starts at one moment fall out of step. */
 const BETWEEN_TRIES_MS = 40
 
@@ -31,25 +28,10 @@ const kept: Array<Database.Database> = []
 
 export type HomeLockProblem = { readonly busy: true } | { readonly busy: false; readonly message: string }
 
-const take = (file: string): Database.Database => {
-  // Created owner-only: SQLite keeps nothing in it, but a file others may open could be locked by them.
-  fs.closeSync(fs.openSync(file, "a", 0o600))
-  const db = new Database(file, { timeout: TRY_WAIT_MS })
-  try {
-    db.pragma("locking_mode = EXCLUSIVE")
-    db.exec("BEGIN EXCLUSIVE")
-    return db
-  } catch (e) {
-    db.close()
-    throw e
-  }
-}
-
 const tryTake = (file: string) =>
   Effect.try({
-    try: () => take(file),
-    catch: (e): HomeLockProblem =>
-      (e as { code?: unknown }).code === "SQLITE_BUSY" ? { busy: true } : { busy: false, message: e instanceof Error ? e.message : String(e) }
+    try: () => takeLock(file),
+    catch: (e): HomeLockProblem => (isBusy(e) ? { busy: true } : { busy: false, message: e instanceof Error ? e.message : String(e) })
   })
 
 /**
@@ -78,10 +60,6 @@ export const holdHome = (home: string, taken: { readonly value: boolean } = { va
         // runtime's, that is another runtime's file. The process ends with the lock (serve.ts);
         // the connection is kept referenced till then (better-sqlite3 closes one collected).
         if (taken.value) return void kept.push(db)
-        try {
-          db.exec("ROLLBACK")
-        } finally {
-          db.close()
-        }
+        releaseLock(db)
       })
   )

@@ -6,19 +6,23 @@
  * (docs/protocol.md, "A join whose answer never came"). Not a `.json` file: the runtime's link
  * watcher reads only those.
  *
- * One join of a token at a time in a home: `<key>.joining` names the process joining (its pid),
- * made exclusively and removed when it ends. Two at once shared the key: the one answered again
- * wrote its link, then the other's answer came and wrote its own credential over it, which the
- * answer again had taken away (the token spent, the link dead). A marker whose process is gone
- * (killed) is taken over.
+ * One join to an owner at a time in a home: each holds the lock of `<link key>.join-lock` (a lock
+ * the kernel keeps on the open file: ../FileLock.ts) while it runs. Two at once shared the key:
+ * the one answered again wrote its link, then the other's answer came and wrote over it a
+ * credential the answer again had taken away (the token spent, the link dead); two tokens of
+ * one owner at once wrote one link file, and one worker was left with no link. A pid in a file
+ * was not enough: taken over by two joins at once, or never (a pid carried by another process
+ * since, as pid 1 in a container is).
  */
 import { createHash, randomBytes } from "node:crypto"
+import { existsSync } from "node:fs"
 import * as fs from "node:fs/promises"
 import * as nodePath from "node:path"
 import { joinKeyProblem, makeJoinKey } from "../../domain/workers/Secrets.js"
 import { makePrivateDir, writePrivateFile } from "../PrivateFiles.js"
-import { linksDir } from "./LinkStore.js"
-import { processAlive as alive } from "../ProcessAlive.js"
+import type Database from "better-sqlite3"
+import { isBusy, releaseLock, takeLock } from "../FileLock.js"
+import { linkKey, linksDir } from "./LinkStore.js"
 
 export interface PendingJoin {
   readonly key: string
@@ -30,26 +34,39 @@ export interface PendingJoin {
   readonly release: () => Promise<void>
 }
 
-/** Another `svc workers join` of the same token runs in this home now (`pid`: which, when its marker says yet). */
+/** Another `svc workers join` to the same owner runs in this home now. */
 export class JoinBusy extends Error {
-  constructor(readonly pid: number | undefined) {
-    super(`another svc workers join of this token runs in this SVC_HOME now${pid === undefined ? "" : ` (pid ${pid})`}: wait for it to end, and run this again if it did not join`)
+  constructor() {
+    super("another svc workers join to this owner runs in this SVC_HOME now: wait for it to end, and run this again if it did not join")
   }
 }
 
-/** Makes the marker, or fails with JoinBusy while a live process holds it; a dead one's is taken over once. */
-const mark = async (marker: string): Promise<void> => {
-  for (let tries = 0; tries < 2; tries++) {
+/** How long a join waits for another one's lock before it says so. */
+const LOCK_WAIT_MS = 2_000
+const BETWEEN_TRIES_MS = 40
+
+/** The lock of joins to the owner at `url` with this certificate, or JoinBusy after waiting for it. */
+const lockJoins = async (file: string): Promise<Database.Database> => {
+  const until = Date.now() + LOCK_WAIT_MS
+  for (;;) {
     try {
-      await fs.writeFile(marker, `${process.pid}\n`, { flag: "wx", mode: 0o600 })
-      return
+      return takeLock(file)
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e
+      if (!isBusy(e)) throw e
+      if (Date.now() >= until) throw new JoinBusy()
     }
-    const pid = Number.parseInt(await fs.readFile(marker, "utf8").catch(() => ""), 10)
-    // A marker without its pid yet was made a moment ago: a live join.
-    if (!(pid > 0) || alive(pid) || tries > 0) throw new JoinBusy(pid > 0 ? pid : undefined)
-    await fs.rm(marker, { force: true })
+    await new Promise((resolve) => setTimeout(resolve, BETWEEN_TRIES_MS * (0.5 + Math.random())))
+  }
+}
+
+/** Whether a join to that owner holds its lock now (no lock file: none ever ran). */
+const joinRunning = (file: string): boolean => {
+  if (!existsSync(file)) return false
+  try {
+    releaseLock(takeLock(file))
+    return false
+  } catch (e) {
+    return isBusy(e)
   }
 }
 
@@ -57,8 +74,12 @@ const mark = async (marker: string): Promise<void> => {
 export const pendingJoinFile = (home: string, url: string, inviteId: string) =>
   nodePath.join(linksDir(home), `${createHash("sha256").update(`${url}\n${inviteId}`).digest("hex").slice(0, 16)}.join-key`)
 
+/** The lock file of joins to one owner: named as its link file is (one link per owner). */
+export const joinLockFile = (home: string, url: string, fingerprint: string) => nodePath.join(linksDir(home), `${linkKey(url, fingerprint)}.join-lock`)
+
 interface Stored {
   readonly url: string
+  readonly fingerprint?: string
   readonly inviteId: string
   readonly joinKey: string
   readonly at: string
@@ -78,25 +99,28 @@ const readStored = async (file: string, url: string, inviteId: string): Promise<
 
 /**
  * The join key for this join: the one an earlier try kept, else a new one, written (0600, in the
- * private links directory) before the join is sent. Fails as writing it fails.
+ * private links directory) before the join is sent, with the owner's join lock held (JoinBusy
+ * when another join to it runs). Fails as writing it fails.
  */
-export const pendingJoin = async (home: string, url: string, inviteId: string): Promise<PendingJoin> => {
+export const pendingJoin = async (home: string, url: string, fingerprint: string, inviteId: string): Promise<PendingJoin> => {
   const dir = linksDir(home)
   const file = pendingJoinFile(home, url, inviteId)
-  const marker = file.replace(/\.join-key$/, ".joining")
+  const lockFile = joinLockFile(home, url, fingerprint)
   const made = await fs.mkdir(dir, { recursive: true, mode: 0o700 })
   // The directories this join made, deepest first, while they hold nothing (a join refused, or
-  // one that could not keep its key, leaves the home as it was).
+  // one that could not keep its key, leaves the home as it was). Its lock file goes with them:
+  // no other join was there when the directory was made.
   const unmake = async () => {
     if (made === undefined) return
+    await fs.rm(lockFile, { force: true })
     for (let d = dir; d.length >= made.length; d = nodePath.dirname(d)) {
       if (!(await fs.rmdir(d).then(() => true, () => false))) return
     }
   }
-  let marked = false
+  let lock: Database.Database | undefined
   const release = async () => {
-    if (marked) await fs.rm(marker, { force: true })
-    marked = false
+    if (lock !== undefined) releaseLock(lock)
+    lock = undefined
   }
   const forget = async () => {
     await fs.rm(file, { force: true })
@@ -105,12 +129,11 @@ export const pendingJoin = async (home: string, url: string, inviteId: string): 
   }
   try {
     await makePrivateDir(dir)
-    await mark(marker)
-    marked = true
+    lock = await lockJoins(lockFile)
     const kept = await readStored(file, url, inviteId)
     if (kept !== undefined) return { key: kept, again: true, forget, release }
     const key = makeJoinKey(randomBytes(30))
-    const stored: Stored = { url, inviteId, joinKey: key, at: new Date().toISOString() }
+    const stored: Stored = { url, fingerprint, inviteId, joinKey: key, at: new Date().toISOString() }
     await writePrivateFile(file, JSON.stringify(stored, null, 2) + "\n")
     return { key, again: false, forget, release }
   } catch (e) {
@@ -126,8 +149,8 @@ export interface PendingJoinView {
   readonly invite: string
   /** When its key was made: the first try. */
   readonly since: string
-  /** The process of a join of it running now, if one is. */
-  readonly joiningNow: number | null
+  /** Whether a join to that owner runs now. */
+  readonly joiningNow: boolean
 }
 
 /** The joins this home keeps a key for, oldest first; unreadable key files are left out. */
@@ -139,8 +162,8 @@ export const pendingJoins = async (home: string): Promise<ReadonlyArray<PendingJ
     try {
       const stored = JSON.parse(await fs.readFile(nodePath.join(dir, name), "utf8")) as Partial<Stored>
       if (typeof stored.url !== "string" || typeof stored.inviteId !== "string" || typeof stored.at !== "string") continue
-      const pid = Number.parseInt(await fs.readFile(nodePath.join(dir, name.replace(/\.join-key$/, ".joining")), "utf8").catch(() => ""), 10)
-      found.push({ owner: stored.url, invite: stored.inviteId, since: stored.at, joiningNow: pid > 0 && alive(pid) ? pid : null })
+      const joiningNow = typeof stored.fingerprint === "string" && joinRunning(joinLockFile(home, stored.url, stored.fingerprint))
+      found.push({ owner: stored.url, invite: stored.inviteId, since: stored.at, joiningNow })
     } catch {
       // A key file being written (renamed into place) or damaged: not a join to show.
     }
