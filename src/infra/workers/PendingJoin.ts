@@ -28,9 +28,9 @@ export interface PendingJoin {
   readonly key: string
   /** Whether the key was kept from an earlier try of the same join (its answer may be recorded). */
   readonly again: boolean
-  /** Removes the key and the marker, and the directories made to keep them when nothing else is in them. */
+  /** Removes the key, lets the lock go, and removes the directories made to keep them when nothing else is in them. */
   readonly forget: () => Promise<void>
-  /** Removes the marker only (the key is kept for the next try): once the join ends, however. */
+  /** Lets the lock go only (the key is kept for the next try): once the join ends, however. */
   readonly release: () => Promise<void>
 }
 
@@ -108,8 +108,9 @@ export const pendingJoin = async (home: string, url: string, fingerprint: string
   const lockFile = joinLockFile(home, url, fingerprint)
   const made = await fs.mkdir(dir, { recursive: true, mode: 0o700 })
   // The directories this join made, deepest first, while they hold nothing (a join refused, or
-  // one that could not keep its key, leaves the home as it was). Its lock file goes with them:
-  // no other join was there when the directory was made.
+  // one that could not keep its key, leaves the home as it was), and its lock file with them. Not
+  // guarded: a join to the same owner begun meanwhile in this new home, waiting on that file,
+  // may then hold its lock beside a third join's on a new file.
   const unmake = async () => {
     if (made === undefined) return
     await fs.rm(lockFile, { force: true })
