@@ -48,8 +48,7 @@ const auditOf = async (workerId: string) => {
   const r = await run(ownerHome, "audit", "--json")
   return (JSON.parse(r.stdout) as { rows: ReadonlyArray<{ kind: string; workerId: string | null; detail: string }> }).rows.filter((row) => row.workerId === workerId)
 }
-/** What `links/` holds but the joins' lock file of each owner (empty, kept for the next join: docs/operations.md). */
-const linksHeld = (home: string): ReadonlyArray<string> => readdirSync(join(home, "links")).filter((f) => !/\.join-lock(-journal)?$/.test(f))
+const linksHeld = (home: string): ReadonlyArray<string> => readdirSync(join(home, "links"))
 const readLink = (home: string): StoredLink => {
   const files = readdirSync(join(home, "links")).filter((f) => f.endsWith(".json"))
   expect(files).toHaveLength(1)
@@ -230,7 +229,7 @@ describe("an owner from before join keys (protocol revision 4 or earlier)", () =
   }, 30_000)
 })
 
-describe("one join to an owner at a time in a home", () => {
+describe("one join at a time in a home", () => {
   /** An owner that takes joins and answers none (until closed), or answers 503 as an owner starting does. */
   const holder = (mode: "hold" | "starting") =>
     standIn(`held-${mode}`, (_body, _req, res) => {
@@ -238,7 +237,7 @@ describe("one join to an owner at a time in a home", () => {
     })
   type Child = import("node:child_process").ChildProcess
 
-  it("refuses a second join to the owner while the first waits for its answer; Ctrl-C then says the join may be recorded, and keeps the key; a killed join's lock goes with it", async () => {
+  it("refuses a second join in the home while the first waits for its answer; Ctrl-C then says the join may be recorded, and keeps the key; a killed join's lock goes with it", async () => {
     const held = await holder("hold")
     try {
       const home = tempDir("svc-held-")
@@ -246,13 +245,14 @@ describe("one join to an owner at a time in a home", () => {
       const first = svc(["workers", "join", held.token], { cwd: home, home, onSpawn: (c) => (child = c) })
       await waitFor("the first join at the owner", async () => held.bodies.length, (n) => n === 1, { timeoutMs: 10_000, everyMs: 50 })
       expect(linksHeld(home)).toEqual([expect.stringMatching(/^[0-9a-f]{16}\.join-key$/)])
-      expect(readdirSync(join(home, "links")).filter((f) => f.endsWith(".join-lock"))).toHaveLength(1)
+      // The home's join lock, held (SQLite's -journal beside it while it is).
+      expect(readdirSync(home).filter((f) => f.startsWith("join.lock")).sort()).toEqual(["join.lock", "join.lock-journal"])
       expect((JSON.parse((await run(home, "workers", "status", "--json")).stdout) as { pendingJoins: unknown }).pendingJoins).toEqual([
         { owner: held.url, invite: expect.any(String), since: expect.any(String), joiningNow: true }
       ])
 
       // The same token, and another token of the same owner (one link per owner): each refused, nothing sent.
-      const busy = "svc: another svc workers join to this owner runs in this SVC_HOME now: wait for it to end, and run this again if it did not join; nothing was sent\n"
+      const busy = "svc: another svc workers join runs in this SVC_HOME now: wait for it to end, and run this again if it did not join; nothing was sent\n"
       for (const token of [held.token, await held.tokenFor("held-other")]) {
         const second = await run(home, "workers", "join", token)
         expect({ code: second.code, stderr: second.stderr }).toEqual({ code: 1, stderr: busy })

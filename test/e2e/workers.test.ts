@@ -291,9 +291,10 @@ describe("svc workers between two real svc serve processes", () => {
         `svc: the join was sent to ${url}, but its answer never came (socket hang up): the owner may have recorded it. Run svc workers join again with the same token, from this machine and SVC_HOME: the owner answers it again (this machine kept the join's key)\n`
       )
       // The key is kept (0600, in the private links directory), sent with the join, and the same on the next try.
-      // Beside it, the owner's join lock (empty; ended with the join: no -journal).
-      expect(readdirSync(join(home, "links")).map((f) => f.replace(/^[0-9a-f]{16}\./, "")).sort()).toEqual(["join-key", "join-lock"])
-      const keyFiles = readdirSync(join(home, "links")).filter((f) => f.endsWith(".join-key"))
+      // And the home's join lock, let go with the join (no -journal).
+      expect(readdirSync(home).sort()).toEqual(["join.lock", "links"])
+      const keyFiles = readdirSync(join(home, "links"))
+      expect(keyFiles).toEqual([expect.stringMatching(/^[0-9a-f]{16}\.join-key$/)])
       const keyFile = join(home, "links", keyFiles[0]!)
       expect(statSync(keyFile).mode & 0o777).toBe(0o600)
       const key = (JSON.parse(readFileSync(keyFile, "utf8")) as { joinKey: string }).joinKey

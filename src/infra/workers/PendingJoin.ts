@@ -6,13 +6,14 @@
  * (docs/protocol.md, "A join whose answer never came"). Not a `.json` file: the runtime's link
  * watcher reads only those.
  *
- * One join to an owner at a time in a home: each holds the lock of `<link key>.join-lock` (a lock
- * the kernel keeps on the open file: ../FileLock.ts) while it runs. Two at once shared the key:
- * the one answered again wrote its link, then the other's answer came and wrote over it a
- * credential the answer again had taken away (the token spent, the link dead); two tokens of
- * one owner at once wrote one link file, and one worker was left with no link. A pid in a file
- * was not enough: taken over by two joins at once, or never (a pid carried by another process
- * since, as pid 1 in a container is).
+ * One join at a time in a home: each holds the lock of `$SVC_HOME/join.lock` (a lock the kernel
+ * keeps on the open file: ../FileLock.ts; the file is never removed, as serve.lock is not) while
+ * it runs. Two at once shared the key: the one answered again wrote its link, then the other's
+ * answer came and wrote over it a credential the answer again had taken away (the token spent,
+ * the link dead); two tokens of one owner at once wrote one link file, and one worker was left
+ * with no link. A pid in a file was not enough: taken over by two joins at once, or never (a
+ * pid carried by another process since, as pid 1 in a container is). A lock file removed by a
+ * refused join while others waited on it gave them SQLite's "disk I/O error".
  */
 import { createHash, randomBytes } from "node:crypto"
 import { existsSync } from "node:fs"
@@ -22,7 +23,7 @@ import { joinKeyProblem, makeJoinKey } from "../../domain/workers/Secrets.js"
 import { makePrivateDir, writePrivateFile } from "../PrivateFiles.js"
 import type Database from "better-sqlite3"
 import { isBusy, releaseLock, takeLock } from "../FileLock.js"
-import { linkKey, linksDir } from "./LinkStore.js"
+import { linksDir } from "./LinkStore.js"
 
 export interface PendingJoin {
   readonly key: string
@@ -34,10 +35,10 @@ export interface PendingJoin {
   readonly release: () => Promise<void>
 }
 
-/** Another `svc workers join` to the same owner runs in this home now. */
+/** Another `svc workers join` runs in this home now. */
 export class JoinBusy extends Error {
   constructor() {
-    super("another svc workers join to this owner runs in this SVC_HOME now: wait for it to end, and run this again if it did not join")
+    super("another svc workers join runs in this SVC_HOME now: wait for it to end, and run this again if it did not join")
   }
 }
 
@@ -45,7 +46,7 @@ export class JoinBusy extends Error {
 const LOCK_WAIT_MS = 2_000
 const BETWEEN_TRIES_MS = 40
 
-/** The lock of joins to the owner at `url` with this certificate, or JoinBusy after waiting for it. */
+/** The home's join lock, or JoinBusy after waiting for it. */
 const lockJoins = async (file: string): Promise<Database.Database> => {
   const until = Date.now() + LOCK_WAIT_MS
   for (;;) {
@@ -59,7 +60,7 @@ const lockJoins = async (file: string): Promise<Database.Database> => {
   }
 }
 
-/** Whether a join to that owner holds its lock now (no lock file: none ever ran). */
+/** Whether a join holds the home's join lock now (no lock file: none ever ran). */
 const joinRunning = (file: string): boolean => {
   if (!existsSync(file)) return false
   try {
@@ -74,12 +75,12 @@ const joinRunning = (file: string): boolean => {
 export const pendingJoinFile = (home: string, url: string, inviteId: string) =>
   nodePath.join(linksDir(home), `${createHash("sha256").update(`${url}\n${inviteId}`).digest("hex").slice(0, 16)}.join-key`)
 
-/** The lock file of joins to one owner: named as its link file is (one link per owner). */
-export const joinLockFile = (home: string, url: string, fingerprint: string) => nodePath.join(linksDir(home), `${linkKey(url, fingerprint)}.join-lock`)
+/** The lock file of the home's joins. */
+export const JOIN_LOCK_FILE = "join.lock"
+export const joinLockFile = (home: string) => nodePath.join(home, JOIN_LOCK_FILE)
 
 interface Stored {
   readonly url: string
-  readonly fingerprint?: string
   readonly inviteId: string
   readonly joinKey: string
   readonly at: string
@@ -99,21 +100,18 @@ const readStored = async (file: string, url: string, inviteId: string): Promise<
 
 /**
  * The join key for this join: the one an earlier try kept, else a new one, written (0600, in the
- * private links directory) before the join is sent, with the owner's join lock held (JoinBusy
- * when another join to it runs). Fails as writing it fails.
+ * private links directory) before the join is sent, with the home's join lock held (JoinBusy
+ * when another join runs). Fails as writing it fails.
  */
-export const pendingJoin = async (home: string, url: string, fingerprint: string, inviteId: string): Promise<PendingJoin> => {
+export const pendingJoin = async (home: string, url: string, inviteId: string): Promise<PendingJoin> => {
   const dir = linksDir(home)
   const file = pendingJoinFile(home, url, inviteId)
-  const lockFile = joinLockFile(home, url, fingerprint)
+  const lockFile = joinLockFile(home)
   const made = await fs.mkdir(dir, { recursive: true, mode: 0o700 })
   // The directories this join made, deepest first, while they hold nothing (a join refused, or
-  // one that could not keep its key, leaves the home as it was), and its lock file with them. Not
-  // guarded: a join to the same owner begun meanwhile in this new home, waiting on that file,
-  // may then hold its lock beside a third join's on a new file.
+  // one that could not keep its key, leaves links/ as it was; a home it made keeps join.lock).
   const unmake = async () => {
     if (made === undefined) return
-    await fs.rm(lockFile, { force: true })
     for (let d = dir; d.length >= made.length; d = nodePath.dirname(d)) {
       if (!(await fs.rmdir(d).then(() => true, () => false))) return
     }
@@ -134,7 +132,7 @@ export const pendingJoin = async (home: string, url: string, fingerprint: string
     const kept = await readStored(file, url, inviteId)
     if (kept !== undefined) return { key: kept, again: true, forget, release }
     const key = makeJoinKey(randomBytes(30))
-    const stored: Stored = { url, fingerprint, inviteId, joinKey: key, at: new Date().toISOString() }
+    const stored: Stored = { url, inviteId, joinKey: key, at: new Date().toISOString() }
     await writePrivateFile(file, JSON.stringify(stored, null, 2) + "\n")
     return { key, again: false, forget, release }
   } catch (e) {
@@ -150,7 +148,7 @@ export interface PendingJoinView {
   readonly invite: string
   /** When its key was made: the first try. */
   readonly since: string
-  /** Whether a join to that owner runs now. */
+  /** Whether a join runs in this home now. */
   readonly joiningNow: boolean
 }
 
@@ -159,11 +157,11 @@ export const pendingJoins = async (home: string): Promise<ReadonlyArray<PendingJ
   const dir = linksDir(home)
   const names = (await fs.readdir(dir).catch(() => [] as Array<string>)).filter((n) => n.endsWith(".join-key")).sort()
   const found: Array<PendingJoinView> = []
+  const joiningNow = names.length > 0 && joinRunning(joinLockFile(home))
   for (const name of names) {
     try {
       const stored = JSON.parse(await fs.readFile(nodePath.join(dir, name), "utf8")) as Partial<Stored>
       if (typeof stored.url !== "string" || typeof stored.inviteId !== "string" || typeof stored.at !== "string") continue
-      const joiningNow = typeof stored.fingerprint === "string" && joinRunning(joinLockFile(home, stored.url, stored.fingerprint))
       found.push({ owner: stored.url, invite: stored.inviteId, since: stored.at, joiningNow })
     } catch {
       // A key file being written (renamed into place) or damaged: not a join to show.

@@ -188,7 +188,7 @@ export const join = Command.make(
       // this join's key there until its answer is (run again after an answer that never came,
       // the join is answered again: an earlier try's key is found and sent again).
       const pending = yield* Effect.tryPromise({
-        try: () => pendingJoin(home, content.url, content.fingerprint, content.inviteId),
+        try: () => pendingJoin(home, content.url, content.inviteId),
         catch: (e) =>
           e instanceof JoinBusy
             ? refused(`${e.message}; nothing was sent`)

@@ -96,7 +96,7 @@ export const usedOfCapacity = (w: Pick<WorkerStatus, "used" | "capacity" | "revo
 /** Joins whose answer has not been kept here (docs/protocol.md, "A join whose answer never came"). */
 export const pendingLines = (pending: ReadonlyArray<PendingJoinView>): ReadonlyArray<string> => [
   "joins whose answer never came here (run svc workers join again with the same token: the owner answers it again):",
-  ...pending.map((p) => `  ${p.owner}, invite ${p.invite}, first tried ${p.since}${p.joiningNow ? "; a join to that owner runs now" : ""}`)
+  ...pending.map((p) => `  ${p.owner}, invite ${p.invite}, first tried ${p.since}${p.joiningNow ? "; a join runs in this SVC_HOME now" : ""}`)
 ]
 
 export const status = Command.make("status", { json }, ({ json }) =>
