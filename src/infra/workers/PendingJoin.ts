@@ -106,29 +106,28 @@ const readStored = async (file: string, url: string, inviteId: string): Promise<
 export const pendingJoin = async (home: string, url: string, inviteId: string): Promise<PendingJoin> => {
   const dir = linksDir(home)
   const file = pendingJoinFile(home, url, inviteId)
-  const lockFile = joinLockFile(home)
-  const made = await fs.mkdir(dir, { recursive: true, mode: 0o700 })
-  // The directories this join made, deepest first, while they hold nothing (a join refused, or
-  // one that could not keep its key, leaves links/ as it was; a home it made keeps join.lock).
-  const unmake = async () => {
-    if (made === undefined) return
-    for (let d = dir; d.length >= made.length; d = nodePath.dirname(d)) {
-      if (!(await fs.rmdir(d).then(() => true, () => false))) return
-    }
-  }
-  let lock: Database.Database | undefined
+  await fs.mkdir(home, { recursive: true, mode: 0o700 })
+  let lock: Database.Database | undefined = await lockJoins(joinLockFile(home))
   const release = async () => {
     if (lock !== undefined) releaseLock(lock)
     lock = undefined
   }
+  // Made with the lock held, and removed before it is let go: a join waiting for it finds links/
+  // as this one left it.
+  let made: string | undefined
+  // links/ when this join made it and it holds nothing (a join refused, or one that could not
+  // keep its key, leaves links/ as it was; a home it made keeps join.lock).
+  const unmake = async () => {
+    if (made !== undefined) await fs.rmdir(dir).catch(() => undefined)
+  }
   const forget = async () => {
     await fs.rm(file, { force: true })
-    await release()
     await unmake()
+    await release()
   }
   try {
+    made = await fs.mkdir(dir, { recursive: true, mode: 0o700 })
     await makePrivateDir(dir)
-    lock = await lockJoins(lockFile)
     const kept = await readStored(file, url, inviteId)
     if (kept !== undefined) return { key: kept, again: true, forget, release }
     const key = makeJoinKey(randomBytes(30))
@@ -136,8 +135,8 @@ export const pendingJoin = async (home: string, url: string, inviteId: string): 
     await writePrivateFile(file, JSON.stringify(stored, null, 2) + "\n")
     return { key, again: false, forget, release }
   } catch (e) {
-    await release()
     await unmake()
+    await release()
     throw e
   }
 }
