@@ -8,9 +8,14 @@
  */
 import * as fs from "node:fs"
 import Database from "better-sqlite3"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Schedule from "effect/Schedule"
 
 /** SQLite's own wait, in one try. */
 const TRY_WAIT_MS = 100
+/** Between tries, give or take a random part, so that processes at one moment fall out of step. */
+const BETWEEN_TRIES_MS = 40
 
 /**
  * Takes the exclusive lock on `file` (made owner-only when missing), or throws: `SQLITE_BUSY`
@@ -41,3 +46,28 @@ export const releaseLock = (db: Database.Database): void => {
     db.close()
   }
 }
+
+/** Why `holdLock` did not take the lock: another process holds it, or the file cannot be locked. */
+export type LockProblem = { readonly busy: true } | { readonly busy: false; readonly message: string }
+
+/**
+ * Takes the exclusive lock on `file`, trying for up to `waitMs`; fails with `busy` while another
+ * process holds it, or with why the file cannot be locked.
+ *
+ * Taking the exclusive lock passes through a shared one, and SQLite gives up at once, without
+ * its wait, when waiting could deadlock (one holding the shared lock, another the reserved one):
+ * six starts at one moment all gave up with no wait, and some still did with a 0.5 s one on a
+ * loaded machine (the one close to the lock waited out the others' shared locks). Each try
+ * lets go of everything; tries are repeated, apart by a random interval, for up to `waitMs`: a
+ * lock a running process holds is still an answer, given after it.
+ */
+export const holdLock = (file: string, waitMs: number): Effect.Effect<Database.Database, LockProblem> =>
+  Effect.try({
+    try: () => takeLock(file),
+    catch: (e): LockProblem => (isBusy(e) ? { busy: true } : { busy: false, message: e instanceof Error ? e.message : String(e) })
+  }).pipe(
+    Effect.retry({
+      while: (p) => p.busy,
+      schedule: Schedule.spaced(Duration.millis(BETWEEN_TRIES_MS)).pipe(Schedule.jitteredWith({ min: 0.25, max: 1.75 }), Schedule.upTo(Duration.millis(waitMs)))
+    })
+  )

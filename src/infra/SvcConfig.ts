@@ -29,7 +29,7 @@ export const runtimeEnv = async (home: string, env: NodeJS.ProcessEnv = process.
     }
   }
   // An empty one (or blanks) is unset (`SVC_WORKFLOW_OUTPUT_LIMIT= svc serve`): it put the default in place of svc.yaml's value without a word.
-  const fromEnv = Object.fromEntries(Object.entries(env).filter(([k, v]) => k.startsWith("SVC_WORKFLOW_") && v !== undefined && v.trim() !== ""))
+  const fromEnv = Object.fromEntries(Object.entries(env).filter(([k, v]) => k.startsWith("SVC_WORKFLOW_") && isSet(v)))
   // A misspelt setting would leave its default in force without a word (SVC_WORKFLOW_CAPACTY: 3).
   for (const [name, where] of [...Object.keys(fromFile).map((k) => [k, `${file}: services.workflows.runtime.env`] as const), ...Object.keys(fromEnv).map((k) => [k, "the environment"] as const)]) {
     if (!name.startsWith("SVC_WORKFLOW_") || SETTINGS.includes(name)) continue
@@ -38,6 +38,9 @@ export const runtimeEnv = async (home: string, env: NodeJS.ProcessEnv = process.
   }
   return { ...fromFile, ...fromEnv }
 }
+
+/** Whether an environment variable sets its setting: an empty one, or blanks, is unset. */
+const isSet = (value: string | undefined): boolean => value !== undefined && value.trim() !== ""
 
 /** The settings svc reads (docs/operations.md). */
 export const SETTINGS: ReadonlyArray<string> = ["SVC_WORKFLOW_CAPACITY", "SVC_WORKFLOW_LABELS", "SVC_WORKFLOW_RETAINED_RUNS", "SVC_WORKFLOW_OUTPUT_LIMIT"]
@@ -49,6 +52,5 @@ export const SETTINGS: ReadonlyArray<string> = ["SVC_WORKFLOW_CAPACITY", "SVC_WO
 export const sayWhereSet = (home: string, message: string, env: NodeJS.ProcessEnv = process.env): string => {
   const name = SETTINGS.find((setting) => message.startsWith(setting))
   if (name === undefined) return message
-  const inEnv = env[name] !== undefined && env[name]!.trim() !== ""
-  return `${message} (set in ${inEnv ? "the environment" : `${nodePath.join(home, "svc.yaml")}: services.workflows.runtime.env`})`
+  return `${message} (set in ${isSet(env[name]) ? "the environment" : `${nodePath.join(home, "svc.yaml")}: services.workflows.runtime.env`})`
 }

@@ -22,7 +22,8 @@ import * as nodePath from "node:path"
 import { joinKeyProblem, makeJoinKey } from "../../domain/workers/Secrets.js"
 import { makePrivateDir, writePrivateFile } from "../PrivateFiles.js"
 import type Database from "better-sqlite3"
-import { isBusy, releaseLock, takeLock } from "../FileLock.js"
+import * as Effect from "effect/Effect"
+import { holdLock, isBusy, releaseLock, takeLock } from "../FileLock.js"
 import { linksDir } from "./LinkStore.js"
 
 export interface PendingJoin {
@@ -44,20 +45,12 @@ export class JoinBusy extends Error {
 
 /** How long a join waits for another one's lock before it says so. */
 const LOCK_WAIT_MS = 2_000
-const BETWEEN_TRIES_MS = 40
 
 /** The home's join lock, or JoinBusy after waiting for it. */
 const lockJoins = async (file: string): Promise<Database.Database> => {
-  const until = Date.now() + LOCK_WAIT_MS
-  for (;;) {
-    try {
-      return takeLock(file)
-    } catch (e) {
-      if (!isBusy(e)) throw e
-      if (Date.now() >= until) throw new JoinBusy()
-    }
-    await new Promise((resolve) => setTimeout(resolve, BETWEEN_TRIES_MS * (0.5 + Math.random())))
-  }
+  const taken = await Effect.runPromise(Effect.either(holdLock(file, LOCK_WAIT_MS)))
+  if (taken._tag === "Right") return taken.right
+  throw taken.left.busy ? new JoinBusy() : new Error(taken.left.message)
 }
 
 /** Whether a join holds the home's join lock now (no lock file: none ever ran). */
