@@ -129,7 +129,22 @@ describe("svc serve configuration", () => {
     rmSync(join(home, "svc.yaml"))
     const unset = await svcIn(transcript, home, ["journal", "replay"])
     expect(unset.stdout).toContain("this replay kept 5000 (the default: set in neither this command's environment nor svc.yaml): if the owner was started with SVC_WORKFLOW_RETAINED_RUNS=2, set it for this command too (SVC_WORKFLOW_RETAINED_RUNS=2 svc journal replay) or in svc.yaml")
-  }, 90_000)
+    // Started again keeping more: the runs forgotten before are in memory again, their output
+    // files gone; said so, not shown as runs that printed nothing.
+    writeFileSync(join(home, "svc.yaml"), "services:\n  workflows:\n    runtime:\n      env:\n        SVC_WORKFLOW_RETAINED_RUNS: 3\n")
+    const again = await startServe("owner-again", home, transcript)
+    const relisted = JSON.parse((await svcIn(transcript, home, ["runs", "list", "--json"])).stdout) as { runs: Array<{ id: string }>; forgotten: number }
+    expect(relisted).toMatchObject({ forgotten: 0 })
+    expect(relisted.runs.map((r) => r.id)).toEqual(ids)
+    const back = JSON.parse((await svcIn(transcript, home, ["runs", "show", ids[0]!, "--json"])).stdout) as unknown
+    expect(back).toMatchObject({ id: ids[0], state: "succeeded", output: { removed: true, stdout: "", files: null } })
+    expect((await svcIn(transcript, home, ["runs", "show", ids[1]!])).stdout).toContain("output: removed (its output files were removed when the owner forgot the run from memory)\n")
+    const kept = JSON.parse((await svcIn(transcript, home, ["runs", "show", ids[4]!, "--json"])).stdout) as { output: { removed: boolean; stdout: string } }
+    expect(kept.output.removed).toBe(false)
+    expect(kept.output.stdout).toContain('"length"')
+    expect(readFileSync(join(home, "runs", "removed-output"), "utf8").split("\n").sort()).toEqual(["", ids[0], ids[1]].sort())
+    expect((await again.stop()).code).toBe(0)
+  }, 120_000)
 
   it("reads capacity and labels from svc.yaml under services.workflows.runtime.env", async () => {
     const owner = await startServe("owner", tempDir("svc-cfg-owner-"), transcript)

@@ -172,13 +172,18 @@ export const make = Effect.gen(function* () {
   let sweptAt = -1
   let sweeping = false
   const sweep = Effect.gen(function* () {
+    const gone: Array<string> = []
     for (const id of yield* files.attempts) {
-      // The state as it is now, not as the sweep began: a run's files appear only after it is in
+      // The state as it is now, not as the listing began: a run's files appear only after it is in
       // the state (its placement is committed first), so a run submitted meanwhile is kept.
       const parsed = parseAttemptId(id)
       if (parsed !== undefined && HashMap.has(projections.current().runs.runs, parsed.runId)) continue
-      yield* files.remove(id)
+      gone.push(id)
     }
+    // Noted first: an owner that keeps more runs later (the setting raised) folds some of these
+    // back into memory, and says their output was removed rather than that they printed nothing.
+    yield* files.noteRemoved([...new Set(gone.flatMap((id) => parseAttemptId(id)?.runId ?? []))])
+    for (const id of gone) yield* files.remove(id)
   })
   const sweepIfForgotten = Effect.suspend(() => {
     const forgotten = projections.current().runs.forgotten

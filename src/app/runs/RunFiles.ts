@@ -7,11 +7,19 @@
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import type * as Effect from "effect/Effect"
+import { MAX_RETAINED_RUNS } from "./Retention.js"
 
 export type OutputStream = "stdout" | "stderr"
 
 /** Output that could not be written (a full disk, a read-only directory), said as a job's outcome says it. */
 export class OutputNotKept extends Data.TaggedError("OutputNotKept")<{ readonly message: string }> {}
+
+/**
+ * How many runs whose output was removed are remembered (`noteRemoved`): as many as an owner can
+ * ever keep in memory (two generations of the largest `SVC_WORKFLOW_RETAINED_RUNS`), so that no
+ * raise of the setting brings back a run the note has let go of; about 1.4 MB of ids.
+ */
+export const REMEMBERED_REMOVALS = 2 * MAX_RETAINED_RUNS
 
 /** How many bytes each stream of an attempt holds. */
 export interface OutputSizes {
@@ -60,6 +68,15 @@ export interface RunFilesService {
   readonly attempts: Effect.Effect<ReadonlyArray<string>>
   /** Removes an attempt's files (none there: nothing to do). */
   readonly remove: (attempt: string) => Effect.Effect<void>
+  /**
+   * Notes that the output files of these runs are being removed because the owner forgot them:
+   * a later owner that keeps more settled runs (`SVC_WORKFLOW_RETAINED_RUNS` raised) brings them
+   * back into memory without their files, and says so rather than show them as having printed
+   * nothing. The note is made before the files go; the latest `REMEMBERED_REMOVALS` are kept.
+   */
+  readonly noteRemoved: (runs: ReadonlyArray<string>) => Effect.Effect<void>
+  /** Whether the owner removed this run's output files when it forgot it (`noteRemoved`). */
+  readonly wasRemoved: (run: string) => Effect.Effect<boolean>
 }
 
 export class RunFiles extends Context.Tag("svc/RunFiles")<RunFiles, RunFilesService>() {}

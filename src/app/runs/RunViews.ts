@@ -12,7 +12,7 @@ import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import { sharedNames } from "../../domain/placement/Placement.js"
-import { attemptId, isRunId, lastAttempt, RUN_STATES, TERMINAL, type RunRecord } from "../../domain/runs/Runs.js"
+import { attemptId, isRunId, isSettled, lastAttempt, RUN_STATES, TERMINAL, type RunRecord } from "../../domain/runs/Runs.js"
 import type { JournalError } from "../journal/Journal.js"
 import type { RunFilesService } from "./RunFiles.js"
 import { RunRefused } from "./RunRefused.js"
@@ -70,7 +70,8 @@ export interface RunDetail extends RunView {
    * The latest attempt's output so far, the last 64 KiB of each stream from a line's start;
    * `skipped`: the bytes before that not shown; `files`: where each stream is whole (on the
    * owner; null for a stream that printed nothing, or when there is no attempt); `removed`: the
-   * run was forgotten from memory, and its output files with it.
+   * owner removed its output files when it forgot the run from memory (it may keep it again since:
+   * SVC_WORKFLOW_RETAINED_RUNS raised).
    */
   readonly output: {
     readonly attempt: string | null
@@ -203,17 +204,21 @@ export const makeRunViews = ({ state, readRun, files, nextChange, slotWaits }: R
             waitingForSlotSince: iso(waitingSince ?? null)
           }
         }),
-        output: yield* outputOf(id, kept)
+        output: yield* outputOf(run, id, kept)
       }
     })
 
   /** The latest attempt's output: the end of each stream, what is not shown of it, and where it all is. */
-  const outputOf = (id: string | null, kept: boolean) =>
+  const outputOf = (run: RunRecord, id: string | null, kept: boolean) =>
     Effect.gen(function* () {
+      const removed = { attempt: id, stdout: "", stderr: "", removed: true, skipped: { stdout: 0, stderr: 0 }, files: null }
       // A run that never had an attempt had no output to remove.
-      if (id === null || !kept) return { attempt: id, stdout: "", stderr: "", removed: id !== null && !kept, skipped: { stdout: 0, stderr: 0 }, files: null }
+      if (id === null || !kept) return { ...removed, removed: id !== null }
       const out = yield* files.tail(id, "stdout", OUTPUT_TAIL_BYTES)
       const err = yield* files.tail(id, "stderr", OUTPUT_TAIL_BYTES)
+      // Kept, with no output: it printed nothing, or it was forgotten once and is kept again (a
+      // raised SVC_WORKFLOW_RETAINED_RUNS), its files removed then. Only a settled run was forgotten.
+      if (out.text === "" && err.text === "" && isSettled(run) && (yield* files.wasRemoved(run.id))) return removed
       const paths = files.paths(id)
       // A stream that printed nothing has no file to point at.
       return {

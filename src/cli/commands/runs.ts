@@ -286,7 +286,7 @@ export const showLines = (r: RunDetail): ReadonlyArray<string> => {
   if (r.attemptRecords.length > 1) lines.push(`every placement decision, and why each attempt ended: svc journal history ${r.id}`)
   if (r.state === "succeeded") lines.push(`result: ${JSON.stringify(r.result)}`)
   if (r.error !== null) lines.push(`error: ${r.error}`)
-  if (r.output.removed === true) lines.push(`output: removed (the run is no longer kept in memory, and its output files went with it)`)
+  if (r.output.removed === true) lines.push(`output: removed (its output files were removed when the owner forgot the run from memory)`)
   for (const stream of ["stdout", "stderr"] as const) {
     const text = r.output[stream]
     if (text === "") continue

@@ -1,18 +1,22 @@
 /**
  * `RunFiles` on the file system: `<dir>/<attempt>.stdout|stderr`, directory mode 0700, under the
- * output limit `outputLimit` (OutputLimit.ts).
+ * output limit `outputLimit` (OutputLimit.ts); on an owner, `<dir>/removed-output` lists the runs
+ * whose output it removed when it forgot them, one id per line, the latest `remembered` of them.
  */
 import * as fs from "node:fs/promises"
 import * as nodePath from "node:path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { OutputNotKept, RunFiles, type OutputStream, type RunFilesService } from "../../app/runs/RunFiles.js"
+import { OutputNotKept, REMEMBERED_REMOVALS, RunFiles, type OutputStream, type RunFilesService } from "../../app/runs/RunFiles.js"
 import { cutNotice, DEFAULT_OUTPUT_LIMIT, keepOf, NOTICE_START } from "../../domain/runs/OutputLimit.js"
 import { completeUtf8Length } from "../../domain/runs/Utf8.js"
 
 const SAFE = /^[A-Za-z0-9._-]+$/
 
-export const make = (dir: string, outputLimit: number = DEFAULT_OUTPUT_LIMIT): RunFilesService => {
+/** The list of runs whose output the owner removed as it forgot them (`noteRemoved`). */
+export const REMOVED_LIST = "removed-output"
+
+export const make = (dir: string, outputLimit: number = DEFAULT_OUTPUT_LIMIT, remembered: number = REMEMBERED_REMOVALS): RunFilesService => {
   const file = (attempt: string, stream: OutputStream) => {
     if (!SAFE.test(attempt)) throw new Error(`not an attempt id: ${JSON.stringify(attempt)}`)
     return nodePath.join(dir, `${attempt}.${stream}`)
@@ -29,6 +33,10 @@ export const make = (dir: string, outputLimit: number = DEFAULT_OUTPUT_LIMIT): R
       await handle.close()
     }
   }
+  const removedList = nodePath.join(dir, REMOVED_LIST)
+  const readRemoved = () => fs.readFile(removedList, "utf8").catch((e: NodeJS.ErrnoException) => (e.code === "ENOENT" ? "" : Promise.reject(e)))
+  // Lines in the list, read once, at the first note: it is cut back to the latest `remembered` once it holds twice as many.
+  let listed: number | undefined
   return {
     outputLimit,
     paths: (attempt) => ({ stdout: file(attempt, "stdout"), stderr: file(attempt, "stderr") }),
@@ -101,6 +109,26 @@ export const make = (dir: string, outputLimit: number = DEFAULT_OUTPUT_LIMIT): R
     }),
     remove: (attempt) =>
       Effect.promise(() => Promise.all([fs.rm(file(attempt, "stdout"), { force: true }), fs.rm(file(attempt, "stderr"), { force: true })]).then(() => undefined)),
+    noteRemoved: (runs) =>
+      Effect.tryPromise(async () => {
+        if (runs.length === 0) return
+        await ready
+        listed ??= (await readRemoved()).split("\n").length - 1
+        await fs.appendFile(removedList, runs.map((r) => `${r}\n`).join(""), { mode: 0o600 })
+        listed += runs.length
+        if (listed <= 2 * remembered) return
+        const latest = (await readRemoved()).split("\n").slice(0, -1).slice(-remembered)
+        const next = `${removedList}.${process.pid}.next`
+        await fs.writeFile(next, latest.map((r) => `${r}\n`).join(""), { mode: 0o600 })
+        await fs.rename(next, removedList)
+        listed = latest.length
+      }).pipe(
+        // The files go all the same (the disk's bound comes first); such a run, brought back by a
+        // raise of the setting, shows as having printed nothing.
+        Effect.catchAll((e) => Effect.logWarning(`the runs whose output is removed could not be noted in ${removedList} (${e.error instanceof Error ? e.error.message : String(e.error)})`))
+      ),
+    // Unreadable: not known to be removed.
+    wasRemoved: (run) => Effect.promise(async () => `\n${await readRemoved().catch(() => "")}`.includes(`\n${run}\n`)),
     readFrom: (attempt, stream, offset, max, ended = false) =>
       Effect.promise(async () => {
         const read = await readRange(file(attempt, stream), offset, max)

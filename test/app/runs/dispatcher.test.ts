@@ -392,6 +392,10 @@ describe("runs kept in memory", () => {
       expect(shown.output).toEqual({ attempt: first!.id, stdout: "", stderr: "", removed: true, skipped: { stdout: 0, stderr: 0 }, files: null })
       yield* until("the forgotten runs' output removed", files.attempts, (ids) => ids.length === 2)
       expect([...(yield* files.attempts)].sort()).toEqual(done.slice(3).map((r) => r.id).sort())
+      // Noted as removed, for an owner that keeps more of them later: those that had output only.
+      for (const r of done.slice(0, 3)) expect(yield* files.wasRemoved(r.runId)).toBe(true)
+      for (const r of done.slice(3)) expect(yield* files.wasRemoved(r.runId)).toBe(false)
+      expect(yield* files.wasRemoved(never.id)).toBe(false)
       expect((yield* show(done[4]!.runId)).output).toMatchObject({ attempt: done[4]!.id, stdout: "working on 4\n", stderr: "", removed: false, skipped: { stdout: 0, stderr: 0 }, files: { stdout: expect.stringMatching(/\.stdout$/), stderr: null } })
       expect(yield* dispatcher.wait(first!.runId, 60_000)).toMatchObject({ id: first!.runId, state: "succeeded" })
       const before = [yield* head, yield* sequence]
@@ -436,7 +440,8 @@ describe("runs kept in memory", () => {
     return Effect.gen(function* () {
       const files = yield* RunFiles
       yield* until("the stray output removed", files.attempts, (ids) => ids.length === 0)
-      expect(readdirSync(dir)).toEqual([])
+      expect(readdirSync(dir)).toEqual([FileRunFiles.REMOVED_LIST])
+      expect(yield* files.wasRemoved("rGone1")).toBe(true)
     }).pipe(Effect.provide(ownerOn(layerMemory, projectionsLayer, deps)))
   })
 

@@ -89,7 +89,9 @@ describe("the worker's link", () => {
           tail: () => Effect.succeed({ text: "", skipped: 0 }),
           readFrom: (_attempt: string, _stream: "stdout" | "stderr", offset: number) => Effect.succeed({ text: "", next: offset }),
           attempts: Effect.succeed([]),
-          remove: () => Effect.void
+          remove: () => Effect.void,
+          noteRemoved: () => Effect.void,
+          wasRemoved: () => Effect.succeed(false)
         },
         claimWaitSeconds: 20,
         heartbeatEvery: Duration.seconds(3)

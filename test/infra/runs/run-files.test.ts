@@ -1,8 +1,9 @@
 /** An attempt's output files on the owner: what `svc runs show` reads of them. */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Effect from "effect/Effect"
+import * as Logger from "effect/Logger"
 import { afterAll, describe, expect, it } from "vitest"
 import * as FileRunFiles from "../../../src/infra/runs/FileRunFiles.js"
 
@@ -174,5 +175,65 @@ describe("the output limit on what the owner writes of a worker's output", () =>
     expect(await all("r11.1")).toBe("a".repeat(1000))
     await run(limited.append("r11.1", "stdout", "b".repeat(100), within))
     expect(await all("r11.1")).toBe(`${"a".repeat(1000)}${"b".repeat(24)}${notice(false)}`)
+  })
+})
+
+describe("the runs whose output the owner removed as it forgot them", () => {
+  it("are noted before their files go, one id per line (0600), and only those are said removed", async () => {
+    const d = mkdtempSync(join(tmpdir(), "svc-run-files-removed-"))
+    const owner = FileRunFiles.make(d)
+    expect(await run(owner.wasRemoved("rA"))).toBe(false)
+    await run(owner.append("rA.1", "stdout", "printed\n"))
+    await run(owner.noteRemoved(["rA", "rB"]))
+    await run(owner.noteRemoved([]))
+    await run(owner.noteRemoved(["rC"]))
+    expect(readFileSync(join(d, FileRunFiles.REMOVED_LIST), "utf8")).toBe("rA\nrB\nrC\n")
+    expect(statSync(join(d, FileRunFiles.REMOVED_LIST)).mode & 0o777).toBe(0o600)
+    expect(await run(owner.wasRemoved("rA"))).toBe(true)
+    expect(await run(owner.wasRemoved("rC"))).toBe(true)
+    // A whole id only: one that another begins with, or ends with, is not it.
+    expect(await run(owner.wasRemoved("r"))).toBe(false)
+    expect(await run(owner.wasRemoved("A"))).toBe(false)
+    expect(await run(owner.wasRemoved("rD"))).toBe(false)
+    // The list is not an attempt's output: the sweep that lists the attempts never sees (or removes) it.
+    expect(await run(owner.attempts)).toEqual(["rA.1"])
+    // Read by a later runtime of the same home.
+    expect(await run(FileRunFiles.make(d).wasRemoved("rB"))).toBe(true)
+    rmSync(d, { recursive: true, force: true })
+  })
+
+  it("keep the latest ones only, cut back once the list holds twice as many, by every runtime of the home", async () => {
+    const d = mkdtempSync(join(tmpdir(), "svc-run-files-removed-cut-"))
+    const ids = Array.from({ length: 13 }, (_, i) => `r${i}`)
+    const first = FileRunFiles.make(d, undefined, 3)
+    await run(first.noteRemoved(ids.slice(0, 4)))
+    await run(first.noteRemoved(ids.slice(4, 6)))
+    // Six: not yet more than twice three.
+    expect(readFileSync(join(d, FileRunFiles.REMOVED_LIST), "utf8")).toBe(ids.slice(0, 6).map((r) => `${r}\n`).join(""))
+    await run(first.noteRemoved([ids[6]!]))
+    expect(readFileSync(join(d, FileRunFiles.REMOVED_LIST), "utf8")).toBe("r4\nr5\nr6\n")
+    expect(await run(first.wasRemoved("r3"))).toBe(false)
+    expect(await run(first.wasRemoved("r4"))).toBe(true)
+    // A later runtime counts what the list holds before adding to it.
+    const later = FileRunFiles.make(d, undefined, 3)
+    await run(later.noteRemoved(ids.slice(7, 10)))
+    expect(readFileSync(join(d, FileRunFiles.REMOVED_LIST), "utf8")).toBe(ids.slice(4, 10).map((r) => `${r}\n`).join(""))
+    await run(later.noteRemoved(ids.slice(10, 13)))
+    expect(readFileSync(join(d, FileRunFiles.REMOVED_LIST), "utf8")).toBe("r10\nr11\nr12\n")
+    expect(readdirSync(d)).toEqual([FileRunFiles.REMOVED_LIST])
+    rmSync(d, { recursive: true, force: true })
+  })
+
+  it("a list that cannot be written is said in a warning, and the caller goes on; one that cannot be read says nothing was removed", async () => {
+    const d = mkdtempSync(join(tmpdir(), "svc-run-files-removed-bad-"))
+    // A directory where the list should be: neither written nor read.
+    mkdirSync(join(d, FileRunFiles.REMOVED_LIST))
+    const owner = FileRunFiles.make(d)
+    const logs: Array<string> = []
+    const logger = Logger.make(({ logLevel, message }) => void logs.push(`${logLevel.label} ${String(message)}`))
+    await run(owner.noteRemoved(["rA"]).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger))))
+    expect(logs).toEqual([expect.stringMatching(new RegExp(`^WARN the runs whose output is removed could not be noted in ${d}/removed-output \\(EISDIR`))])
+    expect(await run(owner.wasRemoved("rA"))).toBe(false)
+    rmSync(d, { recursive: true, force: true })
   })
 })
