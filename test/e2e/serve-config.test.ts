@@ -466,7 +466,7 @@ describe("svc serve configuration", () => {
     const listed = await svc(["runs", "list"], { cwd: home, home })
     expect(listed.stderr).toBe(`svc: svc serve is not running for ${home} (no ${home}/admin.sock): start it with svc serve (svc journal tail reads the journal meanwhile)\n`)
     const negative = await svc(["journal", "tail", "-n", "-1"], { cwd: home, home })
-    expect({ code: negative.code, stderr: negative.stderr }).toEqual({ code: 2, stderr: "svc journal tail: --lines takes how many of the last events to show, 0 or more, not -1 (svc journal tail --help)\n" })
+    expect({ code: negative.code, stderr: negative.stderr }).toEqual({ code: 2, stderr: "svc journal tail: -n (--lines) takes how many of the last events to show, 0 or more, not -1 (svc journal tail --help)\n" })
     const scope = await svc(["workers", "invite", "--scope", "hasher:checksum"], { cwd: home, home })
     expect(scope.code).toBe(2)
     expect(scope.stderr).toContain('--scope names versioned jobs as BAG:JOB@VERSION (such as hasher:checksum@1.0.0); "hasher:checksum" is not')

@@ -176,7 +176,9 @@ const PlacementActivity = Schema.Struct({
   requiredBins: Schema.Array(Schema.String),
   preferredLabels: Schema.Array(Schema.String),
   bounds: Schema.Array(Schema.String),
-  declinedBy: Schema.Array(Schema.String)
+  declinedBy: Schema.Array(Schema.String),
+  /** The placement rules' revision (absent before version 4: revision 1). */
+  rules: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { exact: true })
 })
 const Ledger = Schema.Struct({ capacity: Schema.Number, used: Schema.Number })
 const PlacementCandidate = Schema.Struct({
@@ -339,7 +341,7 @@ export const CURRENT_VERSION: { readonly [K in EventType]: number } = {
   SessionStarted: 1,
   WorkerAdvertised: 2,
   RunSubmitted: 1,
-  PlacementDecided: 3,
+  PlacementDecided: 4,
   AttemptStarted: 1,
   AttemptDeclined: 1,
   AttemptReported: 1,

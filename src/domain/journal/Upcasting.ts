@@ -44,6 +44,9 @@ const PACKED: { readonly [K in EventType]?: { readonly since: number; readonly p
   // may carry why a candidate's advertisement is not alive (its flags' silence bits): a v2 reader
   // would drop them without a word and misread the decision, so they raised the version (a
   // reader refuses a version newer than it knows). A v2 payload reads as v3 with no silence.
+  // v4, the same layout again, may carry the placement rules' revision in its activity (`rules`):
+  // a v3 reader would drop it and audit a decision by revision 2 as one by revision 1. A v2 or
+  // v3 payload reads as v4 without it (revision 1).
   PlacementDecided: { since: 2, pack: packPlacement, unpack: unpackPlacement }
 }
 

@@ -133,7 +133,7 @@ const bounded = <K, V>(map: Map<K, V>, key: K, make: () => V): V => {
 }
 
 /** Everything layer 1's static part reads of the activity (so its records' texts too). */
-const requirementsKey = (a: Activity) => JSON.stringify([a.address, a.digest, a.executor, a.remoteEligible, a.requiredLabels, a.requiredBins, a.bounds])
+const requirementsKey = (a: Activity) => JSON.stringify([a.address, a.digest, a.executor, a.remoteEligible, a.requiredLabels, a.requiredBins, a.bounds, a.rules ?? 1])
 
 const sameConfiguration = (x: Configuration, y: Candidate) =>
   x.id === y.id &&

@@ -53,15 +53,19 @@ export class Layer1 {
       if (c.revoked) (out ??= []).push((this.revoked ??= x("revoked", "revoked")))
       if (!a.remoteEligible) (out ??= []).push((this.notRemote ??= x("not-remote-eligible", `${a.address} is not remote-eligible: it stays on the owner`)))
       if (c.scope.length > 0 && !has(c.scope, a.address)) (out ??= []).push((this.outOfScope ??= x("out-of-scope", `${a.address} is outside its scope`)))
-      let held: Candidate["artifacts"][number] | undefined
-      for (const h of c.artifacts) {
-        if (h.address === a.address) {
-          held = h
-          break
+      // A job that stays on the owner is not advertised by the workers that hold it: whether one
+      // does is not known, and revision 2 of the rules no longer says it does not.
+      if (a.remoteEligible || (a.rules ?? 1) < 2) {
+        let held: Candidate["artifacts"][number] | undefined
+        for (const h of c.artifacts) {
+          if (h.address === a.address) {
+            held = h
+            break
+          }
         }
+        if (held === undefined) (out ??= []).push((this.notHeld ??= x("job-not-held", `it does not hold ${a.address}`)))
+        else if (held.digest !== a.digest) (out ??= []).push((this.otherDigest ??= x("digest-mismatch", `it holds ${a.address} with another digest`)))
       }
-      if (held === undefined) (out ??= []).push((this.notHeld ??= x("job-not-held", `it does not hold ${a.address}`)))
-      else if (held.digest !== a.digest) (out ??= []).push((this.otherDigest ??= x("digest-mismatch", `it holds ${a.address} with another digest`)))
     }
     if (!has(c.capabilities, a.executor)) (out ??= []).push((this.noExecutor ??= x("missing-capability", `lacks the ${a.executor} executor`)))
     for (const label of a.requiredLabels) {

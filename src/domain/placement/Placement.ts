@@ -83,7 +83,20 @@ export interface Activity {
   readonly bounds: ReadonlyArray<string>
   /** Hosts that declined an earlier attempt of this activity: not offered it again. */
   readonly declinedBy: ReadonlyArray<string>
+  /**
+   * The revision of the placement rules the decision is made by (docs/placement.md, "Rules
+   * revisions"): absent in decisions recorded before there were revisions, which are judged by
+   * revision 1 again when audited; a decision made now says `PLACEMENT_RULES`.
+   */
+  readonly rules?: number
 }
+
+/**
+ * The placement rules' revision decisions are made by now. 2: a worker is not also said not to
+ * hold a job that is not remote-eligible (it advertises only the jobs it may be given, so whether
+ * it holds one that stays on the owner is not known; revision 1 said "it does not hold" it).
+ */
+export const PLACEMENT_RULES = 2
 
 
 /** The logical quota admission reserved, and a shared endpoint's aggregate cap, when used. */

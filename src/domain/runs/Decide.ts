@@ -21,7 +21,7 @@ import {
   type RunJob
 } from "../journal/Events.js"
 import type { FeasibilityCache } from "../placement/Feasibility.js"
-import { place, type Activity, type Candidate, type Outcome, type Quotas } from "../placement/Placement.js"
+import { place, PLACEMENT_RULES, type Activity, type Candidate, type Outcome, type Quotas } from "../placement/Placement.js"
 import { ACTIVE, attemptId, lastAttempt, placedRun, placementKey, submittedRun, TERMINAL, type AttemptRecord, type RunRecord, type RunsState } from "./Runs.js"
 
 export type RunRejectionCode = "unknown-run" | "run-exists" | "run-finished" | "unknown-activity" | "superseded" | "out-of-scope" | "already-reported"
@@ -105,7 +105,8 @@ export const activityOf = (run: RunRecord): Activity => ({
   requiredBins: run.job.requiredBins,
   preferredLabels: run.preferredLabels,
   bounds: run.job.bounds,
-  declinedBy: run.declinedBy
+  declinedBy: run.declinedBy,
+  rules: PLACEMENT_RULES
 })
 
 /** How the host was chosen among those with room, for the placement record. */

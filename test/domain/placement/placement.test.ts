@@ -2,7 +2,7 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { makeFeasibilityCache } from "../../../src/domain/placement/Feasibility.js"
-import { BOUNDS_CAPABILITY, capacity, eligibility, explain, place, sharedNames, type Activity, type Candidate, type Quotas } from "../../../src/domain/placement/Placement.js"
+import { BOUNDS_CAPABILITY, capacity, eligibility, explain, place, PLACEMENT_RULES, sharedNames, type Activity, type Candidate, type Quotas } from "../../../src/domain/placement/Placement.js"
 
 const job = "hasher:checksum@1.0.0"
 const activity: Activity = { id: "a1", address: job, digest: "sha256:d1", executor: "node", remoteEligible: true, requiredLabels: [], requiredBins: [], preferredLabels: [], bounds: [], declinedBy: [] }
@@ -49,6 +49,27 @@ describe("layer 1, eligibility", () => {
     expect(said({ silence: "unheard" })).toEqual([["advertisement-expired", "no advertisement from it since the owner started"]])
     // Nothing advertised yet: what it lacks follows from that, and is not listed.
     expect(said({ silence: "never", artifacts: [], capabilities: [], labels: [] })).toEqual([["advertisement-expired", "it has not advertised yet"]])
+  })
+
+  it("a job that is not remote-eligible: a worker is not also said not to hold it (it never advertises one), but was by revision 1 of the rules", () => {
+    const local = { ...activity, remoteEligible: false, rules: PLACEMENT_RULES }
+    const codes = (c: Candidate, a: Activity) => eligibility(c, a).map((e) => e.code)
+    expect(codes(worker("w", { artifacts: [] }), local)).toEqual(["not-remote-eligible"])
+    expect(codes(worker("w", { artifacts: [{ address: job, digest: "sha256:other" }] }), local)).toEqual(["not-remote-eligible"])
+    // What it does know of the worker is still said.
+    expect(codes(worker("w", { artifacts: [], revoked: true, scope: ["other:job@1"] }), { ...local, requiredLabels: ["gpu=true"] })).toEqual(["revoked", "not-remote-eligible", "out-of-scope", "missing-label"])
+    // A decision recorded before revisions (no `rules`) is judged as it was made.
+    const { rules: _, ...unrevised } = local
+    expect(codes(worker("w", { artifacts: [] }), unrevised)).toEqual(["not-remote-eligible", "job-not-held"])
+    expect(codes(worker("w", { artifacts: [] }), { ...local, rules: 1 })).toEqual(["not-remote-eligible", "job-not-held"])
+    // A job that may go to workers is checked for holding under every revision.
+    expect(codes(worker("w", { artifacts: [] }), { ...activity, rules: PLACEMENT_RULES })).toEqual(["job-not-held"])
+    // The verdicts cached across decisions are per revision too.
+    const cache = makeFeasibilityCache()
+    const candidates = [owner, worker("w", { artifacts: [] })]
+    const verdictOf = (a: Activity) => place(a, candidates, free, cache).verdicts.find((v) => v.candidate === "w")!.exclusions.map((e) => e.code)
+    expect(verdictOf({ ...unrevised, id: "a2" })).toEqual(["not-remote-eligible", "job-not-held"])
+    expect(verdictOf({ ...local, id: "a3" })).toEqual(["not-remote-eligible"])
   })
 
   it("the owner is never excluded for scope, holding or remote eligibility, but is for what it lacks", () => {

@@ -14,7 +14,7 @@ import { describe, expect, it } from "vitest"
 import { CURRENT_VERSION, Event, type Envelope, type PlacementDecided, type RunJob } from "../../../src/domain/journal/Events.js"
 import { canonicalState, evolve, fold, initialState, initialStateRetaining, type OwnerState } from "../../../src/domain/journal/OwnerState.js"
 import { stateFromCanonical, type CanonicalState } from "../../../src/domain/journal/Snapshot.js"
-import type { Candidate } from "../../../src/domain/placement/Placement.js"
+import { PLACEMENT_RULES, type Candidate } from "../../../src/domain/placement/Placement.js"
 import { auditPlacement } from "../../../src/domain/runs/AuditPlacement.js"
 import * as D from "../../../src/domain/runs/Decide.js"
 import { historyOf } from "../../../src/domain/runs/History.js"
@@ -862,6 +862,26 @@ describe("auditPlacement", () => {
     expect(diverged(tampered({ record: { ...recorded.record, selectionProvenance: "locality: the owner keeps what it can run" } }))).toEqual([
       'selection provenance: recorded "locality: the owner keeps what it can run", now "stated preference"'
     ])
+  })
+
+  it("a decision is audited by the rules' revision it was made by: one recorded before revisions (an owner-only job that workers 'do not hold') is reproduced, and would not be by revision 2", () => {
+    // A worker that holds the job advertises only what it may be given: an owner-only job is never in its advertisement.
+    const now = decided([submit("r1", LOCAL)], place("r1", [ownerHost(), worker("w1", { artifacts: [] })]))
+    expect(now.activity.rules).toBe(PLACEMENT_RULES)
+    const w1 = now.verdicts.find((v) => v.candidate === "w1")!
+    expect(w1.exclusions).toEqual([{ layer: "eligibility", code: "not-remote-eligible", text: "demo:local@1.0.0 is not remote-eligible: it stays on the owner" }])
+    expect(auditPlacement(now)).toEqual({ reproduced: true })
+    // As an owner before revisions recorded it: no `rules`, and the worker said not to hold the job.
+    const { rules: _, ...unrevised } = now.activity
+    const held = { layer: "eligibility" as const, code: "job-not-held", text: "it does not hold demo:local@1.0.0" }
+    const before = tampered({ ...now, activity: unrevised, verdicts: now.verdicts.map((v) => (v.candidate === "w1" ? { ...v, exclusions: [...v.exclusions, held] } : v)) })
+    expect(auditPlacement(before)).toEqual({ reproduced: true })
+    // Stored and read back (v4's optional field absent), it is still judged by revision 1.
+    const read = Schema.decodeUnknownSync(Event)(JSON.parse(JSON.stringify(Schema.encodeSync(Event)(before)))) as PlacementDecided
+    expect(read.activity).not.toHaveProperty("rules")
+    expect(auditPlacement(read)).toEqual({ reproduced: true })
+    // The same record claiming revision 2 is not what revision 2 decides.
+    expect(diverged({ ...before, activity: { ...unrevised, rules: 2 } } as PlacementDecided)).toEqual(["candidate w1 (box-w1): recorded exclusions not-remote-eligible,job-not-held, now not-remote-eligible"])
   })
 
   it("a tampered input (a candidate's labels) changes the decision, and the audit names it", () => {

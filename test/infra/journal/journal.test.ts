@@ -13,7 +13,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import { Journal, layerMemory } from "../../../src/app/journal/Journal.js"
 import { PlacementDecided, WorkerJoined } from "../../../src/domain/journal/Events.js"
-import { place } from "../../../src/domain/placement/Placement.js"
+import { place, PLACEMENT_RULES } from "../../../src/domain/placement/Placement.js"
 import { layer as readerLayer } from "../../../src/infra/journal/JournalReader.js"
 import { layer as sqliteLayer } from "../../../src/infra/journal/SqliteJournal.js"
 import { layerStore } from "../../../src/infra/journal/SqliteStore.js"
@@ -230,7 +230,7 @@ describe("SQLite journal", () => {
     }).pipe(Effect.provide(sqliteLayer(tempFile())))
   )
 
-  it.effect("stores a PlacementDecided packed (version 3) and reads it back as the event it was; version 2, the same layout, reads alike; a later one is refused", () =>
+  it.effect("stores a PlacementDecided packed (version 4) and reads it back as the event it was; versions 2 and 3, the same layout, read alike (without the rules' revision); a later one is refused", () =>
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const journal = yield* Journal
@@ -249,7 +249,7 @@ describe("SQLite journal", () => {
         artifacts: [{ address: "a:b@1.0.0", digest: "sha256:d" }],
         slots: { capacity: 2, used: i % 3 }
       }))
-      const activity = { id: "r1", address: "a:b@1.0.0", digest: "sha256:d", executor: "node", remoteEligible: true, requiredLabels: ["pool=a"], requiredBins: [], preferredLabels: [], bounds: [], declinedBy: [] }
+      const activity = { id: "r1", address: "a:b@1.0.0", digest: "sha256:d", executor: "node", remoteEligible: true, requiredLabels: ["pool=a"], requiredBins: [], preferredLabels: [], bounds: [], declinedBy: [], rules: PLACEMENT_RULES }
       const quotas = { logical: null, endpoint: null }
       const o = place(activity, candidates, quotas)
       const event = new PlacementDecided({
@@ -267,18 +267,25 @@ describe("SQLite journal", () => {
       })
       yield* journal.append({ stream: "run-r1", expectedVersion: 0, events: [event] })
       const [row] = yield* sql<{ schema_version: number; payload: string }>`SELECT schema_version, payload FROM events`
-      expect(row!.schema_version).toBe(3)
+      expect(row!.schema_version).toBe(4)
       expect(JSON.parse(row!.payload)).toHaveProperty("exclusions")
+      expect(JSON.parse(row!.payload)).toHaveProperty("activity.rules", PLACEMENT_RULES)
       const [read] = yield* journal.read(0, 10)
       expect(read!.event).toEqual(event)
-      // As the builds before version 3 wrote it (some with the silence bits already).
-      yield* sql`UPDATE events SET schema_version = 2`
-      const [asTwo] = yield* journal.read(0, 10)
-      expect(asTwo!.event).toEqual(event)
+      // As the builds before version 4 wrote it (no rules' revision), and before version 3 (some
+      // with the silence bits already): read as decisions by revision 1 of the rules.
+      const { rules: _, ...unrevised } = activity
+      yield* sql`UPDATE events SET payload = json_remove(payload, '$.activity.rules')`
+      for (const version of [3, 2]) {
+        yield* sql`UPDATE events SET schema_version = ${version}`
+        const [before] = yield* journal.read(0, 10)
+        expect(before!.event).toEqual(new PlacementDecided({ ...event, activity: unrevised }))
+        expect((before!.event as PlacementDecided).activity).not.toHaveProperty("rules")
+      }
       // A reader refuses a version newer than it knows, rather than drop what it cannot read.
-      yield* sql`UPDATE events SET schema_version = 4`
+      yield* sql`UPDATE events SET schema_version = 5`
       const later = yield* Effect.either(journal.read(0, 10))
-      expect(Either.isLeft(later) && later.left.message).toContain("PlacementDecided version 4 is newer than this svc understands (at most 3)")
+      expect(Either.isLeft(later) && later.left.message).toContain("PlacementDecided version 5 is newer than this svc understands (at most 4)")
     }).pipe(Effect.provide(sqliteLayer(tempFile())))
   )
 

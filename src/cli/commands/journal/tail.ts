@@ -51,7 +51,7 @@ const TAIL_PAGE = 500
 export const tailCommand = Command.make("tail", { json, lines, follow }, ({ follow, json, lines }) =>
   journalFailure(
     Effect.gen(function* () {
-      if (lines < 0) return yield* usage(`--lines takes how many of the last events to show, 0 or more, not ${lines}`)
+      if (lines < 0) return yield* usage(`-n (--lines) takes how many of the last events to show, 0 or more, not ${lines}`)
       const file = storePath((yield* SvcHome).path)
       // Following a home whose owner has not started yet: it waits for the store, and every event
       // in it is new (it read the empty journal of the missing file for ever, and showed nothing).
