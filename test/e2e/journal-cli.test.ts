@@ -20,6 +20,7 @@ import { layer as sqliteLayer } from "../../src/infra/journal/SqliteJournal.js"
 import { storePath } from "../../src/infra/journal/StoreFile.js"
 import { hash } from "../support/events.js"
 import { SVC_BIN, svc, tempDir } from "../support/svc.js"
+import { waitFor } from "../support/serve.js"
 
 let home: string
 const run = (...args: Array<string>) => svc(args, { cwd: home, home })
@@ -413,11 +414,17 @@ describe("svc journal and svc audit", () => {
     const child = spawn(process.execPath, [SVC_BIN, "journal", "tail", "--follow", "--json"], { env: { PATH: process.env["PATH"] ?? "", HOME: home, SVC_HOME: home }, stdio: ["ignore", "pipe", "pipe"] })
     let stderr = ""
     child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d))
+    let stdout = ""
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d))
     const exited = new Promise<number | null>((resolve) => child.on("close", resolve))
-    const first = new Promise<string>((resolve) => child.stdout.once("data", (d: Buffer) => resolve(d.toString("utf8"))))
     await new Promise((resolve) => setTimeout(resolve, 700))
     await writeHistory(file, false)
-    expect(JSON.parse((await first).split("\n")[0]!)).toMatchObject({ sequence: 1, type: "WorkerInvited" })
+    const written = (await run("journal", "export")).stdout.trim().split("\n").length
+    const sequences = () => stdout.split("\n").filter((l) => l !== "").map((l) => (JSON.parse(l) as { sequence: number }).sequence)
+    await waitFor("every event shown", async () => sequences(), (seen) => seen.includes(written), { timeoutMs: 10_000, everyMs: 100 })
+    // Each once, from the first: the first 20 were shown twice (as the last 20 of an empty journal, then as new).
+    expect(sequences()).toEqual(Array.from({ length: written }, (_, i) => i + 1))
+    expect(JSON.parse(stdout.split("\n")[0]!)).toMatchObject({ sequence: 1, type: "WorkerInvited" })
     // The reader goes away; the next events written find the pipe closed.
     child.stdout.destroy()
     await writeRun(file)

@@ -73,7 +73,9 @@ export const tailCommand = Command.make("tail", { json, lines, follow }, ({ foll
           for (const r of rs) if (isUnreadable(r)) unreadable.push(r.row.sequence)
           return json ? printLines(rs.map((r) => JSON.stringify(readJson(r)))) : printLines(rs.map(readLine))
         }
-        yield* print(yield* readRange(journal, Math.max(0, head - Math.max(0, lines)), Math.max(0, lines)))
+        // Waited for: every event is new, and comes once, from the first, below (the last N of the
+        // journal as it was, empty, were read here from the store as it is now, then again as new).
+        if (!fromStart) yield* print(yield* readRange(journal, Math.max(0, head - Math.max(0, lines)), Math.max(0, lines)))
         if (!follow) return
         let after = head
         yield* Effect.gen(function* () {
