@@ -356,6 +356,25 @@ describe("svc journal and svc audit", () => {
     expect(history.stderr).toBe("svc: the journal is not whole: 1 of its 11 events is missing (rows were deleted from it; svc journal replay names them), so this run's story may lack some\n")
   })
 
+  it("history of a run whose events were the journal's last, deleted, says so from the latest checkpoint (no gap is left in the sequences)", async () => {
+    const file = storePath(home)
+    await writeHistory(file, false)
+    await writeRun(file)
+    // A checkpoint after the run's stop, then its placement and stop deleted: the journal ends at its submission.
+    await Effect.runPromise(Effect.flatMap(Projections, (p) => p.checkpoint).pipe(Effect.provide(projectionsLayer.pipe(Layer.provideMerge(sqliteLayer(file)), Layer.provideMerge(NodeHashing.layer))), Effect.scoped))
+    const db = new Database(file)
+    const [head, submitted] = [db.prepare("SELECT MAX(sequence) FROM events").pluck().get() as number, db.prepare("SELECT MIN(sequence) FROM events WHERE stream = 'run-r1'").pluck().get() as number]
+    db.prepare("DELETE FROM events WHERE sequence > ?").run(submitted)
+    db.close()
+    const history = await run("journal", "history", "r1")
+    expect(history.code).toBe(1)
+    expect(history.stdout).toContain("run r1: 1 event in the journal; 0 placement decisions")
+    expect(history.stderr).toBe(
+      `svc: the journal is not whole: its latest checkpoint is at sequence ${head}, past its last event ${submitted} (its last events were deleted, or it is a copy made without its -wal file), so this run's story may lack some\n`
+    )
+    expect(JSON.parse((await run("journal", "history", "r1", "--json")).stdout)).toMatchObject({ run: "r1", checkpointPastEnd: head })
+  })
+
   // As another user (nobody), who must be able to run svc from where it is built.
   const nobodyRunsSvc = process.getuid?.() === 0 && spawnSync(process.execPath, [SVC_BIN, "--version"], { uid: 65534, gid: 65534 }).status === 0
   it.skipIf(!nobodyRunsSvc)("a cleanly stopped home its reader cannot write is said so, with what to do, by every command (SQLite's 'attempt to write a readonly database' was shown) (needs root, to run as nobody)", async () => {

@@ -2,6 +2,7 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Effect from "effect/Effect"
+import { Checkpoints } from "../../../app/journal/Checkpoints.js"
 import { Journal } from "../../../app/journal/Journal.js"
 import type { SequenceGap } from "../../../app/journal/Replay.js"
 import { hostWords } from "../../../domain/placement/Placement.js"
@@ -17,7 +18,7 @@ export const historyLines = (runId: string, entries: ReadonlyArray<HistoryEntry>
   const decisions = entries.filter((e) => e.decision !== undefined)
   const diverged = decisions.filter((e) => e.decision!.reproduced === false).length
   const lines = [
-    `run ${runId}: ${entries.length} events in the journal; ${decisions.length} placement decision${decisions.length === 1 ? "" : "s"}, re-run through the current placement code: ${
+    `run ${runId}: ${entries.length} event${entries.length === 1 ? "" : "s"} in the journal; ${decisions.length} placement decision${decisions.length === 1 ? "" : "s"}, re-run through the current placement code: ${
       diverged === 0 ? "every one reproduced" : `${diverged} DIVERGE${diverged === 1 ? "S" : ""}`
     }`
   ]
@@ -47,13 +48,19 @@ export const historyCommand = Command.make("history", { run: Args.text({ name: "
         const expected = i === 0 ? 1 : envelopes[i - 1]!.streamVersion + 1
         if (e.streamVersion !== expected) missing.push({ from: expected, to: e.streamVersion - 1 })
       })
-      // Its last events deleted leave its versions whole: the journal's sequences then have a gap.
+      // Its last events deleted leave its versions whole: the journal's sequences then have a gap,
+      // or, the journal's own last events deleted, its latest checkpoint saw events it no longer holds.
       const [head, held] = [yield* journal.head, yield* journal.count]
+      const checkpoint = yield* (yield* Checkpoints).latest
+      const cutShort = checkpoint !== undefined && checkpoint.sequence > head ? checkpoint.sequence : undefined
       const problems = [
         ...(missing.length === 0
           ? []
           : [`the run's stream is not whole: ${missing.map((g) => (g.from === g.to ? `its event ${g.from} is missing` : `its events ${g.from}-${g.to} are missing`)).join(", ")} (stream versions), deleted from the journal`]),
-        ...(held < head ? [`the journal is not whole: ${(head - held).toLocaleString("en-US")} of its ${head.toLocaleString("en-US")} events ${head - held === 1 ? "is" : "are"} missing (rows were deleted from it; svc journal replay names them), so this run's story may lack some`] : [])
+        ...(held < head ? [`the journal is not whole: ${(head - held).toLocaleString("en-US")} of its ${head.toLocaleString("en-US")} events ${head - held === 1 ? "is" : "are"} missing (rows were deleted from it; svc journal replay names them), so this run's story may lack some`] : []),
+        ...(cutShort !== undefined
+          ? [`the journal is not whole: its latest checkpoint is at sequence ${cutShort.toLocaleString("en-US")}, past its last event ${head.toLocaleString("en-US")} (its last events were deleted, or it is a copy made without its -wal file), so this run's story may lack some`]
+          : [])
       ]
       const missingText = problems.length === 0 ? undefined : problems.join("; ")
       // Each event's own fields beside its sentence (a host's id, an exit code, a fence: scripts had
@@ -68,7 +75,8 @@ export const historyCommand = Command.make("history", { run: Args.text({ name: "
           run,
           events: entries.map((e) => ({ ...e, at: new Date(e.at).toISOString(), ...fieldsOf(e.sequence) })),
           ...(missing.length > 0 ? { missingStreamVersions: missing } : {}),
-          ...(held < head ? { missingEvents: head - held } : {})
+          ...(held < head ? { missingEvents: head - held } : {}),
+          ...(cutShort !== undefined ? { checkpointPastEnd: cutShort } : {})
         })
       }
       else yield* printLines(historyLines(run, entries))
