@@ -119,7 +119,7 @@ describe("svc journal and svc audit", () => {
     expect(out.code).toBe(1)
     expect(out.stdout).toContain("checkpoint at sequence 8: DIVERGES")
     expect(out.stdout).toMatch(
-      new RegExp(`divergence \\(checkpoint, sequence 8\\): the projections rebuilt to sequence 8 have digest ${PROJECTION_FORM}:[0-9a-f]{9}, the checkpoint says ${PROJECTION_FORM}:fffffffff`)
+      new RegExp(`divergence \\(checkpoint, sequence 8\\): the projections rebuilt to sequence 8 have digest ${PROJECTION_FORM}:[0-9a-f]{64}, the checkpoint says ${PROJECTION_FORM}:${"f".repeat(64)}\n`)
     )
   })
 

@@ -217,7 +217,8 @@ export const replay = (owner: { readonly state: Effect.Effect<LiveOwnerState | s
             divergences.push({
               against: "checkpoint",
               sequence: checkpoint.sequence,
-              message: `the projections rebuilt to sequence ${checkpoint.sequence} have digest ${digest.slice(0, 12)}, the checkpoint says ${checkpoint.digest.slice(0, 12)}`
+              // Whole: cut to a few digits, two digests that differ only further on read alike.
+              message: `the projections rebuilt to sequence ${checkpoint.sequence} have digest ${digest}, the checkpoint says ${checkpoint.digest}`
             })
           }
         })

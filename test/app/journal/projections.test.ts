@@ -294,8 +294,19 @@ describe("checkpoints", () => {
     const bad = await replayStore(file)
     expect(bad.checkpoint).toMatchObject({ sequence: 2, matches: false })
     expect(bad.divergences).toEqual([
-      { against: "checkpoint", sequence: 2, message: expect.stringMatching(new RegExp(`rebuilt to sequence 2 have digest ${PROJECTION_FORM}:[0-9a-f]{9}, the checkpoint says ${PROJECTION_FORM}:000000000`)) }
+      { against: "checkpoint", sequence: 2, message: expect.stringMatching(new RegExp(`rebuilt to sequence 2 have digest ${PROJECTION_FORM}:[0-9a-f]{64}, the checkpoint says ${PROJECTION_FORM}:${"0".repeat(64)}$`)) }
     ])
+    // One that differs only in its last digit is told apart (both were cut to 9 digits, and read alike).
+    const right = bad.divergences[0]!.message.match(/have digest (\S+),/)![1]!
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`UPDATE checkpoints SET digest = ${`${right.slice(0, -1)}${right.endsWith("0") ? "1" : "0"}`}`
+      }).pipe(Effect.provide(sqliteLayer(file)), Effect.scoped)
+    )
+    const last = (await replayStore(file)).divergences[0]!.message
+    expect(last).toContain(`have digest ${right}, the checkpoint says ${right.slice(0, -1)}`)
+    expect(last.endsWith(right)).toBe(false)
   })
 
   it("a checkpoint past the journal's end means events are missing", async () => {
