@@ -10,8 +10,8 @@ import { suggest } from "../domain/manifest/internal/suggest.js"
 
 export class ConfigFileError extends Error {}
 
-export const runtimeEnv = async (home: string, env: NodeJS.ProcessEnv = process.env): Promise<Record<string, string | undefined>> => {
-  const file = nodePath.join(home, "svc.yaml")
+/** The variables svc.yaml sets under `services.workflows.runtime.env` (none without the file). */
+const fileEnv = async (file: string): Promise<Record<string, string>> => {
   const text = await fs.readFile(file, "utf8").catch(() => undefined)
   const fromFile: Record<string, string> = {}
   if (text !== undefined) {
@@ -28,6 +28,16 @@ export const runtimeEnv = async (home: string, env: NodeJS.ProcessEnv = process.
       for (const [k, v] of Object.entries(section)) if (v !== null && v !== undefined) fromFile[k] = String(v)
     }
   }
+  return fromFile
+}
+
+/**
+ * The runtime's environment as `svc serve` reads it: svc.yaml's, then the process's over it; a
+ * variable named like a setting that svc does not know is refused (a misspelt one).
+ */
+export const runtimeEnv = async (home: string, env: NodeJS.ProcessEnv = process.env): Promise<Record<string, string | undefined>> => {
+  const file = nodePath.join(home, "svc.yaml")
+  const fromFile = await fileEnv(file)
   // An empty one (or blanks) is unset (`SVC_WORKFLOW_OUTPUT_LIMIT= svc serve`): it put the default in place of svc.yaml's value without a word.
   const fromEnv = Object.fromEntries(Object.entries(env).filter(([k, v]) => k.startsWith("SVC_WORKFLOW_") && isSet(v)))
   // A misspelt setting would leave its default in force without a word (SVC_WORKFLOW_CAPACTY: 3).
@@ -37,6 +47,20 @@ export const runtimeEnv = async (home: string, env: NodeJS.ProcessEnv = process.
     throw new ConfigFileError(`${where} sets ${name}, which svc does not know${near === undefined ? "" : `; did you mean ${near}?`} (it knows ${SETTINGS.join(", ")})`)
   }
   return { ...fromFile, ...fromEnv }
+}
+
+/**
+ * One setting, for a command that reads the runtime's settings without being it (`svc journal
+ * replay` needs only SVC_WORKFLOW_RETAINED_RUNS): set in the environment, svc.yaml is not read;
+ * otherwise svc.yaml's value, whatever else the file or the environment sets (settings this svc
+ * does not know, in a home a newer svc or a worker wrote, are `svc serve`'s to refuse, not a
+ * reader's). A file that cannot be read as svc.yaml is refused all the same: its value is unknown.
+ */
+export const settingFor = async (home: string, name: string, env: NodeJS.ProcessEnv = process.env): Promise<{ readonly value: string | undefined; readonly from: "environment" | "svc.yaml" | "default" }> => {
+  const fromEnv = env[name]
+  if (isSet(fromEnv)) return { value: fromEnv, from: "environment" }
+  const value = (await fileEnv(nodePath.join(home, "svc.yaml")))[name]
+  return value === undefined ? { value: undefined, from: "default" } : { value, from: "svc.yaml" }
 }
 
 /** Whether an environment variable sets its setting: an empty one, or blanks, is unset. */

@@ -110,6 +110,30 @@ describe("svc journal and svc audit", () => {
     expect(doc).toMatchObject({ events: 8, head: 8, checkpoint: { sequence: 8, matches: true }, divergences: [] })
   })
 
+  it("replay reads only the setting it needs: what else svc.yaml or the environment sets is svc serve's to judge (a newer svc's or a worker's home is replayed)", async () => {
+    await writeHistory(storePath(home), true)
+    const yaml = (env: string) => writeFileSync(join(home, "svc.yaml"), `services:\n  workflows:\n    runtime:\n      env:\n${env}`)
+    const replay = (env: Record<string, string> = {}) => svc(["journal", "replay", "--json"], { cwd: home, home, env })
+    yaml("        SVC_WORKFLOW_FUTURE_KNOB: 1\n        SVC_WORKFLOW_RETAINED_RUNS: 7\n")
+    const known = await replay({ SVC_WORKFLOW_CAPACTY: "3" })
+    expect(known.code, known.stderr).toBe(0)
+    expect(JSON.parse(known.stdout)).toMatchObject({ retained: 7, divergences: [] })
+    // Set in the environment, svc.yaml is not read at all (as svc serve, the environment wins).
+    writeFileSync(join(home, "svc.yaml"), "services: [unclosed\n")
+    const fromEnv = await replay({ SVC_WORKFLOW_RETAINED_RUNS: "9" })
+    expect(fromEnv.code, fromEnv.stderr).toBe(0)
+    expect(JSON.parse(fromEnv.stdout)).toMatchObject({ retained: 9 })
+    // Otherwise a file that is not YAML leaves the setting unknown: refused, naming it.
+    const broken = await replay()
+    expect(broken.code).toBe(1)
+    expect(broken.stderr).toMatch(new RegExp(`^svc: ${join(home, "svc.yaml")} is not valid YAML: `))
+    // svc serve still refuses what it does not know.
+    yaml("        SVC_WORKFLOW_FUTURE_KNOB: 1\n")
+    const serve = await svc(["serve", "--listen", "127.0.0.1:0"], { cwd: home, home })
+    expect(serve.code).toBe(1)
+    expect(serve.stderr).toContain("sets SVC_WORKFLOW_FUTURE_KNOB, which svc does not know")
+  })
+
   it("replay exits 1 and names the divergence when the checkpoint disagrees", async () => {
     await writeHistory(storePath(home), true)
     await Effect.runPromise(

@@ -11,7 +11,7 @@ import { auditPlacements, replay, type LiveOwnerState } from "../../../app/journ
 import { parseRetainedRuns, RETAINED_RUNS_VARIABLE } from "../../../app/runs/Retention.js"
 import { initialStateRetaining } from "../../../domain/journal/OwnerState.js"
 import type { CanonicalState } from "../../../domain/journal/Snapshot.js"
-import { runtimeEnv } from "../../../infra/SvcConfig.js"
+import { settingFor } from "../../../infra/SvcConfig.js"
 import { adminCall } from "../../../infra/http/AdminApi.js"
 import { SvcHome } from "../../../infra/SvcHome.js"
 import { ANSWER_WITHIN, slowNotice } from "../../admin.js"
@@ -67,10 +67,10 @@ export const replayCommand = Command.make("replay", { json, audit }, ({ audit, j
       // command's environment's, else svc.yaml's (as svc serve reads it).
       const running = yield* live
       const liveRetain = typeof running === "object" ? (running.state as Partial<CanonicalState> | undefined)?.runs?.retain : undefined
-      const setting = typeof liveRetain === "number" ? undefined : (yield* Effect.tryPromise({ try: () => runtimeEnv(home), catch: (e) => refused(e instanceof Error ? e.message : String(e)) }))[RETAINED_RUNS_VARIABLE]
-      const retain = typeof liveRetain === "number" ? liveRetain : yield* Effect.mapError(parseRetainedRuns(setting), refused)
-      const retainedFrom: RetainedFrom =
-        typeof liveRetain === "number" ? "owner" : process.env[RETAINED_RUNS_VARIABLE] !== undefined ? "environment" : setting !== undefined ? "svc.yaml" : "default"
+      const setting =
+        typeof liveRetain === "number" ? undefined : yield* Effect.tryPromise({ try: () => settingFor(home, RETAINED_RUNS_VARIABLE), catch: (e) => refused(e instanceof Error ? e.message : String(e)) })
+      const retain = typeof liveRetain === "number" ? liveRetain : yield* Effect.mapError(parseRetainedRuns(setting?.value), refused)
+      const retainedFrom: RetainedFrom = typeof liveRetain === "number" ? "owner" : setting!.from
       // Compared after the fold with the owner's state at the journal's end: the answer already
       // fetched when the owner has not moved since (a large state costs the owner its writing),
       // else asked again.
