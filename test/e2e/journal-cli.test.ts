@@ -4,7 +4,7 @@
  */
 import Database from "better-sqlite3"
 import { spawn, spawnSync } from "node:child_process"
-import { chmodSync, chownSync, existsSync, mkdirSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs"
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
@@ -302,19 +302,37 @@ describe("svc journal and svc audit", () => {
     for (const args of commands) {
       const r = await run(...args)
       expect({ args, code: r.code }).toEqual({ args, code: 1 })
-      expect(r.stderr).toMatch(new RegExp(`^svc: (cannot read ${file}|reading the journal after sequence \\d+): database disk image is malformed\n$`))
+      // Named, with what to do, whichever read found it (the first page, or a later one as it was read).
+      expect(r.stderr).toMatch(new RegExp(`^svc: cannot read ${file}(: reading the journal after sequence \\d+)?: database disk image is malformed \\(the file is damaged: restore it from a backup, docs/operations\\.md, "Backups"; sqlite3's PRAGMA integrity_check says where\\)\n$`))
     }
     // Not a database at all.
     writeFileSync(file, "these are not the pages you are looking for\n".repeat(200))
-    await expectRefused("text", `cannot read ${file}: file is not a database`)
+    await expectRefused("text", `cannot read ${file}: file is not a database (the file is damaged: restore it from a backup, docs/operations.md, "Backups"; sqlite3's PRAGMA integrity_check says where)`)
     // A database with no tables (its first page only).
     rmSync(file)
     const bare = new Database(file)
-    bare.pragma("journal_mode = WAL")
+    bare.pragma("user_version = 1")
     bare.close()
     await expectRefused("no tables", `${file} holds no svc journal: it has no tables (svc serve makes them when it first starts in this home)`)
-    // A table dropped: it read as an empty, clean journal.
+    // A running owner's svc.sqlite copied alone: its tables were all in the -wal it was not copied with.
     rmSync(file)
+    const live = new Database(join(home, "live.sqlite"))
+    live.pragma("journal_mode = WAL")
+    live.pragma("wal_autocheckpoint = 0")
+    live.exec("CREATE TABLE events (sequence INTEGER PRIMARY KEY)")
+    copyFileSync(join(home, "live.sqlite"), file)
+    live.close()
+    await expectRefused(
+      "copied without -wal",
+      `${file} holds no svc journal: it has no tables, and it is a WAL journal with no ${file}-wal beside it: a copy of a running owner's svc.sqlite made without its -wal file, which held them? Copy svc.sqlite-wal with it (or use sqlite3's .backup: docs/operations.md, "Backups")`
+    )
+    // Its -wal alone: refused, not read as an empty journal.
+    rmSync(file, { force: true })
+    rmSync(`${file}-shm`, { force: true })
+    writeFileSync(`${file}-wal`, Buffer.alloc(4128, 1))
+    await expectRefused("-wal alone", `there is no ${file}, but there is ${file}-wal (4,128 bytes), which holds only the journal's last commits: copy svc.sqlite with it (docs/operations.md, "Backups")`)
+    rmSync(`${file}-wal`)
+    // A table dropped: it read as an empty, clean journal.
     await writeHistory(file, true)
     const db = new Database(file)
     db.exec("DROP TABLE events")

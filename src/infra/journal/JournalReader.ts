@@ -16,7 +16,7 @@ import { Checkpoints } from "../../app/journal/Checkpoints.js"
 import { Journal, JournalError } from "../../app/journal/Journal.js"
 import { prepareOutsideRuns, preparePage, prepareStream, readPage, readStreamOf } from "./EventRows.js"
 import { ioError } from "./IoError.js"
-import { openProblem, storeProblem, tablesOf } from "./StoreCheck.js"
+import { damaged, openProblem, storeProblem, tablesOf, walAlone } from "./StoreCheck.js"
 
 const readOnly = () => Effect.fail(new JournalError({ reason: "Closed", message: "this journal is open read-only" }))
 
@@ -29,6 +29,7 @@ const fromFile = (filename: string) =>
   Layer.scopedContext(
     Effect.gen(function* () {
       const unreadable = (cause: unknown) => new JournalError({ reason: "Io", message: openProblem(filename, cause) })
+      const copiedAlone = walAlone(filename)
       const db = yield* Effect.acquireRelease(
         Effect.try({ try: () => new Database(filename, { readonly: true, fileMustExist: true }), catch: unreadable }),
         (d) => Effect.sync(() => d.close())
@@ -38,7 +39,7 @@ const fromFile = (filename: string) =>
       const prepared = yield* Effect.try({
         try: () => {
           const tables = tablesOf(db)
-          const problem = storeProblem(db, filename, tables)
+          const problem = storeProblem(db, filename, tables, copiedAlone)
           if (problem !== undefined) return problem
           return {
             tables,
@@ -54,13 +55,16 @@ const fromFile = (filename: string) =>
       })
       if (typeof prepared === "string") return yield* new JournalError({ reason: "Io", message: prepared })
       const { count, head, latest, outsideRuns, page, stream, tables } = prepared
+      // A page found damaged as it is read (SQLite checks each page when it reads it): said with the file's name.
+      const named = <A>(effect: Effect.Effect<A, JournalError>) =>
+        Effect.mapError(effect, (e) => (e.reason === "Io" && !e.message.includes(filename) ? new JournalError({ reason: "Io", message: `cannot read ${filename}: ${e.message}${damaged(e.message)}` }) : e))
       const journal = Journal.of({
         append: readOnly,
-        read: (after, limit) => readPage(page, after, limit),
-        readStream: (name) => readStreamOf(stream, name),
-        readOutsideRuns: (after, limit) => readPage(outsideRuns, after, limit),
-        head: Effect.try({ try: () => head.get() ?? 0, catch: ioError("reading the journal head") }),
-        count: Effect.try({ try: () => count.get() ?? 0, catch: ioError("counting the journal's events") })
+        read: (after, limit) => named(readPage(page, after, limit)),
+        readStream: (name) => named(readStreamOf(stream, name)),
+        readOutsideRuns: (after, limit) => named(readPage(outsideRuns, after, limit)),
+        head: named(Effect.try({ try: () => head.get() ?? 0, catch: ioError("reading the journal head") })),
+        count: named(Effect.try({ try: () => count.get() ?? 0, catch: ioError("counting the journal's events") }))
       })
       const lastSnapshot = tables.has("snapshots")
         ? db.prepare<[], { sequence: number; digest: string; state: unknown }>("SELECT sequence, digest, state FROM snapshots ORDER BY sequence DESC LIMIT 1")
@@ -123,6 +127,17 @@ const absence = (filename: string): string | undefined => {
   const file = code(filename)
   if (file === undefined) return neverWritten(filename) ? "none yet" : undefined
   if (file !== "ENOENT") return `cannot read ${filename} (${file})`
+  // Its -wal without it: the journal's last commits, but not the journal (a copy made of the wrong file).
+  const wal = (() => {
+    try {
+      return statSync(`${filename}-wal`).size
+    } catch {
+      return undefined
+    }
+  })()
+  if (wal !== undefined && wal > 0) {
+    return `there is no ${filename}, but there is ${filename}-wal (${wal.toLocaleString("en-US")} bytes), which holds only the journal's last commits: copy svc.sqlite with it (docs/operations.md, "Backups")`
+  }
   const home = dirname(filename)
   const dir = code(home)
   if (dir === undefined) return "none yet"
