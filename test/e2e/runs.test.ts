@@ -767,9 +767,11 @@ describe("runs between an owner and two real worker processes", () => {
       events: number
       divergences: ReadonlyArray<unknown>
       owner: { compared: boolean; matches?: boolean; reason?: string }
-      placements: { decisions: number; reproduced: number; diverged: ReadonlyArray<unknown> }
+      placements: { decisions: number; reproduced: number; diverged: ReadonlyArray<unknown>; seconds: number }
     }
     expect(report.divergences).toEqual([])
+    // Its own time, as the text says it.
+    expect(report.placements.seconds).toBeGreaterThanOrEqual(0)
     expect(report.placements.diverged).toEqual([])
     // 50 placed + 1 blocked + 2 --wait + 1 stopped + 2 x 2 moved, at least.
     expect(report.placements.decisions).toBeGreaterThanOrEqual(58)

@@ -51,13 +51,16 @@ const verdictText = (v: PlacementDecided["verdicts"][number]): string => {
 
 /** The run's entries, from the envelopes of its stream in order. */
 export const historyOf = (envelopes: ReadonlyArray<Envelope>): ReadonlyArray<HistoryEntry> => {
-  // Host ids as the decisions named them, so that later events say 'lab-1', not its id.
+  // Host ids as the decisions named them, so that events say 'lab-1', not its id; two identities
+  // of one name anywhere in the story (a machine that joined again) are said with the id from its
+  // first line, not only from the decision that brought the second in.
   const names = new Map<string, string>([["owner", "owner"]])
+  for (const { event: e } of envelopes) if (e._tag === "PlacementDecided") for (const v of e.verdicts) names.set(v.candidate, v.name)
+  const known = [...names]
+  const shared = sharedNames(known.length, (i) => known[i]![0], (i) => known[i]![1])
   const host = (id: string) => {
     const name = names.get(id) ?? id
-    // Two identities of one name (a machine that joined again): said with the id.
-    const known = [...names]
-    return hostWords(id, name, sharedNames(known.length, (i) => known[i]![0], (i) => known[i]![1])?.has(name) === true)
+    return hostWords(id, name, shared?.has(name) === true)
   }
   let decisions = 0
   const entries: Array<HistoryEntry> = []
@@ -70,10 +73,7 @@ export const historyOf = (envelopes: ReadonlyArray<Envelope>): ReadonlyArray<His
         break
       case "PlacementDecided": {
         decisions++
-        const verdicts = e.verdicts.map((v) => {
-          names.set(v.candidate, v.name)
-          return { candidate: v.candidate, name: v.name, verdict: verdictText(v), exclusions: v.exclusions }
-        })
+        const verdicts = e.verdicts.map((v) => ({ candidate: v.candidate, name: v.name, verdict: verdictText(v), exclusions: v.exclusions }))
         const audit = auditPlacement(e)
         const head = e.outcome === "placed" && e.host !== null ? `placed on ${host(e.host)}${e.attempt === null ? "" : ` as attempt ${e.attempt}`}` : e.outcome
         entry(`decision ${decisions}: ${head}`, {

@@ -950,6 +950,25 @@ describe("historyOf", () => {
     expect(entries.map((e) => e.text).slice(1)).toEqual(["decision 1: placed on worker 'lab-1' (wNew) as attempt 1", "attempt 1 started on worker 'lab-1' (wNew) (its session fence 7)"])
   })
 
+  it("says which identity from the first line, when only a later decision brings in the other one of the name", () => {
+    const entries = historyOf(
+      streamOf(
+        submit("r1", GPU),
+        place("r1", [ownerHost(), worker("wOld", { name: "lab-1" })]),
+        decline("r1", 1, "wOld"),
+        place("r1", [ownerHost(), worker("wOld", { name: "lab-1", revoked: true }), worker("wNew", { name: "lab-1" })]),
+        claim("r1", 2, "wNew")
+      )
+    )
+    // The first lines read "worker 'lab-1'", which the later ones made ambiguous.
+    expect(entries.map((e) => e.text).slice(1)).toEqual([
+      "decision 1: placed on worker 'lab-1' (wOld) as attempt 1",
+      "attempt 1 declined by worker 'lab-1' (wOld): does not hold sha256:d1",
+      "decision 2: placed on worker 'lab-1' (wNew) as attempt 2",
+      "attempt 2 started on worker 'lab-1' (wNew) (its session fence 7)"
+    ])
+  })
+
   it("names each layer once before its exclusions, as a run's explanation does", () => {
     const entries = historyOf(streamOf(submit("r1", GPU), place("r1", [ownerHost(), worker("w1", { revoked: true, labels: [] })])))
     const w1 = entries.find((e) => e.decision !== undefined)!.decision!.verdicts.find((v) => v.candidate === "w1")!

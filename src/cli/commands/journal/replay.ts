@@ -80,7 +80,7 @@ export const replayCommand = Command.make("replay", { json, audit }, ({ audit, j
       const auditStarted = Date.now()
       const placements = audit ? yield* auditPlacements : undefined
       const auditSeconds = (Date.now() - auditStarted) / 1000
-      if (json) yield* printJson(placements === undefined ? report : { ...report, placements })
+      if (json) yield* printJson(placements === undefined ? report : { ...report, placements: { ...placements, seconds: auditSeconds } })
       else {
         yield* printLines([
           replayedLine(report.events, report.head, report.seconds, report.eventsPerSecond),
