@@ -80,7 +80,7 @@ describe("svc workers status on a worker", () => {
       credentialNotSaved: "the credential the owner handed over could not be saved (EROFS: read-only file system, open '/h/links/k.json'): a restart after 2026-01-01T00:05:00Z will be refused"
     })
     expect(lines[1]).toBe(
-      "    the credential the owner handed over could not be saved (EROFS: read-only file system, open '/h/links/k.json'): a restart after 2026-01-01T00:05:00Z will be refused: make the link file writable"
+      "    the credential the owner handed over could not be saved (EROFS: read-only file system, open '/h/links/k.json'): a restart after 2026-01-01T00:05:00Z will be refused: make the link file writable (it is saved as soon as it can be)"
     )
   })
 

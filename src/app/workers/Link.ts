@@ -131,6 +131,9 @@ const afterRefusal = (r: Refusal): LinkEnded | null => {
   }
 }
 
+/** How often a handed-over credential that could not be saved is tried again (with the link's calls). */
+export const SAVE_AGAIN_EVERY = Duration.seconds(5)
+
 /** A wait as people read it: "10.8 s". */
 const secondsOf = (d: Duration.Duration): string => `${(Duration.toMillis(d) / 1000).toFixed(1)} s`
 
@@ -173,25 +176,53 @@ export const runLink = (
         next.set(link.key, { ...current, ...s })
         return next
       })
+    // Saved: what an earlier one that could not be saved left in the status is over.
+    const saved = Ref.update(status, (m) => {
+      const current = m.get(link.key)
+      if (current?.credentialNotSaved === undefined) return m
+      const { credentialNotSaved: _over, ...rest } = current
+      return new Map(m).set(link.key, rest)
+    })
+    // The latest credential handed over that could not be saved, and when saving it was last tried:
+    // tried again with the calls after it, at most every SAVE_AGAIN_EVERY, until it is saved (the
+    // link made writable, as the error says to, within the old one's grace).
+    let unsaved: string | undefined
+    let triedAt = 0
+    const saveAgain = Effect.suspend(() => {
+      const credential = unsaved
+      if (credential === undefined) return Effect.void
+      return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        if (now - triedAt < Duration.toMillis(SAVE_AGAIN_EVERY)) return Effect.void
+        triedAt = now
+        return transport.saveCredential(credential).pipe(
+          Effect.zipRight(
+            Effect.suspend(() => {
+              if (unsaved === credential) unsaved = undefined
+              return Effect.zipRight(saved, Effect.logInfo(`the credential the owner at ${link.url} handed over to ${link.name} is saved in its link now`))
+            })
+          ),
+          // Still not: said once already, and shown in the status.
+          Effect.catchAll(() => Effect.void)
+        )
+      })
+    })
     // A rotation is said once, when the new credential is saved (never the credential itself).
     const takeCredential = (answer: WorkerResponse) => {
-      if (answer.kind === "joined" || answer.kind === "left" || answer.newCredential === null) return Effect.void
+      if (answer.kind === "joined" || answer.kind === "left" || answer.newCredential === null) return saveAgain
       const until = answer.newCredential.previousValidUntil
-      // Saved: what an earlier one that could not be saved left in the status is over.
-      const saved = Ref.update(status, (m) => {
-        const current = m.get(link.key)
-        if (current?.credentialNotSaved === undefined) return m
-        const { credentialNotSaved: _over, ...rest } = current
-        return new Map(m).set(link.key, rest)
-      })
-      return transport.saveCredential(answer.newCredential.credential).pipe(
+      const credential = answer.newCredential.credential
+      return transport.saveCredential(credential).pipe(
+        Effect.zipRight(Effect.sync(() => void (unsaved = undefined))),
         Effect.zipRight(saved),
         Effect.zipRight(Effect.logInfo(`the owner at ${link.url} rotated ${link.name}'s credential: the new one is saved in its link (the old one works until ${until})`)),
         // Said, not ended on: the link goes on with the new credential in memory. The old one in
         // the link file is refused after its grace: a restart after that must join again.
         Effect.catchAll((e) =>
           Effect.zipRight(
-            set({ credentialNotSaved: `the credential the owner handed over could not be saved (${e.message}): a restart after ${until} will be refused` }),
+            Effect.zipRight(
+              Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => void ((unsaved = credential), (triedAt = now)))),
+              set({ credentialNotSaved: `the credential the owner handed over could not be saved (${e.message}): a restart after ${until} will be refused` })
+            ),
             Effect.logError(
               `the owner at ${link.url} rotated ${link.name}'s credential, but the new one could not be saved in its link: ${e.message}; this process uses it, and the link's old one works until ${until}: make the link writable before then (a restart after it is refused, and the machine must join again)`
             )

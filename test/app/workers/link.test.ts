@@ -409,28 +409,28 @@ describe("the link's credential", () => {
     })
   )
 
-  it.effect("a handed-over credential that cannot be saved (a read-only link) is used by this process all the same, said as an error once, and shown in its status", () =>
+  it.effect("a handed-over credential that cannot be saved (a read-only link) is used by this process all the same, said as an error once, shown in its status, and saved once the link can be written", () =>
     Effect.gen(function* () {
       const sent: Array<string> = []
       const logs: Array<string> = []
       const status = yield* Ref.make<ReadonlyMap<string, LinkStatus>>(new Map())
       const handOver = { credential: "svc_wk_new", previousValidUntil: "2026-01-01T00:05:00Z" }
       let calls = 0
-      let saved = 0
-      let handOverAgain = false
-      let handedAgain = false
+      let writable = false
+      const saves: Array<string> = []
       const transport = credentialTransport(
         (credential, request) =>
           Effect.sync(() => {
             sent.push(`${request.kind}:${credential}`)
             calls++
-            const again = handOverAgain && !handedAgain
-            if (again) handedAgain = true
-            return request.kind === "hello" ? welcome() : { kind: "ack" as const, stop: [], newCredential: calls === 2 ? handOver : again ? { ...handOver, credential: "svc_wk_newer" } : null }
+            return request.kind === "hello" ? welcome() : { kind: "ack" as const, stop: [], newCredential: calls === 2 ? handOver : null }
           }),
         "svc_wk_old",
-        // The first save fails; a later one (the link made writable, another rotation) does not.
-        () => (saved++ === 0 ? Effect.fail(new CredentialNotSaved({ message: "/home/x/.svc/links/k.json: EROFS: read-only file system" })) : Effect.void)
+        // Read-only until the operator makes the link writable (as the error tells them to).
+        (credential) => Effect.suspend(() => {
+          saves.push(credential)
+          return writable ? Effect.void : Effect.fail(new CredentialNotSaved({ message: "/home/x/.svc/links/k.json: EROFS: read-only file system" }))
+        })
       )
       const fiber = yield* Effect.fork(runLink(link, transport, Effect.succeed(offer), status).pipe(Effect.provide(capturingLogs(logs))))
       yield* TestClock.adjust("12 seconds")
@@ -440,15 +440,24 @@ describe("the link's credential", () => {
         credentialNotSaved: "the credential the owner handed over could not be saved (/home/x/.svc/links/k.json: EROFS: read-only file system): a restart after 2026-01-01T00:05:00Z will be refused"
       })
       expect(sent.at(-1)).toMatch(/:svc_wk_new$/)
-      expect(logs.filter((l) => l.startsWith("ERROR"))).toEqual([
-        "ERROR the owner at https://owner rotated lab-1's credential, but the new one could not be saved in its link: /home/x/.svc/links/k.json: EROFS: read-only file system; this process uses it, and the link's old one works until 2026-01-01T00:05:00Z: make the link writable before then (a restart after it is refused, and the machine must join again)"
-      ])
-      expect(logs.join("\n")).not.toContain("svc_wk_new")
-      // A later credential saved: the status no longer says the earlier one was not.
+      const error = "ERROR the owner at https://owner rotated lab-1's credential, but the new one could not be saved in its link: /home/x/.svc/links/k.json: EROFS: read-only file system; this process uses it, and the link's old one works until 2026-01-01T00:05:00Z: make the link writable before then (a restart after it is refused, and the machine must join again)"
+      expect(logs.filter((l) => l.startsWith("ERROR"))).toEqual([error])
+      // Tried again with the calls after it, no more often than every 5 s, and said once only.
+      yield* TestClock.adjust("30 seconds")
+      expect(saves.length).toBeGreaterThan(2)
+      expect(saves.length).toBeLessThanOrEqual(1 + 42 / 5)
+      expect(new Set(saves)).toEqual(new Set(["svc_wk_new"]))
+      expect(logs.filter((l) => l.startsWith("ERROR"))).toEqual([error])
       expect((yield* Ref.get(status)).get("k")?.credentialNotSaved).toBeDefined()
-      handOverAgain = true
+      // The link made writable: the next try saves it, the status says nothing more of it, and it is said.
+      writable = true
       yield* TestClock.adjust("10 seconds")
       expect((yield* Ref.get(status)).get("k")?.credentialNotSaved).toBeUndefined()
+      expect(logs).toContain("INFO the credential the owner at https://owner handed over to lab-1 is saved in its link now")
+      const tries = saves.length
+      yield* TestClock.adjust("30 seconds")
+      expect(saves.length).toBe(tries)
+      expect(logs.join("\n")).not.toContain("svc_wk_new")
       yield* Fiber.interrupt(fiber)
     })
   )

@@ -57,7 +57,7 @@ export const servedLines = (url: string, name: string, workerId: string, s: Serv
   const lines = [`  ${url} as ${name} (${workerId}): ${s === null ? "not linked now" : `${s.phase}, ${s.detail}`}`]
   const next = s === null ? undefined : nextStep(s.phase, url)
   if (next !== undefined) lines.push(`    ${next}`)
-  if (s?.credentialNotSaved !== undefined) lines.push(`    ${s.credentialNotSaved}: make the link file writable`)
+  if (s?.credentialNotSaved !== undefined) lines.push(`    ${s.credentialNotSaved}: make the link file writable (it is saved as soon as it can be)`)
   // An ended link offers nothing any more: what it offered is not shown.
   if (s === null || s.offer === null || next !== undefined) return lines
   const scope = s.scope ?? []
