@@ -3,7 +3,7 @@
  * real $SVC_HOME and real bag directories.
  */
 import { spawnSync } from "node:child_process"
-import { appendFileSync, chmodSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs"
+import { appendFileSync, chmodSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Ajv } from "ajv"
 import { parse } from "yaml"
@@ -51,6 +51,14 @@ describe("svc new and svc bag check", () => {
     const bad = await run("new", "no/sl@shes")
     expect(bad.code).toBe(1)
     expect(bad.stderr).toBe('svc: "sl@shes" is not a bag name: use letters, digits, dots, underscores and hyphens, starting with a letter or digit\n')
+    // A credential pasted as the name is not printed back, nor made a directory.
+    const secretName = `svc_wk_${"A".repeat(30)}123456`
+    for (const given of [secretName, `${secretName}/tools`]) {
+      const pasted = await run("new", given)
+      expect({ code: pasted.code, stdout: pasted.stdout }).toEqual({ code: 1, stdout: "" })
+      expect(pasted.stderr).toMatch(/^svc: the (bag name|path) given holds what is shaped as an svc secret \(svc_wk_…, svc_jt_…, svc_jk_…\): refused, so that no secret is recorded or shown\n$/)
+    }
+    expect(existsSync(join(cwd, secretName))).toBe(false)
     expect((await run("new", "twice")).code).toBe(0)
     const again = await run("new", "twice")
     expect(again.code).toBe(1)

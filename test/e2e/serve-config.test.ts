@@ -415,6 +415,12 @@ describe("svc serve configuration", () => {
       code: 2,
       stderr: "svc run: --input nests more than 512 levels deep (arrays and objects within each other); at most 512 are taken (svc run --help)\n"
     })
+    // An input holding a credential is refused before it is sent (the journal keeps an input for ever), and not repeated.
+    const secretInput = await svc(["run", "a:b@1.0.0", "--input", `{"k":"svc_jt_${"b".repeat(40)}"}`], { cwd: home, home })
+    expect({ code: secretInput.code, stderr: secretInput.stderr }).toEqual({
+      code: 2,
+      stderr: 'svc run: --input (at k) holds what is shaped as an svc secret (svc_wk_…, svc_jt_…, svc_jk_…): refused, so that no secret is recorded or shown; a job takes a secret from $SVC_HOME/secrets on the host that runs it (docs/executors.md, "Secrets") (svc run --help)\n'
+    })
     // A public URL with a user and password would go into every token and the log: refused, and not repeated.
     const secretUrl = await svc(["serve", "--listen", "127.0.0.1:0", "--public-url", "https://user:pw-XYZ@owner.lan:7443"], { cwd: home, home })
     expect({ code: secretUrl.code, stderr: secretUrl.stderr }).toEqual({

@@ -5,11 +5,14 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import { starterFiles } from "../../domain/bags/Starter.js"
 import { BAG_NAME } from "../../domain/manifest/Formats.js"
+import { holdsSecret, secretRefusal } from "../../domain/workers/Secrets.js"
 
 export class NewBagRefused extends Data.TaggedError("NewBagRefused")<{ readonly message: string }> {}
 
 export const newBag = (name: string, parent: string = ".") =>
   Effect.gen(function* () {
+    // Not echoed: a credential or token pasted here is not printed back, nor made a directory.
+    if (holdsSecret(name)) return yield* new NewBagRefused({ message: secretRefusal("the bag name given") })
     if (!BAG_NAME.test(name)) {
       return yield* new NewBagRefused({
         message: `${JSON.stringify(name)} is not a bag name: use letters, digits, dots, underscores and hyphens, starting with a letter or digit`

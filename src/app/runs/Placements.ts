@@ -17,7 +17,7 @@ import { makeFeasibilityCache } from "../../domain/placement/Feasibility.js"
 import type { Quotas, Silence } from "../../domain/placement/Placement.js"
 import * as RunDecide from "../../domain/runs/Decide.js"
 import type { RunRecord } from "../../domain/runs/Runs.js"
-import { depthProblem, preferenceProblem } from "../../domain/runs/Values.js"
+import { depthProblem, inputSecretProblem, preferenceProblem } from "../../domain/runs/Values.js"
 import { silenceOf } from "../../domain/workers/DisplayState.js"
 import type { WorkerRecord } from "../../domain/workers/Registry.js"
 import { base62FromBytes } from "../../domain/workers/Secrets.js"
@@ -68,6 +68,8 @@ export const makePlacements = ({ state, execute, executeWithoutRound, toRunRefus
       // Before anything writes it as JSON: too deep a document overflows the stack (domain/runs/Values.ts).
       const tooDeep = depthProblem(i.input, "the input")
       if (tooDeep !== undefined) return yield* new RunRefused({ code: "invalid-input", message: tooDeep })
+      const secret = inputSecretProblem(i.input, "the input")
+      if (secret !== undefined) return yield* new RunRefused({ code: "invalid-input", message: secret })
       const size = Buffer.byteLength(JSON.stringify(i.input ?? null))
       if (size > MAX_INPUT_BYTES) return yield* new RunRefused({ code: "input-too-large", message: `the input is ${size} bytes; at most ${MAX_INPUT_BYTES} are accepted` })
       const resolved = yield* host.resolve(i.address).pipe(Effect.mapError((e) => new RunRefused({ code: "not-runnable", message: e.message })))

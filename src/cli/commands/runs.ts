@@ -12,7 +12,7 @@ import * as Option from "effect/Option"
 import { progressOf, type RunDetail, type RunList, type RunView } from "../../app/runs/Dispatcher.js"
 import { sharedNames } from "../../domain/placement/Placement.js"
 import { RUN_STATES, TERMINAL } from "../../domain/runs/Runs.js"
-import { depthProblem, jobAddressProblem, preferenceProblem } from "../../domain/runs/Values.js"
+import { depthProblem, inputSecretProblem, jobAddressProblem, preferenceProblem } from "../../domain/runs/Values.js"
 import { admin } from "../admin.js"
 import { ctrlCLatch } from "../ctrlC.js"
 import type { SvcHome } from "../../infra/SvcHome.js"
@@ -38,7 +38,9 @@ const readInput = (raw: Option.Option<string>) =>
     })
     // Refused here, before it is sent: too deep to be written as JSON again.
     const tooDeep = depthProblem(value, given)
-    return tooDeep === undefined ? value : yield* usage(tooDeep)
+    if (tooDeep !== undefined) return yield* usage(tooDeep)
+    const secret = inputSecretProblem(value, given)
+    return secret === undefined ? value : yield* usage(secret)
   })
 
 /** How a run `--wait` follows is getting on, while it is not finished. */

@@ -10,6 +10,7 @@
 import { LABEL } from "../manifest/Formats.js"
 import { JOB_ADDRESS } from "../manifest/JobAddress.js"
 import { holdsSecret, secretRefusal } from "../workers/Secrets.js"
+import { secretPlaceIn } from "../workers/StrictJson.js"
 
 /** Why `address` is not a versioned job address, or undefined: what the CLI says before asking, and the owner when asked. */
 export const jobAddressProblem = (address: string): string | undefined =>
@@ -20,6 +21,18 @@ export const preferenceProblem = (prefer: ReadonlyArray<string>): string | undef
   if (prefer.some(holdsSecret)) return secretRefusal("--prefer")
   const bad = prefer.filter((p) => !LABEL.test(p))
   return bad.length === 0 ? undefined : `--prefer takes KEY=VALUE labels; ${bad.map((b) => JSON.stringify(b)).join(", ")} is not one`
+}
+
+/**
+ * Why a run's input (`what`: "--input", "the input") is not taken for holding a string, or a key,
+ * shaped as an svc secret, or undefined: the journal keeps a run's input for ever, and shows it
+ * (`svc journal tail`, `svc runs show`). A job gets a secret from the owner's secrets instead.
+ * (A job's result is its own data, kept as it printed it: not checked.)
+ */
+export const inputSecretProblem = (value: unknown, what: string): string | undefined => {
+  const at = secretPlaceIn(value)
+  if (at === undefined) return undefined
+  return `${secretRefusal(`${what}${at === "" ? "" : ` (at ${at})`}`)}; a job takes a secret from $SVC_HOME/secrets on the host that runs it (docs/executors.md, "Secrets")`
 }
 
 /** How deep a run's input or result may nest (arrays and objects within each other). */

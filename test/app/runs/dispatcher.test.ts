@@ -266,6 +266,20 @@ describe("admission", () => {
         code: "invalid-input",
         message: "the input nests more than 512 levels deep (arrays and objects within each other); at most 512 are taken"
       })
+      // A secret's shape anywhere in it, value or key: the journal would keep it for ever.
+      const SECRET = `svc_wk_${"A".repeat(30)}123456`
+      for (const [input, at] of [
+        [{ text: SECRET }, " (at text)"],
+        [{ text: "hi", more: [{ token: `Bearer ${SECRET}` }] }, " (at more[0].token)"],
+        [{ text: "hi", [SECRET]: 1 }, " (at svc_wk_… (its name))"]
+      ] as const) {
+        const r = yield* refused({ address: ECHO, input })
+        expect(r).toMatchObject({
+          code: "invalid-input",
+          message: `the input${at} holds what is shaped as an svc secret (svc_wk_…, svc_jt_…, svc_jk_…): refused, so that no secret is recorded or shown; a job takes a secret from $SVC_HOME/secrets on the host that runs it (docs/executors.md, "Secrets")`
+        })
+        expect(r.message).not.toContain(SECRET)
+      }
       expect([yield* head, yield* sequence]).toEqual(before)
       expect(yield* dispatcher.list()).toEqual({ runs: [], total: 0, forgotten: 0 })
     }).pipe(Effect.provide(TestOwner))

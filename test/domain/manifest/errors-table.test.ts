@@ -144,6 +144,12 @@ const rows: ReadonlyArray<ErrorsRow> = [
     expected: { path: "bags[0]", line: 3, message: "must use only ASCII letters, digits, dots, underscores and hyphens" }
   },
   {
+    condition: "a bag's name holds a secret's shape (advertised and recorded)",
+    pass: "name: svc-wk-tools\ndescription: d\n",
+    fail: "name: svc_wk_tools\ndescription: d\n",
+    expected: { path: "name", line: 1, message: "must not hold what is shaped as an svc secret (svc_wk_…, svc_jt_…, svc_jk_…): a bag's name is advertised and recorded with its runs" }
+  },
+  {
     condition: "the description is more than one line",
     pass: "name: demo\ndescription: |\n  one line\n",
     fail: "name: demo\ndescription: |\n  two\n  lines\n",
