@@ -8,6 +8,7 @@
  */
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
+import { makeDirectory } from "./MakeDirectory.js"
 
 /** A file's permission bits as `ls -l` and chmod read them: `0755`, `1777` (pass what to show). */
 export const modeText = (mode: number): string => mode.toString(8).padStart(4, "0")
@@ -35,7 +36,7 @@ export class NotPrivate extends Error {}
 
 /** Makes `dir` (0700) when missing; refuses one that is not private to this user (NotPrivate). */
 export const makePrivateDir = async (dir: string): Promise<void> => {
-  await fs.mkdir(dir, { recursive: true, mode: 0o700 })
+  await makeDirectory(dir, 0o700)
   const why = notPrivateBecause(await fs.lstat(dir), currentUid())
   if (why !== undefined) throw new NotPrivate(`${dir} is not a directory private to this user: ${why}; another user could read or replace what svc keeps there`)
 }

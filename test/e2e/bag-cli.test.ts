@@ -3,7 +3,7 @@
  * real $SVC_HOME and real bag directories.
  */
 import { spawnSync } from "node:child_process"
-import { appendFileSync, chmodSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs"
+import { appendFileSync, chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Ajv } from "ajv"
 import { parse } from "yaml"
@@ -181,6 +181,11 @@ describe("the bag store", () => {
     const gone = await run("bag", "show", "hasher")
     expect(gone.code).toBe(1)
     expect(gone.stderr).toMatch(/no bag named "hasher" is installed/)
+    // A store that cannot be made is said with the file system's words and the path (it said "ENOTDIR" alone).
+    rmSync(join(home, "bags"), { recursive: true })
+    writeFileSync(join(home, "bags"), "")
+    const blocked = await run("bag", "install", "hasher")
+    expect({ code: blocked.code, stderr: blocked.stderr }).toEqual({ code: 1, stderr: `svc: installing bag hasher: EEXIST: file already exists, mkdir '${join(home, "bags")}'\n` })
   })
 
   it("gives the same digest for the same content anywhere, and another for changed content or mode", async () => {

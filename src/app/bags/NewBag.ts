@@ -22,6 +22,13 @@ export const newBag = (name: string, parent: string = ".") =>
     const path = yield* Path.Path
     const dir = path.resolve(parent, name)
     if (yield* fs.exists(dir)) return yield* new NewBagRefused({ message: `${dir} already exists; choose another name or remove it` })
+    // Each missing directory alone, from the top: made at once with its parents, a failure (a
+    // read-only file system) read "no such file or directory" (Node's recursive mkdir says ENOENT
+    // for any failure). One made meanwhile by another process is taken as it is.
+    const missing: Array<string> = []
+    for (let d = path.dirname(dir); path.dirname(d) !== d && !(yield* fs.exists(d)); d = path.dirname(d)) missing.unshift(d)
+    for (const d of missing) yield* fs.makeDirectory(d).pipe(Effect.catchIf((e) => e._tag === "SystemError" && e.reason === "AlreadyExists", () => Effect.void))
+    yield* fs.makeDirectory(dir)
     for (const file of starterFiles(name)) {
       const target = path.join(dir, file.path)
       yield* fs.makeDirectory(path.dirname(target), { recursive: true })
@@ -30,7 +37,8 @@ export const newBag = (name: string, parent: string = ".") =>
     return dir
   }).pipe(
     Effect.catchTags({
-      SystemError: (e) => new NewBagRefused({ message: `cannot create the bag: ${e.message}` }),
+      // What the file system said, with the path (not the library's "NotFound: FileSystem.makeDirectory (...)").
+      SystemError: (e) => new NewBagRefused({ message: `cannot create the bag: ${e.description ?? e.message}` }),
       BadArgument: (e) => new NewBagRefused({ message: `cannot create the bag: ${e.message}` })
     })
   )

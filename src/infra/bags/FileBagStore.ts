@@ -11,6 +11,7 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { BagStore, BagStoreError, type InstalledBag } from "../../app/bags/BagStore.js"
 import { SvcHome } from "../SvcHome.js"
+import { makeDirectory } from "../MakeDirectory.js"
 
 const Record = Schema.Struct({
   name: Schema.String,
@@ -27,8 +28,9 @@ const decodeRecord = Schema.decodeUnknownEither(Schema.parseJson(Record))
 /** An extension registers as `parent/name`; on disk the slash becomes `+`. */
 const dirName = (name: string) => name.replace(/\//g, "+")
 
+// The file system's words, with the path (`EROFS: read-only file system, mkdir '/h/bags'`), not its code alone.
 const io = (what: string) => (e: unknown) =>
-  new BagStoreError({ reason: "Io", message: `${what}: ${(e as NodeJS.ErrnoException)?.code ?? String(e)}` })
+  new BagStoreError({ reason: "Io", message: `${what}: ${e instanceof Error ? e.message : String(e)}` })
 
 /**
  * The installed copy is read-only (files r--/r-x, directories r-x): a job runs in its bag's
@@ -103,7 +105,7 @@ export const make = (home: string) => {
     put: (snapshot, record) =>
       wrap(`installing bag ${record.name}`, async () => {
         // $SVC_HOME too when it is new: owner-only, as svc serve makes it (it holds credentials).
-        await fs.mkdir(root, { recursive: true, mode: 0o700 })
+        await makeDirectory(root, 0o700)
         const staging = nodePath.join(root, `.staging-${randomBytes(6).toString("hex")}`)
         try {
           for (const dir of [...snapshot.listing.dirs].sort()) await fs.mkdir(nodePath.join(staging, "bag", dir), { recursive: true })

@@ -21,6 +21,7 @@ import type { ExecutionSpec } from "../../app/runs/Executor.js"
 import { KeptOutput } from "../../domain/runs/OutputLimit.js"
 import type { LeftoverNotes } from "./Leftovers.js"
 import { descendantsOf, startTimeOf } from "./Processes.js"
+import { makeDirectory } from "../MakeDirectory.js"
 
 /** Stdout kept in memory to find the result line; the result line can be at most this long. */
 export const RESULT_TAIL_BYTES = 64 * 1024
@@ -110,7 +111,7 @@ export const openOutput = (spec: ExecutionSpec, limit: number): Effect.Effect<Ou
     try: async () => {
       const open = async (file: string) => {
         // Private, as the runs directory is (docs/operations.md): output may hold what a job printed of a secret.
-        await fs.mkdir(nodePath.dirname(file), { recursive: true, mode: 0o700 })
+        await makeDirectory(nodePath.dirname(file), 0o700)
         // Read too: an earlier child's output there (a preflight's) counts, and its last byte
         // tells whether a notice of the cut starts a line of its own.
         const handle = await fs.open(file, "a+", 0o600)

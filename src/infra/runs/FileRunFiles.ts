@@ -10,6 +10,7 @@ import * as Layer from "effect/Layer"
 import { OutputNotKept, REMEMBERED_REMOVALS, RunFiles, type OutputStream, type RunFilesService } from "../../app/runs/RunFiles.js"
 import { cutNotice, DEFAULT_OUTPUT_LIMIT, keepOf, NOTICE_START } from "../../domain/runs/OutputLimit.js"
 import { completeUtf8Length } from "../../domain/runs/Utf8.js"
+import { makeDirectory } from "../MakeDirectory.js"
 
 const SAFE = /^[A-Za-z0-9._-]+$/
 
@@ -21,7 +22,7 @@ export const make = (dir: string, outputLimit: number = DEFAULT_OUTPUT_LIMIT, re
     if (!SAFE.test(attempt)) throw new Error(`not an attempt id: ${JSON.stringify(attempt)}`)
     return nodePath.join(dir, `${attempt}.${stream}`)
   }
-  const ready = fs.mkdir(dir, { recursive: true, mode: 0o700 })
+  const ready = makeDirectory(dir, 0o700)
   const readRange = async (path: string, offset: number, max: number): Promise<Buffer> => {
     const handle = await fs.open(path, "r").catch(() => undefined)
     if (handle === undefined) return Buffer.alloc(0)

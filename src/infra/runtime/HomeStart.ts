@@ -13,6 +13,7 @@ import { runtimeAnswering, socketPathProblem } from "../http/AdminApi.js"
 import { storePath } from "../journal/StoreFile.js"
 import { currentUid, modeText } from "../PrivateFiles.js"
 import { holdHome, LOCK_FILE } from "./HomeLock.js"
+import { makeDirectory } from "../MakeDirectory.js"
 
 export class HomeProblem extends Data.TaggedError("HomeProblem")<{ readonly message: string }> {}
 
@@ -51,7 +52,7 @@ export const claimHome = (home: string, taken?: { readonly value: boolean }) =>
     // Before anything opens: a home whose admin socket the system cannot name is refused.
     const tooLong = socketPathProblem(home)
     if (tooLong !== null) return yield* new HomeProblem({ message: tooLong })
-    yield* attempt("creating $SVC_HOME", () => fs.mkdir(home, { recursive: true, mode: 0o700 }))
+    yield* attempt("creating $SVC_HOME", () => makeDirectory(home, 0o700))
     const unsafe = unsafeHomeProblem(home, yield* attempt("reading $SVC_HOME", () => fs.stat(home)), currentUid())
     if (unsafe !== undefined) return yield* new HomeProblem({ message: unsafe })
     // A home it cannot write to is said so (on a read-only file system, each later step failed

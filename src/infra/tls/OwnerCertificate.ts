@@ -8,6 +8,7 @@ import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import { generate } from "selfsigned"
+import { makeDirectory } from "../MakeDirectory.js"
 
 export interface TlsMaterial {
   readonly cert: string
@@ -69,7 +70,7 @@ export const loadOrCreate = async (home: string, given?: { readonly certFile: st
     const [cert, key] = await Promise.all([fs.readFile(certFile, "utf8"), fs.readFile(keyFile, "utf8")])
     return { cert, key, fingerprint: fingerprintOf(cert) }
   }
-  await fs.mkdir(dir, { recursive: true, mode: 0o700 })
+  await makeDirectory(dir, 0o700)
   const host = os.hostname()
   const notAfter = new Date(Date.now() + 10 * 365 * 24 * 3600 * 1000)
   const pems = await generate([{ name: "commonName", value: `svc owner ${host}` }], {

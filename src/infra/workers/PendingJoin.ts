@@ -25,6 +25,7 @@ import type Database from "better-sqlite3"
 import * as Effect from "effect/Effect"
 import { holdLock, isBusy, releaseLock, takeLock } from "../FileLock.js"
 import { linksDir } from "./LinkStore.js"
+import { makeDirectory } from "../MakeDirectory.js"
 
 export interface PendingJoin {
   readonly key: string
@@ -99,7 +100,7 @@ const readStored = async (file: string, url: string, inviteId: string): Promise<
 export const pendingJoin = async (home: string, url: string, inviteId: string): Promise<PendingJoin> => {
   const dir = linksDir(home)
   const file = pendingJoinFile(home, url, inviteId)
-  await fs.mkdir(home, { recursive: true, mode: 0o700 })
+  await makeDirectory(home, 0o700)
   let lock: Database.Database | undefined = await lockJoins(joinLockFile(home))
   const release = async () => {
     if (lock !== undefined) releaseLock(lock)
@@ -119,7 +120,7 @@ export const pendingJoin = async (home: string, url: string, inviteId: string): 
     await release()
   }
   try {
-    made = await fs.mkdir(dir, { recursive: true, mode: 0o700 })
+    made = await makeDirectory(dir, 0o700)
     await makePrivateDir(dir)
     const kept = await readStored(file, url, inviteId)
     if (kept !== undefined) return { key: kept, again: true, forget, release }

@@ -20,7 +20,7 @@ describe("the bag store on disk", () => {
     mkdirSync(join(home, "bags", "hello", "install.json"), { recursive: true })
     const store = FileBagStore.make(home)
     const failed = await Effect.runPromise(Effect.flip(store.get("hello")))
-    expect(failed).toMatchObject({ reason: "Io", message: "reading bag hello: EISDIR" })
+    expect(failed).toMatchObject({ reason: "Io", message: "reading bag hello: EISDIR: illegal operation on a directory, read" })
     // A listing leaves it out: one unreadable entry hid every bag from a worker's offer.
     expect(await Effect.runPromise(store.list)).toEqual([])
   })
