@@ -114,6 +114,14 @@ describe("svc serve configuration", () => {
     const live = JSON.parse((await svcIn(transcript, home, ["journal", "replay", "--json"])).stdout)
     expect(live).toMatchObject({ retained: 2, owner: { compared: true, matches: true }, divergences: [] })
     expect((await owner.stop()).code).toBe(0)
+    // Its workers are not known while it is stopped: not an empty fleet, and no advice to join an owner.
+    const stoppedStatus = await svcIn(transcript, home, ["workers", "status"])
+    expect({ code: stoppedStatus.code, stdout: stoppedStatus.stdout }).toEqual({ code: 2, stdout: "" })
+    expect(stoppedStatus.stderr).toBe(
+      `svc: svc serve is not running for ${home} (no ${home}/admin.sock): start it with svc serve; its workers and invites are shown when it runs (svc audit lists from the journal who was invited, joined and revoked meanwhile); this machine works for no owner\n`
+    )
+    const stoppedDoc = await svcIn(transcript, home, ["workers", "status", "--json"])
+    expect(JSON.parse(stoppedDoc.stdout)).toEqual({ runtime: "not running", workers: null, invites: null, owners: [], pendingJoins: [] })
     // Stopped (its clean stop wrote a checkpoint): replay reads the setting from svc.yaml.
     const stopped = JSON.parse((await svcIn(transcript, home, ["journal", "replay", "--json"])).stdout)
     expect(stopped).toMatchObject({ retained: 2, checkpoint: { matches: true }, divergences: [] })

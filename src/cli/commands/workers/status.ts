@@ -2,10 +2,13 @@
  * `svc workers status` (worker-protocol spec, "Command-line operations"): on an owner its workers
  * and invites not yet redeemed, on a worker the owners it works for, with states and reasons.
  */
+import { existsSync } from "node:fs"
 import * as Command from "@effect/cli/Command"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import type { PendingInvite, WorkerStatus } from "../../../app/workers/Owner.js"
+import { neverWritten } from "../../../infra/journal/JournalReader.js"
+import { storePath } from "../../../infra/journal/StoreFile.js"
 import { SvcHome } from "../../../infra/SvcHome.js"
 import { readLinks } from "../../../infra/workers/LinkStore.js"
 import { pendingJoins, type PendingJoinView } from "../../../infra/workers/PendingJoin.js"
@@ -99,6 +102,9 @@ export const pendingLines = (pending: ReadonlyArray<PendingJoinView>): ReadonlyA
   ...pending.map((p) => `  ${p.owner}, invite ${p.invite}, first tried ${p.since}${p.joiningNow ? "; a join runs in this SVC_HOME now" : ""}`)
 ]
 
+/** Whether an owner has run in `home`: its journal is there, and was written to. */
+const hasJournal = (home: string): boolean => existsSync(storePath(home)) && !neverWritten(storePath(home))
+
 export const status = Command.make("status", { json }, ({ json }) =>
   Effect.gen(function* () {
     const home = (yield* SvcHome).path
@@ -115,14 +121,20 @@ export const status = Command.make("status", { json }, ({ json }) =>
     // Asking the live runtime is the point: when it is not running, show what the files say, then exit 2.
     const notRunning = running._tag === "Left" ? exitQuietly(2) : undefined
     if (json) {
-      yield* printJson({ runtime: running._tag === "Right" ? "running" : "not running", workers, invites, owners: links, pendingJoins: pending })
+      // Not running: its workers and invites are not known here (null), not none ([] read as an empty fleet).
+      const known = running._tag === "Right"
+      yield* printJson({ runtime: known ? "running" : "not running", workers: known ? workers : null, invites: known ? invites : null, owners: links, pendingJoins: pending })
       if (notRunning !== undefined) return yield* notRunning
       return
     }
     if (running._tag === "Left") {
-      yield* Console.error(
-        `svc: ${running.left.message}; ${links.length > 0 ? "the links below are read from $SVC_HOME" : "and this machine works for no owner (svc workers join TOKEN links it to one)"}`
-      )
+      // An owner that has run here has a journal: its workers are its runtime's to show, and joining is not the way out.
+      const owned = hasJournal(home)
+      const more = [
+        ...(owned ? ["its workers and invites are shown when it runs (svc audit lists from the journal who was invited, joined and revoked meanwhile)"] : []),
+        links.length > 0 ? "the links below are read from $SVC_HOME" : owned ? "this machine works for no owner" : "and this machine works for no owner (svc workers join TOKEN links it to one)"
+      ]
+      yield* Console.error(`svc: ${running.left.message}; ${more.join("; ")}`)
     }
     // A machine that only works for others has no workers of its own: say nothing about them.
     if (workers.length > 0 || (running._tag === "Right" && links.length === 0)) {
