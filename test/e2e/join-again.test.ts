@@ -314,4 +314,19 @@ describe("one join at a time in a home", () => {
     )
     expect(again.stdout).toMatch(/^joined \S+ as alpha \(w/)
   }, 30_000)
+
+  it("leaving an owner that had revoked this worker already says it freed nothing, and what frees its slots (it read as if the owner had acted on it)", async () => {
+    const token = await invite("left-late")
+    const home = tempDir("svc-left-late-")
+    const joined = await run(home, "workers", "join", "--json", token)
+    expect(joined.code, joined.stderr).toBe(0)
+    const { workerId } = JSON.parse(joined.stdout) as { workerId: string }
+    expect((await run(ownerHome, "workers", "revoke", "left-late")).code).toBe(0)
+    const left = await run(home, "workers", "leave", "left-late", "--json")
+    expect(left.code, left.stderr).toBe(0)
+    expect(JSON.parse(left.stdout)).toEqual({ owner: expect.any(String), workerId, name: "left-late", ownerTold: true, revokedAlready: true })
+    expect(left.stderr).toBe(
+      `the owner had revoked left-late already, so it freed nothing: slots its attempts held there stay reserved until its operator releases them (svc workers release ${workerId}), since this machine, its link removed, can no longer say it stopped them. To work for it again, join with a new token.\n`
+    )
+  }, 30_000)
 })

@@ -97,7 +97,16 @@ export const leave = Command.make(
           : told.left._tag === "Refusal" && told.left.code === "revoked"
             ? { kind: "revoked already" as const }
             : { kind: "not told" as const, why: told.left.message }
-      if (json) yield* printJson({ owner: link.url, workerId: link.workerId, name: link.name, ownerTold: outcome.kind !== "not told", ...(released === undefined ? {} : { released }) })
+      if (json) {
+        yield* printJson({
+          owner: link.url,
+          workerId: link.workerId,
+          name: link.name,
+          ownerTold: outcome.kind !== "not told",
+          ...(outcome.kind === "revoked already" ? { revokedAlready: true } : {}),
+          ...(released === undefined ? {} : { released })
+        })
+      }
       else yield* Console.log(`left ${linkLine(link)}: its credential is deleted here, and a running svc serve stops what it runs for that owner within 2 s`)
       const again = "To work for it again, join with a new token."
       yield* Console.error(
@@ -106,7 +115,8 @@ export const leave = Command.make(
           : outcome.kind === "told"
           ? `the owner was told: it lists ${link.name} as revoked (it left), and places again whatever ran here for it; slots such attempts held stay reserved there until its operator releases them (svc workers release ${link.workerId}), since no svc serve running here said it had stopped them. ${again}`
           : outcome.kind === "revoked already"
-            ? `the owner had revoked ${link.name} already. ${again}`
+            ? // Refused, it freed nothing: what its attempts held there stays held until the owner hears they stopped, which this machine, its link gone, can no longer say.
+              `the owner had revoked ${link.name} already, so it freed nothing: slots its attempts held there stay reserved until its operator releases them (svc workers release ${link.workerId}), since this machine, its link removed, can no longer say it stopped them. ${again}`
             : `the owner could not be told (${outcome.why}): it still lists ${link.name}, Offline once its advertisement lapses; attempts it had here are placed again. Its operator can revoke it: svc workers revoke ${link.workerId}. ${again}`
       )
     })
