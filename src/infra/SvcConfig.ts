@@ -10,10 +10,36 @@ import { suggest } from "../domain/manifest/internal/suggest.js"
 
 export class ConfigFileError extends Error {}
 
-/** The variables svc.yaml sets under `services.workflows.runtime.env` (none without the file). */
-const fileEnv = async (file: string): Promise<Record<string, string>> => {
+/** Where svc reads its settings in svc.yaml. */
+const SECTION = ["services", "workflows", "runtime", "env"] as const
+
+/**
+ * A key on the way to `services.workflows.runtime.env` misspelt (`workflow:`), where the right one
+ * is missing: the settings under it were never read, and the defaults stood without a word. Other
+ * keys are not judged (svc.yaml may hold other services' settings).
+ */
+const misspeltSection = (doc: unknown): string | undefined => {
+  let at: unknown = doc
+  for (let i = 0; i < SECTION.length; i++) {
+    if (typeof at !== "object" || at === null || Array.isArray(at)) return undefined
+    const here = at as Record<string, unknown>
+    const expected = SECTION[i]!
+    if (expected in here) {
+      at = here[expected]
+      continue
+    }
+    const near = Object.keys(here).find((k) => suggest(k, [expected]) === expected)
+    const path = SECTION.slice(0, i)
+    return near === undefined ? undefined : `${[...path, near].join(".")} is not read by svc; did you mean ${[...path, expected].join(".")}? (svc reads its settings under ${SECTION.join(".")})`
+  }
+  return undefined
+}
+
+/** The variables svc.yaml sets under `services.workflows.runtime.env` (none without the file); `misspelt`: a key on the way to them that is. */
+const fileEnv = async (file: string): Promise<{ readonly vars: Record<string, string>; readonly misspelt?: string }> => {
   const text = await fs.readFile(file, "utf8").catch(() => undefined)
   const fromFile: Record<string, string> = {}
+  let misspelt: string | undefined
   if (text !== undefined) {
     let doc: unknown
     try {
@@ -21,6 +47,7 @@ const fileEnv = async (file: string): Promise<Record<string, string>> => {
     } catch (e) {
       throw new ConfigFileError(`${file} is not valid YAML: ${e instanceof Error ? e.message.split("\n")[0] : String(e)}`)
     }
+    misspelt = misspeltSection(doc)
     const section = (doc as { services?: { workflows?: { runtime?: { env?: unknown } } } } | null)?.services?.workflows?.runtime?.env
     if (section !== undefined && section !== null) {
       if (typeof section !== "object" || Array.isArray(section)) throw new ConfigFileError(`${file}: services.workflows.runtime.env must be a map of variables`)
@@ -28,7 +55,7 @@ const fileEnv = async (file: string): Promise<Record<string, string>> => {
       for (const [k, v] of Object.entries(section)) if (v !== null && v !== undefined) fromFile[k] = String(v)
     }
   }
-  return fromFile
+  return misspelt === undefined ? { vars: fromFile } : { vars: fromFile, misspelt }
 }
 
 /**
@@ -37,7 +64,8 @@ const fileEnv = async (file: string): Promise<Record<string, string>> => {
  */
 export const runtimeEnv = async (home: string, env: NodeJS.ProcessEnv = process.env): Promise<Record<string, string | undefined>> => {
   const file = nodePath.join(home, "svc.yaml")
-  const fromFile = await fileEnv(file)
+  const { vars: fromFile, misspelt } = await fileEnv(file)
+  if (misspelt !== undefined) throw new ConfigFileError(`${file}: ${misspelt}`)
   // An empty one (or blanks) is unset (`SVC_WORKFLOW_OUTPUT_LIMIT= svc serve`): it put the default in place of svc.yaml's value without a word.
   const fromEnv = Object.fromEntries(Object.entries(env).filter(([k, v]) => k.startsWith("SVC_WORKFLOW_") && isSet(v)))
   // A misspelt setting would leave its default in force without a word (SVC_WORKFLOW_CAPACTY: 3).
@@ -59,7 +87,7 @@ export const runtimeEnv = async (home: string, env: NodeJS.ProcessEnv = process.
 export const settingFor = async (home: string, name: string, env: NodeJS.ProcessEnv = process.env): Promise<{ readonly value: string | undefined; readonly from: "environment" | "svc.yaml" | "default" }> => {
   const fromEnv = env[name]
   if (isSet(fromEnv)) return { value: fromEnv, from: "environment" }
-  const value = (await fileEnv(nodePath.join(home, "svc.yaml")))[name]
+  const value = (await fileEnv(nodePath.join(home, "svc.yaml"))).vars[name]
   return value === undefined ? { value: undefined, from: "default" } : { value, from: "svc.yaml" }
 }
 

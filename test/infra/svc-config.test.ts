@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
-import { runtimeEnv, sayWhereSet } from "../../src/infra/SvcConfig.js"
+import { runtimeEnv, sayWhereSet, settingFor } from "../../src/infra/SvcConfig.js"
 
 const homeWith = (yaml: string) => {
   const home = mkdtempSync(join(tmpdir(), "svc-config-"))
@@ -22,6 +22,29 @@ describe("runtimeEnv", () => {
   it("reads a key of the file with nothing after it as unset (it read as the text null)", async () => {
     const home = homeWith(env(["SVC_WORKFLOW_OUTPUT_LIMIT:", "SVC_WORKFLOW_CAPACITY: 3"]))
     expect(await runtimeEnv(home, {})).toEqual({ SVC_WORKFLOW_CAPACITY: "3" })
+  })
+})
+
+describe("a key on the way to the settings, misspelt", () => {
+  it.each([
+    ["servcies:\n  workflows:\n    runtime:\n      env:\n        SVC_WORKFLOW_CAPACITY: 5\n", "servcies is not read by svc; did you mean services?"],
+    ["services:\n  workflow:\n    runtime:\n      env:\n        SVC_WORKFLOW_CAPACITY: 5\n", "services.workflow is not read by svc; did you mean services.workflows?"],
+    ["services:\n  workflows:\n    runtme:\n      env:\n        SVC_WORKFLOW_CAPACITY: 5\n", "services.workflows.runtme is not read by svc; did you mean services.workflows.runtime?"],
+    ["services:\n  workflows:\n    runtime:\n      evn:\n        SVC_WORKFLOW_CAPACITY: 5\n", "services.workflows.runtime.evn is not read by svc; did you mean services.workflows.runtime.env?"]
+  ])("is refused by svc serve, saying which and where svc reads its settings (they stood at their defaults without a word): %#", async (yaml, said) => {
+    const home = homeWith(yaml)
+    await expect(runtimeEnv(home, {})).rejects.toThrow(`${join(home, "svc.yaml")}: ${said} (svc reads its settings under services.workflows.runtime.env)`)
+  })
+
+  it("other keys are not judged (svc.yaml may hold other services' settings), nor a near one beside the right one", async () => {
+    expect(await runtimeEnv(homeWith("editor: vim\nservices:\n  mail:\n    port: 25\n"), {})).toEqual({})
+    expect(await runtimeEnv(homeWith(`${env(["SVC_WORKFLOW_CAPACITY: 3"])}  workflow:\n    x: 1\n`), {})).toEqual({ SVC_WORKFLOW_CAPACITY: "3" })
+  })
+
+  it("is not a reader's business: journal replay's one setting is read all the same", async () => {
+    const home = homeWith("services:\n  workflow:\n    runtime: {}\n  workflows:\n    runtime:\n      env:\n        SVC_WORKFLOW_RETAINED_RUNS: 9\n")
+    expect(await settingFor(home, "SVC_WORKFLOW_RETAINED_RUNS", {})).toEqual({ value: "9", from: "svc.yaml" })
+    expect(await settingFor(homeWith("services:\n  workflow:\n    runtime: {}\n"), "SVC_WORKFLOW_RETAINED_RUNS", {})).toEqual({ value: undefined, from: "default" })
   })
 })
 
