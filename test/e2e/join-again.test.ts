@@ -329,4 +329,16 @@ describe("one join at a time in a home", () => {
       `the owner had revoked left-late already, so it freed nothing: slots its attempts held there stay reserved until its operator releases them (svc workers release ${workerId}), since this machine, its link removed, can no longer say it stopped them. To work for it again, join with a new token.\n`
     )
   }, 30_000)
+
+  it("a --name that cannot be a worker's is refused before anything is sent: the token is still good", async () => {
+    const token = await invite("named-late")
+    const home = tempDir("svc-bad-name-")
+    const bad = await run(home, "workers", "join", "--name", "two words", token)
+    expect({ code: bad.code, stderr: bad.stderr }).toEqual({
+      code: 2,
+      stderr: `svc workers join: --name: a worker's name is one word of at most 63 letters, digits, dots, hyphens and underscores, starting with a letter or digit; "two words" is not; nothing was sent, the token is still good (svc workers join --help)\n`
+    })
+    const good = await run(home, "workers", "join", "--name", "named-late", token)
+    expect(good.code, good.stderr).toBe(0)
+  }, 30_000)
 })

@@ -40,11 +40,18 @@ const WORKER_NAME = /^[\p{L}\p{N}][\p{L}\p{N}._-]{0,62}$/u
  * commands would take for that worker.
  */
 export const workerNameProblem = (name: string, state: Registry): string | undefined => {
+  const shape = workerNameShapeProblem(name)
+  if (shape !== undefined) return shape
+  if (HashMap.has(state.workers, name)) return `${name} is the id of another worker: choose another name`
+  return undefined
+}
+
+/** Why `name` is not shaped as a worker's name, or undefined: what a command can say before it asks the owner. */
+export const workerNameShapeProblem = (name: string): string | undefined => {
   if (holdsSecret(name)) return secretRefusal("the worker's name")
   if (!WORKER_NAME.test(name)) {
     return `a worker's name is one word of at most 63 letters, digits, dots, hyphens and underscores, starting with a letter or digit; ${JSON.stringify(name)} is not`
   }
-  if (HashMap.has(state.workers, name)) return `${name} is the id of another worker: choose another name`
   return undefined
 }
 

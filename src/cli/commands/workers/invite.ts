@@ -6,6 +6,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { durationSeconds } from "../../../domain/manifest/Formats.js"
 import { JOB_ADDRESS } from "../../../domain/manifest/JobAddress.js"
+import { workerNameShapeProblem } from "../../../domain/workers/Invite.js"
 import { parseJoinToken } from "../../../domain/workers/Secrets.js"
 import { admin } from "../../admin.js"
 import { usage } from "../../CliFailure.js"
@@ -20,6 +21,9 @@ export const invite = Command.make(
   },
   ({ expires, name, scope }) =>
     Effect.gen(function* () {
+      // A name that cannot be one is a usage problem, said before the owner is asked, as a bad --scope is.
+      const badName = Option.isSome(name) ? workerNameShapeProblem(name.value) : undefined
+      if (badName !== undefined) return yield* usage(`--name: ${badName}`)
       const bad = scope.filter((s) => !JOB_ADDRESS.test(s))
       if (bad.length > 0) return yield* usage(`--scope names versioned jobs as BAG:JOB@VERSION (such as hasher:checksum@1.0.0); ${bad.map((b) => JSON.stringify(b)).join(", ")} ${bad.length === 1 ? "is" : "are"} not`)
       const seconds = Option.isSome(expires) ? durationSeconds(expires.value) : null

@@ -8,6 +8,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { workerNameFromHost } from "../../../domain/workers/Decide.js"
+import { workerNameShapeProblem } from "../../../domain/workers/Invite.js"
 import { parseJoinToken, type JoinTokenContent } from "../../../domain/workers/Secrets.js"
 import { SvcHome } from "../../../infra/SvcHome.js"
 import { linkKey, linksDir, readLinks, writeLink } from "../../../infra/workers/LinkStore.js"
@@ -163,6 +164,9 @@ export const join = Command.make(
       if (typeof content === "string") {
         return yield* refused(`${content}: give the whole line svc workers invite printed on the owner (one word, svc_jt_...), or ask the owner's operator for a new one`)
       }
+      // A name that cannot be one, said before anything is sent (the owner would refuse it).
+      const badName = Option.isSome(name) ? workerNameShapeProblem(name.value) : undefined
+      if (badName !== undefined) return yield* usage(`--name: ${badName}; nothing was sent, the token is still good`)
       const home = (yield* SvcHome).path
       // The link (its credential) is kept here: not in a home another user may write to or owns.
       const unsafe = yield* Effect.promise(() => fs.stat(home).then((st) => unsafeHomeProblem(home, st, currentUid()), () => undefined))
