@@ -38,7 +38,8 @@ export type CommandError = CommandRejected | StreamConflict | JournalError
 
 export interface OperatorCommands {
   readonly invite: (i: { readonly scope: ReadonlyArray<string>; readonly expiresInMs: number | null; readonly name: string | null; readonly actor: string }) => Effect.Effect<InviteOutcome, CommandError>
-  readonly rotate: (worker: string, actor: string) => Effect.Effect<WorkerRecord, CommandError | Refusal>
+  /** `pendingAlready`: a rotation asked for earlier was not taken yet (nothing more is recorded). */
+  readonly rotate: (worker: string, actor: string) => Effect.Effect<{ readonly worker: WorkerRecord; readonly pendingAlready: boolean }, CommandError | Refusal>
   readonly revoke: (worker: string, actor: string) => Effect.Effect<WorkerRecord, CommandError | Refusal>
   /** A worker by id or name as `revoke`; else an unused invite by its id (its token then fails). */
   readonly revokeWorkerOrInvite: (ref: string, actor: string) => Effect.Effect<Revoked, CommandError | Refusal>
@@ -138,8 +139,8 @@ export const makeOperatorCommands = ({ state, execute, sha, entropy, address, di
     Effect.gen(function* () {
       const w = yield* findWorker(ref, { preferActive: true })
       const now = yield* Clock.currentTimeMillis
-      yield* execute((r) => Decide.decideRequestRotation({ workerId: w.id, actor, now }, r))
-      return yield* findWorker(w.id)
+      const envelopes = yield* execute((r) => Decide.decideRequestRotation({ workerId: w.id, actor, now }, r))
+      return { worker: yield* findWorker(w.id), pendingAlready: envelopes.length === 0 }
     })
 
   const revoke: OperatorCommands["revoke"] = (ref, actor) =>

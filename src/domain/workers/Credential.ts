@@ -29,6 +29,8 @@ export interface RequestRotation {
 export const decideRequestRotation = (c: RequestRotation, state: Registry): Decision | Rejection => {
   const w = liveWorker(state, c.workerId)
   if (isRejection(w)) return w
+  // Asked again before the worker's next call took the first: one new credential is handed over either way, and the journal (and audit) holds the request once.
+  if (w.rotationPending) return decided(workerStream(w.id), w.streamVersion, [])
   return decided(workerStream(w.id), w.streamVersion, [new CredentialRotationRequested({ workerId: w.id, actor: c.actor, at: c.now })])
 }
 

@@ -181,7 +181,14 @@ export const decideRevokeInvite = (c: RevokeInvite, state: Registry): Decision |
   if (Option.isNone(found)) return reject("unknown-invite", `no invite ${JSON.stringify(c.inviteId)} was made by this owner`)
   const invite = found.value
   if (invite.redeemedBy !== null) {
-    return reject("invite-redeemed", `invite ${invite.id} was redeemed by worker ${invite.redeemedBy}: revoke the worker instead (svc workers revoke ${invite.redeemedBy})`)
+    // The worker it made, revoked already, has nothing left to revoke: not advised again.
+    const worker = Option.getOrUndefined(HashMap.get(state.workers, invite.redeemedBy))
+    return reject(
+      "invite-redeemed",
+      worker?.revokedAt !== undefined && worker.revokedAt !== null
+        ? `invite ${invite.id} was redeemed by worker ${invite.redeemedBy}, which is revoked already: nothing is left to revoke`
+        : `invite ${invite.id} was redeemed by worker ${invite.redeemedBy}: revoke the worker instead (svc workers revoke ${invite.redeemedBy})`
+    )
   }
   if (invite.revokedAt !== undefined) return reject("invite-revoked", `invite ${invite.id} is already revoked`)
   if (inviteExpired(invite, c.now)) return reject("invite-expired", `invite ${invite.id} has expired already: its token cannot be redeemed`)

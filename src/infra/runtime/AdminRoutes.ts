@@ -111,7 +111,9 @@ export const adminRoutes = (
     {
       method: "POST",
       path: "/rotate",
-      handle: checked("/rotate", (body) => answer(Effect.map(Effect.flatMap(Owner, (o) => o.rotate(body.worker, options.actor)), (w) => ({ id: w.id, name: w.name }))))
+      handle: checked("/rotate", (body) =>
+        answer(Effect.map(Effect.flatMap(Owner, (o) => o.rotate(body.worker, options.actor)), ({ pendingAlready, worker: w }) => ({ id: w.id, name: w.name, ...(pendingAlready ? { pendingAlready } : {}) })))
+      )
     },
     {
       method: "POST",

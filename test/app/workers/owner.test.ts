@@ -155,7 +155,11 @@ describe("joining", () => {
       expect(edited.message).toMatch(/^that looks like a join token \(svc_jt_…\), but it cannot be read: /)
       neverSaid(edited.message)
       // A credential names the worker that holds it: rotate and revoke act on it.
-      expect((yield* owner.rotate(w.credential, "op")).id).toBe(w.workerId)
+      expect(yield* owner.rotate(w.credential, "op")).toMatchObject({ worker: { id: w.workerId }, pendingAlready: false })
+      // Asked again before the worker took it: said, and recorded once.
+      const rotations = (yield* Effect.flatMap(Journal, (j) => j.read(0, 1_000))).filter((e) => e.event._tag === "CredentialRotationRequested").length
+      expect(yield* owner.rotate(w.credential, "op")).toMatchObject({ worker: { id: w.workerId }, pendingAlready: true })
+      expect((yield* Effect.flatMap(Journal, (j) => j.read(0, 1_000))).filter((e) => e.event._tag === "CredentialRotationRequested")).toHaveLength(rotations)
       const unknown = makeCredential(new Uint8Array(30).fill(7))
       secrets.push(unknown)
       const nobody = yield* Effect.flip(owner.rotate(unknown, "op"))
@@ -310,7 +314,7 @@ describe("names", () => {
       // Listed before it: revoked identities come last.
       expect((yield* owner.status).map((w) => w.id)).toEqual([joined.workerId, first.workerId])
       // Rotate and revoke act on the identity that can still call.
-      expect((yield* owner.rotate("lab-1", "operator")).id).toBe(joined.workerId)
+      expect((yield* owner.rotate("lab-1", "operator")).worker.id).toBe(joined.workerId)
       // Release (which is for revoked workers too) does not guess.
       const both = `2 workers are named lab-1: ${first.workerId} (revoked), ${joined.workerId} (linked); use the worker id`
       expect(yield* Effect.flip(owner.find("lab-1"))).toMatchObject({ message: both })

@@ -96,6 +96,8 @@ describe("revoking an invite", () => {
     const cases: ReadonlyArray<readonly [Registry, number, string, string]> = [
       [given(), 2_000, "unknown-invite", 'no invite "i" was made by this owner'],
       [given(invited("i"), joined("w", "i")), 3_000, "invite-redeemed", "invite i was redeemed by worker w: revoke the worker instead (svc workers revoke w)"],
+      // Its worker revoked already: not advised to revoke it again.
+      [given(invited("i"), joined("w", "i"), revoked("w")), 3_000, "invite-redeemed", "invite i was redeemed by worker w, which is revoked already: nothing is left to revoke"],
       [given(invited("i"), new InviteRevoked({ inviteId: "i", actor: "op", at: 1_500 })), 3_000, "invite-revoked", "invite i is already revoked"],
       [given(invited("i", 0, ["hasher:checksum@1.0.0"])), 24 * HOUR, "invite-expired", "invite i has expired already: its token cannot be redeemed"]
     ]

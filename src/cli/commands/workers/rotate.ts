@@ -10,6 +10,10 @@ export const rotate = Command.make("rotate", { worker: workerArg, json }, ({ jso
   Effect.gen(function* () {
     const answer = yield* admin("POST", "/rotate", { worker })
     if (json) return yield* printJson({ ...answer, rotation: "pending" })
-    yield* Console.log(`rotation requested for ${String(answer["name"])}: the new credential is handed over in the answer to its next call; the old one then works 5 more minutes`)
+    yield* Console.log(
+      answer["pendingAlready"] === true
+        ? `a rotation is pending for ${String(answer["name"])} already (asked earlier, not taken yet): the new credential is handed over in the answer to its next call; nothing more was recorded`
+        : `rotation requested for ${String(answer["name"])}: the new credential is handed over in the answer to its next call; the old one then works 5 more minutes`
+    )
   })
 ).pipe(Command.withDescription("Issue a new credential to a worker (the old one works 5 more minutes)"))
