@@ -9,6 +9,7 @@
 import type * as http from "node:http"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
+import { spawnSync } from "node:child_process"
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -340,5 +341,24 @@ describe("one join at a time in a home", () => {
     })
     const good = await run(home, "workers", "join", "--name", "named-late", token)
     expect(good.code, good.stderr).toBe(0)
+  }, 30_000)
+
+  // A read-only view of the home (a bind mount remounted read-only) needs root.
+  const canMount = process.getuid?.() === 0 && spawnSync("mount", ["--version"]).status === 0
+  it.skipIf(!canMount)("leaving from a home that cannot be written says nothing changed: the owner was not told (needs root, to mount)", async () => {
+    const token = await invite("stays-linked")
+    const home = tempDir("svc-leave-ro-")
+    expect((await run(home, "workers", "join", token)).code).toBe(0)
+    const links = join(home, "links")
+    if (spawnSync("mount", ["--bind", links, links]).status !== 0) return
+    try {
+      expect(spawnSync("mount", ["-o", "remount,bind,ro", links]).status).toBe(0)
+      const left = await run(home, "workers", "leave", "stays-linked")
+      expect(left.code).toBe(1)
+      expect(left.stderr).toMatch(/^svc: cannot remove the link to https:\/\/\S+: EROFS: read-only file system, .*; nothing changed: the owner was not told, and this machine still works for it\n$/)
+    } finally {
+      spawnSync("umount", [links])
+    }
+    expect((await workerRow("stays-linked"))?.state).not.toBe("Revoked")
   }, 30_000)
 })

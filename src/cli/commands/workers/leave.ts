@@ -79,7 +79,7 @@ export const leave = Command.make(
       const { key, link } = matching[0]!
       // The link goes first (its credential is kept in memory for the call): a running svc serve
       // that hears of the revocation before it notices the link gone then knows this machine left.
-      yield* Effect.tryPromise({ try: () => removeLink(home, key), catch: (e) => refused(`cannot remove the link to ${link.url}: ${e instanceof Error ? e.message : String(e)}`) })
+      yield* Effect.tryPromise({ try: () => removeLink(home, key), catch: (e) => refused(`cannot remove the link to ${link.url}: ${e instanceof Error ? e.message : String(e)}; nothing changed: the owner was not told, and this machine still works for it`) })
       // A running svc serve ends the link within 2 s of its removal, stopping what it ran for that
       // owner: once it has, this machine can say it runs nothing there, and the owner frees the
       // slots those attempts held (it held them until its operator released them).
