@@ -173,17 +173,34 @@ export const make = Effect.gen(function* () {
   let sweeping = false
   const sweep = Effect.gen(function* () {
     const gone: Array<string> = []
+    const printed = new Set<string>()
     for (const id of yield* files.attempts) {
       // The state as it is now, not as the listing began: a run's files appear only after it is in
       // the state (its placement is committed first), so a run submitted meanwhile is kept.
       const parsed = parseAttemptId(id)
       if (parsed !== undefined && HashMap.has(projections.current().runs.runs, parsed.runId)) continue
       gone.push(id)
+      // Only output that was there is said removed later: the owner's own attempts have their
+      // files made as they start, empty for a job that prints nothing.
+      if (parsed !== undefined && !printed.has(parsed.runId) && (yield* files.printed(id))) printed.add(parsed.runId)
     }
     // Noted first: an owner that keeps more runs later (the setting raised) folds some of these
     // back into memory, and says their output was removed rather than that they printed nothing.
-    yield* files.noteRemoved([...new Set(gone.flatMap((id) => parseAttemptId(id)?.runId ?? []))])
-    for (const id of gone) yield* files.remove(id)
+    yield* files.noteRemoved([...printed])
+    // Said once a sweep, not once a file (a read-only directory fails every one).
+    let failed = 0
+    let first: string | undefined
+    for (const id of gone) {
+      yield* files.remove(id).pipe(
+        Effect.catchAll((e) =>
+          Effect.sync(() => {
+            failed++
+            first ??= e.message
+          })
+        )
+      )
+    }
+    if (failed > 0) yield* Effect.logWarning(`the output files of ${failed} attempt${failed === 1 ? "" : "s"} of forgotten runs could not be removed (${first}); they are tried again when the next generation of runs is forgotten, and at the next start`)
   })
   const sweepIfForgotten = Effect.suspend(() => {
     const forgotten = projections.current().runs.forgotten

@@ -105,7 +105,7 @@ export const makeWork = (
     const running = new Map<string, Running>()
     // Nothing runs yet for this owner in this process: output files here are left from a process
     // that ended while running (its attempts are placed again, their output is not wanted).
-    for (const attempt of yield* side.files.attempts) yield* side.files.remove(attempt)
+    for (const attempt of yield* side.files.attempts) yield* side.files.remove(attempt).pipe(Effect.catchAll((e) => Effect.logWarning(e.message)))
     const state: WorkState = {
       running,
       fence: 0,
@@ -242,7 +242,7 @@ export const makeWork = (
               ),
               // Its output went to the owner with the heartbeats and the report; a stopped or
               // superseded attempt's is not wanted. The copy here goes (docs/runs.md, "Output").
-              Effect.andThen(side.files.remove(work.attempt))
+              Effect.andThen(side.files.remove(work.attempt).pipe(Effect.catchAll((e) => Effect.logWarning(e.message))))
             )
           ),
           Effect.forkDaemon

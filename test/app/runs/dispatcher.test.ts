@@ -451,12 +451,37 @@ describe("runs kept in memory", () => {
     writeFileSync(join(dir, "rGone1.1.stdout"), "old output\n")
     writeFileSync(join(dir, "rGone1.2.stderr"), "old errors\n")
     const deps = Layer.mergeAll(ChildExecutor.layer, FileRunFiles.layer(dir), Layer.succeed(OwnerHost, host))
+    // An attempt of the owner's own that printed nothing: its files were made as it started, empty.
+    writeFileSync(join(dir, "rQuiet1.1.stdout"), "")
+    writeFileSync(join(dir, "rQuiet1.1.stderr"), "")
     return Effect.gen(function* () {
       const files = yield* RunFiles
       yield* until("the stray output removed", files.attempts, (ids) => ids.length === 0)
       expect(readdirSync(dir)).toEqual([FileRunFiles.REMOVED_LIST])
       expect(yield* files.wasRemoved("rGone1")).toBe(true)
+      // Not said removed: it had no output to remove.
+      expect(yield* files.wasRemoved("rQuiet1")).toBe(false)
     }).pipe(Effect.provide(ownerOn(layerMemory, projectionsLayer, deps)))
+  })
+
+  it.effect("output files that cannot be removed (a read-only directory) are said once a sweep, and the owner goes on", () => {
+    const dir = mkdtempSync(join(tmpdir(), "svc-dispatcher-out-ro-"))
+    for (let i = 0; i < 3; i++) writeFileSync(join(dir, `rStuck${i}.1.stdout`), "old output\n")
+    const real = FileRunFiles.make(dir)
+    const stuck: RunFilesService = { ...real, remove: (attempt) => Effect.fail(new OutputNotKept({ message: `the output files of ${attempt} in ${dir} could not be removed: EROFS: read-only file system` })) }
+    const logs: Array<string> = []
+    const deps = Layer.mergeAll(ChildExecutor.layer, Layer.succeed(RunFiles, stuck), Layer.succeed(OwnerHost, host))
+    return Effect.gen(function* () {
+      yield* until("the sweep said so", Effect.sync(() => logs.filter((l) => l.startsWith("WARN"))), (warned) => warned.length > 0)
+      expect(logs.filter((l) => l.startsWith("WARN"))).toEqual([
+        expect.stringMatching(
+          /^WARN the output files of 3 attempts of forgotten runs could not be removed \(the output files of rStuck\d\.1 in \S+ could not be removed: EROFS: read-only file system\); they are tried again when the next generation of runs is forgotten, and at the next start$/
+        )
+      ])
+      // The owner goes on answering.
+      const dispatcher = yield* Dispatcher
+      expect(yield* dispatcher.list()).toMatchObject({ total: 0 })
+    }).pipe(Effect.provide(ownerOn(layerMemory, projectionsLayer, deps)), Effect.provide(capturingLogs(logs)))
   })
 
   it.effect("a run in flight is kept however many runs settle after it", () =>

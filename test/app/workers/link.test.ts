@@ -91,7 +91,8 @@ describe("the worker's link", () => {
           attempts: Effect.succeed([]),
           remove: () => Effect.void,
           noteRemoved: () => Effect.void,
-          wasRemoved: () => Effect.succeed(false)
+          wasRemoved: () => Effect.succeed(false),
+          printed: () => Effect.succeed(false)
         },
         claimWaitSeconds: 20,
         heartbeatEvery: Duration.seconds(3)
