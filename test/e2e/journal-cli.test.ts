@@ -4,12 +4,12 @@
  */
 import Database from "better-sqlite3"
 import { spawn, spawnSync } from "node:child_process"
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs"
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { beforeEach, describe, expect, it } from "vitest"
+import { beforeEach, describe, expect, it, onTestFinished } from "vitest"
 import { layer as projectionsLayer, Projections } from "../../src/app/journal/Projections.js"
 import { PROJECTION_FORM } from "../../src/app/journal/Replay.js"
 import * as Decide from "../../src/domain/workers/Decide.js"
@@ -82,6 +82,8 @@ describe("svc journal and svc audit", () => {
     expect(statSync(file).size).toBe(0)
     // Followed, it is a store not made yet: waited for, then every event shown from the first.
     const child = spawn(process.execPath, [SVC_BIN, "journal", "tail", "--follow", "--json"], { env: { PATH: process.env["PATH"] ?? "", HOME: home, SVC_HOME: home }, stdio: ["ignore", "pipe", "pipe"] })
+    // Not left running by a test that fails before its reader goes away.
+    onTestFinished(() => void child.kill())
     const exited = new Promise<number | null>((resolve) => child.on("close", resolve))
     const first = new Promise<string>((resolve) => child.stdout.once("data", (d: Buffer) => resolve(d.toString("utf8"))))
     await new Promise((resolve) => setTimeout(resolve, 700))
@@ -326,11 +328,27 @@ describe("svc journal and svc audit", () => {
       "copied without -wal",
       `${file} holds no svc journal: it has no tables, and it is a WAL journal with no ${file}-wal beside it: a copy of a running owner's svc.sqlite made without its -wal file, which held them? Copy svc.sqlite-wal with it (or use sqlite3's .backup: docs/operations.md, "Backups")`
     )
-    // Its -wal alone: refused, not read as an empty journal.
+    // Its -wal alone, or beside an empty file: refused, not read as an empty journal, and the -wal
+    // left as it is (SQLite discards such a -wal as it opens the store: the commits were lost).
     rmSync(file, { force: true })
     rmSync(`${file}-shm`, { force: true })
-    writeFileSync(`${file}-wal`, Buffer.alloc(4128, 1))
-    await expectRefused("-wal alone", `there is no ${file}, but there is ${file}-wal (4,128 bytes), which holds only the journal's last commits: copy svc.sqlite with it (docs/operations.md, "Backups")`)
+    const wal = Buffer.alloc(4128, 1)
+    writeFileSync(`${file}-wal`, wal)
+    const kept = `which holds only the journal's last commits, and which SQLite would discard on opening it: copy svc.sqlite with it (docs/operations.md, "Backups"); nothing was opened or changed`
+    await expectRefused("-wal alone", `there is no ${file}, but there is ${file}-wal (4,128 bytes), ${kept}`)
+    writeFileSync(file, "")
+    await expectRefused("-wal beside an empty file", `${file} is an empty file (0 bytes), but there is ${file}-wal (4,128 bytes), ${kept}`)
+    const following = await run("journal", "tail", "--follow")
+    expect({ code: following.code, stderr: following.stderr }).toEqual({ code: 1, stderr: `svc: ${file} is an empty file (0 bytes), but there is ${file}-wal (4,128 bytes), ${kept}\n` })
+    expect(readFileSync(`${file}-wal`)).toEqual(wal)
+    // svc serve does not start a new journal over it.
+    const serve = await run("serve", "--listen", "127.0.0.1:0")
+    expect({ code: serve.code, stderr: serve.stderr }).toEqual({
+      code: 1,
+      stderr: `svc: ${file} is an empty file (0 bytes), but there is ${file}-wal (4,128 bytes), ${kept}; svc serve does not start a new journal over it (remove the -wal to start one)\n`
+    })
+    expect(readFileSync(`${file}-wal`)).toEqual(wal)
+    rmSync(file)
     rmSync(`${file}-wal`)
     // A table dropped: it read as an empty, clean journal.
     await writeHistory(file, true)
@@ -473,6 +491,8 @@ describe("svc journal and svc audit", () => {
     const file = storePath(home)
     // Started before the owner ever ran in this home: it waits for the store (it never showed an event).
     const child = spawn(process.execPath, [SVC_BIN, "journal", "tail", "--follow", "--json"], { env: { PATH: process.env["PATH"] ?? "", HOME: home, SVC_HOME: home }, stdio: ["ignore", "pipe", "pipe"] })
+    // Not left running by a test that fails before its reader goes away.
+    onTestFinished(() => void child.kill())
     let stderr = ""
     child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d))
     let stdout = ""
@@ -497,6 +517,8 @@ describe("svc journal and svc audit", () => {
     const later = join(home, "later")
     const file = storePath(later)
     const child = spawn(process.execPath, [SVC_BIN, "journal", "tail", "--follow", "--json"], { env: { PATH: process.env["PATH"] ?? "", HOME: home, SVC_HOME: later }, stdio: ["ignore", "pipe", "pipe"] })
+    // Not left running by a test that fails before its reader goes away.
+    onTestFinished(() => void child.kill())
     let stderr = ""
     child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d))
     const exited = new Promise<number | null>((resolve) => child.on("close", resolve))

@@ -17,6 +17,7 @@ import { Journal, JournalError } from "../../app/journal/Journal.js"
 import { prepareOutsideRuns, preparePage, prepareStream, readPage, readStreamOf } from "./EventRows.js"
 import { ioError } from "./IoError.js"
 import { damaged, openProblem, storeProblem, tablesOf, walAlone } from "./StoreCheck.js"
+import { walWithoutStore } from "./StoreFile.js"
 
 const readOnly = () => Effect.fail(new JournalError({ reason: "Closed", message: "this journal is open read-only" }))
 
@@ -124,20 +125,12 @@ const absence = (filename: string): string | undefined => {
       return String((e as NodeJS.ErrnoException).code ?? e)
     }
   }
+  // Its -wal without it (or with it empty): the journal's last commits, which opening it would discard.
+  const orphan = walWithoutStore(filename)
+  if (orphan !== undefined) return orphan
   const file = code(filename)
   if (file === undefined) return neverWritten(filename) ? "none yet" : undefined
   if (file !== "ENOENT") return `cannot read ${filename} (${file})`
-  // Its -wal without it: the journal's last commits, but not the journal (a copy made of the wrong file).
-  const wal = (() => {
-    try {
-      return statSync(`${filename}-wal`).size
-    } catch {
-      return undefined
-    }
-  })()
-  if (wal !== undefined && wal > 0) {
-    return `there is no ${filename}, but there is ${filename}-wal (${wal.toLocaleString("en-US")} bytes), which holds only the journal's last commits: copy svc.sqlite with it (docs/operations.md, "Backups")`
-  }
   const home = dirname(filename)
   const dir = code(home)
   if (dir === undefined) return "none yet"

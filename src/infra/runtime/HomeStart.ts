@@ -10,7 +10,7 @@ import * as nodePath from "node:path"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import { runtimeAnswering, socketPathProblem } from "../http/AdminApi.js"
-import { storePath } from "../journal/StoreFile.js"
+import { storePath, walWithoutStore } from "../journal/StoreFile.js"
 import { currentUid, modeText } from "../PrivateFiles.js"
 import { holdHome, LOCK_FILE } from "./HomeLock.js"
 import { makeDirectory } from "../MakeDirectory.js"
@@ -77,6 +77,10 @@ export const claimHome = (home: string, taken?: { readonly value: boolean }) =>
           : new HomeProblem({ message: `locking ${lock}: ${p.message}` })
       )
     )
+    // A -wal with commits beside a missing or empty store: SQLite would discard it as it opens the
+    // store, and the owner would start a new journal over the last commits of the old one.
+    const orphan = walWithoutStore(storePath(home))
+    if (orphan !== undefined) return yield* new HomeProblem({ message: `${orphan}; svc serve does not start a new journal over it (remove the -wal to start one)` })
     // The journal holds every run's input and result and the credentials' hashes: owner-only,
     // whatever mode the home was made with (a home made beforehand, 0755, left it readable by
     // every local user). SQLite gives -wal and -shm the mode of the file they belong to.

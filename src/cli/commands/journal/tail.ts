@@ -8,7 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import { Journal } from "../../../app/journal/Journal.js"
 import * as JournalReader from "../../../infra/journal/JournalReader.js"
-import { storePath } from "../../../infra/journal/StoreFile.js"
+import { storePath, walWithoutStore } from "../../../infra/journal/StoreFile.js"
 import { SvcHome } from "../../../infra/SvcHome.js"
 import { refused, usage } from "../../CliFailure.js"
 import { json, printJson, printLines } from "../../output.js"
@@ -58,6 +58,9 @@ export const tailCommand = Command.make("tail", { json, lines, follow }, ({ foll
       // A home not made yet is waited for too, not made (svc serve makes it, private): on a fresh
       // machine, tail --follow in one terminal and svc serve in another exited 1 at once. A
       // store never written to (a first start that failed) is one not made yet.
+      // A -wal with commits and no store beside it is not a store to come: said, as the other readers say it.
+      const orphan = walWithoutStore(file)
+      if (orphan !== undefined) return yield* refused(orphan)
       const notYet = () => !existsSync(file) || JournalReader.neverWritten(file)
       const fromStart = follow && notYet()
       if (fromStart) {
