@@ -65,6 +65,21 @@ describe("svc new and svc bag check", () => {
     expect(again.stderr).toMatch(/already exists/)
   })
 
+  it("refuses a secret's shape anywhere in a manifest (a job's version, a label, a key), never printing it", async () => {
+    expect((await run("new", "leaky")).code).toBe(0)
+    const secret = `svc_wk_${"Q".repeat(30)}123456`
+    const manifest = join(cwd, "leaky", "bag.yaml")
+    writeFileSync(manifest, readFileSync(manifest, "utf8").replace(/version: 1\.0\.0/, `version: 1.0.0-${secret}`) + `constants:\n  ${secret}: 1\n`)
+    for (const args of [["bag", "check", "leaky"], ["bag", "check", "leaky", "--json"], ["bag", "install", "leaky"]]) {
+      const r = await run(...args)
+      expect(r.code, args.join(" ")).toBe(1)
+      expect(r.stdout + r.stderr).not.toContain(secret)
+      expect(r.stdout + r.stderr).toContain("holds what is shaped as an svc secret (svc_wk_…, svc_jt_…, svc_jk_…)")
+    }
+    const lines = (await run("bag", "check", "leaky")).stdout.trim().split("\n")
+    expect(lines).toEqual([expect.stringMatching(/^bag\.yaml:\d+:\d+: jobs\.checksum\.version: holds what/), expect.stringMatching(/^bag\.yaml:\d+:3: constants\.svc_wk_…: holds what/)])
+  })
+
   it("prints every problem as bag.yaml:LINE:COL: key.path: message and exits 1", async () => {
     mkdirSync(join(cwd, "bad"))
     writeFileSync(

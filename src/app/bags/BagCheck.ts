@@ -8,6 +8,7 @@ import type { ConstantResolver } from "../../domain/manifest/Constants.js"
 import type { BagListing } from "../../domain/manifest/Environment.js"
 import type { Manifest } from "../../domain/manifest/Manifest.js"
 import { error, formatPath, type Problem, type Severity } from "../../domain/manifest/Problem.js"
+import { withoutSecrets } from "../../domain/workers/Secrets.js"
 import { BagDirectory, type BagSnapshot } from "./BagDirectory.js"
 import { ManifestSource } from "./ManifestSource.js"
 
@@ -35,7 +36,7 @@ export const checkText = (text: string, listing?: BagListing, constants?: Consta
     const parsed = source.parse(text)
     if (parsed.problems.length > 0) {
       const problems = parsed.problems
-        .map((p) => ({ path: formatPath(p.path), line: p.line, column: p.column, message: p.message, severity: p.severity }))
+        .map((p) => ({ path: withoutSecrets(formatPath(p.path)), line: p.line, column: p.column, message: withoutSecrets(p.message), severity: p.severity }))
         .sort(byPosition)
       return { valid: false, problems, manifest: undefined, externalConstants: [] }
     }
@@ -45,7 +46,7 @@ export const checkText = (text: string, listing?: BagListing, constants?: Consta
       ...(constants === undefined ? {} : { constants })
     })
     const problems = [...result.problems, ...found]
-      .map((p) => ({ path: formatPath(p.path), ...parsed.locate(p.path, p.at), message: p.message, severity: p.severity }))
+      .map((p) => ({ path: withoutSecrets(formatPath(p.path)), ...parsed.locate(p.path, p.at), message: withoutSecrets(p.message), severity: p.severity }))
       .sort(byPosition)
     return {
       valid: !problems.some((p) => p.severity === "error"),

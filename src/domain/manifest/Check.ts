@@ -18,6 +18,7 @@ import { Job } from "./schema/Jobs.js"
 import { Schedule } from "./schema/Schedules.js"
 import { Store } from "./schema/Stores.js"
 import { formatRules } from "./rules/formats.js"
+import { secretRules } from "./rules/secrets.js"
 import { compositionRules, jobRules, scheduleGrantRules, scheduleJobRules, toolRules, traitRules, vendorRules } from "./rules/references.js"
 import * as Structure from "./rules/structure.js"
 
@@ -94,6 +95,7 @@ export const checkManifest = (document: unknown, env: CheckEnvironment): Manifes
   problems.push(...misnamedEntryProblems(raw).filter(visible))
   for (const rule of crossKeyRules) problems.push(...rule(raw).filter(visible))
   problems.push(...formatRules(raw, env.validators).filter(visible))
+  problems.push(...secretRules(raw).filter(visible))
   if (env.listing !== undefined) problems.push(...fileRules(raw, env.listing).filter(visible))
 
   // A problem inside a constant's value is said where the constant is used, naming the constant:

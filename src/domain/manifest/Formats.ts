@@ -3,7 +3,6 @@
  * intervals and times. Each is a pure check with the rule text used in messages.
  */
 import * as Schema from "effect/Schema"
-import { holdsSecret } from "../workers/Secrets.js"
 import { byKind, matching } from "./internal/schemaKit.js"
 
 /**
@@ -13,12 +12,9 @@ import { byKind, matching } from "./internal/schemaKit.js"
  */
 export const BAG_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/
 export const BAG_NAME_RULE = "must use only ASCII letters, digits, dots, underscores and hyphens, starting with a letter or digit, 100 characters at most"
-/** A bag's name is advertised by the workers that hold it and journaled with every run of its jobs: never a secret's shape. */
-export const BAG_NAME_SECRET_RULE = "must not hold what is shaped as an svc secret (svc_wk_…, svc_jt_…, svc_jk_…): a bag's name is advertised and recorded with its runs"
-// The description is what a map keyed by bag names (`requires`) says of a bad key.
-export const BagName = matching(BAG_NAME, BAG_NAME_RULE)
-  .pipe(Schema.filter((s) => !holdsSecret(s) || BAG_NAME_SECRET_RULE))
-  .annotations({ description: BAG_NAME_RULE })
+// The description is what a map keyed by bag names (`requires`) says of a bad key. (A secret's
+// shape, here or anywhere in a manifest, is refused by rules/secrets.ts.)
+export const BagName = matching(BAG_NAME, BAG_NAME_RULE).annotations({ description: BAG_NAME_RULE })
 
 export const KEBAB = /^[a-z0-9]+(?:-[a-z0-9]+)*$/
 export const KEBAB_RULE = "use kebab-case: lowercase letters and digits joined by single hyphens"

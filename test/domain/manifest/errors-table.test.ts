@@ -147,7 +147,19 @@ const rows: ReadonlyArray<ErrorsRow> = [
     condition: "a bag's name holds a secret's shape (advertised and recorded)",
     pass: "name: svc-wk-tools\ndescription: d\n",
     fail: "name: svc_wk_tools\ndescription: d\n",
-    expected: { path: "name", line: 1, message: "must not hold what is shaped as an svc secret (svc_wk_…, svc_jt_…, svc_jk_…): a bag's name is advertised and recorded with its runs" }
+    expected: { path: "name", line: 1, message: "holds what is shaped as an svc secret (svc_wk_…, svc_jt_…, svc_jk_…): a bag is copied as it is" }
+  },
+  {
+    condition: "a job's version holds a secret's shape (its address is advertised and journaled)",
+    pass: doc("jobs:", "  build:", "    version: 1.0.0-svc-wk", "    runs: {using: node, main: x.mjs}"),
+    fail: doc("jobs:", "  build:", "    version: 1.0.0-svc_wk_AbCd", "    runs: {using: node, main: x.mjs}"),
+    expected: { path: "jobs.build.version", line: 5, message: "holds what is shaped as an svc secret" }
+  },
+  {
+    condition: "a required label holds a secret's shape (journaled with every run)",
+    pass: doc("jobs:", "  build:", "    runs: {using: node, main: x.mjs}", "    requires: {labels: [tier=gold]}"),
+    fail: doc("jobs:", "  build:", "    runs: {using: node, main: x.mjs}", "    requires: {labels: [tier=svc_jt_x]}"),
+    expected: { path: "jobs.build.requires.labels[0]", line: 6, message: "holds what is shaped as an svc secret" }
   },
   {
     condition: "the description is more than one line",
