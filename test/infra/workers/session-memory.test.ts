@@ -7,6 +7,7 @@ import { join } from "node:path"
 import * as Effect from "effect/Effect"
 import { describe, expect, it } from "vitest"
 import { bindingFrom, forgetSession, sessionMemoryAt, sessionsDir } from "../../../src/infra/workers/SessionMemory.js"
+import { readLinks, removeLink, writeLink } from "../../../src/infra/workers/LinkStore.js"
 import { tempDir } from "../../support/svc.js"
 
 const bootFile = (id: string) => {
@@ -53,5 +54,17 @@ describe("the binding of a home", () => {
     for (const other of [bindingFrom("boot-2", { realPath: "/svc", dev: 39, ino: 2990082 }), bindingFrom("boot-1", { realPath: "/svc2", dev: 39, ino: 2990082 }), bindingFrom("boot-1", { realPath: "/svc", dev: 41, ino: 2990082 }), bindingFrom("boot-1", { realPath: "/svc", dev: 39, ino: 1 })]) {
       expect(other).not.toBe(base)
     }
+  })
+})
+
+describe("a link removed (svc workers leave)", () => {
+  it("is removed even when its session note cannot be: the note goes best effort, and the removal is not said to have failed", async () => {
+    const home = tempDir("svc-remove-link-")
+    const link = { url: "https://owner:7443", fingerprint: "ab".repeat(32), certificate: "-", workerId: "w1", name: "lab-1", credential: "c", joinedAt: "2026-11-26T00:00:00.000Z" }
+    const key = await writeLink(home, link)
+    // A note that cannot be removed (here a directory in its place; a read-only sessions/ on a real machine).
+    mkdirSync(join(sessionsDir(home), `${key}.json`, "x"), { recursive: true })
+    await expect(removeLink(home, key)).resolves.toBeUndefined()
+    expect(await readLinks(home)).toEqual([])
   })
 })
