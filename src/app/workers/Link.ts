@@ -218,15 +218,26 @@ export const runLink = (
         // Said, not ended on: the link goes on with the new credential in memory. The old one in
         // the link file is refused after its grace: a restart after that must join again.
         Effect.catchAll((e) =>
-          Effect.zipRight(
-            Effect.zipRight(
-              Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => void ((unsaved = credential), (triedAt = now)))),
-              set({ credentialNotSaved: `the credential the owner handed over could not be saved (${e.message}): a restart after ${until} will be refused` })
-            ),
-            Effect.logError(
-              `the owner at ${link.url} rotated ${link.name}'s credential, but the new one could not be saved in its link: ${e.message}; this process uses it, and the link's old one works until ${until}: make the link writable before then (a restart after it is refused, and the machine must join again)`
+          Effect.suspend(() => {
+            // One not saved already: the link holds a credential from before the one just replaced,
+            // which the owner no longer takes (it keeps the current one and the one it replaced).
+            const stale = unsaved !== undefined
+            return Effect.zipRight(
+              Effect.zipRight(
+                Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => void ((unsaved = credential), (triedAt = now)))),
+                set({
+                  credentialNotSaved: stale
+                    ? `the credentials the owner handed over could not be saved (${e.message}): the link's own is from before the last two rotations, and a restart now will be refused`
+                    : `the credential the owner handed over could not be saved (${e.message}): a restart after ${until} will be refused`
+                })
+              ),
+              Effect.logError(
+                stale
+                  ? `the owner at ${link.url} rotated ${link.name}'s credential again, and the new one could not be saved in its link either: ${e.message}; this process uses it, and the credential the link holds no longer works: make the link writable (the new one is saved as soon as it can be; a restart before that is refused, and the machine must join again)`
+                  : `the owner at ${link.url} rotated ${link.name}'s credential, but the new one could not be saved in its link: ${e.message}; this process uses it, and the link's old one works until ${until}: make the link writable before then (a restart after it is refused, and the machine must join again)`
+              )
             )
-          )
+          })
         )
       )
     }

@@ -410,6 +410,39 @@ describe("the link's credential", () => {
     })
   )
 
+  it.effect("a second rotation not saved either says the link's credential no longer works (it said the old one works until the grace's end)", () =>
+    Effect.gen(function* () {
+      const logs: Array<string> = []
+      const status = yield* Ref.make<ReadonlyMap<string, LinkStatus>>(new Map())
+      let calls = 0
+      const transport = credentialTransport(
+        (_credential, request) =>
+          Effect.sync(() => {
+            calls++
+            const handOver = calls === 2 ? "svc_wk_second" : calls === 4 ? "svc_wk_third" : undefined
+            return request.kind === "hello"
+              ? welcome()
+              : { kind: "ack" as const, stop: [], newCredential: handOver === undefined ? null : { credential: handOver, previousValidUntil: `2026-01-01T00:0${calls}:00Z` } }
+          }),
+        "svc_wk_first",
+        () => Effect.fail(new CredentialNotSaved({ message: "/home/x/.svc/links/k.json: EROFS: read-only file system" }))
+      )
+      const fiber = yield* Effect.fork(runLink(link, transport, Effect.succeed(offer), status).pipe(Effect.provide(capturingLogs(logs))))
+      yield* TestClock.adjust("30 seconds")
+      expect(calls).toBeGreaterThanOrEqual(4)
+      const errors = logs.filter((l) => l.startsWith("ERROR"))
+      expect(errors).toHaveLength(2)
+      expect(errors[0]).toContain("and the link's old one works until 2026-01-01T00:02:00Z")
+      expect(errors[1]).toBe(
+        "ERROR the owner at https://owner rotated lab-1's credential again, and the new one could not be saved in its link either: /home/x/.svc/links/k.json: EROFS: read-only file system; this process uses it, and the credential the link holds no longer works: make the link writable (the new one is saved as soon as it can be; a restart before that is refused, and the machine must join again)"
+      )
+      expect((yield* Ref.get(status)).get("k")?.credentialNotSaved).toBe(
+        "the credentials the owner handed over could not be saved (/home/x/.svc/links/k.json: EROFS: read-only file system): the link's own is from before the last two rotations, and a restart now will be refused"
+      )
+      yield* Fiber.interrupt(fiber)
+    })
+  )
+
   it.effect("a handed-over credential that cannot be saved (a read-only link) is used by this process all the same, said as an error once, shown in its status, and saved once the link can be written", () =>
     Effect.gen(function* () {
       const sent: Array<string> = []
