@@ -21,14 +21,17 @@ const SECTION = ["services", "workflows", "runtime", "env"] as const
 const misspeltSection = (doc: unknown): string | undefined => {
   let at: unknown = doc
   for (let i = 0; i < SECTION.length; i++) {
-    if (typeof at !== "object" || at === null || Array.isArray(at)) return undefined
+    if (at === null || at === undefined) return undefined
+    // A list or a word where a map belongs (`services: [...]`): nothing under it was read.
+    if (typeof at !== "object" || Array.isArray(at)) return i === 0 ? undefined : `${SECTION.slice(0, i).join(".")} must be a map (svc reads its settings under ${SECTION.join(".")})`
     const here = at as Record<string, unknown>
     const expected = SECTION[i]!
-    if (expected in here) {
+    // There with a value: followed. Missing, or there with nothing (`workflows:`): a near key beside it is the one meant.
+    if (here[expected] !== null && here[expected] !== undefined) {
       at = here[expected]
       continue
     }
-    const near = Object.keys(here).find((k) => suggest(k, [expected]) === expected)
+    const near = Object.keys(here).find((k) => k !== expected && suggest(k, [expected]) === expected)
     const path = SECTION.slice(0, i)
     return near === undefined ? undefined : `${[...path, near].join(".")} is not read by svc; did you mean ${[...path, expected].join(".")}? (svc reads its settings under ${SECTION.join(".")})`
   }

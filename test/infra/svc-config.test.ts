@@ -36,6 +36,16 @@ describe("a key on the way to the settings, misspelt", () => {
     await expect(runtimeEnv(home, {})).rejects.toThrow(`${join(home, "svc.yaml")}: ${said} (svc reads its settings under services.workflows.runtime.env)`)
   })
 
+  it.each([
+    ["services:\n  workflows:\n  workflow:\n    runtime:\n      env:\n        SVC_WORKFLOW_CAPACITY: 2\n", "services.workflow is not read by svc; did you mean services.workflows?"],
+    ["services:\n  workflows:\n    runtime: null\n    runtme:\n      env: {}\n", "services.workflows.runtme is not read by svc; did you mean services.workflows.runtime?"],
+    ["services:\n  - workflows:\n      runtime:\n        env:\n          SVC_WORKFLOW_CAPACITY: 2\n", "services must be a map"],
+    ["services:\n  workflows:\n    runtime: yes\n", "services.workflows.runtime must be a map"]
+  ])("the right key there with nothing in it, or a list or a word where a map belongs, is refused too: %#", async (yaml, said) => {
+    const home = homeWith(yaml)
+    await expect(runtimeEnv(home, {})).rejects.toThrow(`${join(home, "svc.yaml")}: ${said}`)
+  })
+
   it("other keys are not judged (svc.yaml may hold other services' settings), nor a near one beside the right one", async () => {
     expect(await runtimeEnv(homeWith("editor: vim\nservices:\n  mail:\n    port: 25\n"), {})).toEqual({})
     expect(await runtimeEnv(homeWith(`${env(["SVC_WORKFLOW_CAPACITY: 3"])}  workflow:\n    x: 1\n`), {})).toEqual({ SVC_WORKFLOW_CAPACITY: "3" })

@@ -146,6 +146,12 @@ describe("joining", () => {
       const redeemed = yield* Effect.flip(owner.revokeWorkerOrInvite(w.token, "op"))
       expect(redeemed.message).toMatch(new RegExp(`^that join token's invite \\w+ was redeemed already, by worker ${w.workerId}: it cannot be used again; to stop that worker: svc workers revoke ${w.workerId}$`))
       neverSaid(redeemed.message)
+      // Its worker revoked already: not advised to revoke it again.
+      const gone = yield* linked()
+      secrets.push(gone.token, gone.credential)
+      yield* owner.revoke(gone.workerId, "op")
+      const spent = yield* Effect.flip(owner.revokeWorkerOrInvite(gone.token, "op"))
+      expect(spent.message).toMatch(new RegExp(`^that join token's invite \\w+ was redeemed already, by worker ${gone.workerId}, which is revoked already: it cannot be used again, and nothing is left to revoke$`))
       // Another owner's token (same shape, other secret), and one edited.
       const foreign = formatJoinToken({ url: "https://elsewhere:7443", fingerprint: "ab".repeat(32), inviteId: leaked.inviteId, secret: "x".repeat(40) })
       secrets.push(foreign)
