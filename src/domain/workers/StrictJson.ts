@@ -7,7 +7,8 @@
 import { holdsSecret, withoutSecrets } from "./Secrets.js"
 
 /** A key path as messages write it: `outcome.result.a`, `labels[2]` (a top-level key alone: `kind`). */
-const joinPath = (path: string, key: string): string => (path === "" ? key : `${path}.${key}`)
+/** `a.b`, or `a["b c"]` for a key that is not one plain word (a control character or a line end in a key was printed as it was). */
+const joinPath = (path: string, key: string): string => (/^[A-Za-z0-9_-]+$/.test(key) ? (path === "" ? key : `${path}.${key}`) : `${path}[${JSON.stringify(key)}]`)
 
 interface Frame {
   readonly path: string

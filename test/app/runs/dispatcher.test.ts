@@ -271,7 +271,9 @@ describe("admission", () => {
       for (const [input, at] of [
         [{ text: SECRET }, " (at text)"],
         [{ text: "hi", more: [{ token: `Bearer ${SECRET}` }] }, " (at more[0].token)"],
-        [{ text: "hi", [SECRET]: 1 }, " (at svc_wk_… (its name))"]
+        [{ text: "hi", [SECRET]: 1 }, " (at svc_wk_… (its name))"],
+        // A key that is not a plain word is quoted: its control characters are not printed as they are.
+        [{ text: "hi", "k\u001b[31m\nx": [SECRET] }, ' (at ["k\\u001b[31m\\nx"][0])']
       ] as const) {
         const r = yield* refused({ address: ECHO, input })
         expect(r).toMatchObject({
