@@ -326,7 +326,7 @@ describe("svc journal and svc audit", () => {
     live.close()
     await expectRefused(
       "copied without -wal",
-      `${file} holds no svc journal: it has no tables, and it is a WAL journal with no ${file}-wal beside it: a copy of a running owner's svc.sqlite made without its -wal file, which held them? Copy svc.sqlite-wal with it (or use sqlite3's .backup: docs/operations.md, "Backups")`
+      `${file} holds no svc journal: it has no tables, and it is a WAL journal with no ${file}-wal beside it (or an empty one): a copy of a running owner's svc.sqlite made without its -wal file, which held them? Copy svc.sqlite-wal with it (or use sqlite3's .backup: docs/operations.md, "Backups")`
     )
     // Its -wal alone, or beside an empty file: refused, not read as an empty journal, and the -wal
     // left as it is (SQLite discards such a -wal as it opens the store: the commits were lost).
@@ -433,6 +433,15 @@ describe("svc journal and svc audit", () => {
       `svc: the journal is not whole: its latest checkpoint is at sequence ${head}, past its last event ${submitted} (its last events were deleted, or it is a copy made without its -wal file), so this run's story may lack some\n`
     )
     expect(JSON.parse((await run("journal", "history", "r1", "--json")).stdout)).toMatchObject({ run: "r1", checkpointPastEnd: head })
+    // The whole run deleted: "no run", and that the journal is not whole.
+    const whole = new Database(file)
+    whole.prepare("DELETE FROM events WHERE stream = 'run-r1'").run()
+    whole.close()
+    const none = await run("journal", "history", "r1")
+    expect({ code: none.code, stderr: none.stderr }).toEqual({
+      code: 1,
+      stderr: `svc: the journal holds no run r1; it is not whole, though: its latest checkpoint is at sequence ${head}, past its last event ${submitted - 1} (its last events were deleted, or it is a copy made without its -wal file), and the run may have been among them\n`
+    })
   })
 
   // As another user (nobody), who must be able to run svc from where it is built.

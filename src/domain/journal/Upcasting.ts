@@ -50,6 +50,18 @@ const PACKED: { readonly [K in EventType]?: { readonly since: number; readonly p
   PlacementDecided: { since: 2, pack: packPlacement, unpack: unpackPlacement }
 }
 
+/**
+ * A `PlacementDecided` payload stored at `version`: before v4 its activity's `rules` is left out
+ * (revision 1), whatever a row edited since says; one read as it said would choose the rules the
+ * decision is judged by. Every reader of stored decisions goes through it.
+ */
+export const decisionAsStored = (version: number, fields: Payload): Payload => {
+  const activity = fields["activity"]
+  if (version >= 4 || typeof activity !== "object" || activity === null || !("rules" in activity)) return fields
+  const { rules: _, ...rest } = activity as Record<string, unknown>
+  return { ...fields, activity: rest }
+}
+
 /** Whether `type` stored at `version` is in its packed layout. */
 export const isPackedVersion = (type: EventType, version: number): boolean => {
   const packed = PACKED[type]
@@ -76,7 +88,12 @@ export const upcast = (type: EventType, version: number, payload: Payload): Payl
   const current = CURRENT_VERSION[type]
   if (version > current || version < 1) throw new UnknownEventVersion(type, version)
   const packed = PACKED[type]
-  if (packed !== undefined && version >= packed.since) return packed.unpack(payload)
+  if (packed !== undefined && version >= packed.since) {
+    const fields = packed.unpack(payload)
+    // A decision stored before v4 was made before rules had revisions: revision 1, whatever a row
+    // edited since says (read as it said, an edited `rules` would choose the rules it is judged by).
+    return type === "PlacementDecided" ? decisionAsStored(version, fields) : fields
+  }
   let out = payload
   for (let v = version; v < current; v++) {
     // The step to a packed layout is one of storage only: the version before it is the fields.

@@ -20,6 +20,8 @@ export interface HistoryDecision {
    */
   readonly verdicts: ReadonlyArray<{ readonly candidate: string; readonly name: string; readonly verdict: string; readonly exclusions: PlacementDecided["verdicts"][number]["exclusions"] }>
   readonly notes: ReadonlyArray<string>
+  /** The revision of the placement rules it was made by, and judged again by (docs/placement.md, "Rules revisions"). */
+  readonly rules: number
   /** Re-run through the current placement code from its recorded inputs. */
   readonly reproduced: boolean
   readonly differences: ReadonlyArray<string>
@@ -83,6 +85,7 @@ export const historyOf = (envelopes: ReadonlyArray<Envelope>): ReadonlyArray<His
           selection: e.record.selectionProvenance,
           verdicts,
           notes: e.notes,
+          rules: e.activity.rules ?? 1,
           reproduced: audit.reproduced,
           differences: audit.reproduced ? [] : audit.differences
         })

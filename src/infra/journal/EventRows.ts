@@ -7,7 +7,7 @@ import type Database from "better-sqlite3"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { CURRENT_VERSION, Event, RUN_STREAM_PREFIX, type Envelope, type EventType } from "../../domain/journal/Events.js"
-import { isPackedVersion, upcast } from "../../domain/journal/Upcasting.js"
+import { decisionAsStored, isPackedVersion, upcast } from "../../domain/journal/Upcasting.js"
 import { fastGuardOf } from "../schema/Guard.js"
 import { issuesText } from "../schema/Issues.js"
 import { JournalError } from "../../app/journal/Journal.js"
@@ -71,7 +71,8 @@ const eventOf = (type: EventType, payload: Record<string, unknown>): Event => {
 
 /** A stored payload as the current event: a packed decision without making its candidates yet (PackedPlacement.ts). */
 const readEvent = (type: EventType, version: number, text: string): Event => {
-  const payload = JSON.parse(text) as Record<string, unknown>
+  const parsed = JSON.parse(text) as Record<string, unknown>
+  const payload = type === "PlacementDecided" ? decisionAsStored(version, parsed) : parsed
   return (type === "PlacementDecided" && isPackedVersion(type, version) ? readPackedPlacement(payload) : undefined) ?? eventOf(type, upcast(type, version, payload))
 }
 

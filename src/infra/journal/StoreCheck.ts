@@ -20,7 +20,7 @@ export const storeProblem = (db: Database.Database, filename: string, tables: Re
   if (tables.size === 0) {
     // A running owner's svc.sqlite copied alone: its tables were still in the -wal it was not copied with.
     return walAlone
-      ? `${filename} holds no svc journal: it has no tables, and it is a WAL journal with no ${filename}-wal beside it: a copy of a running owner's svc.sqlite made without its -wal file, which held them? Copy svc.sqlite-wal with it (or use sqlite3's .backup: docs/operations.md, "Backups")`
+      ? `${filename} holds no svc journal: it has no tables, and it is a WAL journal with no ${filename}-wal beside it (or an empty one): a copy of a running owner's svc.sqlite made without its -wal file, which held them? Copy svc.sqlite-wal with it (or use sqlite3's .backup: docs/operations.md, "Backups")`
       : `${filename} holds no svc journal: it has no tables (svc serve makes them when it first starts in this home)`
   }
   if (!tables.has(MIGRATIONS_TABLE)) return `${filename} is not an svc store: it has no record of svc's migrations (its tables: ${[...tables].sort().join(", ")})`

@@ -880,6 +880,12 @@ describe("auditPlacement", () => {
     const read = Schema.decodeUnknownSync(Event)(JSON.parse(JSON.stringify(Schema.encodeSync(Event)(before)))) as PlacementDecided
     expect(read.activity).not.toHaveProperty("rules")
     expect(auditPlacement(read)).toEqual({ reproduced: true })
+    // Made by rules newer than this code has: judged by the latest it has, and never said reproduced.
+    expect(diverged({ ...now, activity: { ...now.activity, rules: PLACEMENT_RULES + 1 } } as PlacementDecided)).toEqual([
+      `made by placement rules revision ${PLACEMENT_RULES + 1}, newer than this svc knows (${PLACEMENT_RULES}): judged by revision ${PLACEMENT_RULES}`
+    ])
+    // In a run's history, each decision says the revision it was made by.
+    expect(historyOf([{ sequence: 1, stream: "run-r1", streamVersion: 1, type: "PlacementDecided", schemaVersion: 4, recordedAt: 0, event: before }])[0]!.decision).toMatchObject({ rules: 1, reproduced: true })
     // The same record claiming revision 2 is not what revision 2 decides.
     expect(diverged({ ...before, activity: { ...unrevised, rules: 2 } } as PlacementDecided)).toEqual(["candidate w1 (box-w1): recorded exclusions not-remote-eligible,job-not-held, now not-remote-eligible"])
   })

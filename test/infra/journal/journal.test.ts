@@ -282,6 +282,10 @@ describe("SQLite journal", () => {
         expect(before!.event).toEqual(new PlacementDecided({ ...event, activity: unrevised }))
         expect((before!.event as PlacementDecided).activity).not.toHaveProperty("rules")
       }
+      // A row of version 3 edited to carry a revision is still a decision made before revisions (revision 1).
+      yield* sql`UPDATE events SET schema_version = 3, payload = json_set(payload, '$.activity.rules', 2)`
+      const [edited] = yield* journal.read(0, 10)
+      expect((edited!.event as PlacementDecided).activity).not.toHaveProperty("rules")
       // A reader refuses a version newer than it knows, rather than drop what it cannot read.
       yield* sql`UPDATE events SET schema_version = 5`
       const later = yield* Effect.either(journal.read(0, 10))

@@ -5,7 +5,7 @@ import * as Effect from "effect/Effect"
 import { Checkpoints } from "../../../app/journal/Checkpoints.js"
 import { Journal } from "../../../app/journal/Journal.js"
 import type { SequenceGap } from "../../../app/journal/Replay.js"
-import { hostWords } from "../../../domain/placement/Placement.js"
+import { hostWords, PLACEMENT_RULES } from "../../../domain/placement/Placement.js"
 import { historyOf, type HistoryEntry } from "../../../domain/runs/History.js"
 import { isRunId } from "../../../domain/runs/Runs.js"
 import { exitQuietly, refused, usage } from "../../CliFailure.js"
@@ -28,6 +28,10 @@ export const historyLines = (runId: string, entries: ReadonlyArray<HistoryEntry>
     if (d === undefined) continue
     for (const v of d.verdicts) lines.push(`    ${hostWords(v.candidate, v.name)}${v.candidate === "owner" ? "" : ` (${v.candidate})`}: ${v.verdict}`)
     lines.push(`    selection: ${d.selection}`)
+    // Said when it is not the current one: the decision is judged by the rules it was made by.
+    if (d.rules !== PLACEMENT_RULES) {
+      lines.push(`    rules: revision ${d.rules} of the placement rules (this svc's: ${PLACEMENT_RULES})${d.rules < PLACEMENT_RULES ? ", and judged by it" : ", newer than this svc knows"}`)
+    }
     for (const note of d.notes) lines.push(`    note: ${note}`)
     for (const difference of d.differences) lines.push(`    differs now: ${difference}`)
   }
@@ -40,7 +44,14 @@ export const historyCommand = Command.make("history", { run: Args.text({ name: "
       if (!isRunId(run)) return yield* usage(`${JSON.stringify(run)} is not a run id (r and letters or digits, as svc run prints)`)
       const journal = yield* Journal
       const envelopes = yield* journal.readStream(`run-${run}`)
-      if (envelopes.length === 0) return yield* refused(`the journal holds no run ${run}`)
+      if (envelopes.length === 0) {
+        // Its whole story may be what was deleted: a journal that ends before its checkpoint says so.
+        const [head, checkpoint] = [yield* journal.head, yield* (yield* Checkpoints).latest]
+        const cut = checkpoint !== undefined && checkpoint.sequence > head
+        return yield* refused(
+          `the journal holds no run ${run}${cut ? `; it is not whole, though: its latest checkpoint is at sequence ${checkpoint.sequence.toLocaleString("en-US")}, past its last event ${head.toLocaleString("en-US")} (its last events were deleted, or it is a copy made without its -wal file), and the run may have been among them` : ""}`
+        )
+      }
       const entries = historyOf(envelopes)
       // A run's stream is versioned 1, 2, 3, ...: a version missing is an event deleted from its story.
       const missing: Array<SequenceGap> = []
