@@ -182,7 +182,10 @@ export const make = Effect.gen(function* () {
       gone.push(id)
       // Only output that was there is said removed later: the owner's own attempts have their
       // files made as they start, empty for a job that prints nothing.
-      if (parsed !== undefined && !printed.has(parsed.runId) && (yield* files.printed(id))) printed.add(parsed.runId)
+      if (parsed !== undefined && !printed.has(parsed.runId)) {
+        const sizes = yield* files.sizes(id)
+        if (sizes.stdout > 0 || sizes.stderr > 0) printed.add(parsed.runId)
+      }
     }
     // Noted first: an owner that keeps more runs later (the setting raised) folds some of these
     // back into memory, and says their output was removed rather than that they printed nothing.

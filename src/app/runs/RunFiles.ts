@@ -68,8 +68,6 @@ export interface RunFilesService {
   readonly attempts: Effect.Effect<ReadonlyArray<string>>
   /** Removes an attempt's files (none there: nothing to do); one that cannot be removed (a read-only directory) is said. */
   readonly remove: (attempt: string) => Effect.Effect<void, OutputNotKept>
-  /** Whether any stream of the attempt holds a byte (an attempt on the owner has its files made as it starts, empty). */
-  readonly printed: (attempt: string) => Effect.Effect<boolean>
   /**
    * Notes that the output files of these runs are being removed because the owner forgot them:
    * a later owner that keeps more settled runs (`SVC_WORKFLOW_RETAINED_RUNS` raised) brings them

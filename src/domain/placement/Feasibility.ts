@@ -24,7 +24,7 @@
  * these requirements yet) is judged from the candidate as `place` does without a cache.
  */
 import type { Activity, Candidate, CandidateVerdict, Exclusion, Outcome, Quotas } from "./Placement.js"
-import { has, isExpired, Layer1, layer2Of, ledgerExclusions, NONE, noSlot, outcomeOf, preference, Ranking, slotsFull, tieBreakPrefix } from "./Layers.js"
+import { has, isExpired, Layer1, rulesOf, layer2Of, ledgerExclusions, NONE, noSlot, outcomeOf, preference, Ranking, slotsFull, tieBreakPrefix } from "./Layers.js"
 
 /** What layer 1's static part reads of a candidate, one record per distinct configuration. */
 export interface Configuration {
@@ -133,7 +133,7 @@ const bounded = <K, V>(map: Map<K, V>, key: K, make: () => V): V => {
 }
 
 /** Everything layer 1's static part reads of the activity (so its records' texts too). */
-const requirementsKey = (a: Activity) => JSON.stringify([a.address, a.digest, a.executor, a.remoteEligible, a.requiredLabels, a.requiredBins, a.bounds, a.rules ?? 1])
+const requirementsKey = (a: Activity) => JSON.stringify([a.address, a.digest, a.executor, a.remoteEligible, a.requiredLabels, a.requiredBins, a.bounds, rulesOf(a)])
 
 const sameConfiguration = (x: Configuration, y: Candidate) =>
   x.id === y.id &&

@@ -5,6 +5,9 @@
  */
 import type { Activity, CapacityCode, Candidate, CandidateVerdict, EligibilityCode, Exclusion, Outcome, Quotas } from "./Placement.js"
 
+/** The revision of the placement rules an activity's decision is made by: one recorded before revisions is revision 1. */
+export const rulesOf = (a: Pick<Activity, "rules">): number => a.rules ?? 1
+
 /** The capability a host advertises when it can enforce a job's bounds. No executor has it yet. */
 export const BOUNDS_CAPABILITY = "bounds"
 
@@ -55,7 +58,7 @@ export class Layer1 {
       if (c.scope.length > 0 && !has(c.scope, a.address)) (out ??= []).push((this.outOfScope ??= x("out-of-scope", `${a.address} is outside its scope`)))
       // A job that stays on the owner is not advertised by the workers that hold it: whether one
       // does is not known, and revision 2 of the rules no longer says it does not.
-      if (a.remoteEligible || (a.rules ?? 1) < 2) {
+      if (a.remoteEligible || rulesOf(a) < 2) {
         let held: Candidate["artifacts"][number] | undefined
         for (const h of c.artifacts) {
           if (h.address === a.address) {

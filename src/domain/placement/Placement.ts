@@ -98,6 +98,8 @@ export interface Activity {
  */
 export const PLACEMENT_RULES = 2
 
+export { rulesOf } from "./Layers.js"
+
 
 /** The logical quota admission reserved, and a shared endpoint's aggregate cap, when used. */
 export interface Quotas {

@@ -5,7 +5,7 @@
  * selection provenance come out the same.
  */
 import type { PlacementDecided } from "../journal/Events.js"
-import { place, PLACEMENT_RULES } from "../placement/Placement.js"
+import { place, PLACEMENT_RULES, rulesOf } from "../placement/Placement.js"
 import { selectionProvenance } from "./Decide.js"
 
 export type PlacementAudit = { readonly reproduced: true } | { readonly reproduced: false; readonly differences: ReadonlyArray<string> }
@@ -23,7 +23,7 @@ export const auditPlacement = (e: PlacementDecided): PlacementAudit => {
   const host = again.outcome === "placed" ? again.host : null
   const differences: Array<string> = []
   // Made by rules this code does not have: judged by the latest it has, and not said reproduced.
-  const rules = e.activity.rules ?? 1
+  const rules = rulesOf(e.activity)
   if (rules > PLACEMENT_RULES) differences.push(`made by placement rules revision ${rules}, newer than this svc knows (${PLACEMENT_RULES}): judged by revision ${PLACEMENT_RULES}`)
   // A host by its id and, as the rest of the audit says it, its name.
   const names = new Map([...e.verdicts, ...again.verdicts].map((v) => [v.candidate, v.name] as const))

@@ -5,7 +5,7 @@
  * reads to see why the run went where it went, and why it moved. Pure: the events are given.
  */
 import type { Envelope, PlacementDecided } from "../journal/Events.js"
-import { hostWords, sharedNames } from "../placement/Placement.js"
+import { hostWords, rulesOf, sharedNames } from "../placement/Placement.js"
 import { auditPlacement } from "./AuditPlacement.js"
 
 export interface HistoryDecision {
@@ -85,7 +85,7 @@ export const historyOf = (envelopes: ReadonlyArray<Envelope>): ReadonlyArray<His
           selection: e.record.selectionProvenance,
           verdicts,
           notes: e.notes,
-          rules: e.activity.rules ?? 1,
+          rules: rulesOf(e.activity),
           reproduced: audit.reproduced,
           differences: audit.reproduced ? [] : audit.differences
         })

@@ -113,11 +113,6 @@ export const make = (dir: string, outputLimit: number = DEFAULT_OUTPUT_LIMIT, re
         try: () => Promise.all([fs.rm(file(attempt, "stdout"), { force: true }), fs.rm(file(attempt, "stderr"), { force: true })]).then(() => undefined),
         catch: (e) => new OutputNotKept({ message: `the output files of ${attempt} in ${dir} could not be removed: ${e instanceof Error ? e.message : String(e)}` })
       }),
-    printed: (attempt) =>
-      Effect.promise(async () => {
-        const size = (stream: OutputStream) => fs.stat(file(attempt, stream)).then((s) => s.size, () => 0)
-        return (await size("stdout")) > 0 || (await size("stderr")) > 0
-      }),
     noteRemoved: (runs) =>
       Effect.tryPromise(async () => {
         if (runs.length === 0) return

@@ -91,8 +91,7 @@ describe("the worker's link", () => {
           attempts: Effect.succeed([]),
           remove: () => Effect.void,
           noteRemoved: () => Effect.void,
-          wasRemoved: () => Effect.succeed(false),
-          printed: () => Effect.succeed(false)
+          wasRemoved: () => Effect.succeed(false)
         },
         claimWaitSeconds: 20,
         heartbeatEvery: Duration.seconds(3)
