@@ -11,8 +11,10 @@ export class NewBagRefused extends Data.TaggedError("NewBagRefused")<{ readonly 
 
 export const newBag = (name: string, parent: string = ".") =>
   Effect.gen(function* () {
-    // Not echoed: a credential or token pasted here is not printed back, nor made a directory.
+    // Not echoed: a credential or token pasted here, as the name or in the path above it, is not
+    // printed back, nor made a directory.
     if (holdsSecret(name)) return yield* new NewBagRefused({ message: secretRefusal("the bag name given") })
+    if (holdsSecret(parent)) return yield* new NewBagRefused({ message: secretRefusal("the path given") })
     if (!BAG_NAME.test(name)) {
       return yield* new NewBagRefused({
         message: `${JSON.stringify(name)} is not a bag name: use letters, digits, dots, underscores and hyphens, starting with a letter or digit`

@@ -173,11 +173,9 @@ export const makeOperatorCommands = ({ state, execute, sha, entropy, address, di
         if (invite instanceof Refusal) return yield* invite
         if (invite.redeemedBy !== null) {
           // Its worker revoked already: nothing is left to stop (as the invite's id says it).
-          const worker = Option.getOrUndefined(HashMap.get(r.workers, invite.redeemedBy))
-          const revoked = worker !== undefined && worker.revokedAt !== null
           return yield* refuse(
             "unauthenticated",
-            revoked
+            Decide.isRevoked(r, invite.redeemedBy)
               ? `that join token's invite ${invite.id} was redeemed already, by worker ${invite.redeemedBy}, which is revoked already: it cannot be used again, and nothing is left to revoke`
               : `that join token's invite ${invite.id} was redeemed already, by worker ${invite.redeemedBy}: it cannot be used again; to stop that worker: svc workers revoke ${invite.redeemedBy}`
           )

@@ -6,7 +6,6 @@ import * as Options from "@effect/cli/Options"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import { newBag } from "../../app/bags/NewBag.js"
-import { holdsSecret, secretRefusal } from "../../domain/workers/Secrets.js"
 import { refused } from "../CliFailure.js"
 import { printJson } from "../output.js"
 
@@ -21,8 +20,6 @@ export const newCommand = Command.make(
     const trimmed = given.replace(/\/+$/, "")
     const name = nodePath.basename(trimmed)
     const parent = nodePath.dirname(trimmed)
-    // Nor in the path: it is printed back, and made.
-    if (holdsSecret(trimmed)) return Effect.fail(refused(secretRefusal("the path given")))
     return newBag(name, parent).pipe(
       Effect.flatMap((dir) =>
         json

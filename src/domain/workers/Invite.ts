@@ -172,6 +172,9 @@ export interface RevokeInvite {
   readonly now: number
 }
 
+/** Whether `workerId` names a worker of `state` that is revoked. */
+export const isRevoked = (state: Registry, workerId: string): boolean => Option.getOrUndefined(HashMap.get(state.workers, workerId))?.revokedAt != null
+
 /**
  * Withdraws an unused invite: its token can no longer be redeemed. Appended at the invite's
  * stream version, so of a revocation and a redemption made at once exactly one wins.
@@ -182,10 +185,9 @@ export const decideRevokeInvite = (c: RevokeInvite, state: Registry): Decision |
   const invite = found.value
   if (invite.redeemedBy !== null) {
     // The worker it made, revoked already, has nothing left to revoke: not advised again.
-    const worker = Option.getOrUndefined(HashMap.get(state.workers, invite.redeemedBy))
     return reject(
       "invite-redeemed",
-      worker?.revokedAt !== undefined && worker.revokedAt !== null
+      isRevoked(state, invite.redeemedBy)
         ? `invite ${invite.id} was redeemed by worker ${invite.redeemedBy}, which is revoked already: nothing is left to revoke`
         : `invite ${invite.id} was redeemed by worker ${invite.redeemedBy}: revoke the worker instead (svc workers revoke ${invite.redeemedBy})`
     )

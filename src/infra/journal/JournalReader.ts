@@ -17,7 +17,7 @@ import { Journal, JournalError } from "../../app/journal/Journal.js"
 import { prepareOutsideRuns, preparePage, prepareStream, readPage, readStreamOf } from "./EventRows.js"
 import { ioError } from "./IoError.js"
 import { damaged, openProblem, storeProblem, tablesOf, walAlone } from "./StoreCheck.js"
-import { walWithoutStore } from "./StoreFile.js"
+import { sizeOf, walWithoutStore } from "./StoreFile.js"
 
 const readOnly = () => Effect.fail(new JournalError({ reason: "Closed", message: "this journal is open read-only" }))
 
@@ -99,16 +99,7 @@ const fromFile = (filename: string) =>
  * SQLite writes a store's first page before anything else (its WAL's too), so a journal made
  * is never 0 bytes; read as a damaged store, such a home failed every read-only command.
  */
-export const neverWritten = (filename: string): boolean => {
-  const size = (path: string) => {
-    try {
-      return statSync(path).size
-    } catch {
-      return undefined
-    }
-  }
-  return size(filename) === 0 && (size(`${filename}-wal`) ?? 0) === 0
-}
+export const neverWritten = (filename: string): boolean => sizeOf(filename) === 0 && (sizeOf(`${filename}-wal`) ?? 0) === 0
 
 /**
  * Why `filename` cannot be read, or "none yet" when it is simply not there yet (an owner that

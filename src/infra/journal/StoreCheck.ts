@@ -4,9 +4,10 @@
  * (a dropped `events` table), and a store a newer svc had migrated was read, and written, as if
  * it were this one's. (A 0-byte file, never written to, is not opened: JournalReader.ts.)
  */
-import { accessSync, closeSync, constants, existsSync, openSync, readSync, statSync } from "node:fs"
+import { accessSync, closeSync, constants, existsSync, openSync, readSync } from "node:fs"
 import { dirname } from "node:path"
 import type Database from "better-sqlite3"
+import { sizeOf } from "./StoreFile.js"
 import { migrationTables, MIGRATIONS_TABLE, NEWEST_MIGRATION } from "./migrations.js"
 
 /** The tables of the store `db`. */
@@ -73,11 +74,7 @@ export const damaged = (message: string): string =>
  * reader leaves it there, empty).
  */
 export const walAlone = (filename: string): boolean => {
-  try {
-    if (statSync(`${filename}-wal`).size > 0) return false
-  } catch {
-    // none: as it should be for this question
-  }
+  if ((sizeOf(`${filename}-wal`) ?? 0) > 0) return false
   try {
     const fd = openSync(filename, "r")
     try {

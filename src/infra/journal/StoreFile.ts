@@ -5,7 +5,8 @@ import * as nodePath from "node:path"
 export const STORE_FILE = "svc.sqlite"
 export const storePath = (home: string) => nodePath.join(home, STORE_FILE)
 
-const sizeOf = (path: string): number | undefined => {
+/** A file's size, or undefined when it is not there (or cannot be looked at). */
+export const sizeOf = (path: string): number | undefined => {
   try {
     return statSync(path).size
   } catch {

@@ -44,14 +44,13 @@ export const historyCommand = Command.make("history", { run: Args.text({ name: "
       if (!isRunId(run)) return yield* usage(`${JSON.stringify(run)} is not a run id (r and letters or digits, as svc run prints)`)
       const journal = yield* Journal
       const envelopes = yield* journal.readStream(`run-${run}`)
-      if (envelopes.length === 0) {
-        // Its whole story may be what was deleted: a journal that ends before its checkpoint says so.
-        const [head, checkpoint] = [yield* journal.head, yield* (yield* Checkpoints).latest]
-        const cut = checkpoint !== undefined && checkpoint.sequence > head
-        return yield* refused(
-          `the journal holds no run ${run}${cut ? `; it is not whole, though: its latest checkpoint is at sequence ${checkpoint.sequence.toLocaleString("en-US")}, past its last event ${head.toLocaleString("en-US")} (its last events were deleted, or it is a copy made without its -wal file), and the run may have been among them` : ""}`
-        )
-      }
+      // The journal's own last events deleted leave no gap in its sequences: its latest checkpoint
+      // then saw events it no longer holds (the run's last ones, or its whole story).
+      const head = yield* journal.head
+      const checkpoint = yield* (yield* Checkpoints).latest
+      const cutShort = checkpoint !== undefined && checkpoint.sequence > head ? checkpoint.sequence : undefined
+      const pastEnd = cutShort === undefined ? "" : `its latest checkpoint is at sequence ${cutShort.toLocaleString("en-US")}, past its last event ${head.toLocaleString("en-US")} (its last events were deleted, or it is a copy made without its -wal file)`
+      if (envelopes.length === 0) return yield* refused(`the journal holds no run ${run}${cutShort === undefined ? "" : `; it is not whole, though: ${pastEnd}, and the run may have been among them`}`)
       const entries = historyOf(envelopes)
       // A run's stream is versioned 1, 2, 3, ...: a version missing is an event deleted from its story.
       const missing: Array<SequenceGap> = []
@@ -59,19 +58,14 @@ export const historyCommand = Command.make("history", { run: Args.text({ name: "
         const expected = i === 0 ? 1 : envelopes[i - 1]!.streamVersion + 1
         if (e.streamVersion !== expected) missing.push({ from: expected, to: e.streamVersion - 1 })
       })
-      // Its last events deleted leave its versions whole: the journal's sequences then have a gap,
-      // or, the journal's own last events deleted, its latest checkpoint saw events it no longer holds.
-      const [head, held] = [yield* journal.head, yield* journal.count]
-      const checkpoint = yield* (yield* Checkpoints).latest
-      const cutShort = checkpoint !== undefined && checkpoint.sequence > head ? checkpoint.sequence : undefined
+      // Its last events deleted leave its versions whole: the journal's sequences then have a gap (or the checkpoint says so, above).
+      const held = yield* journal.count
       const problems = [
         ...(missing.length === 0
           ? []
           : [`the run's stream is not whole: ${missing.map((g) => (g.from === g.to ? `its event ${g.from} is missing` : `its events ${g.from}-${g.to} are missing`)).join(", ")} (stream versions), deleted from the journal`]),
         ...(held < head ? [`the journal is not whole: ${(head - held).toLocaleString("en-US")} of its ${head.toLocaleString("en-US")} events ${head - held === 1 ? "is" : "are"} missing (rows were deleted from it; svc journal replay names them), so this run's story may lack some`] : []),
-        ...(cutShort !== undefined
-          ? [`the journal is not whole: its latest checkpoint is at sequence ${cutShort.toLocaleString("en-US")}, past its last event ${head.toLocaleString("en-US")} (its last events were deleted, or it is a copy made without its -wal file), so this run's story may lack some`]
-          : [])
+        ...(cutShort !== undefined ? [`the journal is not whole: ${pastEnd}, so this run's story may lack some`] : [])
       ]
       const missingText = problems.length === 0 ? undefined : problems.join("; ")
       // Each event's own fields beside its sentence (a host's id, an exit code, a fence: scripts had
