@@ -30,20 +30,15 @@ describe("a key on the way to the settings, misspelt", () => {
     ["servcies:\n  workflows:\n    runtime:\n      env:\n        SVC_WORKFLOW_CAPACITY: 5\n", "servcies is not read by svc; did you mean services?"],
     ["services:\n  workflow:\n    runtime:\n      env:\n        SVC_WORKFLOW_CAPACITY: 5\n", "services.workflow is not read by svc; did you mean services.workflows?"],
     ["services:\n  workflows:\n    runtme:\n      env:\n        SVC_WORKFLOW_CAPACITY: 5\n", "services.workflows.runtme is not read by svc; did you mean services.workflows.runtime?"],
-    ["services:\n  workflows:\n    runtime:\n      evn:\n        SVC_WORKFLOW_CAPACITY: 5\n", "services.workflows.runtime.evn is not read by svc; did you mean services.workflows.runtime.env?"]
-  ])("is refused by svc serve, saying which and where svc reads its settings (they stood at their defaults without a word): %#", async (yaml, said) => {
-    const home = homeWith(yaml)
-    await expect(runtimeEnv(home, {})).rejects.toThrow(`${join(home, "svc.yaml")}: ${said} (svc reads its settings under services.workflows.runtime.env)`)
-  })
-
-  it.each([
+    ["services:\n  workflows:\n    runtime:\n      evn:\n        SVC_WORKFLOW_CAPACITY: 5\n", "services.workflows.runtime.evn is not read by svc; did you mean services.workflows.runtime.env?"],
+    // The right key there with nothing in it counts as missing; a list or a word where a map belongs is refused too.
     ["services:\n  workflows:\n  workflow:\n    runtime:\n      env:\n        SVC_WORKFLOW_CAPACITY: 2\n", "services.workflow is not read by svc; did you mean services.workflows?"],
     ["services:\n  workflows:\n    runtime: null\n    runtme:\n      env: {}\n", "services.workflows.runtme is not read by svc; did you mean services.workflows.runtime?"],
     ["services:\n  - workflows:\n      runtime:\n        env:\n          SVC_WORKFLOW_CAPACITY: 2\n", "services must be a map"],
     ["services:\n  workflows:\n    runtime: yes\n", "services.workflows.runtime must be a map"]
-  ])("the right key there with nothing in it, or a list or a word where a map belongs, is refused too: %#", async (yaml, said) => {
+  ])("is refused by svc serve, saying which and where svc reads its settings (they stood at their defaults without a word): %#", async (yaml, said) => {
     const home = homeWith(yaml)
-    await expect(runtimeEnv(home, {})).rejects.toThrow(`${join(home, "svc.yaml")}: ${said}`)
+    await expect(runtimeEnv(home, {})).rejects.toThrow(`${join(home, "svc.yaml")}: ${said} (svc reads its settings under services.workflows.runtime.env)`)
   })
 
   it("other keys are not judged (svc.yaml may hold other services' settings), nor a near one beside the right one", async () => {
