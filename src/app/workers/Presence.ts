@@ -1,5 +1,7 @@
 /**
- * The owner's log says when a worker starts advertising (it can take work) and when it goes
+ * The owner's log says when a worker starts advertising (it can take work, or it needs setup
+ * first, and why: the audit of the docs found "it can take work" logged for a worker that held none
+ * of the jobs in its scope) and when its setup changes while it advertises, and when it goes
  * Offline (no advertisement for 15 s: the attempts it held are placed again), once per change:
  * what an operator watching `svc serve`'s log, or alerting on it, wants to see. And each audit
  * row as it is recorded (a takeover or a revocation as a warning), checked on the same beat.
@@ -18,7 +20,7 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import { ACTIVE } from "../../domain/runs/Runs.js"
 import type { AuditRow } from "../../domain/workers/Audit.js"
-import { ADVERTISEMENT_LIFETIME_MS, advertisementAlive } from "../../domain/workers/DisplayState.js"
+import { ADVERTISEMENT_LIFETIME_MS, advertisementAlive, displayState } from "../../domain/workers/DisplayState.js"
 import { Projections } from "../journal/Projections.js"
 import { heldBy } from "../runs/WorkerCalls.js"
 import { Freshness, noteAwake } from "./Freshness.js"
@@ -32,19 +34,30 @@ export interface Sighting {
   readonly alive: boolean
   /** Not alive because its runtime said goodbye (`bye`, a clean stop), not because it fell silent. */
   readonly ended?: boolean
+  /** Alive, but it needs setup before it can take work: why (its display state's reason). */
+  readonly setup?: string
 }
 
+/** What a check tells of a worker: silent, or advertising and able to take work, or needing setup (and why). */
+const shownOf = (s: Sighting): string => (s.alive ? (s.setup === undefined ? "ready" : `setup: ${s.setup}`) : "silent")
+
 /**
- * What changed since the last check. A worker seen for the first time is news only if it
- * advertises (after the owner starts, every worker is first seen silent until it calls).
+ * What changed since the last check (`before`: each worker's `shownOf` then). A worker seen for
+ * the first time is news only if it advertises (after the owner starts, every worker is first seen
+ * silent until it calls).
  */
-export const presenceChanges = (before: ReadonlyMap<string, boolean>, now: ReadonlyArray<Sighting>): ReadonlyArray<Sighting> =>
-  now.filter((w) => (before.get(w.id) ?? false) !== w.alive)
+export const presenceChanges = (before: ReadonlyMap<string, string>, now: ReadonlyArray<Sighting>): ReadonlyArray<Sighting> =>
+  now.filter((w) => (before.get(w.id) ?? "silent") !== shownOf(w))
+
+/** Each worker's `shownOf`, for the next check's `presenceChanges`. */
+export const shownNow = (now: ReadonlyArray<Sighting>): ReadonlyMap<string, string> => new Map(now.map((s) => [s.id, shownOf(s)] as const))
 
 /** The log line; `held`: the attempts the worker was running, which are placed again once it is Offline. */
 export const lineOf = (c: Sighting, held: number): string =>
   c.alive
-    ? `worker ${c.name} (${c.id}) is advertising: it can take work`
+    ? c.setup === undefined
+      ? `worker ${c.name} (${c.id}) is advertising: it can take work`
+      : `worker ${c.name} (${c.id}) is advertising, but needs setup before it can take work: ${c.setup}`
     : `worker ${c.name} (${c.id}) is Offline: ${c.ended === true ? "its svc serve stopped cleanly (it said so)" : `no advertisement for ${ADVERTISEMENT_LIFETIME_MS / 1000} s`}${
         held === 0 ? "" : `; the ${held === 1 ? "attempt" : `${held} attempts`} it held ${held === 1 ? "is" : "are"} placed again`
       }`
@@ -72,7 +85,7 @@ export const auditLevel = (row: AuditRow): "warning" | "info" =>
 export const run = Effect.gen(function* () {
   const projections = yield* Projections
   const freshness = yield* Freshness
-  let seen: ReadonlyMap<string, boolean> = new Map()
+  let seen: ReadonlyMap<string, string> = new Map()
   // The audit rows from the start are history: only those after it are news.
   let audited = Option.match(Chunk.last((yield* projections.state).audit), { onNone: () => 0, onSome: (r) => r.sequence })
   const check = Effect.gen(function* () {
@@ -95,7 +108,10 @@ export const run = Effect.gen(function* () {
     for (const w of HashMap.values(registry.workers)) {
       if (w.revokedAt === null && w.advertisement !== null) {
         const f = freshness.get(w.id)
-        sightings.push({ id: w.id, name: w.name, alive: advertisementAlive(f, now), ended: f?.sessionEnded === true })
+        const alive = advertisementAlive(f, now)
+        // Needs setup is said as `svc workers status` says it (the slots used do not matter to it).
+        const shown = alive ? displayState(w, f, 0, now) : undefined
+        sightings.push({ id: w.id, name: w.name, alive, ended: f?.sessionEnded === true, ...(shown?.state === "Needs setup" ? { setup: shown.reason } : {}) })
       }
     }
     for (const change of presenceChanges(seen, sightings)) {
@@ -104,7 +120,7 @@ export const run = Effect.gen(function* () {
       // Falling silent is a warning; a clean stop, said, is not.
       yield* change.alive || change.ended === true ? Effect.logInfo(lineOf(change, held)) : Effect.logWarning(lineOf(change, held))
     }
-    seen = new Map(sightings.map((s) => [s.id, s.alive] as const))
+    seen = shownNow(sightings)
   })
   yield* Effect.repeat(check, Schedule.spaced(CHECK_EVERY)).pipe(Effect.forkScoped)
 })

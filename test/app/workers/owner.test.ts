@@ -414,9 +414,19 @@ describe("display states", () => {
         ok(yield* call(w.credential, offer(w.fence)), "ack")
         yield* TestClock.adjust("1 second")
         expect(logs.slice(2)).toEqual([`INFO worker lab-1 (${w.workerId}) is advertising: it can take work`])
+        // Advertising what is not in its scope (nothing): it needs setup, said as the status says it, once; then back.
+        ok(yield* call(w.credential, { ...offer(w.fence), artifacts: [] }), "ack")
+        yield* TestClock.adjust("1 second")
+        expect(logs.slice(3)).toEqual([`INFO worker lab-1 (${w.workerId}) is advertising, but needs setup before it can take work: it holds no bag jobs: install bags on it with svc bag install`])
+        ok(yield* call(w.credential, { ...offer(w.fence), artifacts: [] }), "ack")
+        yield* TestClock.adjust("1 second")
+        expect(logs).toHaveLength(4)
+        ok(yield* call(w.credential, offer(w.fence)), "ack")
+        yield* TestClock.adjust("1 second")
+        expect(logs.slice(4)).toEqual([`INFO worker lab-1 (${w.workerId}) is advertising: it can take work`])
         yield* (yield* Owner).revoke(w.workerId, "operator")
         yield* TestClock.adjust("30 seconds")
-        expect(logs).toHaveLength(3)
+        expect(logs).toHaveLength(5)
       }).pipe(Effect.provide(Presence.layer.pipe(Layer.provideMerge(TestOwner))), Effect.provide(capture))
     })
   )
@@ -600,18 +610,27 @@ describe("presence lines", () => {
     expect(Presence.auditLevel({ ...row, kind: "join", actor: "worker w1" })).toBe("info")
   })
 
-  it("a worker first seen silent is no news; first seen advertising, or changed since, is", () => {
-    const before = new Map([["w1", true], ["w2", false]])
+  it("a worker first seen silent is no news; first seen advertising, or changed since (its setup too), is", () => {
+    const before = Presence.shownNow([
+      { id: "w1", name: "a", alive: true },
+      { id: "w2", name: "b", alive: false },
+      { id: "w5", name: "e", alive: true, setup: "it offers no node executor" },
+      { id: "w6", name: "f", alive: true, setup: "it offers no node executor" }
+    ])
     expect(
       Presence.presenceChanges(before, [
         { id: "w1", name: "a", alive: false },
         { id: "w2", name: "b", alive: false },
         { id: "w3", name: "c", alive: false },
-        { id: "w4", name: "d", alive: true }
+        { id: "w4", name: "d", alive: true },
+        { id: "w5", name: "e", alive: true },
+        { id: "w6", name: "f", alive: true, setup: "it offers no node executor" }
       ])
     ).toEqual([
       { id: "w1", name: "a", alive: false },
-      { id: "w4", name: "d", alive: true }
+      { id: "w4", name: "d", alive: true },
+      { id: "w5", name: "e", alive: true }
     ])
+    expect(Presence.lineOf({ id: "w5", name: "e", alive: true, setup: "it offers no node executor" }, 0)).toBe("worker e (w5) is advertising, but needs setup before it can take work: it offers no node executor")
   })
 })
