@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest"
 import * as Effect from "effect/Effect"
 import type { Leave, WorkerResponse } from "../../src/app/workers/Protocol.js"
+import { alreadyLinked } from "../../src/cli/commands/workers/join.js"
 import { tellLeaving } from "../../src/cli/commands/workers/leave.js"
 import { onlyThisMachine } from "../../src/cli/commands/workers/loopback.js"
 import { releasedLine } from "../../src/cli/commands/workers/release.js"
@@ -19,6 +20,28 @@ describe("svc workers invite", () => {
     ["https://[fe80::1]:7443", false]
   ])("%s reaches only this machine: %s", (url, only) => {
     expect(onlyThisMachine(url)).toBe(only)
+  })
+})
+
+describe("svc workers join", () => {
+  it("a token refused as redeemed on a machine linked to that owner says the link: by this token, nothing to do; by another, which", () => {
+    const content = { url: "https://owner.lan:7443", fingerprint: "f", inviteId: "i1" } as Parameters<typeof alreadyLinked>[2]
+    const link = { url: content.url, fingerprint: "f", certificate: "", workerId: "w1", name: "lab-1", credential: "", joinedAt: "", inviteId: "i1" }
+    const redeemed = { code: "join-refused", message: "this join token was already redeemed; ask the owner for a new one" }
+    expect(alreadyLinked(redeemed, { link }, content, "/h")).toBe(
+      "this machine redeemed this token already: it is linked to https://owner.lan:7443 as lab-1 (w1), its link in /h/links (svc serve uses it; svc workers status shows it): nothing to do"
+    )
+    expect(alreadyLinked(redeemed, { link: { ...link, inviteId: "i0" } }, content, "/h")).toBe(
+      "the owner refused: this join token was already redeemed; ask the owner for a new one (this machine is linked to that owner already, by another token, as lab-1 (w1): svc workers status shows whether that link works)"
+    )
+    // A link written before it kept its invite: which token made it is not known.
+    const { inviteId: _, ...older } = link
+    expect(alreadyLinked(redeemed, { link: older }, content, "/h")).toBe(
+      "the owner refused: this join token was already redeemed; ask the owner for a new one (this machine is linked to that owner already, as lab-1 (w1): svc workers status shows whether that link works)"
+    )
+    // No link there, or another refusal: the owner's words alone.
+    expect(alreadyLinked(redeemed, undefined, content, "/h")).toBeUndefined()
+    expect(alreadyLinked({ code: "join-refused", message: "this join token has expired; ask the owner for a new one" }, { link }, content, "/h")).toBeUndefined()
   })
 })
 

@@ -152,7 +152,11 @@ describe("a join whose answer was lost", () => {
 
     // The answer arrived and the credential is in use: the token is spent for good.
     const late = await run(home, "workers", "join", token)
-    expect({ code: late.code, stderr: late.stderr }).toEqual({ code: 1, stderr: "svc: the owner refused: this join token was already redeemed; ask the owner for a new one\n" })
+    // Run again on the machine it linked: said so (the docs audit was told to ask for a new token).
+    expect({ code: late.code, stderr: late.stderr }).toEqual({
+      code: 1,
+      stderr: `svc: this machine redeemed this token already: it is linked to ${link.url} as again-1 (${lost.workerId}), its link in ${join(home, "links")} (svc serve uses it; svc workers status shows it): nothing to do\n`
+    })
     expect(readLink(home).credential).toBe(link.credential)
 
     const rows = await auditOf(lost.workerId)
@@ -337,7 +341,7 @@ describe("one join at a time in a home", () => {
     const bad = await run(home, "workers", "join", "--name", "two words", token)
     expect({ code: bad.code, stderr: bad.stderr }).toEqual({
       code: 2,
-      stderr: `svc workers join: --name: a worker's name is one word of at most 63 letters, digits, dots, hyphens and underscores, starting with a letter or digit; "two words" is not; nothing was sent, the token is still good (svc workers join --help)\n`
+      stderr: `svc workers join: --name: a worker's name is one word of at most 63 letters, digits, dots, hyphens and underscores, starting with a letter or digit; "two words" is not; nothing was sent, so this try did not spend the token (svc workers join --help)\n`
     })
     const good = await run(home, "workers", "join", "--name", "named-late", token)
     expect(good.code, good.stderr).toBe(0)

@@ -303,7 +303,7 @@ describe("svc serve configuration", () => {
     expect({ code: serve.code, stderr: serve.stderr }).toEqual({ code: 1, stderr: `svc: ${owned}\n` })
     const token = formatJoinToken({ url: "https://127.0.0.1:9", fingerprint: "a".repeat(64), inviteId: "i1", secret: "s".repeat(40) })
     const joined = await svc(["workers", "join", token], { cwd: home, home })
-    expect({ code: joined.code, stderr: joined.stderr }).toEqual({ code: 1, stderr: `svc: ${owned}; nothing was redeemed, the token is still good\n` })
+    expect({ code: joined.code, stderr: joined.stderr }).toEqual({ code: 1, stderr: `svc: ${owned}; nothing was sent to the owner, so this try did not spend the token\n` })
     // A socket at the home's admin.sock that another user made: nothing is sent to it.
     const mine = tempDir("svc-cfg-foreign-sock-")
     let connections = 0
@@ -384,7 +384,7 @@ describe("svc serve configuration", () => {
     expect({ code: self.code, stdout: self.stdout, stderr: self.stderr }).toEqual({
       code: 1,
       stdout: "",
-      stderr: `svc: this token is from the owner of this very $SVC_HOME (${home}; its certificate sha256 ${fingerprint}): an owner runs its own work, it does not join itself; redeem it on another machine, or with another SVC_HOME (the token is still good)\n`
+      stderr: `svc: this token is from the owner of this very $SVC_HOME (${home}; its certificate sha256 ${fingerprint}): an owner runs its own work, it does not join itself; redeem it on another machine, or with another SVC_HOME (nothing was sent, so this try did not spend the token)\n`
     })
     expect(existsSync(join(home, "links"))).toBe(false)
     // Given on stdin (`-`), where other local users do not see it as they see a command line.

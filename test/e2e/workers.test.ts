@@ -529,7 +529,7 @@ describe("svc workers between two real svc serve processes", () => {
     writeFileSync(join(blocked, "links"), "not a directory")
     const cannot = await run(blocked, "workers", "join", claiming)
     expect(cannot.code).toBe(2)
-    expect(cannot.stderr).toMatch(new RegExp(`^svc: cannot keep a link in ${join(blocked, "links")}: .*; nothing was redeemed, the token is still good\n$`))
+    expect(cannot.stderr).toMatch(new RegExp(`^svc: cannot keep a link in ${join(blocked, "links")}: .*; nothing was sent to the owner, so this try did not spend the token\n$`))
     expect((await statusOf(ownerHome)).workers.map((w) => w.name)).toEqual(["lab-1"])
     // Pasted with its line end, the token is the same token (it was a header error once).
     const joined = await run(w3Home, "workers", "join", `${claiming}\n`, "--json")

@@ -18,6 +18,8 @@ export interface StoredLink {
   readonly name: string
   readonly credential: string
   readonly joinedAt: string
+  /** The invite whose token made this link (links written before it was kept have none). */
+  readonly inviteId?: string
 }
 
 export const linksDir = (home: string) => nodePath.join(home, "links")

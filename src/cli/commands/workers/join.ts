@@ -11,7 +11,7 @@ import { workerNameFromHost } from "../../../domain/workers/Decide.js"
 import { workerNameShapeProblem } from "../../../domain/workers/Invite.js"
 import { parseJoinToken, type JoinTokenContent } from "../../../domain/workers/Secrets.js"
 import { SvcHome } from "../../../infra/SvcHome.js"
-import { linkKey, linksDir, readLinks, writeLink } from "../../../infra/workers/LinkStore.js"
+import { linkKey, linksDir, readLinks, writeLink, type StoredLink } from "../../../infra/workers/LinkStore.js"
 import { Unreachable } from "../../../app/workers/Link.js"
 import { callOwner, fetchPinnedCertificate, makeAgent } from "../../../infra/workers/OwnerClient.js"
 import { JoinBusy, pendingJoin, type PendingJoin } from "../../../infra/workers/PendingJoin.js"
@@ -59,6 +59,24 @@ export const joinUnanswered = (message: string, url: string, keyless: boolean): 
 /** An owner before protocol revision 5 refuses a join's `joinKey` as a field it does not know (and records nothing). */
 const joinKeyUnknown = (e: { readonly _tag: string; readonly code?: string; readonly message: string }): boolean =>
   e._tag === "Refusal" && e.code === "bad-request" && /\bjoinKey\b.*\bis unexpected\b/.test(e.message)
+
+/**
+ * A token refused as redeemed, run again on a machine linked to that owner already: what the
+ * link is (the docs audit ran a join again "to be sure" and was told to ask for a new token, which
+ * would make a second identity). Undefined when this machine has no link there.
+ */
+export const alreadyLinked = (
+  e: { readonly code?: string; readonly message: string },
+  earlier: { readonly link: StoredLink } | undefined,
+  content: JoinTokenContent,
+  home: string
+): string | undefined => {
+  if (e.code !== "join-refused" || !/^this join token was already redeemed\b/.test(e.message) || earlier === undefined) return undefined
+  const { link } = earlier
+  return link.inviteId === content.inviteId
+    ? `this machine redeemed this token already: it is linked to ${content.url} as ${link.name} (${link.workerId}), its link in ${linksDir(home)} (svc serve uses it; svc workers status shows it): nothing to do`
+    : `the owner refused: ${e.message} (this machine is linked to that owner already, ${link.inviteId === undefined ? "" : "by another token, "}as ${link.name} (${link.workerId}): svc workers status shows whether that link works)`
+}
 
 /** What `join` does once it holds this join's key: send the join, keep the link, say what happened. */
 const redeem = ({
@@ -111,7 +129,7 @@ const redeem = ({
       ),
       Effect.mapError((e) =>
         e._tag === "Refusal"
-          ? refused(`the owner refused: ${e.message}`)
+          ? refused(alreadyLinked(e, earlier, content, home) ?? `the owner refused: ${e.message}`)
           : notSent(e.message)
             ? unreachable(`cannot reach the owner: ${e.message}${loopback}`)
             : starting(e.message)
@@ -123,7 +141,16 @@ const redeem = ({
     if (answer.kind !== "joined") return yield* refused(`the owner answered ${answer.kind} to join`)
     yield* Effect.tryPromise({
       try: () =>
-        writeLink(home, { url: content.url, fingerprint: content.fingerprint, certificate, workerId: answer.workerId, name: answer.name, credential: answer.credential, joinedAt: new Date().toISOString() }),
+        writeLink(home, {
+          url: content.url,
+          fingerprint: content.fingerprint,
+          certificate,
+          workerId: answer.workerId,
+          name: answer.name,
+          credential: answer.credential,
+          joinedAt: new Date().toISOString(),
+          inviteId: content.inviteId
+        }),
       catch: (e) =>
         refused(
           `joined ${content.url} as ${answer.name} (${answer.workerId}), but its link could not be written to ${linksDir(home)} (${e instanceof Error ? e.message : String(e)}), and its credential with it: ` +
@@ -166,17 +193,17 @@ export const join = Command.make(
       }
       // A name that cannot be one, said before anything is sent (the owner would refuse it).
       const badName = Option.isSome(name) ? workerNameShapeProblem(name.value) : undefined
-      if (badName !== undefined) return yield* usage(`--name: ${badName}; nothing was sent, the token is still good`)
+      if (badName !== undefined) return yield* usage(`--name: ${badName}; nothing was sent, so this try did not spend the token`)
       const home = (yield* SvcHome).path
       // The link (its credential) is kept here: not in a home another user may write to or owns.
       const unsafe = yield* Effect.promise(() => fs.stat(home).then((st) => unsafeHomeProblem(home, st, currentUid()), () => undefined))
-      if (unsafe !== undefined) return yield* refused(`${unsafe}; nothing was redeemed, the token is still good`)
+      if (unsafe !== undefined) return yield* refused(`${unsafe}; nothing was sent to the owner, so this try did not spend the token`)
       // This home's own owner: a machine does its owner's work itself, and linked to itself as a
       // worker it would be offered its own work twice, its slots counted twice. Refused before the
       // token is spent.
       if (yield* Effect.promise(() => ownFingerprint(home).then((own) => own === content.fingerprint))) {
         return yield* refused(
-          `this token is from the owner of this very $SVC_HOME (${home}; its certificate sha256 ${content.fingerprint}): an owner runs its own work, it does not join itself; redeem it on another machine, or with another SVC_HOME (the token is still good)`
+          `this token is from the owner of this very $SVC_HOME (${home}; its certificate sha256 ${content.fingerprint}): an owner runs its own work, it does not join itself; redeem it on another machine, or with another SVC_HOME (nothing was sent, so this try did not spend the token)`
         )
       }
       // A loopback address in the token reaches only the owner's own machine: say so, it is the likely cause.
@@ -196,7 +223,7 @@ export const join = Command.make(
         catch: (e) =>
           e instanceof JoinBusy
             ? refused(`${e.message}; nothing was sent`)
-            : setupProblem(`cannot keep a link in ${linksDir(home)}: ${e instanceof Error ? e.message : String(e)}; nothing was redeemed, the token is still good`)
+            : setupProblem(`cannot keep a link in ${linksDir(home)}: ${e instanceof Error ? e.message : String(e)}; nothing was sent to the owner, so this try did not spend the token`)
       })
       return yield* redeem({ bearer, certificate, content, home, json, loopback, name, pending }).pipe(Effect.ensuring(Effect.promise(() => pending.release())), Effect.scoped)
     })
