@@ -81,24 +81,77 @@ const at = (doc: unknown, path: ReadonlyArray<string>): unknown =>
   path.reduce<unknown>((v, k) => (typeof v === "object" && v !== null ? (v as Record<string, unknown>)[k] : undefined), doc)
 
 /**
- * Where a schema breaks its meta-schema, and how: the key (`properties.sha256.type`) and, for a
- * value outside a set, the set and the value. Of ajv's errors the deepest is said (the first
- * of those): where the meta-schema allows alternatives (`items`: a schema or a list of them),
- * the first error is the first alternative's complaint about the whole value ("must be
- * object,boolean" for a list whose second schema misspells a type).
+ * Where a schema breaks its meta-schema, and how: each key that is wrong
+ * (`properties.sha256.type`) and, for a value outside a set, the set and the value. Where the
+ * meta-schema allows alternatives (`items`: a schema or a list of them), ajv complains of the
+ * whole value too ("must be object,boolean" for a list whose second schema misspells a type):
+ * only the deepest keys are said, each with the first of its errors, so that every problem is
+ * said at once (the docs audit fixed one, checked again, and found the next).
  */
-const metaProblem = (ajv: Ajv | Ajv2020, schema: unknown): SchemaProblem | undefined => {
-  if (ajv.validateSchema(schema as object) === true) return undefined
+const metaProblems = (ajv: Ajv | Ajv2020, schema: unknown): ReadonlyArray<SchemaProblem> => {
+  if (ajv.validateSchema(schema as object) === true) return []
   const errors = ajv.errors ?? []
-  const depth = (e: ErrorObject) => (e.instancePath === "" ? 0 : e.instancePath.split("/").length)
-  const first = errors.reduce<ErrorObject | undefined>((best, e) => (best === undefined || depth(e) > depth(best) ? e : best), undefined)
-  if (first === undefined) return undefined
-  const path = pointerParts(first.instancePath)
-  const value = at(schema, path)
-  const allowed = first.keyword === "enum" ? (first.params as { allowedValues?: ReadonlyArray<unknown> }).allowedValues : undefined
-  const why = allowed !== undefined ? `must be one of ${allowed.map((v) => JSON.stringify(v)).join(", ")}, not ${JSON.stringify(value)}` : `${first.message ?? "is not valid"}, not ${JSON.stringify(value)}`
-  return { why, path: keyPathIn(schema, path) }
+  const within = (inner: string, outer: string) => inner.startsWith(`${outer}/`)
+  const seen = new Set<string>()
+  const out: Array<SchemaProblem> = []
+  for (const e of errors) {
+    if (seen.has(e.instancePath) || errors.some((other) => within(other.instancePath, e.instancePath))) continue
+    seen.add(e.instancePath)
+    const path = pointerParts(e.instancePath)
+    const value = at(schema, path)
+    const allowed = e.keyword === "enum" ? (e.params as { allowedValues?: ReadonlyArray<unknown> }).allowedValues : undefined
+    const why = allowed !== undefined ? `must be one of ${allowed.map((v) => JSON.stringify(v)).join(", ")}, not ${JSON.stringify(value)}` : `${e.message ?? "is not valid"}, not ${JSON.stringify(value)}`
+    out.push({ why, path: keyPathIn(schema, path) })
+  }
+  return out
 }
+
+/** Keywords whose value is a map of schemas, a schema, a list of schemas (or, `items` in draft-07, either). */
+// Not `definitions` nor `$defs`: ajv compiles a definition only where a `$ref` leads to it, and a
+// problem there is then said in ajv's words (the walk says what ajv would refuse, no more).
+const SCHEMA_MAPS = new Set(["properties", "patternProperties", "dependentSchemas", "dependencies"])
+const SCHEMA_VALUES = new Set(["additionalProperties", "additionalItems", "contains", "propertyNames", "if", "then", "else", "not", "unevaluatedItems", "unevaluatedProperties", "items", "contentSchema"])
+const SCHEMA_LISTS = new Set(["allOf", "anyOf", "oneOf", "prefixItems", "items"])
+
+const isMap = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
+
+/**
+ * Every keyword ajv does not know and every `format` it does not know, each at its own key, in
+ * one walk of the schema's subschemas (ajv throws for the first of either, and says where for
+ * neither: an unknown keyword was said at the schema's root). Values that are data (a property's
+ * name, an `enum`, a `default`) are not walked.
+ */
+const unknownWords = (ajv: Ajv | Ajv2020, schema: unknown): ReadonlyArray<SchemaProblem> => {
+  const out: Array<SchemaProblem> = []
+  const formats = Object.keys(ajv.formats)
+  const walk = (node: unknown, path: ReadonlyArray<string | number>): void => {
+    if (!isMap(node)) return
+    for (const [key, value] of Object.entries(node)) {
+      const here = [...path, key]
+      if (!Object.hasOwn(keywordsOf(ajv), key)) {
+        const hint = suggest(key, KNOWN_KEYWORDS)
+        out.push({ why: `is not a JSON Schema keyword${hint === undefined ? "" : `; did you mean ${JSON.stringify(hint)}?`}`, path: here })
+        continue
+      }
+      if (key === "format" && typeof value === "string" && !formats.includes(value)) {
+        const hint = suggest(value, formats)
+        out.push({ why: `is not a format svc knows (${JSON.stringify(value)})${hint === undefined ? "" : `; did you mean ${JSON.stringify(hint)}?`}`, path: here })
+      }
+      if (SCHEMA_MAPS.has(key) && isMap(value)) for (const [name, sub] of Object.entries(value)) walk(sub, [...here, name])
+      if (SCHEMA_VALUES.has(key)) walk(value, here)
+      if (SCHEMA_LISTS.has(key) && Array.isArray(value)) value.forEach((sub, i) => walk(sub, [...here, i]))
+    }
+  }
+  walk(schema, [])
+  return out
+}
+
+/** The keywords an instance knows: what its strict mode judges a schema's keys by (ajv's `checkUnknownRules`). */
+const keywordsOf = (ajv: Ajv | Ajv2020): Record<string, unknown> => (ajv as unknown as { RULES: { keywords: Record<string, unknown> } }).RULES.keywords
+
+/** The keywords a misspelt one is compared with: both dialects'. */
+const KNOWN_KEYWORDS = [...new Set([...Object.keys(keywordsOf(draft7)), ...Object.keys(keywordsOf(draft2020))])]
+
 const compiled = new Map<string, Compiled>()
 
 /**
@@ -125,51 +178,6 @@ const dialectOf = (meta: unknown): { readonly dialect: "draft-07" | "2020-12" } 
   return known?.[1] ?? `svc checks JSON Schema draft-07 ("http://json-schema.org/draft-07/schema#", also when $schema is left out) and 2020-12 ("https://json-schema.org/draft/2020-12/schema"), not ${JSON.stringify(meta)}`
 }
 
-/**
- * ajv's refusal of a format it does not know, said at the `format` key with the nearest known
- * one: its own text ("unknown format ... ignored in schema at path ...") said "ignored" of what
- * it refused, at the schema's root.
- */
-const unknownFormat = (ajv: Ajv | Ajv2020, schema: unknown, message: string): SchemaProblem | undefined => {
-  const m = /^unknown format "([^"]*)" ignored in schema at path "#([^"]*)"$/.exec(message)
-  if (m === null) return undefined
-  const known = Object.keys(ajv.formats)
-  const hint = suggest(m[1]!, known)
-  // The path is a URI fragment: its parts are percent-encoded (`a%20b` for the property "a b").
-  let pointer: string
-  try {
-    pointer = decodeURIComponent(m[2]!)
-  } catch {
-    pointer = m[2]!
-  }
-  return { why: `is not a format svc knows (${JSON.stringify(m[1])})${hint === undefined ? "" : `; did you mean ${JSON.stringify(hint)}?`}`, path: [...keyPathIn(schema, pointerParts(pointer)), "format"] }
-}
-
-/**
- * Every unknown format in `schema`, not only the one ajv threw for first: a second compile by an
- * instance that logs unknown formats instead of throwing (`strictSchema: false`), made only when
- * a schema has one. Its other strict checks are off too, so it says nothing else.
- */
-const lenient = { "draft-07": undefined as Ajv | undefined, "2020-12": undefined as Ajv2020 | undefined }
-const warned: Array<string> = []
-const logger = { log: () => {}, warn: (message: unknown) => void warned.push(String(message)), error: () => {} }
-const everyUnknownFormat = (dialect: "draft-07" | "2020-12", schema: object): ReadonlyArray<SchemaProblem> => {
-  const ajv =
-    dialect === "2020-12"
-      ? (lenient["2020-12"] ??= makeAjv(new Ajv2020({ ...options, strictSchema: false, logger })))
-      : (lenient["draft-07"] ??= makeAjv(new Ajv({ ...options, strictSchema: false, logger })))
-  warned.length = 0
-  try {
-    ajv.compile(schema)
-  } catch {
-    // Whatever else is wrong was said by the strict compile.
-  } finally {
-    // ajv keeps what it compiled by the schema object: a later call must compile (and warn) again.
-    ajv.removeSchema(schema)
-  }
-  return warned.flatMap((message) => unknownFormat(ajv, schema, message) ?? [])
-}
-
 const compile = (schema: unknown): Compiled => {
   const depth = depthOf(schema, MAX_SCHEMA_DEPTH)
   if (depth > MAX_SCHEMA_DEPTH) return { ok: false, problems: [{ why: `it nests more than ${MAX_SCHEMA_DEPTH} levels deep (objects and arrays within each other); at most ${MAX_SCHEMA_DEPTH} are taken`, path: [] }] }
@@ -185,16 +193,19 @@ const compile = (schema: unknown): Compiled => {
       try {
         result = { ok: true, validate: ajv.compile(schema as object) }
       } catch (e) {
-        let meta: ReturnType<typeof metaProblem>
+        // What ajv threw is its first problem: every one the meta-schema and the walk can name
+        // is said, at its key (one said at a key is not said again below it); ajv's own text
+        // only when they name none (a $ref that leads nowhere, say).
+        let named: Array<SchemaProblem>
         try {
-          meta = metaProblem(ajv, schema)
+          named = [...metaProblems(ajv, schema)]
         } catch {
-          meta = undefined
+          named = []
         }
-        const message = e instanceof Error ? e.message : String(e)
-        const formats = meta === undefined && unknownFormat(ajv, schema, message) !== undefined ? everyUnknownFormat(dialect.dialect, schema as object) : []
-        const [first, ...rest] = formats
-        result = { ok: false, problems: meta !== undefined ? [meta] : first !== undefined ? [first, ...rest] : [{ why: message, path: [] }] }
+        const under = (inner: SchemaProblem, outer: SchemaProblem) => outer.path.length <= inner.path.length && outer.path.every((k, i) => inner.path[i] === k)
+        for (const word of unknownWords(ajv, schema)) if (!named.some((p) => under(word, p))) named.push(word)
+        const [first, ...rest] = named
+        result = { ok: false, problems: first !== undefined ? [first, ...rest] : [{ why: e instanceof Error ? e.message : String(e), path: [] }] }
       }
     }
     if (compiled.size >= 1_000) compiled.delete(compiled.keys().next().value!)
@@ -202,6 +213,9 @@ const compile = (schema: unknown): Compiled => {
   }
   return result
 }
+
+/** `unknownWords` for the dialect a schema names, for tests: the walk must agree with ajv's strict compile. */
+export const unknownWordsIn = (schema: unknown, dialect: "draft-07" | "2020-12"): ReadonlyArray<SchemaProblem> => unknownWords(dialect === "2020-12" ? draft2020 : draft7, schema)
 
 export const formatValidators: FormatValidators = {
   cron: cronProblem,

@@ -221,8 +221,17 @@ describe("input_schema and output_schema", () => {
     fails(job("input_schema: {type: array, items: [{type: string}, {type: strin}]}"), { path: "jobs.build.input_schema.items[1].type", line: 6, message: 'not "strin" (JSON Schema)' })
   })
 
-  it("says a misspelt keyword before any unknown format: the schema is judged as a whole first", () => {
-    fails(job("output_schema: {tpye: object, properties: {a: {format: nope}}}"), { path: "jobs.build.output_schema", line: 6, message: 'strict mode: unknown keyword: "tpye"' })
+  it("says every problem of a schema at once, each at its key: a value the meta-schema refuses, a misspelt keyword, an unknown format (the docs audit met them one check at a time)", () => {
+    fails(job("output_schema: {tpye: object, properties: {a: {format: nope}}}"), [
+      { path: "jobs.build.output_schema.tpye", line: 6, message: 'is not a JSON Schema keyword; did you mean "type"? (JSON Schema)' },
+      { path: "jobs.build.output_schema.properties.a.format", line: 6, message: 'is not a format svc knows ("nope") (JSON Schema)' }
+    ])
+    fails(job("output_schema:", "  type: object", "  propertiez: {}", "  properties:", "    sha256: {type: strin, format: emial}", "    b: {type: numbr}"), [
+      { path: "jobs.build.output_schema.properties.sha256.type", line: 10, message: 'not "strin" (JSON Schema)' },
+      { path: "jobs.build.output_schema.properties.b.type", line: 11, message: 'not "numbr" (JSON Schema)' },
+      { path: "jobs.build.output_schema.propertiez", line: 8, message: 'is not a JSON Schema keyword; did you mean "properties"? (JSON Schema)' },
+      { path: "jobs.build.output_schema.properties.sha256.format", line: 10, message: '("emial"); did you mean "email"? (JSON Schema)' }
+    ])
   })
 
   it("accepts valid JSON Schemas, draft 7 and 2020-12", () => {
@@ -258,7 +267,8 @@ describe("input_schema and output_schema", () => {
       line: 11,
       message: 'is not a format svc knows ("nope")'
     },
-    { name: "an output_schema with a misspelt keyword", yaml: job("output_schema: {tpye: object}"), path: "jobs.build.output_schema", line: 6, message: 'is not a valid JSON Schema: strict mode: unknown keyword: "tpye"' },
+    { name: "an output_schema with a misspelt keyword, at its key (it was said at the schema)", yaml: job("output_schema: {tpye: object}"), path: "jobs.build.output_schema.tpye", line: 6, message: 'is not a JSON Schema keyword; did you mean "type"? (JSON Schema)' },
+    { name: "an input_schema whose $ref leads nowhere, in ajv's words", yaml: job("input_schema: {$ref: '#/definitions/nope'}"), path: "jobs.build.input_schema", line: 6, message: "is not a valid JSON Schema: can't resolve reference #/definitions/nope" },
     { name: "an input_schema that is a string", yaml: job("input_schema: object"), path: "jobs.build.input_schema", line: 6, message: "a JSON Schema object" },
     // ajv threw for a meta-schema it was not given: bag check crashed (exit 70).
     {

@@ -1,7 +1,11 @@
 /** A value checked against a job's JSON Schema: each problem says what is wrong and where. */
 import { describe, expect, it } from "vitest"
+import { Ajv } from "ajv"
+import { Ajv2020 } from "ajv/dist/2020.js"
+import addFormatsModule from "ajv-formats"
+import fc from "fast-check"
 import { depthOf } from "../../../src/domain/runs/Values.js"
-import { formatValidators, MAX_SCHEMA_DEPTH } from "../../../src/infra/manifest/FormatValidators.js"
+import { formatValidators, MAX_SCHEMA_DEPTH, unknownWordsIn } from "../../../src/infra/manifest/FormatValidators.js"
 
 const schema = {
   type: "object",
@@ -54,5 +58,69 @@ describe("a schema nested deep", () => {
       ])
       expect(formatValidators.validate(nestedArrays(levels), [])).toMatch(/nests more than/)
     }
+  })
+})
+
+describe("a schema's unknown keywords and formats", () => {
+  // A schema tree of keywords in their places, misspelt ones and data that looks like keywords
+  // (a property named "tpye", an enum value holding one) among them.
+  // Each node is clean but for, now and then, one misspelt keyword or unknown format: so that
+  // a tree's only problem is often deep in it.
+  const clean = {
+    type: fc.constant("string"),
+    title: fc.constant("t"),
+    format: fc.constantFrom("email", "date-time", "uri"),
+    enum: fc.constant([{ tpye: 1, format: "nope" }]),
+    default: fc.constant({ propertiez: 1 })
+  }
+  const wrong = fc.constantFrom<Record<string, unknown>>({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, { tpye: "object" }, { propertiez: {} }, { discriminator: "d" }, { format: "emial" }, { format: "nope" })
+  const withWrong = (node: fc.Arbitrary<Record<string, unknown>>) => fc.tuple(node, wrong).map(([n, w]) => ({ ...n, ...w }))
+  const node: fc.Memo<Record<string, unknown>> = fc.memo((n) =>
+    n <= 1
+      ? withWrong(fc.record(clean, { requiredKeys: [] }))
+      : withWrong(
+          fc.record(
+            {
+              ...clean,
+              properties: fc.dictionary(fc.constantFrom("a", "tpye", "format", "b c"), node(n - 1), { maxKeys: 2 }),
+              items: node(n - 1),
+              anyOf: fc.array(node(n - 1), { minLength: 1, maxLength: 2 }),
+              not: node(n - 1),
+              definitions: fc.dictionary(fc.constantFrom("x", "propertiez"), node(n - 1), { maxKeys: 2 })
+            },
+            { requiredKeys: [] }
+          )
+        )
+  )
+  const addFormats = addFormatsModule as unknown as (ajv: Ajv | Ajv2020) => void
+  const strict = { strictSchema: true, strictTypes: false, strictTuples: false, strictRequired: false, allErrors: true, addUsedSchema: false } as const
+  const dialects = [
+    ["draft-07", new Ajv(strict)],
+    ["2020-12", new Ajv2020(strict)]
+  ] as const
+  for (const [, ajv] of dialects) addFormats(ajv)
+
+  it.each(dialects)("are found by the walk exactly when ajv's strict compile refuses one (%s)", (dialect, ajv) => {
+    fc.assert(
+      fc.property(node(3), (schema) => {
+        const found = unknownWordsIn(schema, dialect)
+        let refused: string | undefined
+        try {
+          ajv.compile(schema)
+        } catch (e) {
+          refused = (e as Error).message
+        } finally {
+          ajv.removeSchema(schema)
+        }
+        // ajv refuses for the first it meets, and says where for neither; the walk finds them all.
+        expect(found.length > 0, `${JSON.stringify(schema)}: ajv said ${refused}`).toBe(refused !== undefined && /unknown (keyword|format)/.test(refused))
+        if (refused !== undefined) {
+          const word = /unknown (?:keyword|format):? "([^"]*)"/.exec(refused)?.[1]
+          expect(word, refused).toBeDefined()
+          expect(found.some((p) => p.path[p.path.length - 1] === word || p.why.includes(`"${word}"`))).toBe(true)
+        }
+      }),
+      { numRuns: 300 }
+    )
   })
 })
