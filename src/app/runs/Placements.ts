@@ -97,6 +97,9 @@ export const makePlacements = ({ state, execute, executeWithoutRound, toRunRefus
 
   // ---- Placement ------------------------------------------------------------------------
 
+  /** When each worker's advertisement (its content) was journaled: a decline before it no longer stands. */
+  const advertisedIn = (s: OwnerState) => (id: string) => Option.getOrUndefined(HashMap.get(s.registry.workers, id))?.advertisement?.at
+
   const silenceOfWorker = (w: WorkerRecord): Silence | undefined => silenceOf(w, freshness.get(w.id))
   const { candidatesFor } = makeCandidates(host, workerAlive, (id) => freshness.get(id)?.busy ?? 0, silenceOfWorker)
   const feasibility = makeFeasibilityCache()
@@ -199,7 +202,11 @@ export const makePlacements = ({ state, execute, executeWithoutRound, toRunRefus
         }
         const envelopes = yield* handingOff(
           runId,
-          (st) => RunDecide.decidePlacement({ runId, candidates: candidatesFor(st, runOf(st, runId)!.job, now, ownerBins, promisedIn(st)), quotas, notes: NOTES, now, cache: feasibility }, st.runs),
+          (st) =>
+            RunDecide.decidePlacement(
+              { runId, candidates: candidatesFor(st, runOf(st, runId)!.job, now, ownerBins, promisedIn(st)), quotas, notes: NOTES, now, cache: feasibility, advertisedAt: advertisedIn(st) },
+              st.runs
+            ),
           now,
           execute
         ).pipe(Effect.catchAll((e) => Effect.as(Effect.logWarning(`placing ${runId}: ${e.message}`), [])))

@@ -118,7 +118,14 @@ export class Layer1 {
     const out: Array<Exclusion> = []
     if (expired) out.push(this.expiry(c))
     for (const e of fixed) out.push(e)
-    if (declined) out.push((this.declined ??= x("declined", "it declined an earlier attempt of this activity")))
+    if (declined) {
+      out.push(
+        (this.declined ??= x(
+          "declined",
+          rulesOf(this.a) >= 3 ? "it declined an earlier attempt of this activity, and its advertisement has not changed since" : "it declined an earlier attempt of this activity"
+        ))
+      )
+    }
     return out
   }
 }

@@ -81,7 +81,10 @@ export interface Activity {
   readonly preferredLabels: ReadonlyArray<string>
   /** The job's named bounds: a host runs it only if it can enforce bounds (capability `bounds`). */
   readonly bounds: ReadonlyArray<string>
-  /** Hosts that declined an earlier attempt of this activity: not offered it again. */
+  /**
+   * Hosts that declined an earlier attempt of this activity: not offered it again. Since revision
+   * 3, only those whose advertisement has not changed since their decline.
+   */
   readonly declinedBy: ReadonlyArray<string>
   /**
    * The revision of the placement rules the decision is made by (docs/placement.md, "Rules
@@ -95,8 +98,10 @@ export interface Activity {
  * The placement rules' revision decisions are made by now. 2: a worker is not also said not to
  * hold a job that is not remote-eligible (it advertises only the jobs it may be given, so whether
  * it holds one that stays on the owner is not known; revision 1 said "it does not hold" it).
+ * 3: a decline stands until the host's advertisement changes (the owner lists in `declinedBy`
+ * only the declines that stand: runs/Decide.ts `standingDeclines`), and `declined` says so.
  */
-export const PLACEMENT_RULES = 2
+export const PLACEMENT_RULES = 3
 
 export { rulesOf } from "./Layers.js"
 

@@ -94,8 +94,33 @@ export const decideSubmitAndPlace = (
   return { ...submitted, events: [...submitted.events, ...placed.events] }
 }
 
-/** What placement sees of a run. The activity id is the run id, so its tie-break is stable across attempts. */
-export const activityOf = (run: RunRecord): Activity => ({
+/**
+ * The hosts whose decline of the run still stands: a host that declined an attempt is not offered
+ * the run again until its advertisement changes after its latest decline (a bag installed, labels
+ * or capacity changed: journaled content, `advertisedAt` its time). The decline was about what the
+ * host held then; once it says something new, placement judges it by that (the runs audit saw a
+ * worker decline a run while its bag was reinstalled, and the run blocked by that decline for
+ * good once the bag was back). Undefined `advertisedAt`, or a host whose advertisement is not
+ * known or not newer: the decline stands.
+ */
+export const standingDeclines = (run: RunRecord, advertisedAt?: (host: string) => number | undefined): ReadonlyArray<string> => {
+  if (run.declinedBy.length === 0 || advertisedAt === undefined) return run.declinedBy
+  const standing = run.declinedBy.filter((host) => {
+    const ad = advertisedAt(host)
+    if (ad === undefined) return true
+    let declinedAt: number | undefined
+    for (const a of run.attempts) if (a.host === host && a.state === "declined" && a.endedAt !== null && (declinedAt === undefined || a.endedAt > declinedAt)) declinedAt = a.endedAt
+    return declinedAt === undefined || ad <= declinedAt
+  })
+  // The same list when nothing was lifted: the feasibility cache and the journal's packing see the very same value.
+  return standing.length === run.declinedBy.length ? run.declinedBy : standing
+}
+
+/**
+ * What placement sees of a run. The activity id is the run id, so its tie-break is stable across
+ * attempts. `advertisedAt`: when each worker's advertisement was journaled (`standingDeclines`).
+ */
+export const activityOf = (run: RunRecord, advertisedAt?: (host: string) => number | undefined): Activity => ({
   id: run.id,
   address: run.job.address,
   digest: run.job.digest,
@@ -105,7 +130,7 @@ export const activityOf = (run: RunRecord): Activity => ({
   requiredBins: run.job.requiredBins,
   preferredLabels: run.preferredLabels,
   bounds: run.job.bounds,
-  declinedBy: run.declinedBy,
+  declinedBy: standingDeclines(run, advertisedAt),
   rules: PLACEMENT_RULES
 })
 
@@ -129,6 +154,8 @@ export interface PlacementInputs {
   readonly now: number
   /** The dispatcher's feasibility cache: the same outcome, sooner (placement/Placement.ts). */
   readonly cache?: FeasibilityCache
+  /** When a worker's advertisement (its content) was journaled: a decline before it no longer stands (`standingDeclines`). */
+  readonly advertisedAt?: (host: string) => number | undefined
 }
 
 /**
@@ -143,7 +170,7 @@ export const decidePlacement = (c: PlacementInputs, runs: RunsState): RunDecisio
 
 const placeRun = (c: PlacementInputs, run: RunRecord): RunDecision => {
   if (run.state !== "pending") return decided(run, [])
-  const activity = activityOf(run)
+  const activity = activityOf(run, c.advertisedAt)
   const outcome = place(activity, c.candidates, c.quotas, c.cache)
   const host = outcome.outcome === "placed" ? outcome.host : null
   const key = placementKey({ ...outcome, host })

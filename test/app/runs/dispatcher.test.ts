@@ -1413,6 +1413,26 @@ describe("a journal or output directory that takes no writes (a full disk)", () 
 // ---- Stop ---------------------------------------------------------------------------------------
 
 describe("stop", () => {
+  it.effect("a worker that declined is offered the run again once it advertises something new (a bag back), not on a mere refresh (runs audit: blocked for good)", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const { runId, id } = yield* runningOn(w)
+      ok(yield* call(w.credential, { kind: "decline", fence: w.fence, attempt: id, reason: "bag demo is not installed here" }), "ack")
+      // The same advertisement again (a refresh, not journaled): the decline stands.
+      yield* advertise(w)
+      yield* quiet
+      const blocked = yield* show(runId)
+      expect(blocked).toMatchObject({ state: "pending", attempts: 1, placement: { outcome: "blocked" } })
+      expect(blocked.placement!.explanation).toContain("it declined an earlier attempt of this activity, and its advertisement has not changed since")
+      // A second later it advertises what it holds anew (here: a label more; a bag reinstalled is the same): placed there again.
+      yield* TestClock.adjust(1_000)
+      yield* call(w.credential, { kind: "advertise", fence: w.fence, capacity: 2, labels: [...w.labels, "fresh=1"], capabilities: ["node"], artifacts: [{ address: GPU, digest: DIGEST }] })
+      const again = yield* placedOn(runId, 2)
+      expect(attempt(again, 2)).toMatchObject({ host: w.workerId, state: "assigned" })
+    }).pipe(Effect.provide(TestOwner))
+  )
+
   it.effect("a run stopped after its only worker declined it is on no host: it never ran there (it said 'stopped on lab-1')", () =>
     Effect.gen(function* () {
       const dispatcher = yield* Dispatcher

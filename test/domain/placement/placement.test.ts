@@ -42,6 +42,15 @@ describe("layer 1, eligibility", () => {
     ).toEqual([])
   })
 
+  it("says of a decline that stands, since revision 3, until when it stands; earlier decisions as they said it", () => {
+    const text = (rules: number | undefined) => {
+      const a: Activity = rules === undefined ? { ...activity, declinedBy: ["w"] } : { ...activity, declinedBy: ["w"], rules }
+      return eligibility(worker("w"), a).map((e) => [e.code, e.text])
+    }
+    expect(text(PLACEMENT_RULES)).toEqual([["declined", "it declined an earlier attempt of this activity, and its advertisement has not changed since"]])
+    for (const rules of [undefined, 1, 2]) expect(text(rules)).toEqual([["declined", "it declined an earlier attempt of this activity"]])
+  })
+
   it("says why an advertisement is not alive when the owner knows: one code, advertisement-expired, whatever the cause", () => {
     const said = (over: Partial<Candidate>) => eligibility(worker("w", { advertisementAlive: false, ...over }), activity).map((e) => [e.code, e.text])
     expect(said({})).toEqual([["advertisement-expired", "its advertisement expired (no refresh for 15 s)"]])

@@ -247,6 +247,35 @@ describe("decidePlacement", () => {
     expect([reserved(next, "w1"), reserved(next, "w2")]).toEqual([0, 1])
   })
 
+  it("a decline stands until the worker's advertisement changes after it: then it is offered the run again (runs audit: blocked for good after a bag was reinstalled)", () => {
+    // w1 declined at 3,500 (its bag was being reinstalled); it is the only worker with the label.
+    const s = given(...onWorker, decline("r1", 1, "w1"))
+    const candidates = [ownerHost(), worker("w1")]
+    const placeSeeing = (advertisedAt: (host: string) => number | undefined) => (st: typeof s) =>
+      D.decidePlacement({ runId: "r1", candidates, quotas: NO_QUOTAS, notes: [], now: 9_000, advertisedAt }, st.runs)
+    // Its advertisement journaled before the decline, or unknown: the decline stands, and says until when.
+    for (const seen of [() => 3_000, () => 3_500, () => undefined]) {
+      expect(events(placeSeeing(seen)(s))[0]).toMatchObject({
+        outcome: "blocked",
+        activity: { declinedBy: ["w1"], rules: PLACEMENT_RULES },
+        verdicts: [
+          expect.anything(),
+          { candidate: "w1", exclusions: [{ code: "declined", text: "it declined an earlier attempt of this activity, and its advertisement has not changed since" }] }
+        ]
+      })
+    }
+    // It advertised something new since (the bag back): placed there again, the decline not listed.
+    const again = events(placeSeeing((host) => (host === "w1" ? 4_000 : undefined))(s))[0]
+    expect(again).toMatchObject({ outcome: "placed", host: "w1", attempt: 2, activity: { declinedBy: [] } })
+    // The decline that counts is its latest: declined again after that advertisement, it stands again.
+    const twice = given(...onWorker, decline("r1", 1, "w1"), placeSeeing(() => 4_000), claim("r1", 2, "w1", 7, [], 9_500), decline("r1", 2, "w1", [], 10_000))
+    expect(runOf(twice, "r1").declinedBy).toEqual(["w1"])
+    expect(D.standingDeclines(runOf(twice, "r1"), () => 4_000)).toEqual(["w1"])
+    expect(D.standingDeclines(runOf(twice, "r1"), () => 10_001)).toEqual([])
+    // Nothing lifted: the very same list (the feasibility cache compares by identity).
+    expect(D.standingDeclines(runOf(twice, "r1"), () => 1)).toBe(runOf(twice, "r1").declinedBy)
+  })
+
   it("a stated preference picks among workers, and says so in the record", () => {
     const s = given(submit("r1", GPU, ["zone=b"]))
     const d = place("r1", [ownerHost(), worker("w1", { labels: ["gpu=true", "zone=a"] }), worker("w2", { labels: ["gpu=true", "zone=b"] })])(s)
