@@ -8,6 +8,7 @@
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
 import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
@@ -50,6 +51,9 @@ export interface Outcome {
   readonly ranMs?: number
 }
 
+/** An owner's attempt ran to an outcome, or was declined (the bag its run pins is not installed here now). */
+type Ran = Outcome | { readonly declined: string }
+
 const messageOf = (defect: unknown) => (defect instanceof Error ? defect.message : String(defect))
 
 export const makeLocalRuns = ({ state, execute, host, executor, files, scope, slotWaits }: LocalRunsContext) => {
@@ -81,10 +85,23 @@ export const makeLocalRuns = ({ state, execute, host, executor, files, scope, sl
       if (run === undefined) return
       const paths = files.paths(id)
       const execution = Effect.gen(function* () {
-        const resolved = yield* host.resolve(run.job.address)
-        if (resolved.job.digest !== run.job.digest) {
-          return { ok: false, result: null, error: `the installed bag ${run.job.bag} changed since the run was submitted (digest ${resolved.job.digest}, not ${run.job.digest})`, exitCode: null }
-        }
+        const found = yield* host.resolve(run.job.address).pipe(Effect.either)
+        // The bag the run pins is no longer installed here (removed, or replaced by other content):
+        // a job that may go to workers is declined, as a worker declines one it does not hold, and
+        // placed again where that bag is (the runs audit saw such runs fail, a worker holding the
+        // bag idle). A job that stays on the owner fails, saying why; a bag that cannot be read now
+        // fails the attempt alone.
+        const gone = Either.isLeft(found)
+          ? found.left.unreadable === true
+            ? undefined
+            : found.left.message
+          : found.right.job.digest !== run.job.digest
+            ? `the installed bag ${run.job.bag} changed since the run was submitted (digest ${found.right.job.digest}, not ${run.job.digest})`
+            : undefined
+        if (gone !== undefined && run.job.remoteEligible) return { declined: `${gone}; a worker that holds the bag the run pins may run it` } as Ran
+        if (gone !== undefined) return { ok: false, result: null, error: gone, exitCode: null } as Ran
+        if (Either.isLeft(found)) return yield* found.left
+        const resolved = found.right
         // Its slot may be held by other work (other owners' attempts on this machine, a worker's):
         // until it has one, the run's view says it waits for it, as a worker's attempt's does.
         slotWaits.begin("owner", id, yield* Clock.currentTimeMillis)
@@ -108,15 +125,20 @@ export const makeLocalRuns = ({ state, execute, host, executor, files, scope, sl
         ).pipe(Effect.ensuring(taken))
         // How long it ran, not counting its wait for a slot.
         const ranMs = ranMsOf(outcome.durationMs)
-        return { ok: outcome.ok, result: outcome.result, error: outcome.error, exitCode: outcome.exitCode, ...(ranMs === undefined ? {} : { ranMs }) }
-      }).pipe(Effect.catchAll((e: JobNotRunnable) => Effect.succeed({ ok: false, result: null as unknown, error: e.message, exitCode: null })))
+        return { ok: outcome.ok, result: outcome.result, error: outcome.error, exitCode: outcome.exitCode, ...(ranMs === undefined ? {} : { ranMs }) } as Ran
+      }).pipe(Effect.catchAll((e: JobNotRunnable) => Effect.succeed<Ran>({ ok: false, result: null as unknown, error: e.message, exitCode: null })))
       const fiber = yield* execution.pipe(
         // A defect (a bug of svc's) fails the attempt saying so: it must not stay running forever.
         Effect.catchAllDefect((defect) =>
-          Effect.as(Effect.logError(`running attempt ${id} failed`, Cause.die(defect)), { ok: false, result: null as unknown, error: `svc failed running it: ${messageOf(defect)}`, exitCode: null })
+          Effect.as(Effect.logError(`running attempt ${id} failed`, Cause.die(defect)), { ok: false, result: null as unknown, error: `svc failed running it: ${messageOf(defect)}`, exitCode: null } as Ran)
         ),
         Effect.flatMap((outcome) =>
-          recordAgain(`the outcome of attempt ${id}`, recordReport("owner", [], runId, n, outcome)).pipe(
+          "declined" in outcome
+            ? Effect.flatMap(Clock.currentTimeMillis, (now) => execute((st) => RunDecide.decideDecline({ workerId: "owner", scope: [], runId, attempt: n, reason: outcome.declined, now }, st.runs))).pipe(
+                Effect.zipRight(Effect.logInfo(`declined attempt ${id} (${run.job.address}) on the owner: ${outcome.declined}`)),
+                Effect.asVoid
+              )
+            : recordAgain(`the outcome of attempt ${id}`, recordReport("owner", [], runId, n, outcome)).pipe(
             Effect.catchAllDefect((defect) =>
               Effect.zipRight(
                 Effect.logError(`recording the outcome of attempt ${id} failed`, Cause.die(defect)),

@@ -44,6 +44,7 @@ export class Layer1 {
   private noExecutor: Exclusion | undefined = undefined
   private unenforceable: Exclusion | undefined = undefined
   private declined: Exclusion | undefined = undefined
+  private ownerDeclined: Exclusion | undefined = undefined
   private readonly labels = new Map<string, Exclusion>()
   private readonly bins = new Map<string, Exclusion>()
   constructor(private readonly a: Activity) {}
@@ -119,12 +120,11 @@ export class Layer1 {
     if (expired) out.push(this.expiry(c))
     for (const e of fixed) out.push(e)
     if (declined) {
-      out.push(
-        (this.declined ??= x(
-          "declined",
-          rulesOf(this.a) >= 3 ? "it declined an earlier attempt of this activity, and its advertisement has not changed since" : "it declined an earlier attempt of this activity"
-        ))
-      )
+      // Since revision 3 it says until when: a worker's decline stands until it advertises anew;
+      // the owner declines only an attempt whose bag it no longer holds (runs/LocalRuns.ts).
+      if (rulesOf(this.a) < 3) out.push((this.declined ??= x("declined", "it declined an earlier attempt of this activity")))
+      else if (c.isOwner) out.push((this.ownerDeclined ??= x("declined", "it declined an earlier attempt of this activity: the bag the run pins is no longer installed on it")))
+      else out.push((this.declined ??= x("declined", "it declined an earlier attempt of this activity, and its advertisement has not changed since")))
     }
     return out
   }

@@ -331,6 +331,38 @@ describe("on the owner", () => {
     }).pipe(Effect.provide(ownerOn(layerMemory, projectionsLayer, runsDeps(gated))))
   })
 
+  it.effect("an attempt whose pinned bag the owner no longer holds (replaced since the submission) is declined and goes to a worker that holds it; a job that stays on the owner fails (runs audit)", () => {
+    // The submission resolves the bag as it was; the attempt's start finds other content installed.
+    const seen = new Map<string, number>()
+    const replaced: OwnerHostSettings = {
+      ...host,
+      resolve: (address) => {
+        const n = (seen.get(address) ?? 0) + 1
+        seen.set(address, n)
+        return Effect.map(host.resolve(address), (r) => (n === 1 ? r : { ...r, job: { ...r.job, digest: "sha256:replaced" } }))
+      }
+    }
+    return Effect.gen(function* () {
+      const w = yield* linked("lab-1", ["os=linux"])
+      yield* advertise(w)
+      const submitted = yield* submit(ECHO, { text: "hi" })
+      const again = yield* placedOn(submitted.id, 2)
+      expect(attempt(again, 1)).toMatchObject({
+        host: "owner",
+        state: "declined",
+        holdsSlot: false,
+        reason: `the installed bag demo changed since the run was submitted (digest sha256:replaced, not ${DIGEST}); a worker that holds the bag the run pins may run it`
+      })
+      expect(attempt(again, 2)).toMatchObject({ host: w.workerId, state: "assigned" })
+      expect(again.placement!.explanation).toContain("owner (eligibility: it declined an earlier attempt of this activity: the bag the run pins is no longer installed on it)")
+      expect(yield* reserved("owner")).toBe(0)
+      // Owner-only: nowhere else to go, so it fails saying why.
+      const local = yield* submit(LOCAL, { text: "hi" })
+      const done = yield* (yield* Dispatcher).wait(local.id, 60_000)
+      expect(done).toMatchObject({ state: "failed", host: "owner", error: `the installed bag demo changed since the run was submitted (digest sha256:replaced, not ${DIGEST})` })
+    }).pipe(Effect.provide(ownerOn(layerMemory, projectionsLayer, runsDeps(replaced))))
+  })
+
   it.effect("a result that does not fit output_schema fails the run with that reason", () =>
     Effect.gen(function* () {
       const submitted = yield* submit(ECHO, { text: "hi", misfit: true })

@@ -49,6 +49,10 @@ describe("layer 1, eligibility", () => {
     }
     expect(text(PLACEMENT_RULES)).toEqual([["declined", "it declined an earlier attempt of this activity, and its advertisement has not changed since"]])
     for (const rules of [undefined, 1, 2]) expect(text(rules)).toEqual([["declined", "it declined an earlier attempt of this activity"]])
+    // The owner declines only an attempt whose pinned bag it no longer holds, and says that.
+    expect(eligibility(owner, { ...activity, declinedBy: ["owner"], rules: PLACEMENT_RULES }).map((e) => [e.code, e.text])).toEqual([
+      ["declined", "it declined an earlier attempt of this activity: the bag the run pins is no longer installed on it"]
+    ])
   })
 
   it("says why an advertisement is not alive when the owner knows: one code, advertisement-expired, whatever the cause", () => {
