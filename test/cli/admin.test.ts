@@ -13,7 +13,7 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as TestClock from "effect/TestClock"
 import { admin, ANSWER_WITHIN, SLOW_NOTICE } from "../../src/cli/admin.js"
-import { unreachable, type CliFailure } from "../../src/cli/CliFailure.js"
+import { CliFailure, unreachable } from "../../src/cli/CliFailure.js"
 import { followThroughRestarts } from "../../src/cli/commands/runs.js"
 import { layerAt } from "../../src/infra/SvcHome.js"
 import { tempDir } from "../support/svc.js"
@@ -151,7 +151,10 @@ describe("run --wait through an owner that does not answer", () => {
       yield* TestClock.adjust(Duration.seconds(59))
       expect(waiting.unsafePoll()).toBeNull()
       yield* TestClock.adjust(Duration.seconds(2))
-      expect(yield* Fiber.await(waiting)).toEqual(Exit.fail(gone))
+      // It says that the run is kept, and how to follow it (the runs audit's last words were the owner's absence alone).
+      expect(yield* Fiber.await(waiting)).toEqual(
+        Exit.fail(new CliFailure({ ...gone, message: `${gone.message}; stopped waiting for run r7 after 60 seconds: the owner keeps it, and once it is back svc runs show r7 follows it` }))
+      )
       // 0.5 s apart, 5 s each, the last one cut to what was left of the 60 s.
       expect(withins.slice(0, 2)).toEqual([5_000, 5_000])
       expect(withins.at(-1)).toBeLessThan(5_000)

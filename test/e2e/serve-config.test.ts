@@ -9,10 +9,10 @@ import Database from "better-sqlite3"
 import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { X509Certificate } from "node:crypto"
 import { connect as tlsConnect } from "node:tls"
-import { createServer as createNetServer } from "node:net"
+import { createServer as createNetServer, type AddressInfo } from "node:net"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { afterAll, describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it, onTestFinished } from "vitest"
 import { callRoute, ownerCa, startServe, stopAllServes, svcIn, Transcript, waitFor } from "../support/serve.js"
 import { SVC_BIN, svc, tempDir } from "../support/svc.js"
 import { formatJoinToken, makeCredential } from "../../src/domain/workers/Secrets.js"
@@ -23,9 +23,9 @@ const transcript = new Transcript()
 afterAll(stopAllServes)
 
 /** Runs svc serve expecting it to refuse to start: its exit code and stderr. */
-const serveRefused = (home: string, env: Record<string, string> = {}) =>
+const serveRefused = (home: string, env: Record<string, string> = {}, listen = "127.0.0.1:0") =>
   new Promise<{ code: number | null; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, [SVC_BIN, "serve", "--listen", "127.0.0.1:0"], {
+    const child = spawn(process.execPath, [SVC_BIN, "serve", "--listen", listen], {
       env: { PATH: process.env["PATH"] ?? "", HOME: home, SVC_HOME: home, ...env },
       stdio: ["ignore", "ignore", "pipe"]
     })
@@ -153,6 +153,18 @@ describe("svc serve configuration", () => {
     expect(readFileSync(join(home, "runs", "removed-output"), "utf8").split("\n").sort()).toEqual(["", ids[0], ids[1]].sort())
     expect((await again.stop()).code).toBe(0)
   }, 120_000)
+
+  it("a port another program holds is refused, saying what to do (docs audit: it said only 'already in use')", async () => {
+    const squatter = createNetServer()
+    await new Promise<void>((resolve) => squatter.listen(0, "127.0.0.1", resolve))
+    onTestFinished(() => void squatter.close())
+    const port = (squatter.address() as AddressInfo).port
+    const serve = await serveRefused(tempDir("svc-cfg-port-"), {}, `127.0.0.1:${port}`)
+    expect({ code: serve.code, stderr: serve.stderr }).toEqual({
+      code: 1,
+      stderr: `svc: 127.0.0.1:${port} is already in use (another svc serve, or another program): stop it, or listen elsewhere with --listen HOST:PORT\n`
+    })
+  })
 
   it("reads capacity and labels from svc.yaml under services.workflows.runtime.env", async () => {
     const owner = await startServe("owner", tempDir("svc-cfg-owner-"), transcript)

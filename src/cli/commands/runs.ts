@@ -91,7 +91,16 @@ export const followThroughRestarts = <A, R>(first: Effect.Effect<A, CliFailure, 
           for (;;) {
             yield* Effect.sleep("500 millis")
             const left = Duration.toMillis(RESTART_PATIENCE) - ((yield* Clock.currentTimeMillis) - since)
-            if (left <= 0) return yield* Effect.fail(last)
+            // Given up: what the owner's absence was, and that the run is kept (the runs audit's
+            // last words were "svc serve is not running", the run forgotten).
+            if (left <= 0) {
+              return yield* Effect.fail(
+                new CliFailure({
+                  ...last,
+                  message: `${last.message}; stopped waiting for run ${runId} after ${Duration.toSeconds(RESTART_PATIENCE)} seconds: the owner keeps it, and once it is back svc runs show ${runId} follows it`
+                })
+              )
+            }
             const answer = yield* Effect.either(probe(Duration.min(PROBE_WITHIN, Duration.millis(left))))
             if (Either.isRight(answer)) return answer.right
             if (answer.left.unreachable !== true) return yield* Effect.fail(answer.left)

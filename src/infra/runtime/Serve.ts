@@ -88,7 +88,7 @@ export interface ServeOptions {
 const listen = (server: import("node:net").Server, port: number, host: string) =>
   Effect.async<AddressInfo, ServeError>((resume) => {
     server.once("error", (e: NodeJS.ErrnoException) =>
-      resume(Effect.fail(new ServeError({ message: e.code === "EADDRINUSE" ? `${host}:${port} is already in use` : `cannot listen on ${host}:${port}: ${e.message}` })))
+      resume(Effect.fail(new ServeError({ message: e.code === "EADDRINUSE" ? `${host}:${port} is already in use (another svc serve, or another program): stop it, or listen elsewhere with --listen HOST:PORT` : `cannot listen on ${host}:${port}: ${e.message}` })))
     )
     server.listen(port, host, () => resume(Effect.succeed(server.address() as AddressInfo)))
   })
