@@ -82,6 +82,8 @@ export interface DispatcherService {
    * Answers how many.
    */
   readonly left: (workerId: string, running: ReadonlyArray<string>) => Effect.Effect<number>
+  /** Its bye (a clean stop, `leaving` when it leaves this owner): what it held was stopped, and is placed again; answers how many slots were freed. */
+  readonly ended: (workerId: string, leaving: boolean) => Effect.Effect<number>
   // The worker route, after authentication and the fence check:
   /** `resumes`: the hello is the same process's, resuming its session (its link started again). */
   readonly hello: (worker: WorkerRecord, running: ReadonlyArray<string>, resumes?: boolean) => Effect.Effect<ReadonlyArray<string>, Refusal>
@@ -265,7 +267,7 @@ export const make = Effect.gen(function* () {
 
   // ---- Stop and release (RunStops.ts) -----------------------------------------------------
 
-  const { stop, releaseHeld, release, left } = makeRunStops({ state, execute, toRunRefused, find, view, stopLocal, freshness, workerAlive, kick })
+  const { stop, releaseHeld, release, left, ended } = makeRunStops({ state, execute, toRunRefused, find, view, stopLocal, freshness, workerAlive, kick })
 
   // ---- The worker route (WorkerCalls.ts) ---------------------------------------------------
 
@@ -285,7 +287,7 @@ export const make = Effect.gen(function* () {
       Effect.catchAll((e) => Effect.succeed(e.message))
     )
 
-  return Dispatcher.of({ submit, list, show, stop, wait, release, left, hello, claim, heartbeat, decline, report, stopsFor, kick, wakeClaims: claims.wake, endClaims: claims.withdraw, jobProblem })
+  return Dispatcher.of({ submit, list, show, stop, wait, release, left, ended, hello, claim, heartbeat, decline, report, stopsFor, kick, wakeClaims: claims.wake, endClaims: claims.withdraw, jobProblem })
 })
 
 export const layer = Layer.scoped(Dispatcher, make)

@@ -15,6 +15,7 @@ import type { WorkerRecord } from "../../domain/workers/Registry.js"
 import type { FreshnessService } from "../workers/Freshness.js"
 import type { DispatcherService, Execute } from "./Dispatcher.js"
 import { RunRefused } from "./RunRefused.js"
+import { byeReason } from "./Supersession.js"
 import type { makeRunViews } from "./RunViews.js"
 import { heldBy } from "./WorkerCalls.js"
 
@@ -91,5 +92,13 @@ export const makeRunStops = ({ state, execute, toRunRefused, find, view, stopLoc
   const left: DispatcherService["left"] = (workerId, running) =>
     Effect.tap(releaseHeld(workerId, "its worker left, having stopped it", new Set(running)), () => kick)
 
-  return { stop, releaseHeld, release, left }
+  /**
+   * A worker's bye: its link stopped everything it ran for this owner, then said so (Link.ts),
+   * so what it held is placed again and its slots are free now (the runs audit saw them held,
+   * and the attempts "superseded; holds a slot", until the worker said hello again: for good
+   * when it never did).
+   */
+  const ended: DispatcherService["ended"] = (workerId, leaving) => Effect.tap(releaseHeld(workerId, byeReason(leaving), new Set()), () => kick)
+
+  return { stop, releaseHeld, release, left, ended }
 }

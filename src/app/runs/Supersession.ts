@@ -30,6 +30,15 @@ export interface SupersessionContext {
   readonly startedAt: number
 }
 
+/**
+ * Why an attempt of a worker that said bye no longer counts: its link stopped what it ran for
+ * this owner before saying so (Link.ts), so the attempt has also ceased (RunStops.ts, `ended`).
+ */
+export const byeReason = (leaving: boolean): string =>
+  leaving
+    ? "its worker left this owner (svc workers leave on its machine, which stopped it first) before the attempt ended"
+    : "its worker ended its session cleanly (it said so: its svc serve stopped, or the machine joined again) before the attempt ended"
+
 export const makeSupersession = ({ state, execute, freshness, startedAt }: SupersessionContext) => {
   const runOf = (s: OwnerState, id: string) => Option.getOrUndefined(HashMap.get(s.runs.runs, id))
 
@@ -68,9 +77,7 @@ export const makeSupersession = ({ state, execute, freshness, startedAt }: Super
               ? "its worker was revoked"
               : lapsed
                 ? ended
-                  ? freshness.get(w.id)?.leaving === true
-                    ? "its worker left this owner (svc workers leave on its machine, which stopped it first) before the attempt ended"
-                    : "its worker ended its session cleanly (it said so: its svc serve stopped, or the machine joined again) before the attempt ended"
+                  ? byeReason(freshness.get(w.id)?.leaving === true)
                   : "its worker's advertisement lapsed (no refresh for 15 s)"
                 : unclaimed
                   ? `its worker did not claim it within ${CLAIM_DEADLINE_MS / 1000} s`

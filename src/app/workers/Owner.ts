@@ -266,7 +266,8 @@ export const make = Effect.gen(function* () {
           // A clean stop: its session and advertisement end now; what it held is placed again at the next round.
           freshness.end(worker.id, request.leaving === true)
           // Its claims still waiting are answered now (no work): the process that made them is going.
-          return Effect.as(Effect.zipRight(dispatcher.endClaims(worker.id), dispatcher.kick), { kind: "ack", stop: [], newCredential } satisfies Ack)
+          // What it ran for this owner it stopped before saying so: placed again now, its slots free.
+          return Effect.as(Effect.zipRight(dispatcher.endClaims(worker.id), dispatcher.ended(worker.id, request.leaving === true)), { kind: "ack", stop: [], newCredential } satisfies Ack)
         case "advertise":
           return advertise(worker, now, request, newCredential)
         case "heartbeat":

@@ -1063,7 +1063,7 @@ describe("a lapsed advertisement", () => {
     }).pipe(Effect.provide(TestOwner))
   )
 
-  it.effect("a worker that says bye holding an attempt: superseded at once, saying so, and the run placed again", () =>
+  it.effect("a worker that says bye holding an attempt: superseded at once, saying so, the run placed again, and its slot freed (it stopped the attempt before its bye)", () =>
     Effect.gen(function* () {
       const w1 = yield* linked("lab-1", ["gpu=true", "zone=a"])
       const w2 = yield* linked("lab-2", ["gpu=true", "zone=b"])
@@ -1072,8 +1072,10 @@ describe("a lapsed advertisement", () => {
       const { runId } = yield* runningOn(w1, ["zone=a"])
       ok(yield* call(w1.credential, { kind: "bye", fence: w1.fence }), "ack")
       const after = yield* placedOn(runId, 2)
-      expect(attempt(after, 1)).toMatchObject({ host: w1.workerId, state: "superseded", reason: "its worker ended its session cleanly (it said so: its svc serve stopped, or the machine joined again) before the attempt ended" })
+      // Ceased, not only superseded: the runs audit saw it "superseded; holds a slot" until the worker's next hello, for good when none came.
+      expect(attempt(after, 1)).toMatchObject({ host: w1.workerId, state: "ceased", holdsSlot: false, reason: "its worker ended its session cleanly (it said so: its svc serve stopped, or the machine joined again) before the attempt ended" })
       expect(attempt(after, 2)).toMatchObject({ host: w2.workerId, state: "assigned" })
+      expect([yield* reserved(w1.workerId), yield* reserved(w2.workerId)]).toEqual([0, 1])
       // Its exclusion says what the owner knows, not that its advertisement lapsed.
       expect(after.placement!.explanation).toContain("worker 'lab-1' (eligibility: its svc serve stopped cleanly (it said so))")
     }).pipe(Effect.provide(TestOwner))
@@ -1088,7 +1090,7 @@ describe("a lapsed advertisement", () => {
       const { runId } = yield* runningOn(w1, ["zone=a"])
       ok(yield* call(w1.credential, { kind: "bye", fence: w1.fence, leaving: true }), "ack")
       const after = yield* placedOn(runId, 2)
-      expect(attempt(after, 1)).toMatchObject({ state: "superseded", reason: "its worker left this owner (svc workers leave on its machine, which stopped it first) before the attempt ended" })
+      expect(attempt(after, 1)).toMatchObject({ state: "ceased", holdsSlot: false, reason: "its worker left this owner (svc workers leave on its machine, which stopped it first) before the attempt ended" })
     }).pipe(Effect.provide(TestOwner))
   )
 
