@@ -338,6 +338,11 @@ describe("svc bag show and svc bag doctor judge what depends on this machine", (
     await run("bag", "install", "vault")
     const after = JSON.parse((await run("bag", "show", "needy", "--json")).stdout)
     expect(after.findings).toEqual([{ severity: "warning", message: "optional requirement search is not installed; the bag loads without it" }])
+    // Removing what it requires says so; what it requires optionally is not said.
+    writeBag("search", "name: search\ndescription: the search\n")
+    await run("bag", "install", "search")
+    expect((await run("bag", "remove", "search")).stderr).toBe("")
+    expect((await run("bag", "remove", "vault")).stderr).toBe("note: needy requires vault, which is no longer installed: svc bag doctor needy reports it (install vault again, or remove needy)\n")
   })
 
   it("resolves another bag's constants where it is installed, and pins them at install", async () => {
@@ -360,7 +365,15 @@ describe("svc bag show and svc bag doctor judge what depends on this machine", (
     expect(JSON.parse((await run("bag", "show", "user", "--json")).stdout).findings).toEqual([
       { severity: "warning", message: "constant greeting of bag base changed since install; reinstall user to use the new value" }
     ])
-    await run("bag", "remove", "base")
+    // Its removal says what it leaves broken (the docs audit removed a composed bag without a word).
+    const removed = await run("bag", "remove", "base")
+    expect({ code: removed.code, stdout: removed.stdout, stderr: removed.stderr }).toEqual({
+      code: 0,
+      stdout: "removed base\n",
+      stderr: "note: user composes base, which is no longer installed: svc bag doctor user reports it (install base again, or remove user)\n"
+    })
+    expect((await run("bag", "install", "base")).code).toBe(0)
+    expect(JSON.parse((await run("bag", "remove", "base", "--json")).stdout)).toEqual({ removed: "base", digest: expect.stringMatching(/^sha256:/), dependents: [{ bag: "user", relation: "composes" }] })
     expect(JSON.parse((await run("bag", "show", "user", "--json")).stdout).findings).toEqual([
       { severity: "error", message: "composes bag base, which is not installed" },
       { severity: "warning", message: "uses constant greeting of bag base, which is no longer installed (the value pinned at install is used)" },

@@ -86,6 +86,32 @@ const relationFindings = (bag: InstalledBag, manifest: Manifest, installed: Read
     return findings
   })
 
+/** An installed bag that composes another, or requires it (not optionally): the other's removal leaves it broken. */
+export interface Dependent {
+  readonly bag: string
+  readonly relation: "composes" | "requires"
+}
+
+/**
+ * The installed bags that compose `name` or require it: what its removal leaves broken, which
+ * `svc bag doctor` then reports (the docs audit removed a composed bag without a word). A bag
+ * whose installed copy cannot be read is left out (doctor says what is wrong with it).
+ */
+export const dependentsOf = (name: string) =>
+  Effect.gen(function* () {
+    const out: Array<Dependent> = []
+    for (const bag of yield* (yield* BagStore).list) {
+      if (bag.name === name) continue
+      const manifest = yield* Effect.either(loadManifest(bag))
+      if (Either.isLeft(manifest)) continue
+      const m = manifest.right
+      const composed = Array.isArray(m.bags) ? m.bags : Object.keys(m.bags ?? {})
+      if (composed.includes(name)) out.push({ bag: bag.name, relation: "composes" })
+      else if (m.requires?.[name] !== undefined && m.requires[name].optional !== true) out.push({ bag: bag.name, relation: "requires" })
+    }
+    return out
+  })
+
 export const showBag = (name: string) =>
   Effect.gen(function* () {
     const bag = yield* getInstalled(name)

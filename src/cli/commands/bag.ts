@@ -7,7 +7,7 @@ import * as Effect from "effect/Effect"
 import { type CheckReport } from "../../app/bags/BagCheck.js"
 import type { BagDirectoryError } from "../../app/bags/BagDirectory.js"
 import { checkBagWhole, installBag, removeBag, type TreeOutcome } from "../../app/bags/BagInstall.js"
-import { doctorAll, doctorBag, showBag, type DoctorReport, type Finding } from "../../app/bags/BagReport.js"
+import { dependentsOf, doctorAll, doctorBag, showBag, type DoctorReport, type Finding } from "../../app/bags/BagReport.js"
 import { BagStore, type BagStoreError } from "../../app/bags/BagStore.js"
 import { shortDigest } from "../../domain/bags/Digest.js"
 import { exitQuietly, refused, usage } from "../CliFailure.js"
@@ -150,7 +150,17 @@ const doctor = Command.make(
 
 const remove = Command.make("remove", { name: Args.text({ name: "NAME" }).pipe(Args.withDescription("an installed bag's name")), json }, ({ json, name }) =>
   removeBag(name).pipe(
-    Effect.flatMap((bag) => (json ? printJson({ removed: bag.name, digest: bag.digest }) : Console.log(`removed ${bag.name}`))),
+    Effect.flatMap((bag) =>
+      Effect.gen(function* () {
+        // What its removal leaves broken, said (best effort: the bag is removed either way).
+        const dependents = yield* dependentsOf(bag.name).pipe(Effect.orElseSucceed(() => []))
+        if (json) return yield* printJson({ removed: bag.name, digest: bag.digest, dependents })
+        yield* Console.log(`removed ${bag.name}`)
+        for (const d of dependents) {
+          yield* Console.error(`note: ${d.bag} ${d.relation} ${bag.name}, which is no longer installed: svc bag doctor ${d.bag} reports it (install ${bag.name} again, or remove ${d.bag})`)
+        }
+      })
+    ),
     Effect.catchTag("BagStoreError", (e) => Effect.fail(storeFailure(e)))
   )
 ).pipe(Command.withDescription("Remove an installed bag"))
