@@ -27,7 +27,10 @@ export const run = (interval: Duration.DurationInput = DEFAULT_INTERVAL, lastWan
     /** Writes one when the projections moved since the last; answers why it could not, if it could not. */
     const writeIfMoved = Effect.gen(function* () {
       const { sequence } = yield* projections.state
-      if (sequence === (yield* Ref.get(last))) return undefined
+      // An empty journal (a machine that is only a worker) has nothing a checkpoint would save:
+      // none is written, and a stop says nothing of one (the runs audit read "checkpoint at
+      // sequence 0 written" as noise).
+      if (sequence === 0 || sequence === (yield* Ref.get(last))) return undefined
       const written = yield* projections.checkpoint
       yield* Ref.set(last, written.sequence)
       return undefined

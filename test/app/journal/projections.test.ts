@@ -474,6 +474,24 @@ describe("the checkpoint schedule", () => {
     })
   )
 
+  it.scoped("writes none for an empty journal (a machine that is only a worker), and says nothing of one at its stop", () =>
+    Effect.gen(function* () {
+      const written: Array<number> = []
+      const recording = Layer.effect(
+        Checkpoints,
+        Effect.map(Checkpoints, (c) => Checkpoints.of({ ...c, write: (cp, state) => Effect.zipRight(Effect.sync(() => written.push(cp.sequence)), c.write(cp, state)) }))
+      )
+      const owner = projectionsLayer.pipe(Layer.provideMerge(Layer.merge(recording, Layer.service(Journal))), Layer.provideMerge(Layer.merge(sqliteLayer(tempFile()), NodeHashing.layer)))
+      const scope = yield* Scope.make()
+      yield* Layer.buildWithScope(CheckpointSchedule.layer().pipe(Layer.provideMerge(owner)), scope)
+      yield* TestClock.adjust("10 minutes")
+      logged.length = 0
+      yield* Scope.close(scope, Exit.void)
+      expect(written).toEqual([])
+      expect(logged.filter((l) => l.includes("checkpoint"))).toEqual([])
+    }).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+  )
+
   const logged: Array<string> = []
   const logger = Logger.make(({ logLevel, message }) => void logged.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}`))
   it.scoped("a checkpoint that cannot be written at stop (a full disk failed even SQLite's rollback: a defect) is said as an error, and the stop completes", () =>
