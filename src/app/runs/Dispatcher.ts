@@ -82,8 +82,8 @@ export interface DispatcherService {
    * Answers how many.
    */
   readonly left: (workerId: string, running: ReadonlyArray<string>) => Effect.Effect<number>
-  /** Its bye (a clean stop, `leaving` when it leaves this owner): what it held was stopped, and is placed again; answers how many slots were freed. */
-  readonly ended: (workerId: string, leaving: boolean) => Effect.Effect<number>
+  /** Its bye (a clean stop): what it held was stopped, and is placed again; answers how many slots were freed. */
+  readonly ended: (workerId: string) => Effect.Effect<number>
   // The worker route, after authentication and the fence check:
   /** `resumes`: the hello is the same process's, resuming its session (its link started again). */
   readonly hello: (worker: WorkerRecord, running: ReadonlyArray<string>, resumes?: boolean) => Effect.Effect<ReadonlyArray<string>, Refusal>

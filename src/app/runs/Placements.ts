@@ -97,8 +97,22 @@ export const makePlacements = ({ state, execute, executeWithoutRound, toRunRefus
 
   // ---- Placement ------------------------------------------------------------------------
 
-  /** When each worker's advertisement (its content) was journaled: a decline before it no longer stands. */
-  const advertisedIn = (s: OwnerState) => (id: string) => Option.getOrUndefined(HashMap.get(s.registry.workers, id))?.advertisement?.at
+  /**
+   * When each host was last heard to offer what it holds, for a run's declines (`standingDeclines`):
+   * a worker's last advertisement as heard (a refresh too); the owner, when it holds the bag the
+   * run pins again (`ownerHolds`, asked of its bag store just now, which its own attempts ask as
+   * well: so later than any decline of its own).
+   */
+  const heardIn = (ownerHolds: boolean) => (id: string) => {
+    if (id === "owner") return ownerHolds ? Number.POSITIVE_INFINITY : undefined
+    const f = freshness.get(id)
+    return f === undefined ? undefined : (f.advertisementHeardAt ?? f.lastAdvertisedAt ?? undefined)
+  }
+  /** Whether the owner holds the bag a run pins (asked only of a run the owner declined: its bag was not installed then). */
+  const ownerHoldsPinned = (run: RunRecord) =>
+    run.declinedBy.includes("owner")
+      ? Effect.match(host.resolve(run.job.address), { onFailure: () => false, onSuccess: (r) => r.job.digest === run.job.digest })
+      : Effect.succeed(false)
 
   const silenceOfWorker = (w: WorkerRecord): Silence | undefined => silenceOf(w, freshness.get(w.id))
   const { candidatesFor } = makeCandidates(host, workerAlive, (id) => freshness.get(id)?.busy ?? 0, silenceOfWorker)
@@ -200,11 +214,12 @@ export const makePlacements = ({ state, execute, executeWithoutRound, toRunRefus
           ownerBins = yield* host.bins(run.job.requiredBins)
           binsCache.set(key, ownerBins)
         }
+        const heardAt = heardIn(yield* ownerHoldsPinned(run))
         const envelopes = yield* handingOff(
           runId,
           (st) =>
             RunDecide.decidePlacement(
-              { runId, candidates: candidatesFor(st, runOf(st, runId)!.job, now, ownerBins, promisedIn(st)), quotas, notes: NOTES, now, cache: feasibility, advertisedAt: advertisedIn(st) },
+              { runId, candidates: candidatesFor(st, runOf(st, runId)!.job, now, ownerBins, promisedIn(st)), quotas, notes: NOTES, now, cache: feasibility, heardAt },
               st.runs
             ),
           now,

@@ -98,7 +98,7 @@ export const makeRunStops = ({ state, execute, toRunRefused, find, view, stopLoc
    * and the attempts "superseded; holds a slot", until the worker said hello again: for good
    * when it never did).
    */
-  const ended: DispatcherService["ended"] = (workerId, leaving) => Effect.tap(releaseHeld(workerId, byeReason(leaving), new Set()), () => kick)
+  const ended: DispatcherService["ended"] = (workerId) => Effect.tap(releaseHeld(workerId, byeReason(false), new Set()), () => kick)
 
   return { stop, releaseHeld, release, left, ended }
 }

@@ -26,6 +26,14 @@ export interface FreshnessService {
   /** Its process stopped cleanly (`bye`): its advertisement is over and its session no longer live; `leaving`: it left this owner. */
   readonly end: (workerId: string, leaving?: boolean) => void
   /**
+   * It declined an attempt: its next advertisement, a refresh of the same content too, lifts
+   * that decline (Decide.ts, `standingDeclines`), so it is not answered as a refresh that changes
+   * nothing but asks for a round. `declinedSince` says whether it declined since it last
+   * advertised (a `touch` that advertises forgets it).
+   */
+  readonly declined: (workerId: string) => void
+  readonly declinedSince: (workerId: string) => boolean
+  /**
    * The owner runs at `now`: called on its beat (`beat`: every `OWNER_BEAT_MS`, by the presence
    * check `svc serve` mounts) and before lapses are judged. A longer gap since the last call is
    * time the owner heard nothing (its process stopped by SIGSTOP, a suspended machine, an event
@@ -59,7 +67,7 @@ export const noteAwake = (freshness: FreshnessService, now: number, beat = false
 export class Freshness extends Context.Tag("svc/Freshness")<Freshness, FreshnessService>() {}
 
 export const make = (): FreshnessService => {
-  type Seen = { lastSeenAt: number | null; lastAdvertisedAt: number | null; busy: number; sessionEnded?: boolean; leaving?: boolean; heardAt: number | null; advertisementHeardAt: number | null }
+  type Seen = { lastSeenAt: number | null; lastAdvertisedAt: number | null; busy: number; sessionEnded?: boolean; leaving?: boolean; heardAt: number | null; advertisementHeardAt: number | null; declined?: boolean }
   const seen = new Map<string, Seen>()
   const fresh = (): Seen => ({ lastSeenAt: null, lastAdvertisedAt: null, busy: 0, heardAt: null, advertisementHeardAt: null })
   let awakeAt: number | undefined
@@ -69,7 +77,10 @@ export const make = (): FreshnessService => {
     touch: (id, now, advertised, busy) => {
       const f = seen.get(id) ?? fresh()
       f.lastSeenAt = f.heardAt = now
-      if (advertised) f.lastAdvertisedAt = f.advertisementHeardAt = now
+      if (advertised) {
+        f.lastAdvertisedAt = f.advertisementHeardAt = now
+        f.declined = false
+      }
       if (busy !== undefined) f.busy = busy
       seen.set(id, f)
     },
@@ -81,6 +92,12 @@ export const make = (): FreshnessService => {
       seen.set(id, f)
     },
     busyFell: (id, busy) => busy < (seen.get(id)?.busy ?? 0),
+    declined: (id) => {
+      const f = seen.get(id) ?? fresh()
+      f.declined = true
+      seen.set(id, f)
+    },
+    declinedSince: (id) => seen.get(id)?.declined === true,
     end: (id, leaving = false) => {
       const f = seen.get(id)
       if (f === undefined) return

@@ -234,14 +234,16 @@ export const make = Effect.gen(function* () {
   const advertise = (worker: WorkerRecord, now: number, request: Advertise, newCredential: Ack["newCredential"]) => {
     const wasAlive = advertisementAlive(freshness.get(worker.id), now)
     const freed = freshness.busyFell(worker.id, busyOf(request))
+    const declined = freshness.declinedSince(worker.id)
     const offer = offerOf(worker, request, now)
     return execute((r) => Decide.decideAdvertise(offer, r)).pipe(
       Effect.mapError(commandRefusal("bad-request")),
       Effect.flatMap((changed) => {
         touch(worker.id, now, true, busyOf(request))
         const ack = Effect.map(dispatcher.stopsFor(worker.id), (stop): Ack => ({ kind: "ack", stop, newCredential }))
-        // A new offer, a worker back from silence, or slots that other work gave back may let a waiting run be placed.
-        return changed.length > 0 || !wasAlive || freed ? Effect.zipRight(dispatcher.kick, ack) : ack
+        // A new offer, a worker back from silence, slots that other work gave back, or a decline
+        // this advertisement lifts may let a waiting run be placed.
+        return changed.length > 0 || !wasAlive || freed || declined ? Effect.zipRight(dispatcher.kick, ack) : ack
       })
     )
   }
@@ -266,8 +268,13 @@ export const make = Effect.gen(function* () {
           // A clean stop: its session and advertisement end now; what it held is placed again at the next round.
           freshness.end(worker.id, request.leaving === true)
           // Its claims still waiting are answered now (no work): the process that made them is going.
-          // What it ran for this owner it stopped before saying so: placed again now, its slots free.
-          return Effect.as(Effect.zipRight(dispatcher.endClaims(worker.id), dispatcher.ended(worker.id, request.leaving === true)), { kind: "ack", stop: [], newCredential } satisfies Ack)
+          // What it ran for this owner it stopped before saying so: placed again now, its slots
+          // free. A bye that says it leaves is followed by the leave itself, which frees them and
+          // says how many (svc workers leave tells its operator): placed again only, as before.
+          return Effect.as(
+            Effect.zipRight(dispatcher.endClaims(worker.id), request.leaving === true ? dispatcher.kick : dispatcher.ended(worker.id)),
+            { kind: "ack", stop: [], newCredential } satisfies Ack
+          )
         case "advertise":
           return advertise(worker, now, request, newCredential)
         case "heartbeat":
@@ -288,6 +295,7 @@ export const make = Effect.gen(function* () {
         }
         case "decline":
           touch(worker.id, now, false)
+          freshness.declined(worker.id)
           return Effect.as(dispatcher.decline(worker, request.attempt, request.reason), { kind: "ack", stop: [], newCredential } satisfies Ack)
         case "report": {
           touch(worker.id, now, false)
@@ -309,12 +317,12 @@ export const make = Effect.gen(function* () {
 
   /**
    * An advertisement that changes nothing, from a worker whose advertisement is alive and which
-   * is owed no credential, and whose other work did not give slots back (that may let a waiting
-   * run be placed: `advertise` asks for a round): the common refresh, answered from the state
-   * without recording.
+   * is owed no credential, whose other work did not give slots back and which declined nothing
+   * since it last advertised (either may let a waiting run be placed: `advertise` asks for a
+   * round): the common refresh, answered from the state without recording.
    */
   const unchangedRefresh = (s: OwnerState, { worker, presentedHash, now }: Authenticated, request: Advertise): Ack | undefined => {
-    if (handOverDue(worker, presentedHash, now) || !advertisementAlive(freshness.get(worker.id), now) || freshness.busyFell(worker.id, busyOf(request))) return undefined
+    if (handOverDue(worker, presentedHash, now) || !advertisementAlive(freshness.get(worker.id), now) || freshness.busyFell(worker.id, busyOf(request)) || freshness.declinedSince(worker.id)) return undefined
     const decision = Decide.decideAdvertise(offerOf(worker, request, now), s.registry)
     if (decision._tag !== "Decided" || decision.events.length > 0) return undefined
     touch(worker.id, now, true, busyOf(request))

@@ -120,11 +120,11 @@ export class Layer1 {
     if (expired) out.push(this.expiry(c))
     for (const e of fixed) out.push(e)
     if (declined) {
-      // Since revision 3 it says until when: a worker's decline stands until it advertises anew;
+      // Since revision 3 it says until when: a worker's decline stands until it advertises again;
       // the owner declines only an attempt whose bag it no longer holds (runs/LocalRuns.ts).
       if (rulesOf(this.a) < 3) out.push((this.declined ??= x("declined", "it declined an earlier attempt of this activity")))
       else if (c.isOwner) out.push((this.ownerDeclined ??= x("declined", "it declined an earlier attempt of this activity: the bag the run pins is no longer installed on it")))
-      else out.push((this.declined ??= x("declined", "it declined an earlier attempt of this activity, and its advertisement has not changed since")))
+      else out.push((this.declined ??= x("declined", "it declined an earlier attempt of this activity, and has not advertised since (or declined it 3 times)")))
     }
     return out
   }

@@ -83,7 +83,7 @@ export interface Activity {
   readonly bounds: ReadonlyArray<string>
   /**
    * Hosts that declined an earlier attempt of this activity: not offered it again. Since revision
-   * 3, only those whose advertisement has not changed since their decline.
+   * 3, only those not heard advertising since their latest decline (or that declined it 3 times).
    */
   readonly declinedBy: ReadonlyArray<string>
   /**
@@ -98,8 +98,9 @@ export interface Activity {
  * The placement rules' revision decisions are made by now. 2: a worker is not also said not to
  * hold a job that is not remote-eligible (it advertises only the jobs it may be given, so whether
  * it holds one that stays on the owner is not known; revision 1 said "it does not hold" it).
- * 3: a decline stands until the host's advertisement changes (the owner lists in `declinedBy`
- * only the declines that stand: runs/Decide.ts `standingDeclines`), and `declined` says so.
+ * 3: a decline stands until the host is heard advertising after it, at most 3 declines (the owner
+ * lists in `declinedBy` only the declines that stand: runs/Decide.ts `standingDeclines`), and
+ * `declined` says so; the owner declines an attempt whose pinned bag it no longer holds.
  */
 export const PLACEMENT_RULES = 3
 

@@ -94,23 +94,32 @@ export const decideSubmitAndPlace = (
   return { ...submitted, events: [...submitted.events, ...placed.events] }
 }
 
+/** A host that declined the same run this many times is not offered it again (a worker that says it holds a job and declines it all the same). */
+export const MAX_DECLINES = 3
+
 /**
- * The hosts whose decline of the run still stands: a host that declined an attempt is not offered
- * the run again until its advertisement changes after its latest decline (a bag installed, labels
- * or capacity changed: journaled content, `advertisedAt` its time). The decline was about what the
- * host held then; once it says something new, placement judges it by that (the runs audit saw a
- * worker decline a run while its bag was reinstalled, and the run blocked by that decline for
- * good once the bag was back). Undefined `advertisedAt`, or a host whose advertisement is not
- * known or not newer: the decline stands.
+ * The hosts whose decline of the run still stands. A decline was about what the host held at
+ * that moment (its bag being reinstalled, say); a host heard to offer what it holds after its
+ * latest decline of the run (`heardAt`: a worker's advertisement, a refresh of the same content
+ * too; for the owner, the app's word that it holds the bag the run pins again) is judged again
+ * by what it offers now, unless it declined the run `MAX_DECLINES` times. Undefined `heardAt`, or
+ * a host heard of no later: the decline stands. The runs audit saw a run blocked by a decline for
+ * good once the bag was back; its attack, with a bag removed and installed again between two
+ * advertisements (nothing journaled), when the rule waited for the advertisement to change.
  */
-export const standingDeclines = (run: RunRecord, advertisedAt?: (host: string) => number | undefined): ReadonlyArray<string> => {
-  if (run.declinedBy.length === 0 || advertisedAt === undefined) return run.declinedBy
+export const standingDeclines = (run: RunRecord, heardAt?: (host: string) => number | undefined): ReadonlyArray<string> => {
+  if (run.declinedBy.length === 0 || heardAt === undefined) return run.declinedBy
   const standing = run.declinedBy.filter((host) => {
-    const ad = advertisedAt(host)
-    if (ad === undefined) return true
+    const heard = heardAt(host)
+    if (heard === undefined) return true
     let declinedAt: number | undefined
-    for (const a of run.attempts) if (a.host === host && a.state === "declined" && a.endedAt !== null && (declinedAt === undefined || a.endedAt > declinedAt)) declinedAt = a.endedAt
-    return declinedAt === undefined || ad <= declinedAt
+    let declines = 0
+    for (const a of run.attempts) {
+      if (a.host !== host || a.state !== "declined") continue
+      declines++
+      if (a.endedAt !== null && (declinedAt === undefined || a.endedAt > declinedAt)) declinedAt = a.endedAt
+    }
+    return declinedAt === undefined || declines >= MAX_DECLINES || heard <= declinedAt
   })
   // The same list when nothing was lifted: the feasibility cache and the journal's packing see the very same value.
   return standing.length === run.declinedBy.length ? run.declinedBy : standing
@@ -118,9 +127,9 @@ export const standingDeclines = (run: RunRecord, advertisedAt?: (host: string) =
 
 /**
  * What placement sees of a run. The activity id is the run id, so its tie-break is stable across
- * attempts. `advertisedAt`: when each worker's advertisement was journaled (`standingDeclines`).
+ * attempts. `heardAt`: when each host was last heard to offer what it holds (`standingDeclines`).
  */
-export const activityOf = (run: RunRecord, advertisedAt?: (host: string) => number | undefined): Activity => ({
+export const activityOf = (run: RunRecord, heardAt?: (host: string) => number | undefined): Activity => ({
   id: run.id,
   address: run.job.address,
   digest: run.job.digest,
@@ -130,7 +139,7 @@ export const activityOf = (run: RunRecord, advertisedAt?: (host: string) => numb
   requiredBins: run.job.requiredBins,
   preferredLabels: run.preferredLabels,
   bounds: run.job.bounds,
-  declinedBy: standingDeclines(run, advertisedAt),
+  declinedBy: standingDeclines(run, heardAt),
   rules: PLACEMENT_RULES
 })
 
@@ -154,8 +163,8 @@ export interface PlacementInputs {
   readonly now: number
   /** The dispatcher's feasibility cache: the same outcome, sooner (placement/Placement.ts). */
   readonly cache?: FeasibilityCache
-  /** When a worker's advertisement (its content) was journaled: a decline before it no longer stands (`standingDeclines`). */
-  readonly advertisedAt?: (host: string) => number | undefined
+  /** When each host was last heard to offer what it holds: a decline before it no longer stands (`standingDeclines`). */
+  readonly heardAt?: (host: string) => number | undefined
 }
 
 /**
@@ -170,7 +179,7 @@ export const decidePlacement = (c: PlacementInputs, runs: RunsState): RunDecisio
 
 const placeRun = (c: PlacementInputs, run: RunRecord): RunDecision => {
   if (run.state !== "pending") return decided(run, [])
-  const activity = activityOf(run, c.advertisedAt)
+  const activity = activityOf(run, c.heardAt)
   const outcome = place(activity, c.candidates, c.quotas, c.cache)
   const host = outcome.outcome === "placed" ? outcome.host : null
   const key = placementKey({ ...outcome, host })

@@ -363,6 +363,30 @@ describe("on the owner", () => {
     }).pipe(Effect.provide(ownerOn(layerMemory, projectionsLayer, runsDeps(replaced))))
   })
 
+  it.effect("an owner's decline is lifted once it holds the bag the run pins again: the run comes back to it (the attack saw it blocked for good, its reason untrue)", () => {
+    // The submission resolves the bag as it was (the first resolve); later ones find other content, until it is `back`.
+    let resolves = 0
+    let back = false
+    const replaced: OwnerHostSettings = {
+      ...host,
+      resolve: (address) => Effect.map(host.resolve(address), (r) => (++resolves === 1 || back ? r : { ...r, job: { ...r.job, digest: "sha256:replaced" } }))
+    }
+    return Effect.gen(function* () {
+      const dispatcher = yield* Dispatcher
+      // Declined on the owner once replaced; no worker holds it.
+      const submitted = yield* submit(ECHO, { text: "hi" })
+      const blocked = yield* until("declined on the owner", show(submitted.id), (d) => attempt(d, 1)?.state === "declined")
+      yield* quiet
+      expect((yield* show(submitted.id)).placement!.explanation).toContain("owner (eligibility: it declined an earlier attempt of this activity: the bag the run pins is no longer installed on it)")
+      expect(blocked.attempts).toBe(1)
+      // The same content installed again: the next round places it on the owner, where it runs.
+      back = true
+      yield* dispatcher.kick
+      const done = yield* dispatcher.wait(submitted.id, 60_000)
+      expect(done).toMatchObject({ state: "succeeded", host: "owner", attempts: 2 })
+    }).pipe(Effect.provide(ownerOn(layerMemory, projectionsLayer, runsDeps(replaced))))
+  })
+
   it.effect("a result that does not fit output_schema fails the run with that reason", () =>
     Effect.gen(function* () {
       const submitted = yield* submit(ECHO, { text: "hi", misfit: true })
@@ -1090,7 +1114,8 @@ describe("a lapsed advertisement", () => {
       const { runId } = yield* runningOn(w1, ["zone=a"])
       ok(yield* call(w1.credential, { kind: "bye", fence: w1.fence, leaving: true }), "ack")
       const after = yield* placedOn(runId, 2)
-      expect(attempt(after, 1)).toMatchObject({ state: "ceased", holdsSlot: false, reason: "its worker left this owner (svc workers leave on its machine, which stopped it first) before the attempt ended" })
+      // Its slot is freed by the leave that follows (which says how many it freed), not by the bye.
+      expect(attempt(after, 1)).toMatchObject({ state: "superseded", holdsSlot: true, reason: "its worker left this owner (svc workers leave on its machine, which stopped it first) before the attempt ended" })
     }).pipe(Effect.provide(TestOwner))
   )
 
@@ -1447,21 +1472,20 @@ describe("a journal or output directory that takes no writes (a full disk)", () 
 // ---- Stop ---------------------------------------------------------------------------------------
 
 describe("stop", () => {
-  it.effect("a worker that declined is offered the run again once it advertises something new (a bag back), not on a mere refresh (runs audit: blocked for good)", () =>
+  it.effect("a worker that declined is offered the run again once it is heard advertising after the decline, a refresh of the same content too (runs audit and its attack: blocked for good)", () =>
     Effect.gen(function* () {
       const w = yield* linked("lab-1")
       yield* advertise(w)
       const { runId, id } = yield* runningOn(w)
       ok(yield* call(w.credential, { kind: "decline", fence: w.fence, attempt: id, reason: "bag demo is not installed here" }), "ack")
-      // The same advertisement again (a refresh, not journaled): the decline stands.
-      yield* advertise(w)
+      // Not heard since: the decline stands.
       yield* quiet
       const blocked = yield* show(runId)
       expect(blocked).toMatchObject({ state: "pending", attempts: 1, placement: { outcome: "blocked" } })
-      expect(blocked.placement!.explanation).toContain("it declined an earlier attempt of this activity, and its advertisement has not changed since")
-      // A second later it advertises what it holds anew (here: a label more; a bag reinstalled is the same): placed there again.
+      expect(blocked.placement!.explanation).toContain("it declined an earlier attempt of this activity, and has not advertised since (or declined it 3 times)")
+      // A second later it refreshes the same advertisement (its bag removed and installed again in between, nothing journaled): placed there again.
       yield* TestClock.adjust(1_000)
-      yield* call(w.credential, { kind: "advertise", fence: w.fence, capacity: 2, labels: [...w.labels, "fresh=1"], capabilities: ["node"], artifacts: [{ address: GPU, digest: DIGEST }] })
+      yield* advertise(w)
       const again = yield* placedOn(runId, 2)
       expect(attempt(again, 2)).toMatchObject({ host: w.workerId, state: "assigned" })
     }).pipe(Effect.provide(TestOwner))

@@ -47,7 +47,7 @@ describe("layer 1, eligibility", () => {
       const a: Activity = rules === undefined ? { ...activity, declinedBy: ["w"] } : { ...activity, declinedBy: ["w"], rules }
       return eligibility(worker("w"), a).map((e) => [e.code, e.text])
     }
-    expect(text(PLACEMENT_RULES)).toEqual([["declined", "it declined an earlier attempt of this activity, and its advertisement has not changed since"]])
+    expect(text(PLACEMENT_RULES)).toEqual([["declined", "it declined an earlier attempt of this activity, and has not advertised since (or declined it 3 times)"]])
     for (const rules of [undefined, 1, 2]) expect(text(rules)).toEqual([["declined", "it declined an earlier attempt of this activity"]])
     // The owner declines only an attempt whose pinned bag it no longer holds, and says that.
     expect(eligibility(owner, { ...activity, declinedBy: ["owner"], rules: PLACEMENT_RULES }).map((e) => [e.code, e.text])).toEqual([

@@ -247,24 +247,24 @@ describe("decidePlacement", () => {
     expect([reserved(next, "w1"), reserved(next, "w2")]).toEqual([0, 1])
   })
 
-  it("a decline stands until the worker's advertisement changes after it: then it is offered the run again (runs audit: blocked for good after a bag was reinstalled)", () => {
+  it("a decline stands until the worker is heard advertising after it, at most 3 declines: then it is offered the run again (runs audit: blocked for good after a bag was reinstalled)", () => {
     // w1 declined at 3,500 (its bag was being reinstalled); it is the only worker with the label.
     const s = given(...onWorker, decline("r1", 1, "w1"))
     const candidates = [ownerHost(), worker("w1")]
-    const placeSeeing = (advertisedAt: (host: string) => number | undefined) => (st: typeof s) =>
-      D.decidePlacement({ runId: "r1", candidates, quotas: NO_QUOTAS, notes: [], now: 9_000, advertisedAt }, st.runs)
-    // Its advertisement journaled before the decline, or unknown: the decline stands, and says until when.
+    const placeSeeing = (heardAt: (host: string) => number | undefined, now = 9_000) => (st: typeof s) =>
+      D.decidePlacement({ runId: "r1", candidates, quotas: NO_QUOTAS, notes: [], now, heardAt }, st.runs)
+    // Heard before the decline (or at its moment), or not known: the decline stands, and says until when.
     for (const seen of [() => 3_000, () => 3_500, () => undefined]) {
       expect(events(placeSeeing(seen)(s))[0]).toMatchObject({
         outcome: "blocked",
         activity: { declinedBy: ["w1"], rules: PLACEMENT_RULES },
         verdicts: [
           expect.anything(),
-          { candidate: "w1", exclusions: [{ code: "declined", text: "it declined an earlier attempt of this activity, and its advertisement has not changed since" }] }
+          { candidate: "w1", exclusions: [{ code: "declined", text: "it declined an earlier attempt of this activity, and has not advertised since (or declined it 3 times)" }] }
         ]
       })
     }
-    // It advertised something new since (the bag back): placed there again, the decline not listed.
+    // Heard advertising since (the bag back, a refresh of the same content alike): placed there again, the decline not listed.
     const again = events(placeSeeing((host) => (host === "w1" ? 4_000 : undefined))(s))[0]
     expect(again).toMatchObject({ outcome: "placed", host: "w1", attempt: 2, activity: { declinedBy: [] } })
     // The decline that counts is its latest: declined again after that advertisement, it stands again.
@@ -274,6 +274,10 @@ describe("decidePlacement", () => {
     expect(D.standingDeclines(runOf(twice, "r1"), () => 10_001)).toEqual([])
     // Nothing lifted: the very same list (the feasibility cache compares by identity).
     expect(D.standingDeclines(runOf(twice, "r1"), () => 1)).toBe(runOf(twice, "r1").declinedBy)
+    // A third decline of the same run: it stands for good, however often the worker advertises (no endless offer and decline).
+    const thrice = given(...onWorker, decline("r1", 1, "w1"), placeSeeing(() => 4_000), claim("r1", 2, "w1", 7, [], 9_500), decline("r1", 2, "w1", [], 10_000), placeSeeing(() => 10_500, 11_000), claim("r1", 3, "w1", 7, [], 11_500), decline("r1", 3, "w1", [], 12_000))
+    expect(runOf(thrice, "r1").attempts.filter((a) => a.state === "declined")).toHaveLength(D.MAX_DECLINES)
+    expect(D.standingDeclines(runOf(thrice, "r1"), () => 99_000)).toEqual(["w1"])
   })
 
   it("a stated preference picks among workers, and says so in the record", () => {
