@@ -24,21 +24,16 @@ describe("svc workers invite", () => {
 })
 
 describe("svc workers join", () => {
-  it("a token refused as redeemed on a machine linked to that owner says the link: by this token, nothing to do; by another, which", () => {
+  it("a token refused as redeemed on a machine linked to that owner says the link, and where to see whether it works (it may be revoked), not to ask for a new token", () => {
     const content = { url: "https://owner.lan:7443", fingerprint: "f", inviteId: "i1" } as Parameters<typeof alreadyLinked>[2]
     const link = { url: content.url, fingerprint: "f", certificate: "", workerId: "w1", name: "lab-1", credential: "", joinedAt: "", inviteId: "i1" }
     const redeemed = { code: "join-refused", message: "this join token was already redeemed; ask the owner for a new one" }
-    expect(alreadyLinked(redeemed, { link }, content, "/h")).toBe(
-      "this machine redeemed this token already: it is linked to https://owner.lan:7443 as lab-1 (w1), its link in /h/links (svc serve uses it; svc workers status shows it): nothing to do"
-    )
-    expect(alreadyLinked(redeemed, { link: { ...link, inviteId: "i0" } }, content, "/h")).toBe(
-      "the owner refused: this join token was already redeemed; ask the owner for a new one (this machine is linked to that owner already, by another token, as lab-1 (w1): svc workers status shows whether that link works)"
-    )
-    // A link written before it kept its invite: which token made it is not known.
+    const works = "svc workers status shows whether it still works (a new token from the owner's operator is needed only if it does not)"
+    expect(alreadyLinked(redeemed, { link }, content, "/h")).toBe(`this machine redeemed this token already: it is linked to https://owner.lan:7443 as lab-1 (w1), its link in /h/links; ${works}`)
+    expect(alreadyLinked(redeemed, { link: { ...link, inviteId: "i0" } }, content, "/h")).toBe(`this join token was redeemed already, and this machine is linked to that owner by another token as lab-1 (w1); ${works}`)
+    // A link written before it kept its invite (an older svc): which token made it is not known.
     const { inviteId: _, ...older } = link
-    expect(alreadyLinked(redeemed, { link: older }, content, "/h")).toBe(
-      "the owner refused: this join token was already redeemed; ask the owner for a new one (this machine is linked to that owner already, as lab-1 (w1): svc workers status shows whether that link works)"
-    )
+    expect(alreadyLinked(redeemed, { link: older }, content, "/h")).toBe(`this join token was redeemed already, and this machine is linked to that owner as lab-1 (w1); ${works}`)
     // No link there, or another refusal: the owner's words alone.
     expect(alreadyLinked(redeemed, undefined, content, "/h")).toBeUndefined()
     expect(alreadyLinked({ code: "join-refused", message: "this join token has expired; ask the owner for a new one" }, { link }, content, "/h")).toBeUndefined()

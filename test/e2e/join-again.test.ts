@@ -155,7 +155,7 @@ describe("a join whose answer was lost", () => {
     // Run again on the machine it linked: said so (the docs audit was told to ask for a new token).
     expect({ code: late.code, stderr: late.stderr }).toEqual({
       code: 1,
-      stderr: `svc: this machine redeemed this token already: it is linked to ${link.url} as again-1 (${lost.workerId}), its link in ${join(home, "links")} (svc serve uses it; svc workers status shows it): nothing to do\n`
+      stderr: `svc: this machine redeemed this token already: it is linked to ${link.url} as again-1 (${lost.workerId}), its link in ${join(home, "links")}; svc workers status shows whether it still works (a new token from the owner's operator is needed only if it does not)\n`
     })
     expect(readLink(home).credential).toBe(link.credential)
 

@@ -91,11 +91,19 @@ const at = (doc: unknown, path: ReadonlyArray<string>): unknown =>
 const metaProblems = (ajv: Ajv | Ajv2020, schema: unknown): ReadonlyArray<SchemaProblem> => {
   if (ajv.validateSchema(schema as object) === true) return []
   const errors = ajv.errors ?? []
-  const within = (inner: string, outer: string) => inner.startsWith(`${outer}/`)
+  // The keys some error lies below (every ancestor of every error's key), found once: comparing
+  // each error with every other was quadratic (a schema of 24,000 broken properties took minutes).
+  const above = new Set<string>()
+  for (const e of errors) {
+    for (let i = e.instancePath.lastIndexOf("/"); i >= 0; i = e.instancePath.lastIndexOf("/", i - 1)) {
+      above.add(e.instancePath.slice(0, i))
+      if (i === 0) break
+    }
+  }
   const seen = new Set<string>()
   const out: Array<SchemaProblem> = []
   for (const e of errors) {
-    if (seen.has(e.instancePath) || errors.some((other) => within(other.instancePath, e.instancePath))) continue
+    if (seen.has(e.instancePath) || above.has(e.instancePath)) continue
     seen.add(e.instancePath)
     const path = pointerParts(e.instancePath)
     const value = at(schema, path)
@@ -128,9 +136,9 @@ const unknownWords = (ajv: Ajv | Ajv2020, schema: unknown): ReadonlyArray<Schema
     if (!isMap(node)) return
     for (const [key, value] of Object.entries(node)) {
       const here = [...path, key]
-      if (!Object.hasOwn(keywordsOf(ajv), key)) {
-        const hint = suggest(key, KNOWN_KEYWORDS)
-        out.push({ why: `is not a JSON Schema keyword${hint === undefined ? "" : `; did you mean ${JSON.stringify(hint)}?`}`, path: here })
+      // As ajv's strict mode looks it up (`in`: a name an object inherits, `toString`, passes there too).
+      if (!(key in keywordsOf(ajv))) {
+        out.push({ why: unknownKeyword(ajv, key), path: here })
         continue
       }
       if (key === "format" && typeof value === "string" && !formats.includes(value)) {
@@ -149,10 +157,28 @@ const unknownWords = (ajv: Ajv | Ajv2020, schema: unknown): ReadonlyArray<Schema
 /** The keywords an instance knows: what its strict mode judges a schema's keys by (ajv's `checkUnknownRules`). */
 const keywordsOf = (ajv: Ajv | Ajv2020): Record<string, unknown> => (ajv as unknown as { RULES: { keywords: Record<string, unknown> } }).RULES.keywords
 
-/** The keywords a misspelt one is compared with: both dialects'. */
-const KNOWN_KEYWORDS = [...new Set([...Object.keys(keywordsOf(draft7)), ...Object.keys(keywordsOf(draft2020))])]
+const DRAFT7_KEYWORDS = Object.keys(keywordsOf(draft7))
+const DRAFT2020_KEYWORDS = Object.keys(keywordsOf(draft2020))
+const DIALECT_2020 = "https://json-schema.org/draft/2020-12/schema"
+
+/**
+ * Why a key is no keyword here: a keyword of the other dialect says which dialect names it (it
+ * was "not a JSON Schema keyword; did you mean" itself), `$anchor` that ajv does not take it, any
+ * other key the nearest keyword of this dialect.
+ */
+const unknownKeyword = (ajv: Ajv | Ajv2020, key: string): string => {
+  const is2020 = ajv === draft2020
+  if (!is2020 && DRAFT2020_KEYWORDS.includes(key)) return `is a JSON Schema 2020-12 keyword, and this schema is draft-07 (the default): say $schema: "${DIALECT_2020}" to use it`
+  if (is2020 && DRAFT7_KEYWORDS.includes(key)) return "is a JSON Schema draft-07 keyword, not a 2020-12 one: leave $schema out (draft-07) to use it"
+  if (key === "$anchor") return "is a JSON Schema keyword that ajv, which checks schemas here, does not take: name the subschema with $defs and refer to it with $ref"
+  const hint = suggest(key, is2020 ? DRAFT2020_KEYWORDS : DRAFT7_KEYWORDS)
+  return `is not a JSON Schema keyword${hint === undefined ? "" : `; did you mean ${JSON.stringify(hint)}?`}`
+}
 
 const compiled = new Map<string, Compiled>()
+
+/** The problems of one schema said at most; then how many more there are. */
+export const MAX_SCHEMA_PROBLEMS = 100
 
 /**
  * How deep a schema may nest. ajv compiles and checks a schema by recursion, and a schema some
@@ -202,8 +228,15 @@ const compile = (schema: unknown): Compiled => {
         } catch {
           named = []
         }
-        const under = (inner: SchemaProblem, outer: SchemaProblem) => outer.path.length <= inner.path.length && outer.path.every((k, i) => inner.path[i] === k)
-        for (const word of unknownWords(ajv, schema)) if (!named.some((p) => under(word, p))) named.push(word)
+        // A word at or below a key the meta-schema refused is not said again (each of its keys looked up once).
+        const refused = new Set(named.map((p) => JSON.stringify(p.path)))
+        const below = (word: SchemaProblem) => word.path.some((_, i) => refused.has(JSON.stringify(word.path.slice(0, i + 1))))
+        for (const word of unknownWords(ajv, schema)) if (!below(word)) named.push(word)
+        // A schema broken throughout is said in its first problems, and how many more there are
+        // (the attack's generated schema printed 48,000 lines).
+        if (named.length > MAX_SCHEMA_PROBLEMS) {
+          named = [...named.slice(0, MAX_SCHEMA_PROBLEMS), { why: `${(named.length - MAX_SCHEMA_PROBLEMS).toLocaleString("en-US")} more problems not listed (the first ${MAX_SCHEMA_PROBLEMS} are)`, path: [] }]
+        }
         const [first, ...rest] = named
         result = { ok: false, problems: first !== undefined ? [first, ...rest] : [{ why: e instanceof Error ? e.message : String(e), path: [] }] }
       }

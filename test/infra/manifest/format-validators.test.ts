@@ -5,7 +5,7 @@ import { Ajv2020 } from "ajv/dist/2020.js"
 import addFormatsModule from "ajv-formats"
 import fc from "fast-check"
 import { depthOf } from "../../../src/domain/runs/Values.js"
-import { formatValidators, MAX_SCHEMA_DEPTH, unknownWordsIn } from "../../../src/infra/manifest/FormatValidators.js"
+import { formatValidators, MAX_SCHEMA_DEPTH, MAX_SCHEMA_PROBLEMS, unknownWordsIn } from "../../../src/infra/manifest/FormatValidators.js"
 
 const schema = {
   type: "object",
@@ -122,5 +122,27 @@ describe("a schema's unknown keywords and formats", () => {
       }),
       { numRuns: 300 }
     )
+  })
+})
+
+describe("what is said of a schema's problems", () => {
+  it("a keyword of the other dialect says which dialect names it; $anchor that ajv does not take it; a name an object inherits is taken, as ajv takes it", () => {
+    const said = (schema: Record<string, unknown>) => formatValidators.jsonSchema({ type: "array", ...schema, tpye: 1 }).map((p) => [p.path.join("."), p.message])
+    expect(said({ prefixItems: [{ type: "string" }] })).toEqual([
+      ["prefixItems", 'is a JSON Schema 2020-12 keyword, and this schema is draft-07 (the default): say $schema: "https://json-schema.org/draft/2020-12/schema" to use it'],
+      ["tpye", 'is not a JSON Schema keyword; did you mean "type"?']
+    ])
+    const in2020 = { $schema: "https://json-schema.org/draft/2020-12/schema" }
+    expect(said({ ...in2020, additionalItems: false })).toContainEqual(["additionalItems", "is a JSON Schema draft-07 keyword, not a 2020-12 one: leave $schema out (draft-07) to use it"])
+    expect(said({ ...in2020, $anchor: "a" })).toContainEqual(["$anchor", "is a JSON Schema keyword that ajv, which checks schemas here, does not take: name the subschema with $defs and refer to it with $ref"])
+    expect(said({ toString: 1, constructor: 2 })).toEqual([["tpye", 'is not a JSON Schema keyword; did you mean "type"?']])
+  })
+
+  it(`says at most ${MAX_SCHEMA_PROBLEMS} problems of one schema, then how many more (a generated schema printed 48,000 lines)`, () => {
+    const broken = (n: number) => ({ type: "object", properties: Object.fromEntries(Array.from({ length: n }, (_, i) => [`p${i}`, { type: "strin", tpye: 1 }])) })
+    const problems = formatValidators.jsonSchema(broken(2_000))
+    expect(problems).toHaveLength(MAX_SCHEMA_PROBLEMS + 1)
+    expect(problems[0]).toEqual({ path: ["properties", "p0", "type"], message: expect.stringMatching(/^must be one of .*, not "strin"$/) })
+    expect(problems.at(-1)).toEqual({ path: [], message: `3,900 more problems not listed (the first ${MAX_SCHEMA_PROBLEMS} are)` })
   })
 })

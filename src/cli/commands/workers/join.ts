@@ -73,9 +73,11 @@ export const alreadyLinked = (
 ): string | undefined => {
   if (e.code !== "join-refused" || !/^this join token was already redeemed\b/.test(e.message) || earlier === undefined) return undefined
   const { link } = earlier
+  // Whether that link still works is the runtime's to say (a revoked one is not known here).
+  const works = "svc workers status shows whether it still works (a new token from the owner's operator is needed only if it does not)"
   return link.inviteId === content.inviteId
-    ? `this machine redeemed this token already: it is linked to ${content.url} as ${link.name} (${link.workerId}), its link in ${linksDir(home)} (svc serve uses it; svc workers status shows it): nothing to do`
-    : `the owner refused: ${e.message} (this machine is linked to that owner already, ${link.inviteId === undefined ? "" : "by another token, "}as ${link.name} (${link.workerId}): svc workers status shows whether that link works)`
+    ? `this machine redeemed this token already: it is linked to ${content.url} as ${link.name} (${link.workerId}), its link in ${linksDir(home)}; ${works}`
+    : `this join token was redeemed already, and this machine is linked to that owner ${link.inviteId === undefined ? "" : "by another token "}as ${link.name} (${link.workerId}); ${works}`
 }
 
 /** What `join` does once it holds this join's key: send the join, keep the link, say what happened. */
