@@ -343,6 +343,10 @@ describe("svc bag show and svc bag doctor judge what depends on this machine", (
     await run("bag", "install", "search")
     expect((await run("bag", "remove", "search")).stderr).toBe("")
     expect((await run("bag", "remove", "vault")).stderr).toBe("note: needy requires vault, which is no longer installed: svc bag doctor needy reports it (install vault again, or remove needy)\n")
+    // An extension left without its parent is named too (the attack: said of none).
+    writeBag("ext", "name: ext\ndescription: an extension\nextends: needy\n")
+    expect((await run("bag", "install", "ext")).code).toBe(0)
+    expect((await run("bag", "remove", "needy")).stderr).toBe("note: needy/ext extends needy, which is no longer installed: remove it too (svc bag remove needy/ext), or install needy again\n")
   })
 
   it("resolves another bag's constants where it is installed, and pins them at install", async () => {

@@ -86,15 +86,16 @@ const relationFindings = (bag: InstalledBag, manifest: Manifest, installed: Read
     return findings
   })
 
-/** An installed bag that composes another, or requires it (not optionally): the other's removal leaves it broken. */
+/** An installed bag that extends another, composes it, or requires it (not optionally): the other's removal leaves it broken. */
 export interface Dependent {
   readonly bag: string
-  readonly relation: "composes" | "requires"
+  readonly relation: "composes" | "requires" | "extends"
 }
 
 /**
- * The installed bags that compose `name` or require it: what its removal leaves broken, which
- * `svc bag doctor` then reports (the docs audit removed a composed bag without a word). A bag
+ * The installed bags that extend `name`, compose it or require it: what its removal leaves
+ * broken, which `svc bag doctor` reports (the docs audit removed a composed bag without a word;
+ * an extension left without its parent, doctor says nothing of yet). A bag
  * whose installed copy cannot be read is left out (doctor says what is wrong with it).
  */
 export const dependentsOf = (name: string) =>
@@ -106,7 +107,8 @@ export const dependentsOf = (name: string) =>
       if (Either.isLeft(manifest)) continue
       const m = manifest.right
       const composed = Array.isArray(m.bags) ? m.bags : Object.keys(m.bags ?? {})
-      if (composed.includes(name)) out.push({ bag: bag.name, relation: "composes" })
+      if (m.extends === name) out.push({ bag: bag.name, relation: "extends" })
+      else if (composed.includes(name)) out.push({ bag: bag.name, relation: "composes" })
       else if (m.requires?.[name] !== undefined && m.requires[name].optional !== true) out.push({ bag: bag.name, relation: "requires" })
     }
     return out

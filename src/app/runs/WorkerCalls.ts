@@ -15,7 +15,7 @@ import type { Envelope } from "../../domain/journal/Events.js"
 import type { Outcome } from "./LocalRuns.js"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import * as RunDecide from "../../domain/runs/Decide.js"
-import { attemptId, parseAttemptId } from "../../domain/runs/Runs.js"
+import { ACTIVE, attemptId, parseAttemptId } from "../../domain/runs/Runs.js"
 import type { WorkerRecord } from "../../domain/workers/Registry.js"
 import type { JournalError, StreamConflict } from "../journal/Journal.js"
 import type { CommandRejected, Execute } from "../journal/Projections.js"
@@ -41,6 +41,9 @@ export const heldBy = (s: OwnerState, hostId: string) => {
     return run === undefined || a === undefined ? [] : [{ id, runId: run.id, a }]
   })
 }
+
+/** The attempts a host holds that still count, or that a lapse superseded already: those placed again once it is gone. */
+export const heldCount = (s: OwnerState, hostId: string): number => heldBy(s, hostId).filter(({ a }) => ACTIVE.has(a.state) || a.state === "superseded").length
 
 /** Attempts of this worker that it may still be running but must stop, in this state. */
 export const stopsIn = (s: OwnerState, workerId: string): ReadonlyArray<string> =>

@@ -23,8 +23,12 @@ export interface FreshnessService {
   readonly begin: (workerId: string, now: number) => void
   /** Whether `busy` is fewer slots than the worker said other work held before: room may have freed up. */
   readonly busyFell: (workerId: string, busy: number) => boolean
-  /** Its process stopped cleanly (`bye`): its advertisement is over and its session no longer live; `leaving`: it left this owner. */
-  readonly end: (workerId: string, leaving?: boolean) => void
+  /**
+   * Its process stopped cleanly (`bye`): its advertisement is over and its session no longer live;
+   * `leaving`: it left this owner; `held`: the attempts it held then (placed again at once, their
+   * slots freed before the presence check counts them: it says this many).
+   */
+  readonly end: (workerId: string, leaving?: boolean, held?: number) => void
   /**
    * It declined an attempt: its next advertisement, a refresh of the same content too, lifts
    * that decline (Decide.ts, `standingDeclines`), so it is not answered as a refresh that changes
@@ -67,7 +71,7 @@ export const noteAwake = (freshness: FreshnessService, now: number, beat = false
 export class Freshness extends Context.Tag("svc/Freshness")<Freshness, FreshnessService>() {}
 
 export const make = (): FreshnessService => {
-  type Seen = { lastSeenAt: number | null; lastAdvertisedAt: number | null; busy: number; sessionEnded?: boolean; leaving?: boolean; heardAt: number | null; advertisementHeardAt: number | null; declined?: boolean }
+  type Seen = { lastSeenAt: number | null; lastAdvertisedAt: number | null; busy: number; sessionEnded?: boolean; leaving?: boolean; heardAt: number | null; advertisementHeardAt: number | null; declined?: boolean; heldAtEnd?: number }
   const seen = new Map<string, Seen>()
   const fresh = (): Seen => ({ lastSeenAt: null, lastAdvertisedAt: null, busy: 0, heardAt: null, advertisementHeardAt: null })
   let awakeAt: number | undefined
@@ -89,6 +93,7 @@ export const make = (): FreshnessService => {
       f.lastSeenAt = f.heardAt = now
       f.sessionEnded = false
       f.leaving = false
+      f.heldAtEnd = 0
       seen.set(id, f)
     },
     busyFell: (id, busy) => busy < (seen.get(id)?.busy ?? 0),
@@ -98,12 +103,13 @@ export const make = (): FreshnessService => {
       seen.set(id, f)
     },
     declinedSince: (id) => seen.get(id)?.declined === true,
-    end: (id, leaving = false) => {
+    end: (id, leaving = false, held = 0) => {
       const f = seen.get(id)
       if (f === undefined) return
       f.busy = 0
       f.sessionEnded = true
       f.leaving = leaving
+      f.heldAtEnd = held
     },
     awake: (now, beat = false) => {
       if (awakeAt === undefined) {

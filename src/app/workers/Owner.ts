@@ -24,6 +24,7 @@ import { base62FromBytes, credentialProblem, CREDENTIAL_PREFIX, makeCredential, 
 import { Hashing } from "../journal/Hashing.js"
 import { Projections } from "../journal/Projections.js"
 import { Dispatcher, layer as DispatcherLayer, stopsIn } from "../runs/Dispatcher.js"
+import { heldCount } from "../runs/WorkerCalls.js"
 import { Entropy } from "./Entropy.js"
 import { Freshness, layer as FreshnessLayer } from "./Freshness.js"
 import { makeOperatorCommands, type CommandError, type OperatorCommands } from "./OperatorCommands.js"
@@ -266,7 +267,7 @@ export const make = Effect.gen(function* () {
       switch (request.kind) {
         case "bye":
           // A clean stop: its session and advertisement end now; what it held is placed again at the next round.
-          freshness.end(worker.id, request.leaving === true)
+          freshness.end(worker.id, request.leaving === true, heldCount(projections.current(), worker.id))
           // Its claims still waiting are answered now (no work): the process that made them is going.
           // What it ran for this owner it stopped before saying so: placed again now, its slots
           // free. A bye that says it leaves is followed by the leave itself, which frees them and

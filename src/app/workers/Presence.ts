@@ -18,11 +18,10 @@ import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
-import { ACTIVE } from "../../domain/runs/Runs.js"
 import type { AuditRow } from "../../domain/workers/Audit.js"
 import { ADVERTISEMENT_LIFETIME_MS, advertisementAlive, displayState } from "../../domain/workers/DisplayState.js"
 import { Projections } from "../journal/Projections.js"
-import { heldBy } from "../runs/WorkerCalls.js"
+import { heldCount } from "../runs/WorkerCalls.js"
 import { Freshness, noteAwake } from "./Freshness.js"
 
 export const CHECK_EVERY = Duration.seconds(1)
@@ -116,7 +115,9 @@ export const run = Effect.gen(function* () {
     }
     for (const change of presenceChanges(seen, sightings)) {
       // Its attempts that still count, or that the lapse superseded already (the scheduler may have been first): placed again.
-      const held = change.alive ? 0 : heldBy(state, change.id).filter(({ a }) => ACTIVE.has(a.state) || a.state === "superseded").length
+      // A worker that said bye: what it held then (its slots were freed at once, before this check).
+      const heldNow = change.alive ? 0 : heldCount(state, change.id)
+      const held = change.ended === true ? Math.max(heldNow, freshness.get(change.id)?.heldAtEnd ?? 0) : heldNow
       // Falling silent is a warning; a clean stop, said, is not.
       yield* change.alive || change.ended === true ? Effect.logInfo(lineOf(change, held)) : Effect.logWarning(lineOf(change, held))
     }

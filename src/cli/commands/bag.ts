@@ -157,7 +157,8 @@ const remove = Command.make("remove", { name: Args.text({ name: "NAME" }).pipe(A
         if (json) return yield* printJson({ removed: bag.name, digest: bag.digest, dependents })
         yield* Console.log(`removed ${bag.name}`)
         for (const d of dependents) {
-          yield* Console.error(`note: ${d.bag} ${d.relation} ${bag.name}, which is no longer installed: svc bag doctor ${d.bag} reports it (install ${bag.name} again, or remove ${d.bag})`)
+          const what = d.relation === "extends" ? `remove it too (svc bag remove ${d.bag}), or install ${bag.name} again` : `svc bag doctor ${d.bag} reports it (install ${bag.name} again, or remove ${d.bag})`
+          yield* Console.error(`note: ${d.bag} ${d.relation} ${bag.name}, which is no longer installed: ${what}`)
         }
       })
     ),

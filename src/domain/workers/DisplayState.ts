@@ -23,6 +23,8 @@ export interface Freshness {
   readonly sessionEnded?: boolean
   /** Its bye said it leaves this owner (`svc workers leave`), not that its runtime stops. */
   readonly leaving?: boolean
+  /** The attempts it held when it said bye (then placed again, their slots freed). */
+  readonly heldAtEnd?: number
   /**
    * When it last called and last advertised, as heard. `lastSeenAt` and `lastAdvertisedAt` are
    * moved on past a pause of the owner's own (its process stopped, its machine suspended), so that

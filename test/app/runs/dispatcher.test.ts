@@ -1067,6 +1067,24 @@ describe("a lapsed advertisement", () => {
     })
   )
 
+  it.effect("a worker that says bye holding an attempt: the owner's log says the attempt it held is placed again, though its slot was freed at the bye (the attack saw the line without it)", () =>
+    Effect.gen(function* () {
+      const logs: Array<string> = []
+      const capture = capturingLogs(logs)
+      yield* Effect.gen(function* () {
+        const w1 = yield* linked("lab-1", ["gpu=true", "zone=a"])
+        yield* advertise(w1)
+        yield* runningOn(w1, ["zone=a"])
+        ok(yield* call(w1.credential, { kind: "bye", fence: w1.fence }), "ack")
+        yield* quiet
+        yield* TestClock.adjust(1_000)
+        yield* quiet
+        expect(yield* reserved(w1.workerId)).toBe(0)
+        expect(logs.filter((l) => l.includes("Offline"))).toEqual([`INFO worker lab-1 (${w1.workerId}) is Offline: its svc serve stopped cleanly (it said so); the attempt it held is placed again`])
+      }).pipe(Effect.provide(Presence.layer.pipe(Layer.provideMerge(TestOwner))), Effect.provide(capture))
+    })
+  )
+
   it.effect("at 14.9 s the attempt still counts; at 15 s the next round supersedes it and places the run again", () =>
     Effect.gen(function* () {
       const { w1, w2, runId } = yield* silentAfterClaim
