@@ -347,6 +347,9 @@ describe("svc bag show and svc bag doctor judge what depends on this machine", (
     writeBag("ext", "name: ext\ndescription: an extension\nextends: needy\n")
     expect((await run("bag", "install", "ext")).code).toBe(0)
     expect((await run("bag", "remove", "needy")).stderr).toBe("note: needy/ext extends needy, which is no longer installed: remove it too (svc bag remove needy/ext), or install needy again\n")
+    // And bag doctor says so of it (it said ok).
+    const doctor = await run("bag", "doctor", "needy/ext")
+    expect({ code: doctor.code, stdout: doctor.stdout }).toEqual({ code: 1, stdout: "needy/ext:\n  error: extends bag needy, which is not installed: install it again, or remove this extension\n" })
   })
 
   it("resolves another bag's constants where it is installed, and pins them at install", async () => {

@@ -82,6 +82,10 @@ const relationFindings = (bag: InstalledBag, manifest: Manifest, installed: Read
     for (const bag of composed) {
       if (!names.has(bag)) findings.push({ severity: "error", message: `composes bag ${bag}, which is not installed` })
     }
+    // An extension left without its parent (removed since) was said to be ok.
+    if (manifest.extends !== undefined && !names.has(manifest.extends)) {
+      findings.push({ severity: "error", message: `extends bag ${manifest.extends}, which is not installed: install it again, or remove this extension` })
+    }
     for (const drift of pinDrift(bag, installed)) findings.push({ severity: "warning", message: drift })
     return findings
   })

@@ -118,11 +118,15 @@ export const makePlacements = ({ state, execute, executeWithoutRound, toRunRefus
   const { candidatesFor } = makeCandidates(host, workerAlive, (id) => freshness.get(id)?.busy ?? 0, silenceOfWorker)
   const feasibility = makeFeasibilityCache()
 
-  /** A pending run that may still be placed somewhere (not blocked): a new run placed at once would jump ahead of it. */
+  /**
+   * A pending run that may still be placed somewhere (not blocked; or blocked with the owner's
+   * decline, which the owner's bag installed again lifts: nothing else asks for a round then, and
+   * the attack saw a submission leave it blocked): a new run placed at once would jump ahead of it.
+   */
   const earlierRunWaiting = (s: OwnerState): boolean => {
     for (const [id] of s.runs.pending) {
       const run = runOf(s, id)
-      if (run !== undefined && run.placement?.outcome !== "blocked") return true
+      if (run !== undefined && (run.placement?.outcome !== "blocked" || run.declinedBy.includes("owner"))) return true
     }
     return false
   }

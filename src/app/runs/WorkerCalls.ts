@@ -304,7 +304,16 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
     Effect.gen(function* () {
       const { runId, attempt: n } = yield* parse(attempt)
       const now = yield* Clock.currentTimeMillis
-      yield* execute((s) => RunDecide.decideDecline({ workerId: worker.id, scope: worker.scope, runId, attempt: n, reason, now }, s.runs)).pipe(Effect.mapError(toRefusal))
+      const recorded = yield* execute((s) => RunDecide.decideDecline({ workerId: worker.id, scope: worker.scope, runId, attempt: n, reason, now }, s.runs)).pipe(Effect.mapError(toRefusal))
+      // The last decline it is offered the run for (Decide.ts, MAX_DECLINES): said, with the way
+      // out, since its explanation cannot tell this case from a decline it has not advertised since.
+      const run = runOf(yield* state, runId)
+      const declines = run?.attempts.filter((a) => a.host === worker.id && a.state === "declined").length ?? 0
+      if (recorded.length > 0 && declines === RunDecide.MAX_DECLINES) {
+        yield* Effect.logWarning(
+          `worker ${worker.name} (${worker.id}) declined run ${runId} ${declines} times (the last: ${reason}): it is not offered that run again; another host may take it, or svc runs stop ${runId} ends it`
+        )
+      }
     })
 
   const report: DispatcherService["report"] = (worker, attempt, outcome, output) =>

@@ -108,7 +108,11 @@ const metaProblems = (ajv: Ajv | Ajv2020, schema: unknown): ReadonlyArray<Schema
     const path = pointerParts(e.instancePath)
     const value = at(schema, path)
     const allowed = e.keyword === "enum" ? (e.params as { allowedValues?: ReadonlyArray<unknown> }).allowedValues : undefined
-    const why = allowed !== undefined ? `must be one of ${allowed.map((v) => JSON.stringify(v)).join(", ")}, not ${JSON.stringify(value)}` : `${e.message ?? "is not valid"}, not ${JSON.stringify(value)}`
+    // ajv's "must be object,boolean" read as words.
+    const said = (e.message ?? "is not valid").replace(/^must be ([a-z]+(?:,[a-z]+)+)$/, (_, list: string) => `must be ${list.split(",").join(" or ")}`)
+    // A list of schemas at `items` in 2020-12 is the draft-07 form (the attack's finding).
+    const listAtItems = ajv === draft2020 && path[path.length - 1] === "items" && Array.isArray(value) ? ` (a list of schemas is draft-07's items; in 2020-12 it is prefixItems)` : ""
+    const why = allowed !== undefined ? `must be one of ${allowed.map((v) => JSON.stringify(v)).join(", ")}, not ${JSON.stringify(value)}` : `${said}, not ${JSON.stringify(value)}${listAtItems}`
     out.push({ why, path: keyPathIn(schema, path) })
   }
   return out
@@ -168,6 +172,8 @@ const DIALECT_2020 = "https://json-schema.org/draft/2020-12/schema"
  */
 const unknownKeyword = (ajv: Ajv | Ajv2020, key: string): string => {
   const is2020 = ajv === draft2020
+  // Keywords of 2019-09, which ajv's 2020-12 checker also takes.
+  if (!is2020 && (key === "$recursiveRef" || key === "$recursiveAnchor")) return `is a JSON Schema 2019-09 keyword, and this schema is draft-07 (the default): in 2020-12 ($schema: "${DIALECT_2020}") use $dynamicRef and $dynamicAnchor`
   if (!is2020 && DRAFT2020_KEYWORDS.includes(key)) return `is a JSON Schema 2020-12 keyword, and this schema is draft-07 (the default): say $schema: "${DIALECT_2020}" to use it`
   if (is2020 && DRAFT7_KEYWORDS.includes(key)) return "is a JSON Schema draft-07 keyword, not a 2020-12 one: leave $schema out (draft-07) to use it"
   if (key === "$anchor") return "is a JSON Schema keyword that ajv, which checks schemas here, does not take: name the subschema with $defs and refer to it with $ref"

@@ -367,11 +367,15 @@ describe("on the owner", () => {
     // The submission resolves the bag as it was (the first resolve); later ones find other content, until it is `back`.
     let resolves = 0
     let back = false
+    // The owner's jobs wait for a slot until `free` opens: what places the run again is the submission's round, not a job's end.
+    let free: Deferred.Deferred<void> | undefined
     const replaced: OwnerHostSettings = {
       ...host,
-      resolve: (address) => Effect.map(host.resolve(address), (r) => (++resolves === 1 || back ? r : { ...r, job: { ...r.job, digest: "sha256:replaced" } }))
+      resolve: (address) => Effect.map(host.resolve(address), (r) => (++resolves === 1 || back ? r : { ...r, job: { ...r.job, digest: "sha256:replaced" } })),
+      withSlot: (effect) => Effect.zipRight(Deferred.await(free!), effect)
     }
     return Effect.gen(function* () {
+      free = yield* Deferred.make<void>()
       const dispatcher = yield* Dispatcher
       // Declined on the owner once replaced; no worker holds it.
       const submitted = yield* submit(ECHO, { text: "hi" })
@@ -379,11 +383,15 @@ describe("on the owner", () => {
       yield* quiet
       expect((yield* show(submitted.id)).placement!.explanation).toContain("owner (eligibility: it declined an earlier attempt of this activity: the bag the run pins is no longer installed on it)")
       expect(blocked.attempts).toBe(1)
-      // The same content installed again: the next round places it on the owner, where it runs.
+      // The same content installed again: the round a submission asks for places it on the owner,
+      // where it runs (the attack saw the submission placed alone, this run left blocked).
       back = true
-      yield* dispatcher.kick
+      const next = yield* submit(ECHO, { text: "next" })
+      yield* until("placed on the owner again", show(submitted.id), (d) => attempt(d, 2)?.host === "owner")
+      yield* Deferred.succeed(free, undefined)
       const done = yield* dispatcher.wait(submitted.id, 60_000)
       expect(done).toMatchObject({ state: "succeeded", host: "owner", attempts: 2 })
+      expect(yield* dispatcher.wait(next.id, 60_000)).toMatchObject({ state: "succeeded", host: "owner", attempts: 1 })
     }).pipe(Effect.provide(ownerOn(layerMemory, projectionsLayer, runsDeps(replaced))))
   })
 
@@ -1507,6 +1515,35 @@ describe("stop", () => {
       const again = yield* placedOn(runId, 2)
       expect(attempt(again, 2)).toMatchObject({ host: w.workerId, state: "assigned" })
     }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("a worker that declines the same run 3 times is not offered it again, and the owner's log says so once, with the way out (the attack: the explanation cannot tell)", () =>
+    Effect.gen(function* () {
+      const logs: Array<string> = []
+      const capture = capturingLogs(logs)
+      yield* Effect.gen(function* () {
+        const w = yield* linked("lab-1")
+        yield* advertise(w)
+        const { runId, id } = yield* runningOn(w)
+        ok(yield* call(w.credential, { kind: "decline", fence: w.fence, attempt: id, reason: "no" }), "ack")
+        for (const n of [2, 3]) {
+          yield* TestClock.adjust(1_000)
+          yield* advertise(w)
+          yield* placedOn(runId, n)
+          const work = ok(yield* claimNow(w), "work")
+          ok(yield* call(w.credential, { kind: "decline", fence: w.fence, attempt: work.attempt, reason: "no" }), "ack")
+          // Said again (its answer lost): recorded once, said once.
+          ok(yield* call(w.credential, { kind: "decline", fence: w.fence, attempt: work.attempt, reason: "no" }), "ack")
+        }
+        yield* TestClock.adjust(1_000)
+        yield* advertise(w)
+        yield* quiet
+        expect(yield* show(runId)).toMatchObject({ state: "pending", attempts: 3, placement: { outcome: "blocked" } })
+        expect(logs.filter((l) => l.includes("declined run"))).toEqual([
+          `WARN worker lab-1 (${w.workerId}) declined run ${runId} 3 times (the last: no): it is not offered that run again; another host may take it, or svc runs stop ${runId} ends it`
+        ])
+      }).pipe(Effect.provide(TestOwner), Effect.provide(capture))
+    })
   )
 
   it.effect("a run stopped after its only worker declined it is on no host: it never ran there (it said 'stopped on lab-1')", () =>

@@ -136,6 +136,14 @@ describe("what is said of a schema's problems", () => {
     expect(said({ ...in2020, additionalItems: false })).toContainEqual(["additionalItems", "is a JSON Schema draft-07 keyword, not a 2020-12 one: leave $schema out (draft-07) to use it"])
     expect(said({ ...in2020, $anchor: "a" })).toContainEqual(["$anchor", "is a JSON Schema keyword that ajv, which checks schemas here, does not take: name the subschema with $defs and refer to it with $ref"])
     expect(said({ toString: 1, constructor: 2 })).toEqual([["tpye", 'is not a JSON Schema keyword; did you mean "type"?']])
+    // The second attack: 2019-09's keywords named as such; a list at items in 2020-12 said to be draft-07's form, in words.
+    expect(said({ $recursiveRef: "#" })).toContainEqual([
+      "$recursiveRef",
+      'is a JSON Schema 2019-09 keyword, and this schema is draft-07 (the default): in 2020-12 ($schema: "https://json-schema.org/draft/2020-12/schema") use $dynamicRef and $dynamicAnchor'
+    ])
+    expect(formatValidators.jsonSchema({ ...in2020, type: "array", items: [{ type: "string" }] })).toEqual([
+      { path: ["items"], message: 'must be object or boolean, not [{"type":"string"}] (a list of schemas is draft-07\'s items; in 2020-12 it is prefixItems)' }
+    ])
   })
 
   it(`says at most ${MAX_SCHEMA_PROBLEMS} problems of one schema, then how many more (a generated schema printed 48,000 lines)`, () => {

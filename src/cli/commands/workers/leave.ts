@@ -107,7 +107,7 @@ export const leave = Command.make(
           ...(released === undefined ? {} : { released })
         })
       }
-      else yield* Console.log(`left ${linkLine(link)}: its credential is deleted here, and a running svc serve stops what it runs for that owner within 2 s`)
+      else yield* Console.log(`left ${linkLine(link)}: its credential is deleted here, and a running svc serve ends that link within 2 s, stopping what it runs for that owner (a job that ignores SIGTERM is killed 5 s later)`)
       const again = "To work for it again, join with a new token."
       yield* Console.error(
         outcome.kind === "told" && released !== undefined
