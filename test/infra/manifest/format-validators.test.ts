@@ -5,7 +5,8 @@ import { Ajv2020 } from "ajv/dist/2020.js"
 import addFormatsModule from "ajv-formats"
 import fc from "fast-check"
 import { depthOf } from "../../../src/domain/runs/Values.js"
-import { formatValidators, MAX_SCHEMA_DEPTH, MAX_SCHEMA_PROBLEMS, unknownWordsIn } from "../../../src/infra/manifest/FormatValidators.js"
+import { formatValidators, MAX_SCHEMA_DEPTH } from "../../../src/infra/manifest/FormatValidators.js"
+import { MAX_SCHEMA_PROBLEMS, unknownWordsIn } from "../../../src/infra/manifest/SchemaProblems.js"
 
 const schema = {
   type: "object",
