@@ -308,7 +308,7 @@ export const makeWorkerCalls = ({ state, execute, executeWithoutRound, toRefusal
       // The last decline it is offered the run for (Decide.ts, MAX_DECLINES): said, with the way
       // out, since its explanation cannot tell this case from a decline it has not advertised since.
       const run = runOf(yield* state, runId)
-      const declines = run?.attempts.filter((a) => a.host === worker.id && a.state === "declined").length ?? 0
+      const declines = run === undefined ? 0 : RunDecide.declinesOf(run, worker.id).count
       if (recorded.length > 0 && declines === RunDecide.MAX_DECLINES) {
         yield* Effect.logWarning(
           `worker ${worker.name} (${worker.id}) declined run ${runId} ${declines} times (the last: ${reason}): it is not offered that run again; another host may take it, or svc runs stop ${runId} ends it`

@@ -97,6 +97,18 @@ export const decideSubmitAndPlace = (
 /** A host that declined the same run this many times is not offered it again (a worker that says it holds a job and declines it all the same). */
 export const MAX_DECLINES = 3
 
+/** How many attempts of the run `host` declined, and when it declined the latest. */
+export const declinesOf = (run: RunRecord, host: string): { readonly count: number; readonly lastAt: number | undefined } => {
+  let count = 0
+  let lastAt: number | undefined
+  for (const a of run.attempts) {
+    if (a.host !== host || a.state !== "declined") continue
+    count++
+    if (a.endedAt !== null && (lastAt === undefined || a.endedAt > lastAt)) lastAt = a.endedAt
+  }
+  return { count, lastAt }
+}
+
 /**
  * The hosts whose decline of the run still stands. A decline was about what the host held at
  * that moment (its bag being reinstalled, say); a host heard to offer what it holds after its
@@ -112,14 +124,8 @@ export const standingDeclines = (run: RunRecord, heardAt?: (host: string) => num
   const standing = run.declinedBy.filter((host) => {
     const heard = heardAt(host)
     if (heard === undefined) return true
-    let declinedAt: number | undefined
-    let declines = 0
-    for (const a of run.attempts) {
-      if (a.host !== host || a.state !== "declined") continue
-      declines++
-      if (a.endedAt !== null && (declinedAt === undefined || a.endedAt > declinedAt)) declinedAt = a.endedAt
-    }
-    return declinedAt === undefined || declines >= MAX_DECLINES || heard <= declinedAt
+    const { count, lastAt } = declinesOf(run, host)
+    return lastAt === undefined || count >= MAX_DECLINES || heard <= lastAt
   })
   // The same list when nothing was lifted: the feasibility cache and the journal's packing see the very same value.
   return standing.length === run.declinedBy.length ? run.declinedBy : standing
