@@ -32,6 +32,37 @@ const STDERR_TAIL_BYTES = 4 * 1024
  */
 const DRAIN_AFTER_EXIT_MS = 2_000
 
+/**
+ * The process groups of the children of this process that have not exited yet. A child runs in a
+ * group of its own, so nothing stops it when the process ends without stopping it: an `svc serve`
+ * told to stop at once (a second Ctrl-C) kills them first (`killAllNow`), or a job left running
+ * there would run on beside the attempt its owner places again elsewhere after the 15 s lapse.
+ */
+const unexited = new Set<number>()
+
+/**
+ * SIGKILL to the process group of every child still running (a group that cannot be signalled:
+ * the child alone), synchronously: for a process about to end at once. Answers how many.
+ */
+export const killAllNow = (): number => {
+  let killed = 0
+  for (const pid of unexited) {
+    try {
+      process.kill(-pid, "SIGKILL")
+      killed++
+    } catch {
+      try {
+        process.kill(pid, "SIGKILL")
+        killed++
+      } catch {
+        // Exited meanwhile.
+      }
+    }
+  }
+  unexited.clear()
+  return killed
+}
+
 /** A run refused before anything is started; becomes an outcome with ok false. */
 export class Refused extends Data.TaggedError("Refused")<{ readonly message: string }> {}
 
@@ -209,8 +240,10 @@ export const start = (launch: Launch, cwd: string, env: Record<string, string>, 
     })
     // Noted while it runs, so that a runtime started after this one was killed stops it (Leftovers.ts).
     const pid = child.pid
+    if (pid !== undefined) unexited.add(pid)
     if (noted !== undefined && pid !== undefined) noted.notes.add(pid, noted.name, Date.now())
     child.on("exit", () => {
+      if (pid !== undefined) unexited.delete(pid)
       if (noted !== undefined && pid !== undefined) noted.notes.remove(pid)
       Deferred.unsafeDone(exited, Effect.void)
     })

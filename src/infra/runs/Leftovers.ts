@@ -19,7 +19,7 @@
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { identityOf, identityText } from "../SvcHome.js"
-import { startTimeOf } from "./Processes.js"
+import { groupRuns, startTimeOf } from "./Processes.js"
 
 export interface Leftover {
   readonly pid: number
@@ -90,8 +90,13 @@ const alive = (pid: number): boolean => {
   }
 }
 
-/** Whether a process group with this id still has members (signal 0 to the group, as `alive` to a process). */
-const groupAlive = (pgid: number): boolean => alive(-pgid)
+/**
+ * Whether a process group with this id still has members that have not ended: read from /proc
+ * (signal 0 to the group also reaches zombies, and a job killed by a runtime that then ended is
+ * one until whoever adopts it reaps it: it was "stopped" again at the next start, after waiting
+ * the whole grace), else signal 0 to the group, as `alive` to a process.
+ */
+const groupAlive = (pgid: number): boolean => groupRuns(pgid) ?? alive(-pgid)
 
 const signalGroup = (pid: number, signal: NodeJS.Signals) => {
   try {

@@ -41,13 +41,15 @@ export const processStat = (pid: number): ProcessStat | null => {
   return fields === null || start === undefined ? null : { pid, parent: Number(fields[1]), group: Number(fields[2]), start }
 }
 
-/** Every live process of this machine (that this one may read), by pid; empty where /proc is not there. */
-const everyProcess = (): ReadonlyArray<ProcessStat> => {
+/** Every live process of this machine (that this one may read), by pid; empty where /proc is not there, null if asked so. */
+function everyProcess(): ReadonlyArray<ProcessStat>
+function everyProcess(unknown: null): ReadonlyArray<ProcessStat> | null
+function everyProcess(unknown: ReadonlyArray<ProcessStat> | null = []): ReadonlyArray<ProcessStat> | null {
   let names: ReadonlyArray<string>
   try {
     names = fs.readdirSync("/proc")
   } catch {
-    return []
+    return unknown
   }
   const all: Array<ProcessStat> = []
   for (const name of names) {
@@ -57,6 +59,16 @@ const everyProcess = (): ReadonlyArray<ProcessStat> => {
     if (stat !== null) all.push(stat)
   }
   return all
+}
+
+/**
+ * Whether process group `pgid` has a member that has not ended (a zombie has: signal 0 to the
+ * group still reaches one until its parent reaps it, which an adopting init may do late), or null
+ * where /proc cannot tell.
+ */
+export const groupRuns = (pgid: number): boolean | null => {
+  const all = everyProcess(null)
+  return all === null ? null : all.some((p) => p.group === pgid)
 }
 
 /**

@@ -57,6 +57,7 @@ import { linkKeys, linksDir, readLinks, writeLink } from "../workers/LinkStore.j
 import * as NodeEntropy from "../workers/NodeEntropy.js"
 import { callOwner, makeAgent } from "../workers/OwnerClient.js"
 import { sessionMemoryAt } from "../workers/SessionMemory.js"
+import { killAllNow } from "../runs/Child.js"
 import { reap } from "../runs/Leftovers.js"
 import { reasonText } from "../../app/FailureText.js"
 
@@ -110,7 +111,7 @@ const wrap = <A>(what: string, f: () => Promise<A>) =>
 export const serve = (options: ServeOptions) =>
   Effect.scoped(
     Effect.gen(function* () {
-      const stop = yield* listenForStop
+      const stop = yield* listenForStop(killAllNow)
       // Set once the home is no longer the one this runtime started in (HomeWatch.ts): what the
       // stop would write or remove by path there is then another runtime's.
       const taken = { value: false }
@@ -132,8 +133,8 @@ export const serve = (options: ServeOptions) =>
       }
       const signal = ended.right
       // A second signal while it stops (a job that ignores SIGTERM holds the stop 5 s: the moment
-      // an operator presses Ctrl-C again) ends the process at once, saying so; the next start stops
-      // what it leaves running (docs/executors.md, "When svc is killed").
+      // an operator presses Ctrl-C again) ends the process at once, saying so, its jobs still
+      // running killed first (StopSignals.ts).
       yield* Console.log(`svc serve: ${signal}: stopping (its jobs are given 5 s to end; ${signal} again stops at once)`)
     })
   )

@@ -6,7 +6,9 @@
  * it 5 s; folding a long journal), and a signal then used to end the process by the default
  * action without a word. Now the first signal is recorded (the start stops where it is, closing
  * what it opened) and a second one ends the process at once, saying so, exit 130; the same
- * signal again within 250 ms is taken as the first delivered twice.
+ * signal again within 250 ms is taken as the first delivered twice. Ending at once kills the
+ * jobs still running first (each runs in a process group of its own, so nothing else would): a
+ * worker's job left running would run on beside the attempt its owner places again elsewhere.
  */
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -19,16 +21,18 @@ export type StopSignal = (typeof SIGNALS)[number]
 /** A second signal sooner than this after the first, and the same one, is that one delivered twice. */
 export const SAME_REQUEST_MS = 250
 
-/** What a second signal says before the process ends (exit 130). */
-export const againText = (signal: StopSignal) =>
-  `svc serve: ${signal} again: stopping at once; no last checkpoint, and jobs still running are stopped by the next svc serve on this home\n`
+/** What a second signal says before the process ends (exit 130), once `killed` jobs still running were killed. */
+export const againText = (signal: StopSignal, killed: number) =>
+  `svc serve: ${signal} again: stopping at once; no last checkpoint${killed === 0 ? "" : `; ${killed === 1 ? "1 job" : `${killed} jobs`} still running killed (SIGKILL)`}\n`
 
 /**
  * Listens for the stop signals for as long as the scope is open: its release, the scope's last
  * when acquired first, removes the handlers once all else has closed, so that a second signal is
- * heard through the whole stop. Answers a deferred that completes with the first signal.
+ * heard through the whole stop. Answers a deferred that completes with the first signal. A second
+ * signal does `atOnce` (synchronous: it kills what must not outlive the process, and answers how
+ * many jobs) before the process ends.
  */
-export const listen = Effect.acquireRelease(
+export const listen = (atOnce: () => number) => Effect.acquireRelease(
   Effect.sync(() => {
     const stop = Deferred.unsafeMake<StopSignal>(FiberId.none)
     const handlers: Array<readonly [StopSignal, () => void]> = []
@@ -46,7 +50,7 @@ export const listen = Effect.acquireRelease(
       // The same signal within a moment is the same request delivered twice (`timeout` and some
       // supervisors send it to the process and to its group), not an operator asking again.
       if (first !== undefined && first.signal === signal && Date.now() - first.at < SAME_REQUEST_MS) return
-      process.stderr.write(againText(signal))
+      process.stderr.write(againText(signal, atOnce()))
       process.exit(130)
     }
     set((signal) => () => {

@@ -149,6 +149,23 @@ describe("children a killed runtime left", () => {
     process.kill(-parent, "SIGKILL")
   })
 
+  it("are not stopped again when only zombies are left of their group (killed by a runtime that then ended, not yet reaped by whoever adopted them)", async () => {
+    const dir = homeDir()
+    const pidFile = join(dir, "..", "zombie.pid")
+    // A parent that never reaps: its child makes a process group of its own and exits at once.
+    const parent = spawn("perl", ["-e", 'my $p = fork(); if (!$p) { setpgrp(0, 0); exit 0 } open(my $f, ">", $ARGV[0]); print $f $p; close($f); sleep 60', pidFile], { detached: true, stdio: "ignore" })
+    parent.unref()
+    started.push(parent.pid!)
+    expect(await until(() => existsSync(pidFile) && readFileSync(pidFile, "utf8").trim() !== "", 5_000)).toBe(true)
+    const pid = Number(readFileSync(pidFile, "utf8").trim())
+    expect(await until(() => readFileSync(`/proc/${pid}/stat`, "utf8").includes(") Z "), 5_000)).toBe(true)
+    // Signal 0 to the group still reaches the zombie: that alone took the job for running.
+    expect(groupGone(pid)).toBe(false)
+    leftBy(dir, pid, { start: "1" })
+    expect(await reap(dir, 2_000)).toEqual([])
+    expect(readdirSync(dir)).toEqual([])
+  })
+
   it("leave alone a process that is not the one noted (its pid given to another since), and forget a child that exited", async () => {
     const dir = homeDir()
     const pid = await job("sleep 60")
