@@ -544,8 +544,9 @@ const fingerprintOf = (cert: tls.PeerCertificate) => cert.fingerprint256.replace
 
 const agentFor = (cert: string, sockets: number): https.Agent => {
   const pinned = new X509Certificate(cert).fingerprint256.replace(/:/g, "").toLowerCase()
-  // As the worker's agent (OwnerClient.makeAgent): the pinned certificate is the only CA and
-  // its fingerprint is checked; here one pool shared by all simulated workers.
+  // Trusting the pinned certificate alone, as the worker's agent does (OwnerClient.makeAgent,
+  // which checks it before a connection is used; here Node's check, the pinned self-signed
+  // certificate as the only CA); one pool shared by all simulated workers.
   return new https.Agent({
     keepAlive: true,
     ca: cert,

@@ -62,10 +62,10 @@ export const startServe = (
   name: string,
   home: string,
   transcript: Transcript,
-  options: { readonly publicUrl?: string; readonly env?: Record<string, string>; readonly args?: ReadonlyArray<string>; readonly openFiles?: number } = {}
+  options: { readonly publicUrl?: string; readonly env?: Record<string, string>; readonly args?: ReadonlyArray<string>; readonly openFiles?: number; readonly listen?: string } = {}
 ): Promise<ServeProcess> => {
   if (!existsSync(SVC_BIN)) throw new Error(`${SVC_BIN} is missing: run npm run build (npm test builds first)`)
-  const args = [SVC_BIN, "serve", "--listen", "127.0.0.1:0", ...(options.publicUrl === undefined ? [] : ["--public-url", options.publicUrl]), ...(options.args ?? [])]
+  const args = [SVC_BIN, "serve", "--listen", options.listen ?? "127.0.0.1:0", ...(options.publicUrl === undefined ? [] : ["--public-url", options.publicUrl]), ...(options.args ?? [])]
   const startedAt = Date.now()
   // Under a limit of open files of its own (`ulimit -n`): through sh, which execs node (the same pid).
   const [program, programArgs] =

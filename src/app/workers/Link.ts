@@ -37,7 +37,11 @@ export const BYE_WITHIN = Duration.seconds(2)
 export const BACKOFF_MAX = Duration.seconds(10)
 
 /** The owner could not be reached (connection refused, TLS pin mismatch, timeout...). */
-export class Unreachable extends Data.TaggedError("Unreachable")<{ readonly message: string }> {}
+export class Unreachable extends Data.TaggedError("Unreachable")<{
+  readonly message: string
+  /** The owner's address presented another certificate than the pinned one (it may have signed the change). */
+  readonly certificateChanged?: boolean
+}> {}
 
 export interface LinkRecord {
   readonly key: string

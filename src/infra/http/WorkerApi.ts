@@ -11,6 +11,7 @@ import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { RefusalCode, WorkerRequest, WorkerResponse } from "../../app/workers/Protocol.js"
+import { SuccessionAnswer, SuccessionRequest } from "../tls/Succession.js"
 
 const refusal = (identifier: string, description: string) =>
   Schema.Struct({
@@ -19,7 +20,7 @@ const refusal = (identifier: string, description: string) =>
     stopAll: Schema.optionalWith(Schema.Boolean, { exact: true })
   }).annotations({ identifier, description })
 
-/** Bearer: the join token for `join`, the worker credential (svc_wk_...) for every other kind. */
+/** Bearer: the join token for `join`, none for `succession`, the worker credential (svc_wk_...) for every other kind. */
 export class WorkerBearer extends HttpApiMiddleware.Tag<WorkerBearer>()("WorkerBearer", {
   security: { bearer: HttpApiSecurity.bearer }
 }) {}
@@ -29,8 +30,8 @@ export const WorkerApi = HttpApi.make("svc-worker-route")
     HttpApiGroup.make("worker")
       .add(
         HttpApiEndpoint.post("call", "/api/worker")
-          .setPayload(WorkerRequest)
-          .addSuccess(WorkerResponse)
+          .setPayload(Schema.Union(WorkerRequest, SuccessionRequest))
+          .addSuccess(Schema.Union(WorkerResponse, SuccessionAnswer))
           .addError(refusal("BadRequest", "the body is not UTF-8, not JSON, names a key twice in one object, holds a secret-shaped string where it would be recorded, or is not a worker message (strict: unknown fields are refused)"), { status: 400 })
           .addError(refusal("Unauthenticated", "no, malformed, unknown or expired bearer; also any route but this one presented a worker credential"), { status: 401 })
           .addError(refusal("Forbidden", "join-refused (token redeemed, expired or withdrawn, or a name that is not a worker name), revoked (stopAll: true), out-of-scope (an attempt of a job outside the worker's scope)"), { status: 403 })
@@ -45,7 +46,7 @@ export const WorkerApi = HttpApi.make("svc-worker-route")
             }),
             { status: 503 }
           )
-          .annotate(OpenApi.Summary, "Every call a worker makes: join, hello, advertise, heartbeat, claim, decline, report")
+          .annotate(OpenApi.Summary, "Every call a worker makes: join, hello, advertise, heartbeat, claim, decline, report; and, with no credential, succession (the owner's signed changes of certificate)")
       )
       .middleware(WorkerBearer)
   )

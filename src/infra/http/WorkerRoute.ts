@@ -25,11 +25,13 @@ import { CREDENTIAL_PREFIX, withoutSecrets } from "../../domain/workers/Secrets.
 import { connectionCap } from "./ConnectionCap.js"
 import { duplicateKeyIn, secretPlaceIn } from "../../domain/workers/StrictJson.js"
 import { strictGuard } from "../schema/Guard.js"
+import { pathOf, SuccessionRequest, type SuccessionAnswer, type SuccessionStep } from "../tls/Succession.js"
 
 export const ROUTE = "/api/worker"
 export { MAX_BODY_BYTES }
 
 const decodeRequest = ParseResult.decodeUnknownEither(WorkerRequest, { errors: "all", onExcessProperty: "error" })
+const decodeSuccession = ParseResult.decodeUnknownEither(SuccessionRequest, { errors: "all", onExcessProperty: "error" })
 /** A body this lets through is one the decoder accepts as it is: the decoder is skipped (schema/Guard.ts). */
 const isRequest = strictGuard(WorkerRequest)
 const encodeSync = Schema.encodeSync(WorkerResponse)
@@ -117,7 +119,11 @@ const answer = (res: http.ServerResponse, exit: Exit.Exit<WorkerResponse, Refusa
   return send(res, 500, { code: "internal", message: "the owner failed to handle this call" })
 }
 
-export const makeHandler = (runtime: Runtime.Runtime<Owner>) => {
+/**
+ * `succession`: the changes of certificate this owner signed and the fingerprint of the one it
+ * serves, for the workers that pinned an earlier one (none: it answers that it knows none).
+ */
+export const makeHandler = (runtime: Runtime.Runtime<Owner>, succession?: { readonly steps: ReadonlyArray<SuccessionStep>; readonly current: string }) => {
   const fork = Runtime.runFork(runtime)
   const owner = Context.get(runtime.context, Owner)
   // The runtime's clock (a test clock under test), read without running an effect.
@@ -179,6 +185,14 @@ export const makeHandler = (runtime: Runtime.Runtime<Owner>) => {
       }
       const problem = bodyProblem(text, json)
       if (problem !== undefined) return refuse(res, "bad-request", problem)
+      // A worker that met a certificate it has not pinned asks, with no credential, how the
+      // owner's certificate changed since (Succession.ts): answered from what this start keeps.
+      if (typeof json === "object" && json !== null && (json as { readonly kind?: unknown }).kind === "succession") {
+        const asked = decodeSuccession(json)
+        if (asked._tag === "Left") return refuse(res, "bad-request", `the body is not a worker message: ${issuesText(asked.left, 5)}`)
+        const steps = succession === undefined ? [] : pathOf(succession.steps, asked.right.from, succession.current)
+        return send(res, 200, { kind: "succession", steps } satisfies SuccessionAnswer)
+      }
       let request: WorkerRequest
       if (isRequest(json)) request = json
       else {

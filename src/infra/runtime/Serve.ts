@@ -53,9 +53,10 @@ import * as ManifestSourceLive from "../manifest/ManifestSourceLive.js"
 import { runtimeEnv, sayWhereSet } from "../SvcConfig.js"
 import { layerAt as svcHomeAt } from "../SvcHome.js"
 import { loadOrCreate } from "../tls/OwnerCertificate.js"
+import { noteServed } from "../tls/Succession.js"
 import { linkKeys, linksDir, readLinks, writeLink } from "../workers/LinkStore.js"
 import * as NodeEntropy from "../workers/NodeEntropy.js"
-import { callOwner, makeAgent } from "../workers/OwnerClient.js"
+import { followingCaller } from "../workers/OwnerClient.js"
 import { sessionMemoryAt } from "../workers/SessionMemory.js"
 import { killAllNow } from "../runs/Child.js"
 import { reap } from "../runs/Leftovers.js"
@@ -184,6 +185,9 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }) =>
     })
 
     const tls = yield* wrap("loading the TLS certificate", () => loadOrCreate(options.home, options.tls))
+    // A certificate other than the one served before is a change its workers must be able to
+    // follow: signed with the key of the one before (Succession.ts).
+    const noted = yield* wrap("noting the TLS certificate served", () => noteServed(options.home, tls, new Date()))
     const server = createServer({ cert: tls.cert, key: tls.key, host: options.host, port: options.port }, startingHandler)
     const address = yield* listen(server, options.port, options.host)
     // A low limit of open files is said at start: at it, the route, the jobs and the admin socket
@@ -228,7 +232,7 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }) =>
     // with a bare ENOENT, and one replaced in between would have been taken for its own.
     const homeGone = yield* watchHome(options.home).pipe(Effect.mapError((message) => new ServeError({ message })))
     server.removeAllListeners("request")
-    const handler = makeHandler(runtime)
+    const handler = makeHandler(runtime, { steps: noted.steps, current: tls.fingerprint })
     server.on("request", handler)
     // Calls still running (a claim's long poll) end with the runtime instead of holding the process.
     yield* Effect.addFinalizer(() => Effect.andThen(Effect.promise(handler.interruptAll), closeRoute))
@@ -268,14 +272,21 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }) =>
         // `svc workers join` again (after a revocation, say) wrote a new identity: the old link,
         // ended or not, gives way to it (its work stops), and the new one says hello.
         if (current !== undefined) yield* Fiber.interrupt(current.fiber)
-        const pinned = { url: link.url, fingerprint: link.fingerprint, certificate: link.certificate }
-        const agent = makeAgent(pinned)
+        // What the link's file holds as this runtime changes it: a credential handed over, the
+        // owner's certificate followed to a new one (each write keeps the other's change).
+        let stored = link
+        const caller = followingCaller({ url: link.url, fingerprint: link.fingerprint, certificate: link.certificate }, (next) =>
+          Effect.tryPromise(() => writeLink(options.home, (stored = { ...stored, fingerprint: next.fingerprint, certificate: next.certificate }), key)).pipe(
+            // Used all the same by this runtime; the next start follows the change again.
+            Effect.catchAll((e) => Effect.logWarning(`the owner's new certificate could not be saved in this machine's link to it (${e.error instanceof Error ? e.error.message : String(e.error)}): this runtime uses it, the next start follows the change again`))
+          )
+        )
         const transport = credentialTransport(
-          (credential, request) => callOwner(pinned, agent, credential, request),
+          caller.call,
           link.credential,
           (next) =>
             Effect.tryPromise({
-              try: () => writeLink(options.home, { ...link, credential: next }),
+              try: () => writeLink(options.home, (stored = { ...stored, credential: next }), key),
               // Node's message names the file and the reason, never what was written.
               catch: (e) => new CredentialNotSaved({ message: e instanceof Error ? e.message : String(e) })
             })
@@ -368,6 +379,15 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }) =>
         : `svc serve: projections from the snapshot at sequence ${started.snapshot} and the ${started.events} events after it`
     )
     yield* Console.log(`svc serve: TLS certificate sha256 ${tls.fingerprint}`)
+    if (noted.served.kind === "changed") {
+      yield* Effect.logInfo(
+        `the TLS certificate changed since the last start (sha256 ${noted.served.step.from} before): the change is signed with the key of the one before, so the workers linked to this owner follow it at their next call (docs/protocol.md, "When the owner's certificate changes")`
+      )
+    } else if (noted.served.kind === "unsigned") {
+      yield* Effect.logWarning(
+        `the TLS certificate changed since the last start (sha256 ${noted.served.from} before), and the change could not be signed with the key of the one before: workers linked to this owner cannot follow it, and must join again with a new token`
+      )
+    }
     yield* Console.log(`svc serve: admin socket ${options.home}/admin.sock; stop with Ctrl-C`)
     // Completes, saying what became of it, once the home is no longer the one it started in.
     return homeGone

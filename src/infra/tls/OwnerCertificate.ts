@@ -42,12 +42,8 @@ const checkedPair = (cert: string, key: string, given: { readonly certFile: stri
 
 const exists = (path: string) => fs.access(path).then(() => true, () => false)
 
-/**
- * The fingerprint of the certificate this home's owner generated for itself, or undefined when it
- * has none (never started, or started with the operator's own `--tls-cert`, kept elsewhere).
- */
-export const ownFingerprint = (home: string): Promise<string | undefined> =>
-  fs.readFile(nodePath.join(home, "tls", "owner.crt"), "utf8").then(
+const fingerprintIn = (file: string): Promise<string | undefined> =>
+  fs.readFile(file, "utf8").then(
     (pem) => {
       try {
         return fingerprintOf(pem)
@@ -57,6 +53,13 @@ export const ownFingerprint = (home: string): Promise<string | undefined> =>
     },
     () => undefined
   )
+
+/**
+ * The fingerprints of the certificates this home's owner serves: the one it served last (its copy,
+ * the operator's own `--tls-cert` included: Succession.ts) and the one it generated for itself.
+ */
+export const ownFingerprints = async (home: string): Promise<ReadonlyArray<string>> =>
+  (await Promise.all([fingerprintIn(nodePath.join(home, "tls", "served.crt")), fingerprintIn(nodePath.join(home, "tls", "owner.crt"))])).filter((f): f is string => f !== undefined)
 
 export const loadOrCreate = async (home: string, given?: { readonly certFile: string; readonly keyFile: string }): Promise<TlsMaterial> => {
   if (given !== undefined) {

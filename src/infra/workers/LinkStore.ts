@@ -27,11 +27,14 @@ export const linksDir = (home: string) => nodePath.join(home, "links")
 /** A stable key per owner (its URL and certificate): the file name. */
 export const linkKey = (url: string, fingerprint: string) => createHash("sha256").update(`${url}\n${fingerprint}`).digest("hex").slice(0, 16)
 
-/** Writes the link's file (0600, in a directory private to this user: PrivateFiles.ts); answers its key. */
-export const writeLink = async (home: string, link: StoredLink): Promise<string> => {
+/**
+ * Writes the link's file (0600, in a directory private to this user: PrivateFiles.ts); answers
+ * its key. A link keeps the key it was made with (`key`), its pin followed to another certificate
+ * or not: the file, its session and its work directory are named by it.
+ */
+export const writeLink = async (home: string, link: StoredLink, key = linkKey(link.url, link.fingerprint)): Promise<string> => {
   const dir = linksDir(home)
   await makePrivateDir(dir)
-  const key = linkKey(link.url, link.fingerprint)
   await writePrivateFile(nodePath.join(dir, `${key}.json`), JSON.stringify(link, null, 2) + "\n")
   return key
 }

@@ -15,7 +15,7 @@ import { linkKey, linksDir, readLinks, writeLink, type StoredLink } from "../../
 import { Unreachable } from "../../../app/workers/Link.js"
 import { callOwner, fetchPinnedCertificate, makeAgent } from "../../../infra/workers/OwnerClient.js"
 import { JoinBusy, pendingJoin, type PendingJoin } from "../../../infra/workers/PendingJoin.js"
-import { ownFingerprint } from "../../../infra/tls/OwnerCertificate.js"
+import { ownFingerprints } from "../../../infra/tls/OwnerCertificate.js"
 import { currentUid } from "../../../infra/PrivateFiles.js"
 import { unsafeHomeProblem } from "../../../infra/runtime/HomeStart.js"
 import { refused, setupProblem, unreachable, usage } from "../../CliFailure.js"
@@ -203,7 +203,7 @@ export const join = Command.make(
       // This home's own owner: a machine does its owner's work itself, and linked to itself as a
       // worker it would be offered its own work twice, its slots counted twice. Refused before the
       // token is spent.
-      if (yield* Effect.promise(() => ownFingerprint(home).then((own) => own === content.fingerprint))) {
+      if (yield* Effect.promise(() => ownFingerprints(home).then((own) => own.includes(content.fingerprint)))) {
         return yield* refused(
           `this token is from the owner of this very $SVC_HOME (${home}; its certificate sha256 ${content.fingerprint}): an owner runs its own work, it does not join itself; redeem it on another machine, or with another SVC_HOME (nothing was sent, so this try did not spend the token)`
         )

@@ -8,7 +8,7 @@ import { parseJoinToken, secretKindOf } from "../../../domain/workers/Secrets.js
 import { adminCall } from "../../../infra/http/AdminApi.js"
 import { SvcHome } from "../../../infra/SvcHome.js"
 import { readLinks, removeLink, type StoredLink } from "../../../infra/workers/LinkStore.js"
-import { callOwner, makeAgent } from "../../../infra/workers/OwnerClient.js"
+import { followingCaller } from "../../../infra/workers/OwnerClient.js"
 import { refused, usage } from "../../CliFailure.js"
 import { json, printJson } from "../../output.js"
 
@@ -85,11 +85,9 @@ export const leave = Command.make(
       // slots those attempts held (it held them until its operator released them).
       const stopped = yield* linkStopped(home, key)
       // Then the owner is told: it revokes the worker, saying it left.
-      const agent = makeAgent({ url: link.url, fingerprint: link.fingerprint, certificate: link.certificate })
-      const pinned = { url: link.url, fingerprint: link.fingerprint, certificate: link.certificate }
-      const told = yield* Effect.either(tellLeaving((request) => callOwner(pinned, agent, link.credential, request), stopped)).pipe(
-        Effect.ensuring(Effect.sync(() => agent.destroy()))
-      )
+      // Following a change of the owner's certificate signed by the pinned one's key, as a link does.
+      const caller = followingCaller({ url: link.url, fingerprint: link.fingerprint, certificate: link.certificate }, () => Effect.void)
+      const told = yield* Effect.either(tellLeaving((request) => caller.call(link.credential, request), stopped)).pipe(Effect.ensuring(Effect.sync(() => caller.close())))
       const released = told._tag === "Right" && told.right.kind === "left" ? told.right.released : undefined
       const outcome: { readonly kind: "told" } | { readonly kind: "revoked already" } | { readonly kind: "not told"; readonly why: string } =
         told._tag === "Right"
