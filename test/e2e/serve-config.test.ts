@@ -572,7 +572,7 @@ describe("a worker's crash", () => {
 })
 
 describe("svc run --wait", () => {
-  it("Ctrl-C stops the waiting at once, not the run, and says which run goes on (a run placed at once had not said its id)", async () => {
+  it("Ctrl-C (SIGTERM, SIGHUP too) stops the waiting at once, not the run, and says which run goes on (a run placed at once had not said its id); --json prints the run as last seen", async () => {
     const home = tempDir("svc-cfg-ctrlc-")
     const bag = join(home, "bags-src", "slow")
     mkdirSync(bag, { recursive: true })
@@ -598,6 +598,24 @@ describe("svc run --wait", () => {
     expect(said).toBe(`stopped waiting for run ${runId}; it goes on: svc runs show ${runId} follows it, svc runs stop ${runId} stops it\n`)
     expect(JSON.parse((await svcIn(transcript, home, ["runs", "show", runId, "--json"])).stdout).state).toBe("running")
     expect((await svcIn(transcript, home, ["runs", "stop", runId])).code).toBe(0)
+
+    // A script's wait ended by `timeout` (SIGTERM) or a closed terminal (SIGHUP): with --json, the
+    // run as last seen on stdout (its id: a retry need not submit it again), exit 128 + the signal.
+    for (const [signal, code] of [["SIGTERM", 143], ["SIGHUP", 129]] as const) {
+      const scripted = spawn(process.execPath, [SVC_BIN, "run", "slow:nap@1.0.0", "--wait", "--json"], { env: { PATH: process.env["PATH"] ?? "", HOME: home, SVC_HOME: home } })
+      let out = ""
+      let err = ""
+      scripted.stdout.setEncoding("utf8").on("data", (d: string) => (out += d))
+      scripted.stderr.setEncoding("utf8").on("data", (d: string) => (err += d))
+      const closed = new Promise<number | null>((resolve) => scripted.on("close", resolve))
+      const busy = await waitFor("a run to be running", async () => JSON.parse((await svcIn(transcript, home, ["runs", "list", "--json", "--state", "running"])).stdout).runs, (runs: ReadonlyArray<{ id: string }>) => runs.length === 1, { timeoutMs: 10_000, everyMs: 100 })
+      const id = busy.value[0]!.id
+      scripted.kill(signal)
+      expect(await closed).toBe(code)
+      expect(JSON.parse(out)).toMatchObject({ id, state: "running" })
+      expect(err).toBe(`${signal}: stopped waiting for run ${id}; it goes on: svc runs show ${id} follows it, svc runs stop ${id} stops it\n`)
+      expect((await svcIn(transcript, home, ["runs", "stop", id])).code).toBe(0)
+    }
 
     // Ctrl-C while the owner has not answered the submission yet (here: stopped, as a busy owner
     // would be slow): the run's id is still said once the answer comes (the CLI died unheard).

@@ -14,7 +14,7 @@ import { sharedNames } from "../../domain/placement/Placement.js"
 import { RUN_STATES, TERMINAL } from "../../domain/runs/Runs.js"
 import { depthProblem, inputSecretProblem, jobAddressProblem, preferenceProblem } from "../../domain/runs/Values.js"
 import { admin } from "../admin.js"
-import { ctrlCLatch } from "../ctrlC.js"
+import { exitCodeOf, stopLatch } from "../ctrlC.js"
 import type { SvcHome } from "../../infra/SvcHome.js"
 import { CliFailure, exitQuietly, refused, usage } from "../CliFailure.js"
 import { json, printJson, printLines, table } from "../output.js"
@@ -124,10 +124,10 @@ export const runCommand = Command.make(
       const malformed = jobAddressProblem(address) ?? preferenceProblem(prefer)
       if (malformed !== undefined) return yield* usage(malformed)
       const value = yield* readInput(input)
-      // Waiting, Ctrl-C is this command's from before the submission: pressed while the owner
-      // answers it, the run's id is still said (the default action ended the CLI, the run
-      // submitted and unnamed).
-      const ctrlC = wait ? yield* ctrlCLatch : undefined
+      // Waiting, Ctrl-C (and SIGTERM, SIGHUP) is this command's from before the submission:
+      // pressed while the owner answers it, the run's id is still said (the default action ended
+      // the CLI, the run submitted and unnamed).
+      const stopped = wait ? yield* stopLatch : undefined
       let run = (yield* admin("POST", "/runs/submit", { address, input: value, prefer })) as unknown as RunView
       // A preference is weighed only among workers: the owner keeps what it can run (locality first).
       if (prefer.length > 0 && run.host === "owner") {
@@ -141,6 +141,10 @@ export const runCommand = Command.make(
       // Follows it through the owner's wait, which answers as soon as its progress differs from `seen`.
       let said: string | undefined
       const id = run.id
+      // A wait that ends without the outcome (a signal, the owner gone too long) leaves the run
+      // going: with --json, the run as last seen goes to stdout (its state not final), so that a
+      // script has its id whatever ended the wait, and need not submit it again.
+      const lastSeen = (end: Effect.Effect<never, CliFailure>) => (json ? Effect.zipRight(Effect.suspend(() => printJson(run)), end) : end)
       yield* Effect.gen(function* () {
         while (!TERMINAL.has(run.state)) {
           const seen = progressOf(run)
@@ -156,12 +160,16 @@ export const runCommand = Command.make(
           )
         }
       }).pipe(
-        // Ctrl-C: the run goes on, and its id may not have been said yet (a run placed at once
-        // says nothing until it ends). Exit 130, as a shell reports an interrupted command.
+        Effect.catchAll((e) => lastSeen(Effect.fail(e))),
+        // Ctrl-C, SIGTERM, SIGHUP: the run goes on, and its id may not have been said yet (a run
+        // placed at once says nothing until it ends). Exit 128 + the signal's number, as a shell
+        // reports a command a signal ended.
         Effect.raceFirst(
-          Effect.zipRight(
-            ctrlC ?? Effect.never,
-            Effect.zipRight(Console.error(`stopped waiting for run ${id}; it goes on: svc runs show ${id} follows it, svc runs stop ${id} stops it`), exitQuietly(130))
+          Effect.flatMap(stopped ?? Effect.never, (signal) =>
+            Effect.zipRight(
+              Console.error(`${signal === "SIGINT" ? "" : `${signal}: `}stopped waiting for run ${id}; it goes on: svc runs show ${id} follows it, svc runs stop ${id} stops it`),
+              lastSeen(exitQuietly(exitCodeOf(signal)))
+            )
           )
         )
       )
