@@ -2,7 +2,8 @@
 import { describe, expect, it } from "vitest"
 import * as Effect from "effect/Effect"
 import type { Leave, WorkerResponse } from "../../src/app/workers/Protocol.js"
-import { alreadyLinked } from "../../src/cli/commands/workers/join.js"
+import { alreadyLinked, sameOwner } from "../../src/cli/commands/workers/join.js"
+import { linkKey } from "../../src/infra/workers/LinkStore.js"
 import { tellLeaving } from "../../src/cli/commands/workers/leave.js"
 import { onlyThisMachine } from "../../src/cli/commands/workers/loopback.js"
 import { releasedLine } from "../../src/cli/commands/workers/release.js"
@@ -37,6 +38,24 @@ describe("svc workers join", () => {
     // No link there, or another refusal: the owner's words alone.
     expect(alreadyLinked(redeemed, undefined, content, "/h")).toBeUndefined()
     expect(alreadyLinked({ code: "join-refused", message: "this join token has expired; ask the owner for a new one" }, { link }, content, "/h")).toBeUndefined()
+  })
+})
+
+describe("svc workers join again", () => {
+  it("finds the link to the owner a token is from: at its address with its certificate, else pinned to it elsewhere (the owner moved), else at its address (a certificate not followed); never another owner's", () => {
+    const at = (url: string, fingerprint: string, joinedAt = "2026-11-01T00:00:00Z") => ({ key: linkKey(url, fingerprint), link: { url, fingerprint, joinedAt } })
+    const here = at("https://owner.lan:7443", "f1")
+    const moved = at("https://old.lan:7443", "f1")
+    const movedLater = at("https://older.lan:7443", "f1", "2026-11-20T00:00:00Z")
+    const other = at("https://other.lan:7443", "f9")
+    const sameAddress = at("https://owner.lan:7443", "f0")
+    expect(sameOwner([other, moved, here], { url: "https://owner.lan:7443", fingerprint: "f1" })).toBe(here)
+    expect(sameOwner([other, moved, movedLater], { url: "https://owner.lan:7443", fingerprint: "f1" })).toBe(movedLater)
+    expect(sameOwner([other, sameAddress], { url: "https://owner.lan:7443", fingerprint: "f1" })).toBe(sameAddress)
+    // A pin shared wins over an address shared.
+    expect(sameOwner([sameAddress, moved], { url: "https://owner.lan:7443", fingerprint: "f1" })).toBe(moved)
+    expect(sameOwner([other], { url: "https://owner.lan:7443", fingerprint: "f1" })).toBeUndefined()
+    expect(sameOwner([], { url: "https://owner.lan:7443", fingerprint: "f1" })).toBeUndefined()
   })
 })
 

@@ -11,7 +11,7 @@ import { workerNameFromHost } from "../../../domain/workers/Decide.js"
 import { workerNameShapeProblem } from "../../../domain/workers/Invite.js"
 import { parseJoinToken, type JoinTokenContent } from "../../../domain/workers/Secrets.js"
 import { SvcHome } from "../../../infra/SvcHome.js"
-import { linkKey, linksDir, readLinks, writeLink, type StoredLink } from "../../../infra/workers/LinkStore.js"
+import { linkKey, linksDir, readLinks, removeLink, writeLink, type StoredLink } from "../../../infra/workers/LinkStore.js"
 import { Unreachable } from "../../../app/workers/Link.js"
 import { callOwner, fetchPinnedCertificate, makeAgent } from "../../../infra/workers/OwnerClient.js"
 import { JoinBusy, pendingJoin, type PendingJoin } from "../../../infra/workers/PendingJoin.js"
@@ -80,6 +80,23 @@ export const alreadyLinked = (
     : `this join token was redeemed already, and this machine is linked to that owner ${link.inviteId === undefined ? "" : "by another token "}as ${link.name} (${link.workerId}); ${works}`
 }
 
+/**
+ * The link this machine already has to the owner a token is from: the one at its address with its
+ * certificate; else one pinned to its certificate at another address (the owner moved: a new
+ * port, `--public-url`, host name); else one at its address with another certificate (one the
+ * owner did not sign a change to). Joining again through it is recognised as this installation,
+ * where a new address or certificate made a second identity beside the first (docs/protocol.md,
+ * "Joining again").
+ */
+export const sameOwner = <L extends { readonly key: string; readonly link: Pick<StoredLink, "url" | "fingerprint" | "joinedAt"> }>(links: ReadonlyArray<L>, content: Pick<JoinTokenContent, "url" | "fingerprint">): L | undefined => {
+  const latest = (matching: ReadonlyArray<L>) => [...matching].sort((a, b) => b.link.joinedAt.localeCompare(a.link.joinedAt))[0]
+  return (
+    links.find((l) => l.key === linkKey(content.url, content.fingerprint)) ??
+    latest(links.filter((l) => l.link.fingerprint === content.fingerprint)) ??
+    latest(links.filter((l) => l.link.url === content.url))
+  )
+}
+
 /** What `join` does once it holds this join's key: send the join, keep the link, say what happened. */
 const redeem = ({
   bearer,
@@ -105,7 +122,7 @@ const redeem = ({
     const agent = makeAgent(pinned)
     // Joining the same owner again: the earlier identity's credential proves this is the same
     // installation, so the owner can release the slots that identity still holds (docs/runs.md).
-    const earlier = (yield* Effect.promise(() => readLinks(home))).find((l) => l.key === linkKey(content.url, content.fingerprint))
+    const earlier = sameOwner(yield* Effect.promise(() => readLinks(home)), content)
     const request = {
       kind: "join" as const,
       // Joining again keeps the name it had there (the operator's commands and scripts use it), unless --name says otherwise.
@@ -161,6 +178,17 @@ const redeem = ({
               : "once it can be written, run svc workers join again with the same token: the owner answers it again (this machine kept the join's key)")
         )
     })
+    // The link it replaces, at another address (the owner moved) or to another certificate (not
+    // followed): removed, so that a running svc serve ends it and stops what it ran there; it
+    // tried that address for good, beside the new link, and ran the owner's work twice.
+    const moved = earlier !== undefined && earlier.key !== linkKey(content.url, content.fingerprint) ? earlier : undefined
+    if (moved !== undefined) {
+      yield* Effect.tryPromise(() => removeLink(home, moved.key)).pipe(
+        Effect.catchAll((e) =>
+          Console.error(`note: the earlier link to that owner (${moved.link.url} as ${moved.link.name}) could not be removed (${e.error instanceof Error ? e.error.message : String(e.error)}): svc workers leave ${moved.link.workerId} removes it`)
+        )
+      )
+    }
     yield* Effect.promise(() => pending.forget())
     if (answer.answeredAgain === true) yield* Console.error(`note: the owner answered this join again (its first answer never arrived here); the credential it carried no longer works`)
     // The invite's name wins over --name (the operator chose it): say so rather than drop it silently.

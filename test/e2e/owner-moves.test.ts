@@ -1,10 +1,11 @@
 /**
- * The owner's certificate changes (docs/protocol.md, "When the owner's certificate changes"):
+ * The owner moves. Its certificate changes (docs/protocol.md, "When the owner's certificate changes"):
  * real `svc serve` processes, an owner and a worker linked to it. The owner is restarted on the
  * same address with the operator's own certificate (its CA issued it) in place of the one it
  * generated, then with a renewal of that one while the worker is stopped: each time the worker
  * follows the change, signed with the key of the certificate before, and its runs go on; no one
- * joins again.
+ * joins again. Its address changes (a new port): the machine joined again with a new token is
+ * known as the same installation, its old link removed (docs/protocol.md, "Joining again").
  */
 import { execFileSync } from "node:child_process"
 import { X509Certificate } from "node:crypto"
@@ -27,6 +28,8 @@ const run = (h: string, ...args: Array<string>) => svcIn(transcript, h, args)
 const fingerprintOf = (pem: string) => new X509Certificate(pem).fingerprint256.replace(/:/g, "").toLowerCase()
 
 let ca: string | undefined
+/** The certificate the worker pins at the end of the first test. */
+let renewed: { readonly cert: string; readonly key: string; readonly fingerprint: string }
 /**
  * A new certificate and key for 127.0.0.1, issued by the operator's own CA (openssl here), as
  * certbot leaves them: the key, and the certificate followed by its issuer's (fullchain.pem).
@@ -86,8 +89,8 @@ afterAll(async () => {
   temps.removeAll()
 }, 30_000)
 
-describe("the owner's certificate changes under a linked worker", () => {
-  it("is followed: signed with the key of the one before, the worker pins the new one and its runs go on, no join again", async () => {
+describe("an owner that moves, under a linked worker", () => {
+  it("a new certificate is followed: signed with the key of the one before, the worker pins the new one and its runs go on, no join again", async () => {
     await runOnWorker(1)
     const generated = fingerprintOf(readFileSync(join(ownerHome, "tls", "owner.crt"), "utf8"))
     const before = link()
@@ -118,7 +121,7 @@ describe("the owner's certificate changes under a linked worker", () => {
 
     // Renewed while the worker is stopped: at its start it follows the change it missed.
     expect((await worker.stop()).code).toBe(0)
-    const renewed = issue("renewed")
+    renewed = issue("renewed")
     expect((await owner.stop()).code).toBe(0)
     owner = await startServe("owner (renewed)", ownerHome, transcript, { listen, args: ["--tls-cert", renewed.cert, "--tls-key", renewed.key] })
     worker = await startServe("worker (again)", workerHome, transcript, { env: { SVC_WORKFLOW_LABELS: "pool=lab" } })
@@ -129,7 +132,7 @@ describe("the owner's certificate changes under a linked worker", () => {
     expect(workers.workers.filter((w) => w.name === "lab")).toHaveLength(1)
   }, 120_000)
 
-  it("is not followed when the owner could not sign it (its earlier keys gone): the worker says why and keeps its pin", async () => {
+  it("a new certificate is not followed when the owner could not sign it (its earlier keys gone): the worker says why and keeps its pin", async () => {
     const listen = `127.0.0.1:${port(owner)}`
     expect((await owner.stop()).code).toBe(0)
     // What the owner served before, and could sign with, removed: a change no worker can follow.
@@ -145,4 +148,27 @@ describe("the owner's certificate changes under a linked worker", () => {
     expect(status.value.owners[0]!.status!.detail).toContain("it offered no change signed by the pinned certificate's key")
     expect(link().fingerprint).not.toBe(stranger.fingerprint)
   }, 60_000)
+
+  it("to another address: the worker joined again with a new token replaces its identity and its link, not a second one beside it", async () => {
+    const was = JSON.parse((await run(workerHome, "workers", "status", "--json")).stdout) as { owners: ReadonlyArray<{ workerId: string; url: string }> }
+    expect(was.owners).toHaveLength(1)
+    const oldId = was.owners[0]!.workerId
+    // The certificate the worker pins, at another port.
+    expect((await owner.stop()).code).toBe(0)
+    owner = await startServe("owner (moved)", ownerHome, transcript, { args: ["--tls-cert", renewed.cert, "--tls-key", renewed.key] })
+    expect(owner.url).not.toBe(was.owners[0]!.url)
+    const invite = await run(ownerHome, "workers", "invite", "--name", "lab")
+    const joined = await run(workerHome, "workers", "join", invite.stdout.trim(), "--json")
+    expect(joined.code, joined.stderr).toBe(0)
+    expect(JSON.parse(joined.stdout)).toMatchObject({ owner: owner.url, name: "lab", replaces: oldId })
+    // One link, to the new address: the running svc serve ends the old one and links the new.
+    expect(link().url).toBe(owner.url)
+    await waitFor("the worker linked anew", async () => worker.output(), (o) => o.includes(`linked to the owner at ${owner.url} as lab`), { timeoutMs: 15_000, everyMs: 200 })
+    await runOnWorker(4)
+    const rows = JSON.parse((await run(ownerHome, "workers", "status", "--json")).stdout) as { workers: ReadonlyArray<{ id: string; name: string; revoked: boolean }> }
+    expect(rows.workers.filter((w) => w.name === "lab").map((w) => ({ id: w.id === oldId ? "old" : "new", revoked: w.revoked })).sort((a, b) => a.id.localeCompare(b.id))).toEqual([
+      { id: "new", revoked: false },
+      { id: "old", revoked: true }
+    ])
+  }, 90_000)
 })
