@@ -15,6 +15,9 @@ const listen = Options.text("listen").pipe(
 const publicUrl = Options.text("public-url").pipe(Options.optional, Options.withDescription("the https:// address workers use, written into join tokens"))
 const tlsCert = Options.file("tls-cert").pipe(Options.optional, Options.withDescription("PEM certificate (default: generated at first start in $SVC_HOME/tls)"))
 const tlsKey = Options.file("tls-key").pipe(Options.optional, Options.withDescription("PEM private key for --tls-cert"))
+const restored = Options.boolean("restored").pipe(
+  Options.withDescription("go on from a journal older than the one this owner wrote (a backup restored), revoking again the workers and invites closed since (docs/operations.md)")
+)
 
 export const parseListen = (text: string): { host: string; port: number } | undefined => {
   const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(text)
@@ -23,7 +26,7 @@ export const parseListen = (text: string): { host: string; port: number } | unde
   return port <= 65535 ? { host: m[1] ?? m[2]!, port } : undefined
 }
 
-export const serveCommand = Command.make("serve", { listen, publicUrl, tlsCert, tlsKey }, (o) =>
+export const serveCommand = Command.make("serve", { listen, publicUrl, tlsCert, tlsKey, restored }, (o) =>
   Effect.gen(function* () {
     const address = parseListen(o.listen)
     if (address === undefined) return yield* usage(`--listen takes HOST:PORT, such as 127.0.0.1:7443, not ${JSON.stringify(o.listen)}`)
@@ -40,7 +43,8 @@ export const serveCommand = Command.make("serve", { listen, publicUrl, tlsCert, 
       host: address.host,
       port: address.port,
       publicUrl: given,
-      tls: Option.isSome(o.tlsCert) && Option.isSome(o.tlsKey) ? { certFile: o.tlsCert.value, keyFile: o.tlsKey.value } : undefined
+      tls: Option.isSome(o.tlsCert) && Option.isSome(o.tlsKey) ? { certFile: o.tlsCert.value, keyFile: o.tlsKey.value } : undefined,
+      restored: o.restored
     }).pipe(Effect.mapError((e) => (e.logged === true ? exitQuietly(1) : refused(e.message))), Effect.provide(ServeLogger.layer))
   })
 ).pipe(Command.withDescription("Run the runtime in the foreground: the owner's worker route, the admin API, links to owners (stop with Ctrl-C)"))

@@ -44,6 +44,7 @@ import { adminRoutes, interruptAdminCalls } from "./AdminRoutes.js"
 import { claimHome } from "./HomeStart.js"
 import { fileIdentityOf, sameFile, watchHome } from "./HomeWatch.js"
 import { listen as listenForStop, type StopSignal } from "./StopSignals.js"
+import { guardJournal } from "./JournalGuard.js"
 import { createServer, makeHandler, startingHandler } from "../http/WorkerRoute.js"
 import { LOW_OPEN_FILES, openFilesLimit } from "../http/ConnectionCap.js"
 import * as NodeHashing from "../journal/NodeHashing.js"
@@ -85,6 +86,8 @@ export interface ServeOptions {
   readonly port: number
   readonly publicUrl: string | undefined
   readonly tls: { readonly certFile: string; readonly keyFile: string } | undefined
+  /** Go on from a journal older than its mark (a backup restored), closing again what the mark says was closed. */
+  readonly restored?: boolean
 }
 
 const listen = (server: import("node:net").Server, port: number, host: string) =>
@@ -231,6 +234,11 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }) =>
     // a home removed right after that line (as soon as it said it was running) stopped the start
     // with a bare ENOENT, and one replaced in between would have been taken for its own.
     const homeGone = yield* watchHome(options.home).pipe(Effect.mapError((message) => new ServeError({ message })))
+    // A journal older than the one this home's owner wrote (a backup restored) is refused unless
+    // --restored says to go on from it; its mark kept from here on (JournalGuard.ts).
+    yield* guardJournal(options.home, storePath(options.home), runtime, { restored: options.restored === true, taken: () => taken.value }).pipe(
+      Effect.mapError((message) => new ServeError({ message }))
+    )
     server.removeAllListeners("request")
     const handler = makeHandler(runtime, { steps: noted.steps, current: tls.fingerprint })
     server.on("request", handler)
