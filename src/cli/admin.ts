@@ -46,9 +46,12 @@ export const admin = (method: "GET" | "POST", path: string, body?: unknown, opti
   Effect.flatMap(SvcHome, (home) => {
     const within = options.answerWithin ?? ANSWER_WITHIN
     // A request sent cannot be taken back: a runtime stopped (SIGSTOP) carries it out when it resumes.
-    const sent = CHANGING.has(path)
-      ? `; the request was sent and may still be carried out when it runs again: look (svc runs list, svc workers status) before sending it again`
-      : ""
+    const keyed = path === "/runs/submit" && typeof (body as { readonly key?: unknown } | undefined)?.key === "string"
+    const sent = !CHANGING.has(path)
+      ? ""
+      : keyed
+        ? `; the request was sent and may still be carried out when it runs again: sending it again with the same --idempotency-key answers that run if it was made, and makes it if not`
+        : `; the request was sent and may still be carried out when it runs again: look (svc runs list, svc workers status) before sending it again`
     const call = Effect.tryPromise({
       // Interrupted (Ctrl-C, or no answer in time), the call is aborted (its connection closed), not left to run out.
       try: (signal) => adminCall(home.path, method, path, body, signal),

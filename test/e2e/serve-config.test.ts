@@ -422,7 +422,7 @@ describe("svc serve configuration", () => {
     const option = await svc(["run", "--wat"], { cwd: home, home })
     expect({ code: option.code, stderr: option.stderr }).toEqual({
       code: 2,
-      stderr: "svc run: unknown option --wat; its options: --input VALUE, --prefer VALUE, --wait, --json (svc run --help)\n"
+      stderr: "svc run: unknown option --wat; its options: --input VALUE, --prefer VALUE, --wait, --idempotency-key VALUE, --json (svc run --help)\n"
     })
     // A malformed address or preference is a usage error too (it was the owner's refusal, exit 1).
     const address = await svc(["run", "tb:ok"], { cwd: home, home })
@@ -639,6 +639,38 @@ describe("svc run --wait", () => {
       process.kill(owner.pid, "SIGCONT")
       early?.kill("SIGKILL")
     }
+    expect((await owner.stop()).code).toBe(0)
+  }, 60_000)
+})
+
+describe("svc run --idempotency-key", () => {
+  it("sent again answers the run it made, exit 0, and makes no second one; another input under it is refused; a malformed key is a usage error", async () => {
+    const home = tempDir("svc-cfg-key-")
+    const bag = join(home, "bags-src", "slow")
+    mkdirSync(bag, { recursive: true })
+    writeFileSync(join(bag, "bag.yaml"), "name: slow\ndescription: a slow job\nversion: 0.1.0\njobs:\n  nap:\n    version: 1.0.0\n    runs:\n      using: process\n      command: [sleep, \"60\"]\n")
+    expect((await svcIn(transcript, home, ["bag", "install", bag])).code).toBe(0)
+    const owner = await startServe("owner", home, transcript)
+    const submit = (...more: Array<string>) => svcIn(transcript, home, ["run", "slow:nap@1.0.0", "--idempotency-key", "ci-4211/nap", ...more])
+    const first = await submit("--json")
+    expect(first.code, first.stderr).toBe(0)
+    const made = JSON.parse(first.stdout) as { id: string; existing?: boolean }
+    expect(made.existing).toBeUndefined()
+    const again = await submit("--json")
+    expect(again.code, again.stderr).toBe(0)
+    expect(JSON.parse(again.stdout)).toMatchObject({ id: made.id, existing: true })
+    expect(again.stderr).toMatch(new RegExp(`^run ${made.id} was submitted earlier with this idempotency key \\((assigned|running)\\): it is answered, not submitted again\n$`))
+    // Without --json: the id on stdout, as for a new run.
+    const plain = await submit()
+    expect(plain.stdout).toBe(`${made.id}\n`)
+    expect(JSON.parse((await svcIn(transcript, home, ["runs", "list", "--json"])).stdout).total).toBe(1)
+    const other = await submit("--input", '{"n": 2}')
+    expect(other.code).toBe(1)
+    expect(other.stderr).toContain(`the idempotency key ci-4211/nap names run ${made.id} already, and it was submitted with another input`)
+    const malformed = await svcIn(transcript, home, ["run", "slow:nap@1.0.0", "--idempotency-key", "two words"])
+    expect(malformed.code).toBe(2)
+    expect(malformed.stderr).toContain("--idempotency-key takes 1 to 200 printable ASCII characters without spaces")
+    expect((await svcIn(transcript, home, ["runs", "stop", made.id])).code).toBe(0)
     expect((await owner.stop()).code).toBe(0)
   }, 60_000)
 })

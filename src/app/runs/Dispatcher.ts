@@ -26,6 +26,8 @@ import { parseAttemptId } from "../../domain/runs/Runs.js"
 import type { WorkerRecord } from "../../domain/workers/Registry.js"
 import { Projections, type AnyDecision, type AnyRejection, type Execute } from "../journal/Projections.js"
 import { Entropy } from "../workers/Entropy.js"
+import { Hashing } from "../journal/Hashing.js"
+import { base62FromBytes } from "../../domain/workers/Secrets.js"
 import { Freshness, noteAwake } from "../workers/Freshness.js"
 import { unavailableRefusal, type OutputDelta, type Refusal, type Work } from "../workers/Protocol.js"
 import { makeLocalRuns } from "./LocalRuns.js"
@@ -65,7 +67,17 @@ export interface OwnerHostSettings {
 export class OwnerHost extends Context.Tag("svc/OwnerHost")<OwnerHost, OwnerHostSettings>() {}
 
 export interface DispatcherService {
-  readonly submit: (i: { readonly address: string; readonly input: unknown; readonly prefer: ReadonlyArray<string>; readonly actor: string }) => Effect.Effect<RunView, RunRefused>
+  /**
+   * With `key` (an idempotency key), the run's id is derived from it, and a submission the owner
+   * has made already under that key is answered with that run (`existing`), not made again.
+   */
+  readonly submit: (i: {
+    readonly address: string
+    readonly input: unknown
+    readonly prefer: ReadonlyArray<string>
+    readonly actor: string
+    readonly key?: string
+  }) => Effect.Effect<RunView & { readonly existing?: true }, RunRefused>
   readonly list: (filter?: RunFilter) => Effect.Effect<RunList, RunRefused>
   readonly show: (runId: string) => Effect.Effect<RunDetail, RunRefused>
   readonly stop: (runId: string, actor: string) => Effect.Effect<RunView, RunRefused>
@@ -130,6 +142,7 @@ export const make = Effect.gen(function* () {
   const executor = yield* Executor
   const files = yield* RunFiles
   const entropy = yield* Entropy
+  const hashing = yield* Hashing
   const host = yield* OwnerHost
   const startedAt = yield* Clock.currentTimeMillis
   // The owner's own executions live in this layer's scope: stopping the owner stops them.
@@ -252,7 +265,9 @@ export const make = Effect.gen(function* () {
   // ---- Admission and placement (Placements.ts, Supersession.ts) ---------------------------
 
   const { workerAlive, lapsesAt, supersedeLapsed } = makeSupersession({ state, execute, freshness, startedAt })
-  const { submit, earlierRunWaiting, placePending } = makePlacements({ state, execute, executeWithoutRound, toRunRefused, view, host, entropy, freshness, claims, hint, kick, startLocal, workerAlive, lapsesAt })
+  // "svc run key v1": no other digest of the same key can pass for it.
+  const keyedRunId = (key: string) => `r${base62FromBytes(Buffer.from(hashing.sha256Hex(`svc run key v1\n${key}`), "hex"), 10)}`
+  const { submit, earlierRunWaiting, placePending } = makePlacements({ state, execute, executeWithoutRound, toRunRefused, view, host, entropy, keyedRunId, freshness, claims, hint, kick, startLocal, workerAlive, lapsesAt })
 
   /** One round: supersede what lapsed, place what is pending; answers when the next deadline falls. */
   const tick = Effect.gen(function* () {

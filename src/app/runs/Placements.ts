@@ -17,7 +17,7 @@ import { makeFeasibilityCache } from "../../domain/placement/Feasibility.js"
 import type { Quotas, Silence } from "../../domain/placement/Placement.js"
 import * as RunDecide from "../../domain/runs/Decide.js"
 import type { RunRecord } from "../../domain/runs/Runs.js"
-import { depthProblem, inputSecretProblem, preferenceProblem } from "../../domain/runs/Values.js"
+import { depthProblem, idempotencyKeyProblem, inputSecretProblem, preferenceProblem } from "../../domain/runs/Values.js"
 import { silenceOf } from "../../domain/workers/DisplayState.js"
 import type { WorkerRecord } from "../../domain/workers/Registry.js"
 import { base62FromBytes } from "../../domain/workers/Secrets.js"
@@ -43,6 +43,8 @@ export interface PlacementsContext {
   readonly view: (s: OwnerState, run: RunRecord) => RunView
   readonly host: OwnerHostSettings
   readonly entropy: { readonly bytes: (n: number) => Uint8Array }
+  /** The id of the run an idempotency key names: derived from the key alone. */
+  readonly keyedRunId: (key: string) => string
   readonly freshness: FreshnessService
   readonly claims: ReturnType<typeof makeWaitingClaims>
   /** Tells the scheduler of a deadline, without a round now. */
@@ -56,15 +58,43 @@ export interface PlacementsContext {
   readonly lapsesAt: (workerId: string, now: number) => number
 }
 
-export const makePlacements = ({ state, execute, executeWithoutRound, toRunRefused, view, host, entropy, freshness, claims, hint, kick, startLocal, workerAlive, lapsesAt }: PlacementsContext) => {
+export const makePlacements = ({ state, execute, executeWithoutRound, toRunRefused, view, host, entropy, keyedRunId, freshness, claims, hint, kick, startLocal, workerAlive, lapsesAt }: PlacementsContext) => {
   const runOf = (s: OwnerState, id: string) => Option.getOrUndefined(HashMap.get(s.runs.runs, id))
 
   // ---- Admission ------------------------------------------------------------------------
+
+  /**
+   * The run an idempotency key named before, answered as it is now (`existing`), when this is the
+   * same submission; refused when it is another one under the same key. Undefined: no such run.
+   */
+  const keyed = (runId: string, c: { readonly key: string; readonly address: string; readonly input: unknown; readonly preferredLabels: ReadonlyArray<string> }) =>
+    Effect.gen(function* () {
+      const s = yield* state
+      const run = runOf(s, runId)
+      if (run === undefined) return undefined
+      const differs = RunDecide.sameSubmission(run, c)
+      if (differs !== undefined) {
+        return yield* new RunRefused({ code: "key-used", message: `the idempotency key ${c.key} names run ${run.id} already, and ${differs}: a key names one submission; use another key for another one` })
+      }
+      return { ...view(s, run), existing: true as const }
+    })
 
   const submit: DispatcherService["submit"] = (i) =>
     Effect.gen(function* () {
       const badPreference = preferenceProblem(i.prefer)
       if (badPreference !== undefined) return yield* new RunRefused({ code: "bad-preference", message: badPreference })
+      const key = i.key
+      const badKey = key === undefined ? undefined : idempotencyKeyProblem(key)
+      if (badKey !== undefined) return yield* new RunRefused({ code: "bad-key", message: badKey })
+      const preferredLabels = [...new Set(i.prefer)].sort()
+      // With a key, the run's id is derived from it: the same key submitted again (a script's
+      // retry after a timeout) finds that run, and answers it instead of making a second one.
+      const runId = key === undefined ? `r${base62FromBytes(entropy.bytes(10), 10)}` : keyedRunId(key)
+      const asKeyed = key === undefined ? undefined : { key, address: i.address, input: i.input, preferredLabels }
+      if (asKeyed !== undefined) {
+        const earlier = yield* keyed(runId, asKeyed)
+        if (earlier !== undefined) return earlier
+      }
       // Before anything writes it as JSON: too deep a document overflows the stack (domain/runs/Values.ts).
       const tooDeep = depthProblem(i.input, "the input")
       if (tooDeep !== undefined) return yield* new RunRefused({ code: "invalid-input", message: tooDeep })
@@ -75,19 +105,40 @@ export const makePlacements = ({ state, execute, executeWithoutRound, toRunRefus
       const resolved = yield* host.resolve(i.address).pipe(Effect.mapError((e) => new RunRefused({ code: "not-runnable", message: e.message })))
       const problem = resolved.inputProblem(i.input)
       if (problem !== undefined) return yield* new RunRefused({ code: "invalid-input", message: problem })
-      const runId = `r${base62FromBytes(entropy.bytes(10), 10)}`
       const job = resolved.job
       const ownerBins = yield* host.bins(job.requiredBins)
       const now = yield* Clock.currentTimeMillis
       let inline = false
-      const envelopes = yield* handingOff(runId, (s) => {
-        const submission = { runId, job, input: i.input, preferredLabels: [...new Set(i.prefer)].sort(), actor: i.actor, now }
+      const submitted = yield* handingOff(runId, (s) => {
+        const submission = { runId, job, input: i.input, preferredLabels, actor: i.actor, ...(key === undefined ? {} : { key }), now }
         // Placed in the same commit unless an earlier run still waits for room (the scheduler places in order then).
         inline = !earlierRunWaiting(s)
         return inline
           ? RunDecide.decideSubmitAndPlace({ ...submission, candidates: candidatesFor(s, job, now, ownerBins, promisedIn(s)), quotas, notes: NOTES, cache: feasibility }, s.runs)
           : RunDecide.decideSubmit(submission, s.runs)
-      }, now, executeWithoutRound).pipe(Effect.mapError(toRunRefused))
+      }, now, executeWithoutRound).pipe(
+        Effect.map((envelopes) => ({ envelopes })),
+        // The same key submitted at the same moment (a retry while the first try's answer is
+        // on its way): the run the other made. Or one this owner has forgotten since (the stream
+        // is in the journal, the run not in memory: only the latest settled runs are kept).
+        Effect.catchIf(
+          (e) => asKeyed !== undefined && ((e._tag === "CommandRejected" && e.rejection.code === "run-exists") || e._tag === "StreamConflict"),
+          () =>
+            Effect.flatMap(keyed(runId, asKeyed!), (earlier) =>
+              earlier !== undefined
+                ? Effect.succeed({ earlier })
+                : Effect.fail(
+                    new RunRefused({
+                      code: "key-used",
+                      message: `the idempotency key ${key} names run ${runId}, submitted earlier and since forgotten by this owner (it keeps the latest settled runs): svc runs show ${runId} says what it became`
+                    })
+                  )
+            )
+        ),
+        Effect.mapError((e) => (e instanceof RunRefused ? e : toRunRefused(e)))
+      )
+      if ("earlier" in submitted) return submitted.earlier
+      const envelopes = submitted.envelopes
       // Submitted alone: the scheduler places it, after the runs before it.
       if (!inline) yield* kick
       yield* afterPlacement(runId, envelopes)

@@ -53,6 +53,8 @@ type IsoTimes<T, K extends keyof T> = Omit<T, K> & { readonly [P in K]: null ext
 export interface RunDetail extends RunView {
   readonly input: unknown
   readonly preferredLabels: ReadonlyArray<string>
+  /** The idempotency key it was submitted with (`svc run --idempotency-key`); absent without one. */
+  readonly key?: string
   readonly job: RunRecord["job"]
   /** The latest placement decision; `at`: when it was made. */
   readonly placement: IsoTimes<NonNullable<RunRecord["placement"]>, "at"> | null
@@ -186,6 +188,7 @@ export const makeRunViews = ({ state, readRun, files, nextChange, slotWaits }: R
         ...view(s, run),
         input: run.input,
         preferredLabels: run.preferredLabels,
+        ...(run.key === undefined ? {} : { key: run.key }),
         job: run.job,
         placement: run.placement === null ? null : { ...run.placement, at: iso(run.placement.at)! },
         attemptRecords: run.attempts.map((a) => {

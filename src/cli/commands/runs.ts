@@ -12,7 +12,7 @@ import * as Option from "effect/Option"
 import { progressOf, type RunDetail, type RunList, type RunView } from "../../app/runs/Dispatcher.js"
 import { sharedNames } from "../../domain/placement/Placement.js"
 import { RUN_STATES, TERMINAL } from "../../domain/runs/Runs.js"
-import { depthProblem, inputSecretProblem, jobAddressProblem, preferenceProblem } from "../../domain/runs/Values.js"
+import { depthProblem, idempotencyKeyProblem, inputSecretProblem, jobAddressProblem, preferenceProblem } from "../../domain/runs/Values.js"
 import { admin } from "../admin.js"
 import { exitCodeOf, stopLatch } from "../ctrlC.js"
 import type { SvcHome } from "../../infra/SvcHome.js"
@@ -116,19 +116,27 @@ export const runCommand = Command.make(
     input: Options.text("input").pipe(Options.optional, Options.withDescription("the job's input: JSON, or @FILE holding JSON (default {})")),
     prefer: Options.text("prefer").pipe(Options.repeated, Options.withDescription("KEY=VALUE label a host should have, weighed among the workers that can run it (the owner keeps what it can run; repeatable)")),
     wait: Options.boolean("wait").pipe(Options.withDescription("wait for the outcome: print the result (exit 0) or why it failed (exit 1)")),
+    key: Options.text("idempotency-key").pipe(
+      Options.optional,
+      Options.withDescription("name this submission (a UUID, a build's id and step): the same key sent again answers the run it made, never a second one (safe to retry)")
+    ),
     json
   },
-  ({ address, input, json, prefer, wait }) =>
+  ({ address, input, json, key, prefer, wait }) =>
     Effect.gen(function* () {
       // Malformed words are usage errors (exit 2), said before the owner is asked, as --input's are.
-      const malformed = jobAddressProblem(address) ?? preferenceProblem(prefer)
+      const malformed = jobAddressProblem(address) ?? preferenceProblem(prefer) ?? (Option.isSome(key) ? idempotencyKeyProblem(key.value) : undefined)
       if (malformed !== undefined) return yield* usage(malformed)
       const value = yield* readInput(input)
       // Waiting, Ctrl-C (and SIGTERM, SIGHUP) is this command's from before the submission:
       // pressed while the owner answers it, the run's id is still said (the default action ended
       // the CLI, the run submitted and unnamed).
       const stopped = wait ? yield* stopLatch : undefined
-      let run = (yield* admin("POST", "/runs/submit", { address, input: value, prefer })) as unknown as RunView
+      let run = (yield* admin("POST", "/runs/submit", { address, input: value, prefer, ...(Option.isSome(key) ? { key: key.value } : {}) })) as unknown as RunView & { readonly existing?: true }
+      // Submitted before under this key: that run, not a second one (a script's retry).
+      if (run.existing === true) {
+        yield* Console.error(`run ${run.id} was submitted earlier with this idempotency key (${run.state}): it is answered, not submitted again`)
+      }
       // A preference is weighed only among workers: the owner keeps what it can run (locality first).
       if (prefer.length > 0 && run.host === "owner") {
         yield* Console.error(`note: --prefer ${prefer.join(" --prefer ")} was not weighed: the owner can run this job, and keeps what it can run (docs/placement.md)`)

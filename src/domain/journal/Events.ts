@@ -163,6 +163,12 @@ export class RunSubmitted extends Schema.TaggedClass<RunSubmitted>()("RunSubmitt
   input: Schema.Unknown,
   preferredLabels: Schema.Array(Schema.String),
   actor: Schema.String,
+  /**
+   * The submitter's idempotency key (`svc run --idempotency-key`), the run's id derived from it:
+   * the same key submitted again answers this run. Version 2; absent from version 1 and from runs
+   * submitted without one.
+   */
+  key: Schema.optionalWith(Schema.String, { exact: true }),
   at: Millis
 }) {}
 
@@ -340,7 +346,7 @@ export const CURRENT_VERSION: { readonly [K in EventType]: number } = {
   WorkerRevoked: 1,
   SessionStarted: 1,
   WorkerAdvertised: 2,
-  RunSubmitted: 1,
+  RunSubmitted: 2,
   PlacementDecided: 4,
   AttemptStarted: 1,
   AttemptDeclined: 1,

@@ -17,6 +17,10 @@ const UPCASTERS: { readonly [K in EventType]?: Readonly<Record<number, Upcaster>
     // v2 had no join key: a join from before it cannot be answered again.
     2: (p) => ({ ...p, joinKeyHash: null })
   },
+  RunSubmitted: {
+    // v1 had no idempotency key: no run submitted then had one (a v1 reader would have dropped it).
+    1: (p) => p
+  },
   WorkerAdvertised: {
     // v1 stored labels as a map {os: linux}; v2 as sorted KEY=VALUE strings, as advertised.
     1: (p) => {

@@ -4,19 +4,14 @@
  * every candidate's verdict (exclusions with their codes, text and numbers, and scores) and the
  * selection provenance come out the same.
  */
+import { canonicalJson } from "./Values.js"
 import type { PlacementDecided } from "../journal/Events.js"
 import { place, PLACEMENT_RULES, rulesOf } from "../placement/Placement.js"
 import { selectionProvenance } from "./Decide.js"
 
 export type PlacementAudit = { readonly reproduced: true } | { readonly reproduced: false; readonly differences: ReadonlyArray<string> }
 
-/** JSON with object keys sorted: two equal values print the same text whatever their key order. */
-const canonical = (v: unknown): string =>
-  JSON.stringify(v, (_k, value: unknown) =>
-    value !== null && typeof value === "object" && !Array.isArray(value)
-      ? Object.fromEntries(Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : value
-  )
+const canonical = canonicalJson
 
 export const auditPlacement = (e: PlacementDecided): PlacementAudit => {
   const again = place(e.activity, e.candidates, e.quotas)

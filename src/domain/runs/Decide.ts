@@ -4,6 +4,7 @@
  * inputs arrive in the command; the owner runtime gathers them, calls these live, and journals
  * what they decide, so an auditor can re-run every placement from its recorded inputs.
  */
+import { canonicalJson } from "./Values.js"
 import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import {
@@ -54,12 +55,30 @@ const findRun = (runs: RunsState, runId: string): Found => {
 }
 
 export const decideSubmit = (
-  c: { readonly runId: string; readonly job: RunJob; readonly input: unknown; readonly preferredLabels: ReadonlyArray<string>; readonly actor: string; readonly now: number },
+  c: { readonly runId: string; readonly job: RunJob; readonly input: unknown; readonly preferredLabels: ReadonlyArray<string>; readonly actor: string; readonly key?: string; readonly now: number },
   runs: RunsState
 ): RunDecision | RunRejection =>
   HashMap.has(runs.runs, c.runId)
     ? reject("run-exists", `run ${c.runId} exists already`)
-    : { _tag: "Decided", stream: runStream(c.runId), expectedVersion: 0, events: [new RunSubmitted({ runId: c.runId, job: c.job, input: c.input, preferredLabels: c.preferredLabels, actor: c.actor, at: c.now })] }
+    : {
+        _tag: "Decided",
+        stream: runStream(c.runId),
+        expectedVersion: 0,
+        events: [new RunSubmitted({ runId: c.runId, job: c.job, input: c.input, preferredLabels: c.preferredLabels, actor: c.actor, ...(c.key === undefined ? {} : { key: c.key }), at: c.now })]
+      }
+
+/**
+ * Whether a submission with an idempotency key is the one that made `run` (its id derived from
+ * that key): the same key, job and input, and the same preferences. Answers what differs, or
+ * undefined when it is the same submission (which is answered with that run, not made again).
+ */
+export const sameSubmission = (run: RunRecord, c: { readonly key: string; readonly address: string; readonly input: unknown; readonly preferredLabels: ReadonlyArray<string> }): string | undefined => {
+  if (run.key !== c.key) return `run ${run.id} was not submitted with this key`
+  if (run.job.address !== c.address) return `it was submitted as a run of ${run.job.address}, not ${c.address}`
+  if (canonicalJson(run.input) !== canonicalJson(c.input)) return "it was submitted with another input"
+  if (run.preferredLabels.join("\n") !== c.preferredLabels.join("\n")) return `it was submitted with other preferences (${run.preferredLabels.length === 0 ? "none" : run.preferredLabels.join(", ")})`
+  return undefined
+}
 
 /**
  * The run as the fold will hold it once `decision` commits, for a decider that continues the

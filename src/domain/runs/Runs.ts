@@ -65,6 +65,8 @@ export interface RunRecord {
   readonly input: unknown
   readonly preferredLabels: ReadonlyArray<string>
   readonly actor: string
+  /** The idempotency key it was submitted with (`svc run --idempotency-key`); absent without one. */
+  readonly key?: string
   readonly submittedAt: number
   /** Journal sequence of the submission: the order runs are placed in. */
   readonly submittedSequence: number
@@ -199,6 +201,8 @@ export const submittedRun = (e: RunSubmitted, sequence: number, streamVersion: n
   input: e.input,
   preferredLabels: e.preferredLabels,
   actor: e.actor,
+  // Absent without one: the projections' canonical form, and so earlier checkpoints, stay as they were.
+  ...(e.key === undefined ? {} : { key: e.key }),
   submittedAt: e.at,
   submittedSequence: sequence,
   state: "pending",

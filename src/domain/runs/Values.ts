@@ -23,6 +23,30 @@ export const preferenceProblem = (prefer: ReadonlyArray<string>): string | undef
   return bad.length === 0 ? undefined : `--prefer takes KEY=VALUE labels; ${bad.map((b) => JSON.stringify(b)).join(", ")} is not one`
 }
 
+/** The longest idempotency key taken (`svc run --idempotency-key`). */
+export const MAX_KEY_LENGTH = 200
+
+/**
+ * Why `key` is not taken as an idempotency key, or undefined: 1 to 200 printable ASCII characters
+ * without spaces (a UUID, `ci-build-4211/step-3`), not shaped as an svc secret (it is journaled
+ * and shown).
+ */
+export const idempotencyKeyProblem = (key: string): string | undefined => {
+  if (holdsSecret(key)) return secretRefusal("--idempotency-key")
+  if (key.length === 0 || key.length > MAX_KEY_LENGTH || !/^[\x21-\x7e]+$/.test(key)) {
+    return `--idempotency-key takes 1 to ${MAX_KEY_LENGTH} printable ASCII characters without spaces (a UUID, or a build's id and step), not ${JSON.stringify(key.length > 60 ? `${key.slice(0, 60)}...` : key)}`
+  }
+  return undefined
+}
+
+/** JSON with object keys sorted: two equal values print the same text whatever their key order. */
+export const canonicalJson = (v: unknown): string =>
+  JSON.stringify(v, (_k, value: unknown) =>
+    value !== null && typeof value === "object" && !Array.isArray(value)
+      ? Object.fromEntries(Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : value
+  )
+
 /**
  * Why a run's input (`what`: "--input", "the input") is not taken for holding a string, or a key,
  * shaped as an svc secret, or undefined: the journal keeps a run's input for ever, and shows it

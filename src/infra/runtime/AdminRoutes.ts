@@ -36,7 +36,7 @@ const bodies = {
   "/rotate": Schema.Struct({ worker: Schema.String }),
   "/revoke": Schema.Struct({ worker: Schema.String }),
   "/release": Schema.Struct({ worker: Schema.String, force: Schema.optional(Schema.Boolean) }),
-  "/runs/submit": Schema.Struct({ address: Schema.String, input: Schema.optional(Schema.Unknown), prefer: Schema.optional(Names) }),
+  "/runs/submit": Schema.Struct({ address: Schema.String, input: Schema.optional(Schema.Unknown), prefer: Schema.optional(Names), key: Schema.optional(Schema.String) }),
   "/runs/list": Schema.Struct({ states: Schema.optional(Names), limit: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.nonNegative())) }),
   "/runs/show": Schema.Struct({ run: Schema.String }),
   "/runs/stop": Schema.Struct({ run: Schema.String }),
@@ -148,7 +148,7 @@ export const adminRoutes = (
       path: "/runs/submit",
       handle: checked("/runs/submit", (body) =>
         // No input is `{}`; an input of JSON null is null, given to the job as it was given.
-        answer(Effect.flatMap(Dispatcher, (d) => d.submit({ address: body.address, input: body.input === undefined ? {} : body.input, prefer: body.prefer ?? [], actor: options.actor })))
+        answer(Effect.flatMap(Dispatcher, (d) => d.submit({ address: body.address, input: body.input === undefined ? {} : body.input, prefer: body.prefer ?? [], actor: options.actor, ...(body.key === undefined ? {} : { key: body.key }) })))
       )
     },
     { method: "GET", path: "/runs", handle: () => answer(Effect.flatMap(Dispatcher, (d) => d.list())) },

@@ -288,6 +288,68 @@ describe("admission", () => {
   )
 })
 
+describe("a submission with an idempotency key", () => {
+  const keyed = (key: string, input: unknown = { text: "hi" }, prefer: ReadonlyArray<string> = [], address = GPU) =>
+    Effect.flatMap(Dispatcher, (d) => d.submit({ address, input, prefer, actor: "operator", key }))
+
+  it.effect("sent again is answered with the run it made (existing), not made again; at the same moment too; its id is the key's", () =>
+    Effect.gen(function* () {
+      const first = yield* keyed("build-42/step-3", { text: "hi", misfit: false })
+      expect(first.existing).toBeUndefined()
+      const events = yield* sequence
+      // The same submission, its input's keys in another order and its preferences repeated.
+      const again = yield* keyed("build-42/step-3", { misfit: false, text: "hi" })
+      expect(again).toMatchObject({ id: first.id, existing: true, state: "pending" })
+      expect(yield* sequence).toBe(events)
+      // Two at once: one run.
+      const both = yield* Effect.all([keyed("at-once"), keyed("at-once")], { concurrency: "unbounded" })
+      expect(both[0].id).toBe(both[1].id)
+      expect(both.filter((r) => r.existing === true)).toHaveLength(1)
+      expect((yield* Effect.flatMap(Dispatcher, (d) => d.list())).total).toBe(2)
+      // Derived from the key alone: the same on any owner, another for another key.
+      expect(first.id).toMatch(/^r[0-9A-Za-z]{10}$/)
+      expect((yield* keyed("build-42/step-4")).id).not.toBe(first.id)
+      expect((yield* show(first.id)).key).toBe("build-42/step-3")
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("whose run the owner has forgotten since is refused, saying where its story is, and nothing is written", () =>
+    Effect.gen(function* () {
+      const dispatcher = yield* Dispatcher
+      const old = yield* keyed("nightly-1")
+      yield* dispatcher.stop(old.id, "operator")
+      // Settled runs after it, until it is forgotten (generations of RETAIN).
+      for (let i = 0; i < 4; i++) yield* dispatcher.stop((yield* submit(GPU)).id, "operator")
+      expect((yield* dispatcher.list()).runs.map((r) => r.id)).not.toContain(old.id)
+      const before = [yield* head, yield* sequence]
+      expect(yield* Effect.flip(keyed("nightly-1"))).toMatchObject({
+        code: "key-used",
+        message: `the idempotency key nightly-1 names run ${old.id}, submitted earlier and since forgotten by this owner (it keeps the latest settled runs): svc runs show ${old.id} says what it became`
+      })
+      expect([yield* head, yield* sequence]).toEqual(before)
+      expect(yield* show(old.id)).toMatchObject({ id: old.id, state: "stopped", key: "nightly-1" })
+    }).pipe(Effect.provide(ForgetfulOwner))
+  )
+
+  it.effect("another submission under a used key is refused, saying what differs, and changes nothing; a malformed key is refused", () =>
+    Effect.gen(function* () {
+      const first = yield* keyed("k1", { text: "hi" }, ["zone=a"])
+      const before = [yield* head, yield* sequence]
+      const refused = (input: unknown, prefer: ReadonlyArray<string>, address = GPU) => Effect.flip(keyed("k1", input, prefer, address))
+      expect(yield* refused({ text: "other" }, ["zone=a"])).toMatchObject({
+        code: "key-used",
+        message: `the idempotency key k1 names run ${first.id} already, and it was submitted with another input: a key names one submission; use another key for another one`
+      })
+      expect((yield* refused({ text: "hi" }, ["zone=b"])).message).toContain("and it was submitted with other preferences (zone=a)")
+      expect((yield* refused({ text: "hi" }, ["zone=a"], ECHO)).message).toContain(`and it was submitted as a run of ${GPU}, not ${ECHO}`)
+      expect(yield* Effect.flip(keyed("with space"))).toMatchObject({ code: "bad-key" })
+      expect(yield* Effect.flip(keyed(""))).toMatchObject({ code: "bad-key" })
+      expect(yield* Effect.flip(keyed(`svc_wk_${"A".repeat(30)}123456`))).toMatchObject({ code: "bad-key" })
+      expect([yield* head, yield* sequence]).toEqual(before)
+    }).pipe(Effect.provide(TestOwner))
+  )
+})
+
 // ---- On the owner -----------------------------------------------------------------------------
 
 describe("on the owner", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { depthOf, depthProblem, MAX_VALUE_DEPTH, preferenceProblem } from "../../../src/domain/runs/Values.js"
+import { canonicalJson, depthOf, depthProblem, idempotencyKeyProblem, MAX_KEY_LENGTH, MAX_VALUE_DEPTH, preferenceProblem } from "../../../src/domain/runs/Values.js"
 
 const nested = (levels: number): unknown => JSON.parse("[".repeat(levels) + "]".repeat(levels))
 
@@ -27,5 +27,20 @@ describe("a run's stated preference", () => {
     const said = preferenceProblem([`pool=svc_wk_${"A".repeat(36)}`])
     expect(said).toMatch(/^--prefer holds what is shaped as an svc secret/)
     expect(said).not.toContain("A".repeat(36))
+  })
+})
+
+describe("an idempotency key", () => {
+  it("is 1 to 200 printable ASCII characters without spaces, not shaped as a secret", () => {
+    for (const key of ["a", "build-4211/step-3", "0f8fad5b-d9cb-469f-a165-70867728950e", "x".repeat(MAX_KEY_LENGTH), "ci:run#7@main"]) expect(idempotencyKeyProblem(key), key).toBeUndefined()
+    for (const key of ["", "two words", "x".repeat(MAX_KEY_LENGTH + 1), "tab\there", "ünï"]) expect(idempotencyKeyProblem(key), key).toMatch(/^--idempotency-key takes 1 to 200 printable ASCII characters without spaces/)
+    expect(idempotencyKeyProblem(`svc_wk_${"A".repeat(30)}123456`)).toMatch(/shaped as an svc secret/)
+    // A long one is not repeated whole.
+    expect(idempotencyKeyProblem(`${"y".repeat(300)} `)).toContain(`"${"y".repeat(60)}..."`)
+  })
+
+  it("compares inputs as JSON whatever their keys' order", () => {
+    expect(canonicalJson({ b: 1, a: [{ d: 2, c: 3 }] })).toBe(canonicalJson({ a: [{ c: 3, d: 2 }], b: 1 }))
+    expect(canonicalJson({ a: 1 })).not.toBe(canonicalJson({ a: "1" }))
   })
 })
