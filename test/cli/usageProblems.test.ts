@@ -14,7 +14,8 @@ describe("the command tree", () => {
     expect(invite.options).toEqual([
       { names: ["--scope"], value: "text" },
       { names: ["--expires"], value: "text" },
-      { names: ["--name"], value: "text" }
+      { names: ["--name"], value: "text" },
+      { names: ["--json"], value: undefined }
     ])
     const tail = commandOf(tree, ["journal", "tail", "-n", "3"])
     expect(tail.command.options).toContainEqual({ names: ["-n", "--lines"], value: "integer" })

@@ -643,6 +643,22 @@ describe("svc run --wait", () => {
   }, 60_000)
 })
 
+describe("svc workers invite --json", () => {
+  it("prints one document with the token and what a script keeps of the invite: its id, name, scope and expiry", async () => {
+    const home = tempDir("svc-cfg-invite-json-")
+    const owner = await startServe("owner", home, transcript)
+    const before = Date.now()
+    const r = await svcIn(transcript, home, ["workers", "invite", "--json", "--name", "lab-9", "--scope", "a:b@1.0.0"])
+    expect(r.code, r.stderr).toBe(0)
+    const doc = JSON.parse(r.stdout) as { token: string; inviteId: string; name: string; scope: Array<string>; expiresAt: string }
+    expect(doc).toEqual({ token: expect.stringMatching(/^svc_jt_/), inviteId: expect.any(String), name: "lab-9", scope: ["a:b@1.0.0"], expiresAt: expect.any(String) })
+    // A scoped invite expires after 24 h unless told sooner.
+    expect(Date.parse(doc.expiresAt) - before).toBeGreaterThan(23.9 * 3600_000)
+    expect((await svcIn(transcript, home, ["workers", "revoke", doc.inviteId])).code).toBe(0)
+    expect((await owner.stop()).code).toBe(0)
+  }, 60_000)
+})
+
 describe("svc run --idempotency-key", () => {
   it("sent again answers the run it made, exit 0, and makes no second one; another input under it is refused; a malformed key is a usage error", async () => {
     const home = tempDir("svc-cfg-key-")

@@ -10,6 +10,7 @@ import { workerNameShapeProblem } from "../../../domain/workers/Invite.js"
 import { parseJoinToken } from "../../../domain/workers/Secrets.js"
 import { admin } from "../../admin.js"
 import { usage } from "../../CliFailure.js"
+import { json, printJson } from "../../output.js"
 import { onlyThisMachine } from "./loopback.js"
 
 export const invite = Command.make(
@@ -17,9 +18,10 @@ export const invite = Command.make(
   {
     scope: Options.text("scope").pipe(Options.repeated, Options.withDescription("BAG:JOB@VERSION the worker may claim (repeat for several); none: every job")),
     expires: Options.text("expires").pipe(Options.optional, Options.withDescription("expire the unused invite after DURATION (30m, 12h, 7d; a bare number is seconds), 365d at most; scoped invites expire after 24h at most")),
-    name: Options.text("name").pipe(Options.optional, Options.withDescription("the worker's human name"))
+    name: Options.text("name").pipe(Options.optional, Options.withDescription("the worker's human name")),
+    json
   },
-  ({ expires, name, scope }) =>
+  ({ expires, json: asJson, name, scope }) =>
     Effect.gen(function* () {
       // A name that cannot be one is a usage problem, said before the owner is asked, as a bad --scope is.
       const badName = Option.isSome(name) ? workerNameShapeProblem(name.value) : undefined
@@ -30,8 +32,12 @@ export const invite = Command.make(
       const expiresInMs = seconds === undefined ? undefined : seconds === null ? null : seconds * 1000
       if (expiresInMs === undefined) return yield* usage(`--expires takes a duration such as 30m, 12h or 7d (or seconds: 90), not ${JSON.stringify(Option.getOrElse(expires, () => ""))}`)
       const answer = yield* admin("POST", "/invite", { scope, expiresInMs, name: Option.getOrNull(name) })
-      // The token alone on stdout, once: TOKEN=$(svc workers invite) works.
-      yield* Console.log(String(answer["token"]))
+      // The token alone on stdout, once: TOKEN=$(svc workers invite) works. With --json, one
+      // document holding it (the one time it is printed) with what a script keeps of the invite:
+      // its id (to revoke it unused), name, scope and expiry (it was said on stderr only).
+      const expiresAt = answer["expiresAt"] === null || answer["expiresAt"] === undefined ? null : new Date(Number(answer["expiresAt"])).toISOString()
+      if (asJson) yield* printJson({ token: String(answer["token"]), inviteId: String(answer["inviteId"]), name: Option.getOrNull(name), scope, expiresAt })
+      else yield* Console.log(String(answer["token"]))
       const until = answer["expiresAt"] === null ? "never expires" : `expires ${new Date(Number(answer["expiresAt"])).toISOString()} if unused`
       yield* Console.error(`invite ${String(answer["inviteId"])}: ${scope.length === 0 ? "every job" : scope.join(", ")}; ${until}. Redeem it on the worker with: svc workers join TOKEN`)
       // An owner from before notes does not send them.
@@ -46,4 +52,4 @@ export const invite = Command.make(
         )
       }
     })
-).pipe(Command.withDescription("Print a one-time join token for a new worker (stdout, one line)"))
+).pipe(Command.withDescription("Print a one-time join token for a new worker (stdout, one line; --json: with the invite id, name, scope and expiry)"))
