@@ -143,7 +143,13 @@ export const followSuccession = (owner: PinnedOwner): Promise<PinnedOwner> =>
       (res) => {
         const cert = (res.socket as tls.TLSSocket).getPeerCertificate()
         const chunks: Array<Buffer> = []
-        res.on("data", (c: Buffer) => chunks.push(c))
+        let size = 0
+        res.on("data", (c: Buffer) => {
+          size += c.length
+          // Not the owner's (a hundred steps are some 300 KB): not read on.
+          if (size > MAX_SUCCESSION_BYTES) return req.destroy(new Error(`its answer about its changes of certificate is over ${MAX_SUCCESSION_BYTES / 1024 / 1024} MiB`))
+          chunks.push(c)
+        })
         res.on("error", reject)
         res.on("end", () => {
           if (!cert || !cert.raw) return reject(new Error("it presented no certificate"))
@@ -163,10 +169,15 @@ export const followSuccession = (owner: PinnedOwner): Promise<PinnedOwner> =>
         })
       }
     )
-    req.setTimeout(15_000, () => req.destroy(new Error("no answer within 15 s")))
+    // Within 15 s in all, however slowly an answer trickles in.
+    const deadline = setTimeout(() => req.destroy(new Error("no whole answer about its changes of certificate within 15 s")), 15_000)
+    req.on("close", () => clearTimeout(deadline))
     req.on("error", reject)
     req.end(body)
   })
+
+/** The most a worker reads of an answer about the owner's changes of certificate. */
+const MAX_SUCCESSION_BYTES = 4 * 1024 * 1024
 
 /** One call of the route: the answer, a refusal, or Unreachable. */
 /** The message of an answer that is no refusal (an owner starting says so), as `: message`; else nothing. */

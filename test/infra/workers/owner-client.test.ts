@@ -236,4 +236,28 @@ describe("the worker's client and an owner whose certificate changed", () => {
       { authorization: undefined, kind: "succession" }
     ])
   }, 30_000)
+
+  it("reads at most 4 MiB of an answer about changes of certificate: an endless one is cut, and nothing is followed", async () => {
+    const pinned = await loadOrCreate(join(tempDir("svc-client-"), "pinned"))
+    const other = await loadOrCreate(join(tempDir("svc-client-"), "other"))
+    let sent = 0
+    const server = createServer({ cert: other.cert, key: other.key }, (_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" })
+      const chunk = Buffer.alloc(64 * 1024, 32)
+      const more = () => {
+        while (sent < 64 * 1024 * 1024 && res.write(chunk)) sent += chunk.length
+        if (sent < 64 * 1024 * 1024) res.once("drain", more)
+      }
+      res.write('{"kind":"succession","steps":[')
+      more()
+    })
+    servers.push(server)
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
+    const url = `https://127.0.0.1:${(server.address() as { port: number }).port}`
+    const caller = followingCaller({ url, fingerprint: pinned.fingerprint, certificate: pinned.cert }, () => Effect.die(new Error("not saved")))
+    const failed = await Effect.runPromise(Effect.flip(caller.call("svc_wk_x", { kind: "heartbeat", fence: 1, running: [] })))
+    caller.close()
+    expect(failed.message).toMatch(/; asked for a change signed by the pinned certificate's key: its answer about its changes of certificate is over 4 MiB$/)
+    expect(sent).toBeLessThan(64 * 1024 * 1024)
+  }, 30_000)
 })
