@@ -134,7 +134,7 @@ describe("svc new and svc bag check", () => {
     // A command's help names it from svc, and a repeatable option reads as optional.
     const invite = await run("workers", "invite", "--help")
     expect(invite.code).toBe(0)
-    expect(invite.stdout).toContain("$ svc workers invite [--scope text]... [--expires text] [--name text]\n")
+    expect(invite.stdout).toContain("$ svc workers invite [--scope text]... [--expires text] [--name text] [--json]\n")
     expect(invite.stdout).not.toContain("A user-defined piece of text.")
     // A group named alone answers with its help.
     const group = await run("workers")
