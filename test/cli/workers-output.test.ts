@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest"
 import * as Effect from "effect/Effect"
 import type { Leave, WorkerResponse } from "../../src/app/workers/Protocol.js"
-import { alreadyLinked, sameOwner } from "../../src/cli/commands/workers/join.js"
+import { alreadyLinked, sameAddress, sameOwner } from "../../src/cli/commands/workers/join.js"
 import { linkKey } from "../../src/infra/workers/LinkStore.js"
 import { tellLeaving } from "../../src/cli/commands/workers/leave.js"
 import { onlyThisMachine } from "../../src/cli/commands/workers/loopback.js"
@@ -42,20 +42,22 @@ describe("svc workers join", () => {
 })
 
 describe("svc workers join again", () => {
-  it("finds the link to the owner a token is from: at its address with its certificate, else pinned to it elsewhere (the owner moved), else at its address (a certificate not followed); never another owner's", () => {
+  it("finds the link to the owner a token is from by the certificate it pins, at its address or another (the owner moved); never by the address alone, whose credential would go to a server not shown to be its owner", () => {
     const at = (url: string, fingerprint: string, joinedAt = "2026-11-01T00:00:00Z") => ({ key: linkKey(url, fingerprint), link: { url, fingerprint, joinedAt } })
     const here = at("https://owner.lan:7443", "f1")
     const moved = at("https://old.lan:7443", "f1")
     const movedLater = at("https://older.lan:7443", "f1", "2026-11-20T00:00:00Z")
     const other = at("https://other.lan:7443", "f9")
-    const sameAddress = at("https://owner.lan:7443", "f0")
-    expect(sameOwner([other, moved, here], { url: "https://owner.lan:7443", fingerprint: "f1" })).toBe(here)
-    expect(sameOwner([other, moved, movedLater], { url: "https://owner.lan:7443", fingerprint: "f1" })).toBe(movedLater)
-    expect(sameOwner([other, sameAddress], { url: "https://owner.lan:7443", fingerprint: "f1" })).toBe(sameAddress)
-    // A pin shared wins over an address shared.
-    expect(sameOwner([sameAddress, moved], { url: "https://owner.lan:7443", fingerprint: "f1" })).toBe(moved)
-    expect(sameOwner([other], { url: "https://owner.lan:7443", fingerprint: "f1" })).toBeUndefined()
-    expect(sameOwner([], { url: "https://owner.lan:7443", fingerprint: "f1" })).toBeUndefined()
+    const sameAddressOnly = at("https://owner.lan:7443", "f0")
+    const token = { url: "https://owner.lan:7443", fingerprint: "f1" }
+    expect(sameOwner([other, moved, here], token)).toBe(here)
+    expect(sameOwner([other, moved, movedLater], token)).toBe(movedLater)
+    expect(sameOwner([other, sameAddressOnly], token)).toBeUndefined()
+    expect(sameOwner([sameAddressOnly, moved], token)).toBe(moved)
+    expect(sameOwner([], token)).toBeUndefined()
+    // Links at its address pinned to another certificate: removed at the join, their credentials unsent.
+    expect(sameAddress([other, sameAddressOnly, here], token, here)).toEqual([sameAddressOnly])
+    expect(sameAddress([moved, here], token, here)).toEqual([])
   })
 })
 

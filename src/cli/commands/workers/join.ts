@@ -81,21 +81,26 @@ export const alreadyLinked = (
 }
 
 /**
- * The link this machine already has to the owner a token is from: the one at its address with its
- * certificate; else one pinned to its certificate at another address (the owner moved: a new
- * port, `--public-url`, host name); else one at its address with another certificate (one the
- * owner did not sign a change to). Joining again through it is recognised as this installation,
- * where a new address or certificate made a second identity beside the first (docs/protocol.md,
- * "Joining again").
+ * The link this machine already has to the owner a token is from, whose credential it may send as
+ * the proof of being that worker: one pinned to the token's certificate, at its address or at
+ * another (the owner moved: a new port, `--public-url`, host name). The token's certificate is
+ * the one the join checks the server against, so that credential goes to the owner it belongs to.
+ * Where a new address made a second identity beside the first, joining again is now recognised
+ * (docs/protocol.md, "Joining again").
  */
-export const sameOwner = <L extends { readonly key: string; readonly link: Pick<StoredLink, "url" | "fingerprint" | "joinedAt"> }>(links: ReadonlyArray<L>, content: Pick<JoinTokenContent, "url" | "fingerprint">): L | undefined => {
-  const latest = (matching: ReadonlyArray<L>) => [...matching].sort((a, b) => b.link.joinedAt.localeCompare(a.link.joinedAt))[0]
-  return (
-    links.find((l) => l.key === linkKey(content.url, content.fingerprint)) ??
-    latest(links.filter((l) => l.link.fingerprint === content.fingerprint)) ??
-    latest(links.filter((l) => l.link.url === content.url))
-  )
-}
+export const sameOwner = <L extends { readonly key: string; readonly link: Pick<StoredLink, "url" | "fingerprint" | "joinedAt"> }>(links: ReadonlyArray<L>, content: Pick<JoinTokenContent, "url" | "fingerprint">): L | undefined =>
+  links.find((l) => l.key === linkKey(content.url, content.fingerprint)) ?? latest(links.filter((l) => l.link.fingerprint === content.fingerprint))
+
+/**
+ * The links at the token's address pinned to other certificates: whatever answers there now is
+ * not what they pinned (an owner that made itself a certificate it did not sign a change to, or
+ * another owner in its place), and they would try it for good. Their credentials are never sent:
+ * the server was not shown to be the owner they belong to.
+ */
+export const sameAddress = <L extends { readonly key: string; readonly link: Pick<StoredLink, "url" | "fingerprint"> }>(links: ReadonlyArray<L>, content: Pick<JoinTokenContent, "url" | "fingerprint">, except: L | undefined): ReadonlyArray<L> =>
+  links.filter((l) => l !== except && l.link.url === content.url && l.link.fingerprint !== content.fingerprint)
+
+const latest = <L extends { readonly link: Pick<StoredLink, "joinedAt"> }>(matching: ReadonlyArray<L>): L | undefined => [...matching].sort((a, b) => b.link.joinedAt.localeCompare(a.link.joinedAt))[0]
 
 /** What `join` does once it holds this join's key: send the join, keep the link, say what happened. */
 const redeem = ({
@@ -122,7 +127,9 @@ const redeem = ({
     const agent = makeAgent(pinned)
     // Joining the same owner again: the earlier identity's credential proves this is the same
     // installation, so the owner can release the slots that identity still holds (docs/runs.md).
-    const earlier = sameOwner(yield* Effect.promise(() => readLinks(home)), content)
+    const links = yield* Effect.promise(() => readLinks(home))
+    const earlier = sameOwner(links, content)
+    const stale = sameAddress(links, content, earlier)
     const request = {
       kind: "join" as const,
       // Joining again keeps the name it had there (the operator's commands and scripts use it), unless --name says otherwise.
@@ -178,14 +185,22 @@ const redeem = ({
               : "once it can be written, run svc workers join again with the same token: the owner answers it again (this machine kept the join's key)")
         )
     })
-    // The link it replaces, at another address (the owner moved) or to another certificate (not
-    // followed): removed, so that a running svc serve ends it and stops what it ran there; it
-    // tried that address for good, beside the new link, and ran the owner's work twice.
-    const moved = earlier !== undefined && earlier.key !== linkKey(content.url, content.fingerprint) ? earlier : undefined
-    if (moved !== undefined) {
-      yield* Effect.tryPromise(() => removeLink(home, moved.key)).pipe(
+    // The link it replaces at another address (the owner moved): removed, so that a running svc
+    // serve ends it and stops what it ran there; it tried that address for good, beside the new
+    // link, and ran the owner's work twice. And links at this address pinned to another
+    // certificate, which whatever answers there is not: removed too, their credentials unsent.
+    const moved = earlier !== undefined && earlier.key !== linkKey(content.url, content.fingerprint) ? [earlier] : []
+    for (const old of [...moved, ...stale]) {
+      yield* Effect.tryPromise(() => removeLink(home, old.key)).pipe(
+        Effect.zipRight(
+          old === earlier
+            ? Effect.void
+            : Console.error(
+                `note: the earlier link to ${old.link.url} as ${old.link.name} (${old.link.workerId}), pinned to another certificate, was removed: what answers there is not the owner it pinned; its identity there was not told (revoke it there if that owner still runs: svc workers revoke ${old.link.workerId})`
+              )
+        ),
         Effect.catchAll((e) =>
-          Console.error(`note: the earlier link to that owner (${moved.link.url} as ${moved.link.name}) could not be removed (${e.error instanceof Error ? e.error.message : String(e.error)}): svc workers leave ${moved.link.workerId} removes it`)
+          Console.error(`note: the earlier link to ${old.link.url} as ${old.link.name} could not be removed (${e.error instanceof Error ? e.error.message : String(e.error)}): svc workers leave ${old.link.workerId} removes it`)
         )
       )
     }
