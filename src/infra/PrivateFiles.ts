@@ -53,5 +53,9 @@ export const writePrivateFile = async (file: string, contents: string | Uint8Arr
     throw e
   }
   await handle.close()
-  await fs.rename(temporary, file)
+  // Not renamed into place (the path is a directory, say): the temporary file goes, not left beside it at each try.
+  await fs.rename(temporary, file).catch(async (e: unknown) => {
+    await fs.rm(temporary, { force: true })
+    throw e
+  })
 }

@@ -4,7 +4,7 @@ import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { makePrivateDir, NotPrivate, notPrivateBecause, writePrivateFile } from "../../src/infra/PrivateFiles.js"
 import { unsafeHomeProblem } from "../../src/infra/runtime/HomeStart.js"
-import { writeLink } from "../../src/infra/workers/LinkStore.js"
+import { removeLink, rewriteLink, writeLink } from "../../src/infra/workers/LinkStore.js"
 import { tempDir } from "../support/svc.js"
 
 const dir = (uid: number, mode: number) => ({ uid, mode: 0o40000 | mode, isDirectory: () => true, isSymbolicLink: () => false })
@@ -59,5 +59,31 @@ describe("private directories and files", () => {
     const link = { url: "https://owner:7443", fingerprint: "f".repeat(64), certificate: "PEM", workerId: "w1", name: "lab-1", credential: "svc_wk_x", joinedAt: "2026-11-25T00:00:00.000Z" }
     await expect(writeLink(home, link)).rejects.toThrow(/links is not a directory private to this user: other users may use it \(mode 0777\)/)
     expect(readdirSync(join(home, "links"))).toEqual([])
+  })
+})
+
+describe("a link's file changed by a runtime", () => {
+  const link = { url: "https://owner.lan:7443", fingerprint: "f1", certificate: "C", workerId: "w1", name: "lab", credential: "old", joinedAt: "2026-11-26T00:00:00Z" }
+
+  it("is changed in place, what else it holds kept; one removed meanwhile stays removed; one of another identity is left as it is", async () => {
+    const home = tempDir("svc-rewrite-")
+    const key = await writeLink(home, link)
+    expect(await rewriteLink(home, key, "w1", (now) => ({ ...now, credential: "new" }))).toBe(true)
+    expect(JSON.parse(readFileSync(join(home, "links", `${key}.json`), "utf8"))).toEqual({ ...link, credential: "new" })
+    // A join again wrote another identity there: a credential for the old one does not go into it.
+    await writeLink(home, { ...link, workerId: "w2", credential: "theirs" }, key)
+    expect(await rewriteLink(home, key, "w1", (now) => ({ ...now, credential: "mine" }))).toBe(false)
+    expect(JSON.parse(readFileSync(join(home, "links", `${key}.json`), "utf8")).credential).toBe("theirs")
+    // Left (svc workers leave removed it): not brought back.
+    await removeLink(home, key)
+    expect(await rewriteLink(home, key, "w2", (now) => ({ ...now, fingerprint: "f2" }))).toBe(false)
+    expect(readdirSync(join(home, "links"))).toEqual([])
+  })
+
+  it("a private file that cannot be renamed into place (a directory there) leaves no temporary file behind", async () => {
+    const dir = tempDir("svc-private-tmp-")
+    mkdirSync(join(dir, "journal.mark"))
+    for (let i = 0; i < 3; i++) await expect(writePrivateFile(join(dir, "journal.mark"), "x")).rejects.toThrow()
+    expect(readdirSync(dir)).toEqual(["journal.mark"])
   })
 })

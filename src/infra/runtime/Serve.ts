@@ -55,7 +55,7 @@ import { runtimeEnv, sayWhereSet } from "../SvcConfig.js"
 import { layerAt as svcHomeAt } from "../SvcHome.js"
 import { loadOrCreate } from "../tls/OwnerCertificate.js"
 import { noteServed } from "../tls/Succession.js"
-import { linkKeys, linksDir, readLinks, writeLink } from "../workers/LinkStore.js"
+import { linkKeys, linksDir, readLinks, rewriteLink } from "../workers/LinkStore.js"
 import * as NodeEntropy from "../workers/NodeEntropy.js"
 import { followingCaller } from "../workers/OwnerClient.js"
 import { sessionMemoryAt } from "../workers/SessionMemory.js"
@@ -280,11 +280,12 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }) =>
         // `svc workers join` again (after a revocation, say) wrote a new identity: the old link,
         // ended or not, gives way to it (its work stops), and the new one says hello.
         if (current !== undefined) yield* Fiber.interrupt(current.fiber)
-        // What the link's file holds as this runtime changes it: a credential handed over, the
-        // owner's certificate followed to a new one (each write keeps the other's change).
-        let stored = link
+        // What this runtime changes in the link's file (a credential handed over, the owner's
+        // certificate followed to a new one) is written into what the file holds then, and only
+        // while it is there: a link removed meanwhile (svc workers leave) stays removed.
         const caller = followingCaller({ url: link.url, fingerprint: link.fingerprint, certificate: link.certificate }, (next) =>
-          Effect.tryPromise(() => writeLink(options.home, (stored = { ...stored, fingerprint: next.fingerprint, certificate: next.certificate }), key)).pipe(
+          Effect.tryPromise(() => rewriteLink(options.home, key, link.workerId, (now) => ({ ...now, fingerprint: next.fingerprint, certificate: next.certificate }))).pipe(
+            Effect.asVoid,
             // Used all the same by this runtime; the next start follows the change again.
             Effect.catchAll((e) => Effect.logWarning(`the owner's new certificate could not be saved in this machine's link to it (${e.error instanceof Error ? e.error.message : String(e.error)}): this runtime uses it, the next start follows the change again`))
           )
@@ -294,10 +295,10 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }) =>
           link.credential,
           (next) =>
             Effect.tryPromise({
-              try: () => writeLink(options.home, (stored = { ...stored, credential: next }), key),
+              try: () => rewriteLink(options.home, key, link.workerId, (now) => ({ ...now, credential: next })),
               // Node's message names the file and the reason, never what was written.
               catch: (e) => new CredentialNotSaved({ message: e instanceof Error ? e.message : String(e) })
-            })
+            }).pipe(Effect.asVoid)
         )
         const side = {
           slots,

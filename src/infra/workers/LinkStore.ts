@@ -39,6 +39,27 @@ export const writeLink = async (home: string, link: StoredLink, key = linkKey(li
   return key
 }
 
+/**
+ * Changes a link's file in place (`change` of what it holds now), only while it is there and
+ * still the identity `workerId`: a link removed meanwhile (`svc workers leave`) stays removed, and
+ * one a join again gave a new identity keeps it. A runtime wrote its copy of a link it had read
+ * earlier, and so brought back, credential and all, a link left a moment before. Answers false
+ * when the link is gone or another identity's.
+ */
+export const rewriteLink = async (home: string, key: string, workerId: string, change: (link: StoredLink) => StoredLink): Promise<boolean> => {
+  const file = nodePath.join(linksDir(home), `${key}.json`)
+  let now: StoredLink
+  try {
+    now = JSON.parse(await fs.readFile(file, "utf8")) as StoredLink
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return false
+    throw e
+  }
+  if (now.workerId !== workerId) return false
+  await writeLink(home, change(now), key)
+  return true
+}
+
 /** The keys of the link files there are, readable or not (a link being rewritten is renamed into place, never absent). */
 export const linkKeys = async (home: string): Promise<ReadonlyArray<string>> =>
   (await fs.readdir(linksDir(home)).catch(() => [] as Array<string>)).filter((n) => n.endsWith(".json")).map((n) => n.slice(0, -5))
