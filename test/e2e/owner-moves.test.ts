@@ -9,11 +9,12 @@
  */
 import { execFileSync } from "node:child_process"
 import { X509Certificate } from "node:crypto"
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { createServer as createNetServer } from "node:net"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startServe, stopAllServes, svcIn, Transcript, waitFor, type ServeProcess } from "../support/serve.js"
-import { tempDirs } from "../support/svc.js"
+import { svc, tempDirs } from "../support/svc.js"
 
 const JOB = "certs:echo@1.0.0"
 const transcript = new Transcript()
@@ -100,6 +101,13 @@ describe("an owner that moves, under a linked worker", () => {
     const own = issue("own")
     const listen = `127.0.0.1:${port(owner)}`
     expect((await owner.stop()).code).toBe(0)
+    // A start that fails (its port taken) signs nothing: that certificate was never served.
+    const taken = createNetServer()
+    await new Promise<void>((resolve) => taken.listen(Number(port(owner)), "127.0.0.1", resolve))
+    const failed = await svc(["serve", "--listen", listen, "--tls-cert", own.cert, "--tls-key", own.key], { cwd: ownerHome, home: ownerHome })
+    await new Promise((resolve) => taken.close(resolve))
+    expect(failed.code).toBe(1)
+    expect(existsSync(join(ownerHome, "tls", "succession.json"))).toBe(false)
     owner = await startServe("owner (own certificate)", ownerHome, transcript, { listen, args: ["--tls-cert", own.cert, "--tls-key", own.key] })
     await waitFor("the change said", async () => owner.output(), (o) => o.includes("the TLS certificate changed since the last start"), { timeoutMs: 5_000, everyMs: 100 })
     expect(owner.output()).toContain(`svc serve: TLS certificate sha256 ${own.fingerprint}`)

@@ -5,7 +5,7 @@
  * with --restored it goes on from it, revoking both again (the revoked worker linked again at its
  * next restart, and the spent token worked again, with nothing said).
  */
-import { copyFileSync, existsSync, rmSync } from "node:fs"
+import { copyFileSync, existsSync, readFileSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { startServe, stopAllServes, svcIn, Transcript } from "../support/serve.js"
@@ -53,7 +53,10 @@ describe("an owner whose journal was restored from a backup", () => {
     for (const f of ["svc.sqlite-wal", "svc.sqlite-shm"]) if (existsSync(join(owner, f))) rmSync(join(owner, f))
     const refused = await svc(["serve", "--listen", "127.0.0.1:0"], { cwd: owner, home: owner })
     expect(refused.code).toBe(1)
-    expect(refused.stderr).toMatch(/^svc: the journal \S+svc\.sqlite ends at sequence \d+, \d+ events before the sequence \d+ this home's owner had written \(its mark \S+journal\.mark, of [0-9T:.Z-]+\): an older copy was put in its place \(a backup restored\?\)\. /)
+    expect(refused.stderr).toMatch(/^svc: the journal \S+svc\.sqlite ends at sequence \d+, \d+ events before the sequence \d+ this home's owner had written \(its mark \S+journal\.mark, of [0-9T:.Z-]+\): an older copy was put in its place \(a backup restored\?\), or another, shorter journal\. /)
+    // The copy it refused is left as it was: no last checkpoint written into it at the refused start's stop.
+    expect(readFileSync(join(owner, "svc.sqlite"))).toEqual(readFileSync(backup))
+    expect(refused.stdout + refused.stderr).not.toContain("checkpoint at sequence")
     expect(refused.stderr).toContain("workers revoked and credentials replaced since would work again, invites spent since could be redeemed again")
     expect(refused.stderr).toContain("To go on from this journal, start with svc serve --restored: it first revokes again the 1 worker and 1 invite its mark says were closed since")
 
@@ -76,5 +79,11 @@ describe("an owner whose journal was restored from a backup", () => {
     // Gone on from: the next start takes it as its own.
     serve = await startServe("owner next", owner, transcript)
     expect((await serve.stop()).code).toBe(0)
+
+    // The journal removed: said as such, not as a backup.
+    rmSync(join(owner, "svc.sqlite"))
+    const empty = await svc(["serve", "--listen", "127.0.0.1:0"], { cwd: owner, home: owner })
+    expect(empty.code).toBe(1)
+    expect(empty.stderr).toMatch(/^svc: the journal \S+svc\.sqlite is empty, where this home's owner had written \d+ events \(its mark \S+, of [0-9T:.Z-]+\): it was removed, or a new one put in its place\. /)
   }, 90_000)
 })

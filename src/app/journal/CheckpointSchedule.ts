@@ -13,8 +13,12 @@ import { Projections } from "./Projections.js"
 
 export const DEFAULT_INTERVAL = Duration.minutes(5)
 
-/** `lastWanted`: asked at the stop; false when the store is no longer the home's (the runtime's home was taken, HomeWatch.ts). */
-export const run = (interval: Duration.DurationInput = DEFAULT_INTERVAL, lastWanted: () => boolean = () => true) =>
+/**
+ * `lastWanted`: asked at the stop; false when the store is no longer the home's (the runtime's
+ * home was taken, HomeWatch.ts). `none`: asked at the stop; true when nothing is to be written in
+ * the store, and nothing said (a start that refused the journal: the copy it refused is left as it was).
+ */
+export const run = (interval: Duration.DurationInput = DEFAULT_INTERVAL, lastWanted: () => boolean = () => true, none: () => boolean = () => false) =>
   Effect.gen(function* () {
     const projections = yield* Projections
     const last = yield* Ref.make(-1)
@@ -45,7 +49,9 @@ export const run = (interval: Duration.DurationInput = DEFAULT_INTERVAL, lastWan
     ).pipe(Effect.delay(interval), Effect.forkScoped)
     // The last word of a clean stop: where the next start takes over from.
     yield* Effect.addFinalizer(() =>
-      !lastWanted()
+      none()
+        ? Effect.void
+        : !lastWanted()
         ? Effect.logInfo("no last checkpoint: the journal open is no longer the one in its home (it was removed or replaced)")
         : Effect.flatMap(writeIfMoved, (why) =>
         Effect.flatMap(Ref.get(last), (n) =>
@@ -59,4 +65,4 @@ export const run = (interval: Duration.DurationInput = DEFAULT_INTERVAL, lastWan
     )
   })
 
-export const layer = (interval: Duration.DurationInput = DEFAULT_INTERVAL, lastWanted?: () => boolean) => Layer.scopedDiscard(run(interval, lastWanted))
+export const layer = (interval: Duration.DurationInput = DEFAULT_INTERVAL, lastWanted?: () => boolean, none?: () => boolean) => Layer.scopedDiscard(run(interval, lastWanted, none))

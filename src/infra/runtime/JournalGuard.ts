@@ -24,8 +24,10 @@ const WRITE_EVERY_MS = 10_000
 
 const wentBackText = (back: WentBack, mark: WrittenMark, sequence: number, store: string, home: string, reclose: { readonly workers: number; readonly invites: number }): string => {
   const what =
-    back.kind === "shorter"
-      ? `the journal ${store} ends at sequence ${sequence}, ${back.missing} ${back.missing === 1 ? "event" : "events"} before the sequence ${mark.sequence} this home's owner had written (its mark ${markPath(home)}, of ${mark.writtenAt}): an older copy was put in its place (a backup restored?)`
+    back.kind === "shorter" && sequence === 0
+      ? `the journal ${store} is empty, where this home's owner had written ${mark.sequence} ${mark.sequence === 1 ? "event" : "events"} (its mark ${markPath(home)}, of ${mark.writtenAt}): it was removed, or a new one put in its place`
+      : back.kind === "shorter"
+      ? `the journal ${store} ends at sequence ${sequence}, ${back.missing} ${back.missing === 1 ? "event" : "events"} before the sequence ${mark.sequence} this home's owner had written (its mark ${markPath(home)}, of ${mark.writtenAt}): an older copy was put in its place (a backup restored?), or another, shorter journal`
       : `the journal ${store} is not the one this home's owner wrote (its event at sequence ${mark.sequence} is ${back.at === null ? "none" : `${back.at.type} of ${back.at.stream}`}, not ${mark.anchor?.type} of ${mark.anchor?.stream}, says its mark ${markPath(home)} of ${mark.writtenAt}): another journal was put in its place`
   const closed = [`${reclose.workers} ${reclose.workers === 1 ? "worker" : "workers"}`, `${reclose.invites} ${reclose.invites === 1 ? "invite" : "invites"}`].join(" and ")
   return (

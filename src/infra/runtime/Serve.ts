@@ -188,9 +188,8 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }) =>
     })
 
     const tls = yield* wrap("loading the TLS certificate", () => loadOrCreate(options.home, options.tls))
-    // A certificate other than the one served before is a change its workers must be able to
-    // follow: signed with the key of the one before (Succession.ts).
-    const noted = yield* wrap("noting the TLS certificate served", () => noteServed(options.home, tls, new Date()))
+    // Set when the start refuses its journal (JournalGuard.ts): nothing more is written into it.
+    const journalRefused = { value: false }
     const server = createServer({ cert: tls.cert, key: tls.key, host: options.host, port: options.port }, startingHandler)
     const address = yield* listen(server, options.port, options.host)
     // A low limit of open files is said at start: at it, the route, the jobs and the admin socket
@@ -209,7 +208,7 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }) =>
     const url = options.publicUrl ?? `https://${shownHost}:${address.port}`
 
     const ownerStack = ownerLayer.pipe(
-      Layer.provideMerge(CheckpointSchedule.layer(undefined, () => !taken.value).pipe(Layer.provideMerge(projectionsFrom(initialStateRetaining(retain))))),
+      Layer.provideMerge(CheckpointSchedule.layer(undefined, () => !taken.value, () => journalRefused.value).pipe(Layer.provideMerge(projectionsFrom(initialStateRetaining(retain))))),
       Layer.provideMerge(
         Layer.mergeAll(
           journalLayer(storePath(options.home)),
@@ -237,8 +236,14 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }) =>
     // A journal older than the one this home's owner wrote (a backup restored) is refused unless
     // --restored says to go on from it; its mark kept from here on (JournalGuard.ts).
     yield* guardJournal(options.home, storePath(options.home), runtime, { restored: options.restored === true, taken: () => taken.value }).pipe(
+      // Refused, the copy it refused is left as it was: no last checkpoint written into it.
+      Effect.tapError(() => Effect.sync(() => void (journalRefused.value = true))),
       Effect.mapError((message) => new ServeError({ message }))
     )
+    // A certificate other than the one served before is a change its workers must be able to
+    // follow: signed with the key of the one before (Succession.ts). Noted once this start is
+    // sure to serve it (a start that failed signed, for good, a certificate never served).
+    const noted = yield* wrap("noting the TLS certificate served", () => noteServed(options.home, tls, new Date()))
     server.removeAllListeners("request")
     const handler = makeHandler(runtime, { steps: noted.steps, current: tls.fingerprint })
     server.on("request", handler)
