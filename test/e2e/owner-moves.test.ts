@@ -178,5 +178,17 @@ describe("an owner that moves, under a linked worker", () => {
       { id: "new", revoked: false },
       { id: "old", revoked: true }
     ])
+
+    // Renewed while the worker is stopped, then left: svc workers leave follows the change to tell
+    // the owner, and prints no log line of it (it printed the runtime's raw one).
+    expect((await worker.stop()).code).toBe(0)
+    expect((await owner.stop()).code).toBe(0)
+    const last = issue("last")
+    owner = await startServe("owner (renewed again)", ownerHome, transcript, { listen: new URL(owner.listenUrl).host, args: ["--tls-cert", last.cert, "--tls-key", last.key] })
+    const left = await run(workerHome, "workers", "leave", owner.url)
+    expect(left.code, left.stderr).toBe(0)
+    expect(left.stderr).not.toMatch(/level=/)
+    const labs = JSON.parse((await run(ownerHome, "workers", "status", "--json")).stdout).workers.filter((w: { name: string }) => w.name === "lab")
+    expect(labs.map((w: { revoked: boolean }) => w.revoked)).toEqual([true, true])
   }, 90_000)
 })

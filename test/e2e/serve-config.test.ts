@@ -679,6 +679,7 @@ describe("svc run --idempotency-key", () => {
     // Without --json: the id on stdout, as for a new run.
     const plain = await submit()
     expect(plain.stdout).toBe(`${made.id}\n`)
+    expect(plain.stderr).not.toContain("submitted slow:nap@1.0.0 as run")
     expect(JSON.parse((await svcIn(transcript, home, ["runs", "list", "--json"])).stdout).total).toBe(1)
     const other = await submit("--input", '{"n": 2}')
     expect(other.code).toBe(1)
@@ -687,6 +688,10 @@ describe("svc run --idempotency-key", () => {
     expect(malformed.code).toBe(2)
     expect(malformed.stderr).toContain("--idempotency-key takes 1 to 200 printable ASCII characters without spaces")
     expect((await svcIn(transcript, home, ["runs", "stop", made.id])).code).toBe(0)
+    // Waited for, it is the run it made, ended: its outcome, still said to be the earlier one.
+    const waited = await submit("--wait", "--json")
+    expect(waited.code).toBe(1)
+    expect(JSON.parse(waited.stdout)).toMatchObject({ id: made.id, state: "stopped", existing: true })
     expect((await owner.stop()).code).toBe(0)
   }, 60_000)
 })

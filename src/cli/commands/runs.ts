@@ -134,7 +134,10 @@ export const runCommand = Command.make(
       const stopped = wait ? yield* stopLatch : undefined
       let run = (yield* admin("POST", "/runs/submit", { address, input: value, prefer, ...(Option.isSome(key) ? { key: key.value } : {}) })) as unknown as RunView & { readonly existing?: true }
       // Submitted before under this key: that run, not a second one (a script's retry).
-      if (run.existing === true) {
+      const existing = run.existing === true
+      // What --json prints of the run, however it ends: a run submitted before says so.
+      const shown = (r: RunView) => (existing ? { ...r, existing: true as const } : r)
+      if (existing) {
         yield* Console.error(`run ${run.id} was submitted earlier with this idempotency key (${run.state}): it is answered, not submitted again`)
       }
       // A preference is weighed only among workers: the owner keeps what it can run (locality first).
@@ -144,6 +147,7 @@ export const runCommand = Command.make(
       if (!wait) {
         if (json) return yield* printJson(run)
         yield* Console.log(run.id)
+        if (existing) return
         return yield* Console.error(`submitted ${run.address} as run ${run.id}; follow it with: svc runs show ${run.id}`)
       }
       // Follows it through the owner's wait, which answers as soon as its progress differs from `seen`.
@@ -152,7 +156,7 @@ export const runCommand = Command.make(
       // A wait that ends without the outcome (a signal, the owner gone too long) leaves the run
       // going: with --json, the run as last seen goes to stdout (its state not final), so that a
       // script has its id whatever ended the wait, and need not submit it again.
-      const lastSeen = (end: Effect.Effect<never, CliFailure>) => (json ? Effect.zipRight(Effect.suspend(() => printJson(run)), end) : end)
+      const lastSeen = (end: Effect.Effect<never, CliFailure>) => (json ? Effect.zipRight(Effect.suspend(() => printJson(shown(run))), end) : end)
       yield* Effect.gen(function* () {
         while (!TERMINAL.has(run.state)) {
           const seen = progressOf(run)
@@ -181,7 +185,7 @@ export const runCommand = Command.make(
           )
         )
       )
-      if (json) yield* printJson(run)
+      if (json) yield* printJson(shown(run))
       else if (run.state === "succeeded") yield* Console.log(JSON.stringify(run.result))
       if (run.state !== "succeeded") return yield* refused(outcomeLine(run))
       if (!json) yield* Console.error(outcomeLine(run))

@@ -20,7 +20,8 @@ const pemOf = (der: Buffer) => `-----BEGIN CERTIFICATE-----\n${der.toString("bas
 export const fetchPinnedCertificate = (url: string, fingerprint: string): Promise<string> =>
   new Promise((resolve, reject) => {
     const u = new URL(url)
-    const socket = tls.connect({ host: u.hostname, port: Number(u.port || 443), servername: net(u.hostname), rejectUnauthorized: false }, () => {
+    // An IPv6 literal's brackets are the URL's, not the address's (`[::1]` was looked up as a name).
+    const socket = tls.connect({ host: u.hostname.replace(/^\[(.*)\]$/, "$1"), port: Number(u.port || 443), servername: net(u.hostname), rejectUnauthorized: false }, () => {
       const cert = socket.getPeerCertificate()
       socket.destroy()
       if (!cert || !cert.raw) return reject(new Error(`${url} presented no certificate`))
@@ -147,7 +148,11 @@ export const followSuccession = (owner: PinnedOwner): Promise<PinnedOwner> =>
         res.on("data", (c: Buffer) => {
           size += c.length
           // Not the owner's (a hundred steps are some 300 KB): not read on.
-          if (size > MAX_SUCCESSION_BYTES) return req.destroy(new Error(`its answer about its changes of certificate is over ${MAX_SUCCESSION_BYTES / 1024 / 1024} MiB`))
+          if (size > MAX_SUCCESSION_BYTES) {
+            // Said first: the end of a response cut short would be read as a body that is not JSON.
+            reject(new Error(`its answer about its changes of certificate is over ${MAX_SUCCESSION_BYTES / 1024 / 1024} MiB`))
+            return req.destroy()
+          }
           chunks.push(c)
         })
         res.on("error", reject)
@@ -170,7 +175,10 @@ export const followSuccession = (owner: PinnedOwner): Promise<PinnedOwner> =>
       }
     )
     // Within 15 s in all, however slowly an answer trickles in.
-    const deadline = setTimeout(() => req.destroy(new Error("no whole answer about its changes of certificate within 15 s")), 15_000)
+    const deadline = setTimeout(() => {
+      reject(new Error("no whole answer about its changes of certificate within 15 s"))
+      req.destroy()
+    }, 15_000)
     req.on("close", () => clearTimeout(deadline))
     req.on("error", reject)
     req.end(body)

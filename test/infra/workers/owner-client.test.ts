@@ -260,4 +260,18 @@ describe("the worker's client and an owner whose certificate changed", () => {
     expect(failed.message).toMatch(/; asked for a change signed by the pinned certificate's key: its answer about its changes of certificate is over 4 MiB$/)
     expect(sent).toBeLessThan(64 * 1024 * 1024)
   }, 30_000)
+
+  it("fetches the certificate of an owner at an IPv6 literal address (its brackets were looked up as a name)", async () => {
+    const tls = await loadOrCreate(join(tempDir("svc-client-"), "v6"))
+    const server = createServer({ cert: tls.cert, key: tls.key }, (_req, res) => res.end("{}"))
+    servers.push(server)
+    const listening = await new Promise<boolean>((resolve) => {
+      server.once("error", () => resolve(false))
+      server.listen(0, "::1", () => resolve(true))
+    })
+    // A machine without IPv6 loopback has nothing to test here.
+    if (!listening) return
+    const url = `https://[::1]:${(server.address() as { port: number }).port}`
+    expect(await fetchPinnedCertificate(url, tls.fingerprint)).toBe(new X509Certificate(tls.cert).toString())
+  }, 30_000)
 })

@@ -3,6 +3,8 @@ import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import type { Leave, WorkerResponse } from "../../../app/workers/Protocol.js"
 import { parseJoinToken, secretKindOf } from "../../../domain/workers/Secrets.js"
 import { adminCall } from "../../../infra/http/AdminApi.js"
@@ -87,7 +89,11 @@ export const leave = Command.make(
       // Then the owner is told: it revokes the worker, saying it left.
       // Following a change of the owner's certificate signed by the pinned one's key, as a link does.
       const caller = followingCaller({ url: link.url, fingerprint: link.fingerprint, certificate: link.certificate }, () => Effect.void)
-      const told = yield* Effect.either(tellLeaving((request) => caller.call(link.credential, request), stopped)).pipe(Effect.ensuring(Effect.sync(() => caller.close())))
+      // Its log line of a change followed is the runtime's: a command does not print log lines (nor save the pin: the link is gone).
+      const told = yield* Effect.either(tellLeaving((request) => caller.call(link.credential, request), stopped)).pipe(
+        Logger.withMinimumLogLevel(LogLevel.None),
+        Effect.ensuring(Effect.sync(() => caller.close()))
+      )
       const released = told._tag === "Right" && told.right.kind === "left" ? told.right.released : undefined
       const outcome: { readonly kind: "told" } | { readonly kind: "revoked already" } | { readonly kind: "not told"; readonly why: string } =
         told._tag === "Right"
