@@ -53,7 +53,7 @@ import { storePath } from "../journal/StoreFile.js"
 import * as ManifestSourceLive from "../manifest/ManifestSourceLive.js"
 import { runtimeEnv, sayWhereSet } from "../SvcConfig.js"
 import { layerAt as svcHomeAt } from "../SvcHome.js"
-import { loadOrCreate } from "../tls/OwnerCertificate.js"
+import { certificateValidity, loadOrCreate } from "../tls/OwnerCertificate.js"
 import { noteServed } from "../tls/Succession.js"
 import { linkKeys, linksDir, readLinks, rewriteLink } from "../workers/LinkStore.js"
 import * as NodeEntropy from "../workers/NodeEntropy.js"
@@ -393,6 +393,9 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }) =>
         : `svc serve: projections from the snapshot at sequence ${started.snapshot} and the ${started.events} events after it`
     )
     yield* Console.log(`svc serve: TLS certificate sha256 ${tls.fingerprint}`)
+    // A certificate out of its validity is refused by every worker (they check the one they pin).
+    const validity = certificateValidity(tls.cert, Date.now())
+    if (validity !== undefined) yield* Effect.logWarning(validity)
     if (noted.served.kind === "changed") {
       yield* Effect.logInfo(
         `the TLS certificate changed since the last start (sha256 ${noted.served.step.from} before): the change is signed with the key of the one before, so the workers linked to this owner follow it at their next call (docs/protocol.md, "When the owner's certificate changes")`

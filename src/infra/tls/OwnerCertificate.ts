@@ -40,6 +40,21 @@ const checkedPair = (cert: string, key: string, given: { readonly certFile: stri
   return certificate.fingerprint256.replace(/:/g, "").toLowerCase()
 }
 
+/** A certificate expiring sooner than this is said at start. */
+export const EXPIRY_NOTICE_DAYS = 14
+
+/** What a start says of the certificate it serves when it is, or soon will be, out of its validity (at `now`); else undefined. */
+export const certificateValidity = (pem: string, now: number): string | undefined => {
+  const cert = new X509Certificate(pem)
+  const [from, to] = [Date.parse(cert.validFrom), Date.parse(cert.validTo)]
+  const renew = `renew it: the workers linked to this owner follow a renewal it serves (docs/protocol.md, "When the owner's certificate changes")`
+  if (now > to) return `the TLS certificate expired at ${new Date(to).toISOString()}: every worker refuses it, and no new one can join; ${renew}`
+  if (now < from) return `the TLS certificate is not valid before ${new Date(from).toISOString()}: workers refuse it until then (is this machine's clock right?)`
+  const days = Math.floor((to - now) / 86_400_000)
+  if (days < EXPIRY_NOTICE_DAYS) return `the TLS certificate expires at ${new Date(to).toISOString()}, in ${days === 0 ? "less than a day" : days === 1 ? "1 day" : `${days} days`}: then every worker refuses it; ${renew}`
+  return undefined
+}
+
 const exists = (path: string) => fs.access(path).then(() => true, () => false)
 
 const fingerprintIn = (file: string): Promise<string | undefined> =>

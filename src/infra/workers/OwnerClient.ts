@@ -106,9 +106,9 @@ export const makeAgent = (owner: PinnedOwner) => {
 export const certificateProblem = (e: NodeJS.ErrnoException): string | undefined => {
   switch (e.code) {
     case "CERT_HAS_EXPIRED":
-      return "the owner's certificate, the one pinned at join, has expired: its operator must renew it (a worker follows a renewal its owner signed: docs/protocol.md, \"When the owner's certificate changes\")"
+      return "the owner's certificate, the one this worker pins, has expired: its operator must renew it (a worker follows a renewal its owner signed: docs/protocol.md, \"When the owner's certificate changes\")"
     case "CERT_NOT_YET_VALID":
-      return "the owner's certificate, the one pinned at join, is not valid yet: check this machine's clock"
+      return "the owner's certificate, the one this worker pins, is not valid yet: check this machine's clock"
     case "SVC_ANOTHER_CERTIFICATE":
       return "it presented another certificate than the one pinned at join: not the owner that invited this worker, or one that made itself a new certificate without signing the change (then join again with a new token from it)"
     default:

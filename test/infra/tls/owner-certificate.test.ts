@@ -3,7 +3,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { fingerprintOf, loadOrCreate } from "../../../src/infra/tls/OwnerCertificate.js"
+import { X509Certificate } from "node:crypto"
+import { certificateValidity, fingerprintOf, loadOrCreate } from "../../../src/infra/tls/OwnerCertificate.js"
 
 const dirs: Array<string> = []
 const temp = () => {
@@ -35,5 +36,21 @@ describe("the owner's certificate", () => {
     const text = join(temp(), "notes.txt")
     writeFileSync(text, "hello\n")
     await expect(loadOrCreate(temp(), { certFile: text, keyFile: key })).rejects.toThrow(`--tls-cert ${text} is not a PEM certificate`)
+  }, 30_000)
+})
+
+describe("the validity of the certificate a start serves", () => {
+  it("is said when it has expired, is not valid yet, or expires within 14 days; not otherwise", async () => {
+    const home = temp()
+    const { cert } = await loadOrCreate(home)
+    const x = new X509Certificate(cert)
+    const [from, to] = [Date.parse(x.validFrom), Date.parse(x.validTo)]
+    const day = 86_400_000
+    expect(certificateValidity(cert, from + day)).toBeUndefined()
+    expect(certificateValidity(cert, to + 1)).toMatch(/^the TLS certificate expired at \S+: every worker refuses it, and no new one can join; renew it/)
+    expect(certificateValidity(cert, from - day)).toMatch(/^the TLS certificate is not valid before \S+: workers refuse it until then/)
+    expect(certificateValidity(cert, to - 3 * day - 1000)).toMatch(/^the TLS certificate expires at \S+, in 3 days: then every worker refuses it; renew it/)
+    expect(certificateValidity(cert, to - 1000)).toContain("in less than a day")
+    expect(certificateValidity(cert, to - 20 * day)).toBeUndefined()
   }, 30_000)
 })

@@ -111,7 +111,7 @@ describe("the worker's client", () => {
       const agent = makeAgent(pinned)
       const failed = await Effect.runPromise(Effect.flip(callOwner(pinned, agent, "svc_wk_x", { kind: "heartbeat", fence: 1, running: [] })))
       agent.destroy()
-      expect(failed.message).toContain(`the owner's certificate, the one pinned at join, ${said}`)
+      expect(failed.message).toContain(`the owner's certificate, the one this worker pins, ${said}`)
       expect(failed).not.toHaveProperty("certificateChanged")
     }
   }, 30_000)
@@ -136,7 +136,7 @@ describe("the worker's client", () => {
 
   it("says an expired or not yet valid pinned certificate as such, and leaves other errors as they are", () => {
     const coded = (code: string) => Object.assign(new Error("x"), { code })
-    expect(certificateProblem(coded("CERT_HAS_EXPIRED"))).toMatch(/^the owner's certificate, the one pinned at join, has expired/)
+    expect(certificateProblem(coded("CERT_HAS_EXPIRED"))).toMatch(/^the owner's certificate, the one this worker pins, has expired/)
     expect(certificateProblem(coded("CERT_NOT_YET_VALID"))).toMatch(/not valid yet: check this machine's clock$/)
     expect(certificateProblem(coded("ECONNREFUSED"))).toBeUndefined()
   })
