@@ -89,6 +89,8 @@ export const guardJournal = (
     const write = (force: boolean) =>
       Effect.gen(function* () {
         if (options.taken()) return
+        // Nothing appended since: nothing to write (and the journal not read for its anchor).
+        if (!force && last !== undefined && projections.current().sequence === last.mark.sequence) return
         const next = yield* markNow
         const now = yield* Clock.currentTimeMillis
         if (!force && last !== undefined && (next.sequence === last.mark.sequence || (sameGuard(next, last.mark) && now - last.at < WRITE_EVERY_MS))) return
