@@ -8,6 +8,12 @@ import { OwnerHost, type OwnerHostSettings } from "../../src/app/runs/Dispatcher
 import { JobNotRunnable } from "../../src/app/runs/JobCatalog.js"
 import * as ChildExecutor from "../../src/infra/runs/ChildExecutor.js"
 import * as FileRunFiles from "../../src/infra/runs/FileRunFiles.js"
+import { Checkpoints } from "../../src/app/journal/Checkpoints.js"
+import { layerMemory } from "../../src/app/journal/Journal.js"
+import { layer as projectionsLayer } from "../../src/app/journal/Projections.js"
+import { layerWithRuns, OwnerAddress } from "../../src/app/workers/Owner.js"
+import * as NodeHashing from "../../src/infra/journal/NodeHashing.js"
+import * as NodeEntropy from "../../src/infra/workers/NodeEntropy.js"
 
 export const noBagsHost: OwnerHostSettings = {
   capacity: 4,
@@ -26,3 +32,21 @@ const runFilesDir = Effect.acquireRelease(
 
 export const runsDeps = (host: OwnerHostSettings = noBagsHost) =>
   Layer.mergeAll(ChildExecutor.layer, Layer.unwrapScoped(Effect.map(runFilesDir, FileRunFiles.layer)), Layer.succeed(OwnerHost, host))
+
+/**
+ * The owner with its runs over the memory journal, no checkpoints, node:crypto hashing and
+ * entropy, and a host with no bags: the real deciders and projections, for app-level tests.
+ */
+export const memoryOwner = layerWithRuns.pipe(
+  Layer.provideMerge(projectionsLayer),
+  Layer.provideMerge(
+    Layer.mergeAll(
+      layerMemory,
+      Layer.succeed(Checkpoints, { write: () => Effect.void, latest: Effect.succeed(undefined), snapshot: Effect.succeed(undefined) }),
+      NodeHashing.layer,
+      NodeEntropy.layer,
+      runsDeps(),
+      Layer.succeed(OwnerAddress, { url: "https://owner.test:7443", fingerprint: "ab".repeat(32) })
+    )
+  )
+)

@@ -10,33 +10,18 @@ import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as TestClock from "effect/TestClock"
-import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
-import { Journal, layerMemory } from "../../../src/app/journal/Journal.js"
-import { layer as projectionsLayer, Projections } from "../../../src/app/journal/Projections.js"
+import { Journal } from "../../../src/app/journal/Journal.js"
+import { Projections } from "../../../src/app/journal/Projections.js"
 import { ADVERTISE_EVERY } from "../../../src/app/workers/Link.js"
-import { layerWithRuns as ownerLayer, Owner, OwnerAddress } from "../../../src/app/workers/Owner.js"
+import { Owner } from "../../../src/app/workers/Owner.js"
 import * as Presence from "../../../src/app/workers/Presence.js"
 import { PROTOCOL_REVISION, Refusal, type WorkerRequest, type WorkerResponse } from "../../../src/app/workers/Protocol.js"
 import * as Decide from "../../../src/domain/workers/Decide.js"
 import { formatJoinToken, makeCredential, parseJoinToken } from "../../../src/domain/workers/Secrets.js"
-import * as NodeHashing from "../../../src/infra/journal/NodeHashing.js"
-import * as NodeEntropy from "../../../src/infra/workers/NodeEntropy.js"
 import { capturingLogs } from "../../support/logs.js"
-import { runsDeps } from "../../support/runs.js"
+import { memoryOwner } from "../../support/runs.js"
 
-const TestOwner = ownerLayer.pipe(
-  Layer.provideMerge(projectionsLayer),
-  Layer.provideMerge(
-    Layer.mergeAll(
-      layerMemory,
-      Layer.succeed(Checkpoints, { write: () => Effect.void, latest: Effect.succeed(undefined), snapshot: Effect.succeed(undefined) }),
-      NodeHashing.layer,
-      NodeEntropy.layer,
-      runsDeps(),
-      Layer.succeed(OwnerAddress, { url: "https://owner.test:7443", fingerprint: "ab".repeat(32) })
-    )
-  )
-)
+const TestOwner = memoryOwner
 
 const call = (bearer: string | undefined, request: WorkerRequest) => Effect.flatMap(Owner, (o) => Effect.either(o.handle(bearer, request)))
 const ok = <K extends WorkerResponse["kind"]>(r: Either.Either<WorkerResponse, { code: string; message: string }>, kind: K) => {

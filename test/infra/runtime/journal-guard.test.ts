@@ -8,31 +8,15 @@ import { describe, expect, it } from "@effect/vitest"
 import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as TestClock from "effect/TestClock"
-import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
-import { Journal, layerMemory } from "../../../src/app/journal/Journal.js"
-import { layer as projectionsLayer, Projections } from "../../../src/app/journal/Projections.js"
-import { layerWithRuns as ownerLayer, Owner, OwnerAddress } from "../../../src/app/workers/Owner.js"
-import * as NodeHashing from "../../../src/infra/journal/NodeHashing.js"
+import type { Journal } from "../../../src/app/journal/Journal.js"
+import type { Projections } from "../../../src/app/journal/Projections.js"
+import { Owner } from "../../../src/app/workers/Owner.js"
 import { guardJournal } from "../../../src/infra/runtime/JournalGuard.js"
-import * as NodeEntropy from "../../../src/infra/workers/NodeEntropy.js"
-import { runsDeps } from "../../support/runs.js"
+import { memoryOwner } from "../../support/runs.js"
 import { tempDir } from "../../support/svc.js"
 
-const TestOwner = ownerLayer.pipe(
-  Layer.provideMerge(projectionsLayer),
-  Layer.provideMerge(
-    Layer.mergeAll(
-      layerMemory,
-      Layer.succeed(Checkpoints, { write: () => Effect.void, latest: Effect.succeed(undefined), snapshot: Effect.succeed(undefined) }),
-      NodeHashing.layer,
-      NodeEntropy.layer,
-      runsDeps(),
-      Layer.succeed(OwnerAddress, { url: "https://owner.test:7443", fingerprint: "ab".repeat(32) })
-    )
-  )
-)
+const TestOwner = memoryOwner
 
 /** The mark as written now (the writer's file I/O is real: waited for in real time, briefly). */
 const markIn = (home: string) =>
