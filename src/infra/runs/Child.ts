@@ -19,7 +19,7 @@ import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import type { ExecutionSpec } from "../../app/runs/Executor.js"
 import { KeptOutput } from "../../domain/runs/OutputLimit.js"
-import type { LeftoverNotes } from "./Leftovers.js"
+import { signalGroup as signalGroupOf, type LeftoverNotes } from "./Leftovers.js"
 import { descendantsOf, startTimeOf } from "./Processes.js"
 import { makeDirectory } from "../MakeDirectory.js"
 
@@ -46,19 +46,7 @@ const unexited = new Set<number>()
  */
 export const killAllNow = (): number => {
   let killed = 0
-  for (const pid of unexited) {
-    try {
-      process.kill(-pid, "SIGKILL")
-      killed++
-    } catch {
-      try {
-        process.kill(pid, "SIGKILL")
-        killed++
-      } catch {
-        // Exited meanwhile.
-      }
-    }
-  }
+  for (const pid of unexited) if (signalGroupOf(pid, "SIGKILL")) killed++
   unexited.clear()
   return killed
 }

@@ -98,14 +98,18 @@ const alive = (pid: number): boolean => {
  */
 const groupAlive = (pgid: number): boolean => groupRuns(pgid) ?? alive(-pgid)
 
-const signalGroup = (pid: number, signal: NodeJS.Signals) => {
+/** `signal` to the process group `pid` leads, else to the process alone; answers whether either was there to signal. */
+export const signalGroup = (pid: number, signal: NodeJS.Signals): boolean => {
   try {
     process.kill(-pid, signal)
+    return true
   } catch {
     try {
       process.kill(pid, signal)
+      return true
     } catch {
       // Gone.
+      return false
     }
   }
 }

@@ -41,15 +41,13 @@ export const processStat = (pid: number): ProcessStat | null => {
   return fields === null || start === undefined ? null : { pid, parent: Number(fields[1]), group: Number(fields[2]), start }
 }
 
-/** Every live process of this machine (that this one may read), by pid; empty where /proc is not there, null if asked so. */
-function everyProcess(): ReadonlyArray<ProcessStat>
-function everyProcess(unknown: null): ReadonlyArray<ProcessStat> | null
-function everyProcess(unknown: ReadonlyArray<ProcessStat> | null = []): ReadonlyArray<ProcessStat> | null {
+/** Every live process of this machine (that this one may read), by pid; null where /proc is not there. */
+const everyProcessKnown = (): ReadonlyArray<ProcessStat> | null => {
   let names: ReadonlyArray<string>
   try {
     names = fs.readdirSync("/proc")
   } catch {
-    return unknown
+    return null
   }
   const all: Array<ProcessStat> = []
   for (const name of names) {
@@ -61,13 +59,16 @@ function everyProcess(unknown: ReadonlyArray<ProcessStat> | null = []): Readonly
   return all
 }
 
+/** The same, empty where /proc is not there. */
+const everyProcess = (): ReadonlyArray<ProcessStat> => everyProcessKnown() ?? []
+
 /**
  * Whether process group `pgid` has a member that has not ended (a zombie has: signal 0 to the
  * group still reaches one until its parent reaps it, which an adopting init may do late), or null
  * where /proc cannot tell.
  */
 export const groupRuns = (pgid: number): boolean | null => {
-  const all = everyProcess(null)
+  const all = everyProcessKnown()
   return all === null ? null : all.some((p) => p.group === pgid)
 }
 

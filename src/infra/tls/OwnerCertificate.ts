@@ -17,7 +17,10 @@ export interface TlsMaterial {
   readonly fingerprint: string
 }
 
-export const fingerprintOf = (pem: string): string => new X509Certificate(pem).fingerprint256.replace(/:/g, "").toLowerCase()
+/** A certificate's SHA-256 as svc writes it (lowercase hex without colons), from what Node gives: an X509Certificate, or a TLS peer's certificate. */
+export const hexFingerprint = (certificate: { readonly fingerprint256: string }): string => certificate.fingerprint256.replace(/:/g, "").toLowerCase()
+
+export const fingerprintOf = (pem: string): string => hexFingerprint(new X509Certificate(pem))
 
 /**
  * The operator's certificate and key, checked before anything listens: each a PEM of its kind,
@@ -37,7 +40,7 @@ const checkedPair = (cert: string, key: string, given: { readonly certFile: stri
     throw new Error(`--tls-key ${given.keyFile} is not a PEM private key`)
   }
   if (!certificate.checkPrivateKey(privateKey)) throw new Error(`--tls-key ${given.keyFile} is not the key of the certificate in --tls-cert ${given.certFile}`)
-  return certificate.fingerprint256.replace(/:/g, "").toLowerCase()
+  return hexFingerprint(certificate)
 }
 
 /** A certificate expiring sooner than this is said at start. */

@@ -18,7 +18,7 @@ import * as fs from "node:fs/promises"
 import * as nodePath from "node:path"
 import * as Schema from "effect/Schema"
 import { makePrivateDir, writePrivateFile } from "../PrivateFiles.js"
-import { fingerprintOf, type TlsMaterial } from "./OwnerCertificate.js"
+import { fingerprintOf, hexFingerprint, type TlsMaterial } from "./OwnerCertificate.js"
 
 /** One change of certificate, signed with the key of the one before. */
 export const SuccessionStep = Schema.Struct({
@@ -89,9 +89,9 @@ export const follow = (pinned: string, steps: ReadonlyArray<SuccessionStep>, pre
     } catch {
       return { problem: `${where} carries a certificate that is not one` }
     }
-    const from = cert.fingerprint256.replace(/:/g, "").toLowerCase()
+    const from = hexFingerprint(cert)
     if (step.from !== from) return { problem: `${where} starts at another certificate (sha256 ${step.from}) than ${i === 0 ? "the pinned one" : "the one before it"} (sha256 ${from})` }
-    if (next.fingerprint256.replace(/:/g, "").toLowerCase() !== step.to) return { problem: `${where} names another certificate (sha256 ${step.to}) than the one it carries` }
+    if (hexFingerprint(next) !== step.to) return { problem: `${where} names another certificate (sha256 ${step.to}) than the one it carries` }
     let ok = false
     try {
       ok = verify(digestFor(cert.publicKey), statement(step.from, step.to), cert.publicKey, Buffer.from(step.signature, "base64"))
@@ -177,8 +177,8 @@ export const noteServed = async (home: string, material: TlsMaterial, now: Date)
   const dir = tlsDir(home)
   await makePrivateDir(dir)
   const steps = await readSteps(home)
-  const before =
-    (await readPair(nodePath.join(dir, "served.crt"), nodePath.join(dir, "served.key"))) ?? (await readPair(nodePath.join(dir, "owner.crt"), nodePath.join(dir, "owner.key")))
+  const served = await readPair(nodePath.join(dir, "served.crt"), nodePath.join(dir, "served.key"))
+  const before = served ?? (await readPair(nodePath.join(dir, "owner.crt"), nodePath.join(dir, "owner.key")))
   const keep = async () => {
     await writePrivateFile(nodePath.join(dir, "served.key"), material.key)
     await writePrivateFile(nodePath.join(dir, "served.crt"), material.cert)
@@ -190,7 +190,7 @@ export const noteServed = async (home: string, material: TlsMaterial, now: Date)
   const from = fingerprintOf(before.cert)
   if (from === material.fingerprint) {
     // The copy is the one served: kept as it is (a home copied with its tls/ keeps its pair).
-    if (!(await readPair(nodePath.join(dir, "served.crt"), nodePath.join(dir, "served.key")))) await keep()
+    if (served === undefined) await keep()
     return { served: { kind: "same" }, steps }
   }
   let step: SuccessionStep

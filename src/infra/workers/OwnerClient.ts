@@ -11,9 +11,9 @@ import * as Schema from "effect/Schema"
 import { Unreachable } from "../../app/workers/Link.js"
 import { Refusal, RefusalCode, WorkerResponse, type WorkerRequest } from "../../app/workers/Protocol.js"
 import { withoutSecrets } from "../../domain/workers/Secrets.js"
+import { hexFingerprint } from "../tls/OwnerCertificate.js"
 import { follow, SuccessionAnswer } from "../tls/Succession.js"
 
-const fingerprintHex = (cert: tls.PeerCertificate) => cert.fingerprint256.replace(/:/g, "").toLowerCase()
 const pemOf = (der: Buffer) => `-----BEGIN CERTIFICATE-----\n${der.toString("base64").replace(/(.{64})/g, "$1\n").trimEnd()}\n-----END CERTIFICATE-----\n`
 
 /** Fetches the owner's certificate and checks it against the pinned fingerprint. */
@@ -25,7 +25,7 @@ export const fetchPinnedCertificate = (url: string, fingerprint: string): Promis
       const cert = socket.getPeerCertificate()
       socket.destroy()
       if (!cert || !cert.raw) return reject(new Error(`${url} presented no certificate`))
-      if (fingerprintHex(cert) !== fingerprint) {
+      if (hexFingerprint(cert) !== fingerprint) {
         return reject(new Error(`${url} presented a certificate with another fingerprint than the join token pins: this is not the owner that invited you`))
       }
       resolve(pemOf(cert.raw))
@@ -60,7 +60,7 @@ class PinProblem extends Error {
 const pinProblemOf = (socket: tls.TLSSocket, owner: PinnedOwner): PinProblem | undefined => {
   const cert = socket.getPeerCertificate()
   if (!cert || !cert.raw) return new PinProblem("SVC_ANOTHER_CERTIFICATE", "it presented no certificate")
-  if (fingerprintHex(cert) !== owner.fingerprint) return new PinProblem("SVC_ANOTHER_CERTIFICATE", "another certificate than the pinned one")
+  if (hexFingerprint(cert) !== owner.fingerprint) return new PinProblem("SVC_ANOTHER_CERTIFICATE", "another certificate than the pinned one")
   const now = Date.now()
   if (now > Date.parse(cert.valid_to)) return new PinProblem("CERT_HAS_EXPIRED", "certificate has expired")
   if (now < Date.parse(cert.valid_from)) return new PinProblem("CERT_NOT_YET_VALID", "certificate is not yet valid")
@@ -167,7 +167,7 @@ export const followSuccession = (owner: PinnedOwner): Promise<PinnedOwner> =>
           const answer = res.statusCode === 200 ? decodeSuccession(json) : undefined
           // An svc from before these changes refuses the question as no worker message.
           if (answer === undefined || answer._tag === "Left") return reject(new Error("it offered no change signed by the pinned certificate's key (an svc too old to sign one, or not the owner)"))
-          const presented = fingerprintHex(cert)
+          const presented = hexFingerprint(cert)
           const followed = follow(owner.certificate, answer.right.steps, presented)
           if ("problem" in followed) return reject(new Error(followed.problem))
           resolve({ url: owner.url, fingerprint: presented, certificate: followed.certificate })
