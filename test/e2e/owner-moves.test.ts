@@ -13,7 +13,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { createServer as createNetServer } from "node:net"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startServe, stopAllServes, svcIn, Transcript, waitFor, type ServeProcess } from "../support/serve.js"
+import { portBelowEphemeral, startServe, stopAllServes, svcIn, Transcript, waitFor, type ServeProcess } from "../support/serve.js"
 import { svc, tempDirs } from "../support/svc.js"
 
 const JOB = "certs:echo@1.0.0"
@@ -79,7 +79,8 @@ beforeAll(async () => {
   ownerHome = home("svc-cert-owner-")
   workerHome = home("svc-cert-worker-")
   for (const h of [ownerHome, workerHome]) expect((await run(h, "bag", "install", bag)).code).toBe(0)
-  owner = await startServe("owner", ownerHome, transcript)
+  // Restarted on its address: one that no other test file is handed meanwhile.
+  owner = await startServe("owner", ownerHome, transcript, { listen: await portBelowEphemeral() })
   const invite = await run(ownerHome, "workers", "invite", "--name", "lab")
   expect((await run(workerHome, "workers", "join", invite.stdout.trim())).code).toBe(0)
   worker = await startServe("worker", workerHome, transcript, { env: { SVC_WORKFLOW_LABELS: "pool=lab" } })
@@ -163,7 +164,7 @@ describe("an owner that moves, under a linked worker", () => {
     const oldId = was.owners[0]!.workerId
     // The certificate the worker pins, at another port.
     expect((await owner.stop()).code).toBe(0)
-    owner = await startServe("owner (moved)", ownerHome, transcript, { args: ["--tls-cert", renewed.cert, "--tls-key", renewed.key] })
+    owner = await startServe("owner (moved)", ownerHome, transcript, { listen: await portBelowEphemeral(), args: ["--tls-cert", renewed.cert, "--tls-key", renewed.key] })
     expect(owner.url).not.toBe(was.owners[0]!.url)
     const invite = await run(ownerHome, "workers", "invite", "--name", "lab")
     const joined = await run(workerHome, "workers", "join", invite.stdout.trim(), "--json")

@@ -8,7 +8,7 @@
 import { copyFileSync, existsSync, readFileSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { startServe, stopAllServes, svcIn, Transcript } from "../support/serve.js"
+import { portBelowEphemeral, startServe, stopAllServes, svcIn, Transcript } from "../support/serve.js"
 import { svc, tempDirs } from "../support/svc.js"
 
 const transcript = new Transcript()
@@ -31,7 +31,8 @@ const workers = async (h: string) => (JSON.parse((await run(h, "workers", "statu
 describe("an owner whose journal was restored from a backup", () => {
   it("refuses the older journal, saying what would come back; with --restored goes on from it, revoking again what was closed since", async () => {
     const owner = home("svc-restore-owner-")
-    let serve = await startServe("owner", owner, transcript)
+    // Restarted on its address (the invites' tokens name it): one no other test file is handed meanwhile.
+    let serve = await startServe("owner", owner, transcript, { listen: await portBelowEphemeral() })
     const lab = await run(owner, "workers", "invite", "--name", "lab")
     expect((await run(home("svc-restore-lab-"), "workers", "join", lab.stdout.trim())).code).toBe(0)
     const later = (await run(owner, "workers", "invite", "--name", "later")).stdout.trim()

@@ -9,7 +9,7 @@ import { spawn, type ChildProcessByStdio } from "node:child_process"
 import { existsSync, readFileSync } from "node:fs"
 import type { IncomingHttpHeaders } from "node:http"
 import * as https from "node:https"
-import type { AddressInfo } from "node:net"
+import { createServer as createNetServer, type AddressInfo } from "node:net"
 import { join } from "node:path"
 import type { Readable, Writable } from "node:stream"
 import { SVC_BIN, svc, type SvcResult } from "./svc.js"
@@ -355,5 +355,22 @@ export async function waitFor<A>(
     if (done(last)) return { value: last, at }
     if (at > deadline) throw new Error(`timed out after ${options.timeoutMs} ms waiting for ${what}; last: ${JSON.stringify(last)}`)
     await new Promise((r) => setTimeout(r, options.everyMs))
+  }
+}
+
+/**
+ * A free loopback address below the ephemeral range (`HOST:PORT`), for a runtime that is restarted
+ * on the address it had: a port that listen(0) hands out, freed by a stop, may be given to a
+ * server of another test file running alongside before the restart takes it again.
+ */
+export const portBelowEphemeral = async (): Promise<string> => {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000)
+    const free = await new Promise<boolean>((resolve) => {
+      const probe = createNetServer()
+      probe.once("error", () => resolve(false))
+      probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(true)))
+    })
+    if (free) return `127.0.0.1:${port}`
   }
 }
