@@ -3,6 +3,8 @@ import { defineConfig } from "vitest/config"
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    // Every temporary directory of the run under one, removed at its end (test/support/temp-root.ts).
+    globalSetup: ["test/support/temp-root.ts"],
     // The JSON report is what .ci/run counts; the default reporter is what people read.
     reporters: ["default", "json"],
     outputFile: { json: ".vitest-results.json" },
