@@ -7,7 +7,7 @@ import { linkKey } from "../../src/infra/workers/LinkStore.js"
 import { tellLeaving } from "../../src/cli/commands/workers/leave.js"
 import { onlyThisMachine } from "../../src/cli/commands/workers/loopback.js"
 import { releasedLine } from "../../src/cli/commands/workers/release.js"
-import { lastSeenOf, servedLines, usedOfCapacity, type ServedStatus } from "../../src/cli/commands/workers/status.js"
+import { lastSeenOf, pastRevocations, pastRevocationsLine, servedLines, usedOfCapacity, type ServedStatus } from "../../src/cli/commands/workers/status.js"
 
 describe("svc workers invite", () => {
   it.each([
@@ -79,6 +79,17 @@ describe("svc workers status", () => {
     expect(releasedLine(2, "lab-2", "wAbc1234567")).toBe(
       "released 2 slots of lab-2 (wAbc1234567): its attempts there are recorded as stopped; a run of theirs still unfinished, and not placed elsewhere already, is placed again"
     )
+  })
+
+  it("leaves out of the table identities revoked more than a day ago that hold no slot, saying how many and how to list them (operator audit: they piled up)", () => {
+    const now = Date.parse("2026-11-26T12:00:00.000Z")
+    const day = 24 * 60 * 60 * 1000
+    const revoked = (at: number, used = 0) => ({ revoked: true, used, revokedAt: new Date(at).toISOString() })
+    expect(pastRevocations([revoked(now - day - 1), revoked(now - 3 * day), revoked(now - day), revoked(now - 2 * day, 1), { revoked: false, used: 0, revokedAt: null }], now)).toBe(2)
+    // From an owner that does not say when: shown.
+    expect(pastRevocations([{ revoked: true, used: 0 }], now)).toBe(0)
+    expect(pastRevocationsLine(1)).toBe("1 identity revoked more than a day ago, holding no slot, not shown: svc workers status --all lists them, svc audit says when and by whom")
+    expect(pastRevocationsLine(3)).toMatch(/^3 identities revoked/)
   })
 
   it("says LAST SEEN 'never' only of a worker that never said hello; one not heard from since the owner started is not that", () => {

@@ -35,6 +35,8 @@ export interface WorkerStatus {
   /** It has said hello at some time (a session was journaled), seen since this owner started or not. */
   readonly everSeen: boolean
   readonly revoked: boolean
+  /** When it was revoked (ISO 8601); null while it is not. */
+  readonly revokedAt: string | null
   /** Who revoked it (the audit's actor: `operator NAME`, or the worker itself as it left or joined again); null while it is not. */
   readonly revokedBy: string | null
   readonly rotationPending: boolean
@@ -105,6 +107,7 @@ export const workerStatuses = (state: OwnerState, freshness: (workerId: string) 
         lastSeen: heard === null ? null : new Date(heard).toISOString(),
         everSeen: w.fence > 0,
         revoked: w.revokedAt !== null,
+        revokedAt: w.revokedAt === null ? null : new Date(w.revokedAt).toISOString(),
         revokedBy: by,
         rotationPending: w.rotationPending
       }

@@ -277,9 +277,10 @@ describe("credentials", () => {
   it.effect("revocation: the next call is refused and told to stop all work", () =>
     Effect.gen(function* () {
       const w = yield* linked()
-      expect((yield* stateOf(w.workerId)).revokedBy).toBeNull()
+      expect(yield* stateOf(w.workerId)).toMatchObject({ revokedBy: null, revokedAt: null })
+      yield* TestClock.adjust("90 seconds")
       yield* (yield* Owner).revoke("lab-1", "operator ada")
-      expect(yield* stateOf(w.workerId)).toMatchObject({ reason: "revoked by operator ada: its calls are refused", revokedBy: "operator ada" })
+      expect(yield* stateOf(w.workerId)).toMatchObject({ reason: "revoked by operator ada: its calls are refused", revokedBy: "operator ada", revokedAt: new Date(90_000).toISOString() })
       const r = yield* call(w.credential, { kind: "heartbeat", fence: w.fence, running: [] })
       expect(refusal(r)).toBe("revoked")
       expect(Either.isLeft(r) && r.left.stopAll).toBe(true)

@@ -4,8 +4,10 @@
  */
 import { existsSync } from "node:fs"
 import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
+import { REVOKED_CANDIDATE_MS } from "../../../app/runs/Candidates.js"
 import type { PendingInvite, WorkerStatus } from "../../../app/workers/Owner.js"
 import { neverWritten } from "../../../infra/journal/JournalReader.js"
 import { storePath } from "../../../infra/journal/StoreFile.js"
@@ -102,10 +104,24 @@ export const pendingLines = (pending: ReadonlyArray<PendingJoinView>): ReadonlyA
   ...pending.map((p) => `  ${p.owner}, invite ${p.invite}, first tried ${p.since}${p.joiningNow ? "; a join runs in this SVC_HOME now" : ""}`)
 ]
 
+/**
+ * Identities revoked more than a day ago that hold no slot: what became of them is all they
+ * show, and a machine that joins again each day would add a row a day for ever. The table leaves
+ * them out unless `--all` (saying how many); `--json` lists every identity. Placement stops
+ * counting them at the same age (app/runs/Candidates.ts).
+ */
+export const pastRevocations = (workers: ReadonlyArray<Pick<WorkerStatus, "revoked" | "used"> & { readonly revokedAt?: string | null }>, now: number): number =>
+  workers.filter((w) => w.revoked && w.used === 0 && w.revokedAt != null && now - Date.parse(w.revokedAt) > REVOKED_CANDIDATE_MS).length
+
+export const pastRevocationsLine = (n: number): string =>
+  `${n} ${n === 1 ? "identity" : "identities"} revoked more than a day ago, holding no slot, not shown: svc workers status --all lists them, svc audit says when and by whom`
+
 /** Whether an owner has run in `home`: its journal is there, and was written to. */
 const hasJournal = (home: string): boolean => existsSync(storePath(home)) && !neverWritten(storePath(home))
 
-export const status = Command.make("status", { json }, ({ json }) =>
+const all = Options.boolean("all").pipe(Options.withDescription("also list identities revoked more than a day ago that hold no slot (--json always lists every one)"))
+
+export const status = Command.make("status", { json, all }, ({ json, all }) =>
   Effect.gen(function* () {
     const home = (yield* SvcHome).path
     const running = yield* Effect.either(admin("GET", "/workers"))
@@ -145,12 +161,18 @@ export const status = Command.make("status", { json }, ({ json }) =>
           : "workers linked to this owner:"
       )
       if (workers.length > 0) {
-        yield* printLines(
-          table(
-            ["NAME", "ID", "STATE", "USED/CAP", "LABELS", "CAPABILITIES", "SCOPE", "LAST SEEN", "WHY"],
-            workers.map((w) => [w.name, w.id, w.state, usedOfCapacity(w), w.labels.join(",") || "-", w.capabilities.join(",") || "-", w.scope.join(",") || "all", lastSeenOf(w), w.reason])
+        const now = Date.now()
+        const past = all ? 0 : pastRevocations(workers, now)
+        const shown = past === 0 ? workers : workers.filter((w) => pastRevocations([w], now) === 0)
+        if (shown.length > 0) {
+          yield* printLines(
+            table(
+              ["NAME", "ID", "STATE", "USED/CAP", "LABELS", "CAPABILITIES", "SCOPE", "LAST SEEN", "WHY"],
+              shown.map((w) => [w.name, w.id, w.state, usedOfCapacity(w), w.labels.join(",") || "-", w.capabilities.join(",") || "-", w.scope.join(",") || "all", lastSeenOf(w), w.reason])
+            )
           )
-        )
+        }
+        if (past > 0) yield* Console.log(pastRevocationsLine(past))
       }
     }
     // Tokens that still work: what an operator may want to withdraw (svc workers revoke INVITE).
