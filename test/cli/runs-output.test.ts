@@ -1,6 +1,7 @@
 /** What `svc runs show` and `svc run --wait` print, from the owner's answers. */
 import { describe, expect, it } from "vitest"
 import type { RunDetail, RunView } from "../../src/app/runs/Dispatcher.js"
+import { AWAITING_WORKERS } from "../../src/app/runs/RunViews.js"
 import { lasted, preferenceEffect, progressLine, showLines, worthSaying } from "../../src/cli/commands/runs.js"
 
 const view: RunView = {
@@ -66,6 +67,17 @@ describe("svc runs show", () => {
     expect(preferenceEffect("none: no candidate is eligible")).toBe("weighed once a host can take it")
     // Stopped before any host could take it: it never will be.
     expect(preferenceEffect("none: no candidate is eligible", true)).toBe("never weighed: no host could take it")
+  })
+
+  it("says a run the owner, just started, has not decided while its workers call back, and what was decided before the restart, without that decision's record", () => {
+    const record = { executionHost: null, inferenceEndpoint: null, requestedModel: null, resolvedModel: null, selectionProvenance: "none: no host has room", limits: { timeoutMs: null, bounds: [] } }
+    const before = { outcome: "waiting", host: null, explanation: "waiting; excluded: worker 'lab-1' (capacity: slots: 2 of 2 in use)", key: "k", record, notes: [], at: "2026-11-24T20:55:00.000Z", sequence: 1 }
+    const pending = { state: "pending", host: null, attemptRecords: [], explanation: AWAITING_WORKERS, awaitingWorkers: true }
+    expect(showLines(detail(pending as unknown as Partial<RunDetail>))).toContain(`placement: ${AWAITING_WORKERS}`)
+    const lines = showLines(detail({ ...pending, placement: before } as unknown as Partial<RunDetail>))
+    expect(lines).toContain(`placement: ${AWAITING_WORKERS}; decided before: waiting; excluded: worker 'lab-1' (capacity: slots: 2 of 2 in use)`)
+    expect(lines.some((l) => l.includes("selection:"))).toBe(false)
+    expect(progressLine({ ...view, ...pending } as RunView)).toBe(`run rAbc123 pending: ${AWAITING_WORKERS}`)
   })
 
   it("says when the output shown is its end, how much is not shown, and where all of it is", () => {

@@ -37,7 +37,7 @@ import { makePlacements } from "./Placements.js"
 import { RunFiles } from "./RunFiles.js"
 import { makeRunStops } from "./RunStops.js"
 import { makeScheduler } from "./Scheduler.js"
-import { makeSupersession } from "./Supersession.js"
+import { makeSupersession, RESTART_GRACE_MS } from "./Supersession.js"
 import { makeWaitingClaims } from "./WaitingClaims.js"
 import { RunRefused } from "./RunRefused.js"
 import { makeRunViews, type RunDetail, type RunFilter, type RunList, type RunView } from "./RunViews.js"
@@ -256,7 +256,9 @@ export const make = Effect.gen(function* () {
   const toRunRefused = (e: { readonly message: string; readonly rejection?: { readonly code: string } }) => new RunRefused({ code: e.rejection?.code ?? "refused", message: e.message })
 
   const state = projections.state
-  const { view, find, list, show, wait } = makeRunViews({ state, readRun: projections.readRun, files, nextChange, slotWaits })
+  /** Pending runs left undecided while the restarted owner's workers call back (Placements.ts, `undecided`). */
+  const awaitingWorkers = new Set<string>()
+  const { view, find, list, show, wait } = makeRunViews({ state, readRun: projections.readRun, files, nextChange, slotWaits, awaitingWorkers })
 
   // ---- The owner's own executions (LocalRuns.ts) ----------------------------------------
 
@@ -267,7 +269,25 @@ export const make = Effect.gen(function* () {
   const { workerAlive, lapsesAt, supersedeLapsed } = makeSupersession({ state, execute, freshness, startedAt })
   // "svc run key v1": no other digest of the same key can pass for it.
   const keyedRunId = (key: string) => `r${base62FromBytes(Buffer.from(hashing.sha256Hex(`svc run key v1\n${key}`), "hex"), 10)}`
-  const { submit, earlierRunWaiting, placePending } = makePlacements({ state, execute, executeWithoutRound, toRunRefused, view, host, entropy, keyedRunId, freshness, claims, hint, kick, startLocal, workerAlive, lapsesAt })
+  const { submit, earlierRunWaiting, placePending } = makePlacements({
+    state,
+    execute,
+    executeWithoutRound,
+    toRunRefused,
+    view,
+    host,
+    entropy,
+    keyedRunId,
+    freshness,
+    claims,
+    hint,
+    kick,
+    startLocal,
+    workerAlive,
+    lapsesAt,
+    restartGraceUntil: startedAt + RESTART_GRACE_MS,
+    awaitingWorkers
+  })
 
   /** One round: supersede what lapsed, place what is pending; answers when the next deadline falls. */
   const tick = Effect.gen(function* () {

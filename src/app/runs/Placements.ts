@@ -56,9 +56,31 @@ export interface PlacementsContext {
   readonly workerAlive: (w: WorkerRecord, now: number) => boolean
   /** When a worker's attempts lapse if it stays silent (Supersession.ts). */
   readonly lapsesAt: (workerId: string, now: number) => number
+  /** Until when the restarted owner gives its workers time to call back before it decides what they may take. */
+  readonly restartGraceUntil: number
+  /** Pending runs whose decision waits for that (their views say so): kept here, read by RunViews. */
+  readonly awaitingWorkers: Set<string>
 }
 
-export const makePlacements = ({ state, execute, executeWithoutRound, toRunRefused, view, host, entropy, keyedRunId, freshness, claims, hint, kick, startLocal, workerAlive, lapsesAt }: PlacementsContext) => {
+export const makePlacements = ({
+  state,
+  execute,
+  executeWithoutRound,
+  toRunRefused,
+  view,
+  host,
+  entropy,
+  keyedRunId,
+  freshness,
+  claims,
+  hint,
+  kick,
+  startLocal,
+  workerAlive,
+  lapsesAt,
+  restartGraceUntil,
+  awaitingWorkers
+}: PlacementsContext) => {
   const runOf = (s: OwnerState, id: string) => Option.getOrUndefined(HashMap.get(s.runs.runs, id))
 
   // ---- Admission ------------------------------------------------------------------------
@@ -109,13 +131,16 @@ export const makePlacements = ({ state, execute, executeWithoutRound, toRunRefus
       const ownerBins = yield* host.bins(job.requiredBins)
       const now = yield* Clock.currentTimeMillis
       let inline = false
+      let left = false
       const submitted = yield* handingOff(runId, (s) => {
         const submission = { runId, job, input: i.input, preferredLabels, actor: i.actor, ...(key === undefined ? {} : { key }), now }
         // Placed in the same commit unless an earlier run still waits for room (the scheduler places in order then).
         inline = !earlierRunWaiting(s)
-        return inline
-          ? RunDecide.decideSubmitAndPlace({ ...submission, candidates: candidatesFor(s, job, now, ownerBins, promisedIn(s)), quotas, notes: NOTES, cache: feasibility }, s.runs)
+        const decision = inline
+          ? RunDecide.decideSubmitAndPlace({ ...submission, candidates: candidatesFor(s, job, now, ownerBins, promisedIn(s)), quotas, notes: NOTES, cache: feasibility, restartGraceUntil }, s.runs)
           : RunDecide.decideSubmit(submission, s.runs)
+        left = decision._tag === "Decided" && decision.awaitingWorkers === true
+        return decision
       }, now, executeWithoutRound).pipe(
         Effect.map((envelopes) => ({ envelopes })),
         // The same key submitted at the same moment (a retry while the first try's answer is
@@ -141,6 +166,7 @@ export const makePlacements = ({ state, execute, executeWithoutRound, toRunRefus
       const envelopes = submitted.envelopes
       // Submitted alone: the scheduler places it, after the runs before it.
       if (!inline) yield* kick
+      else if (left) yield* undecided(runId)
       yield* afterPlacement(runId, envelopes)
       const s = yield* state
       return view(s, runOf(s, runId)!)
@@ -249,6 +275,17 @@ export const makePlacements = ({ state, execute, executeWithoutRound, toRunRefus
       { discard: true }
     )
 
+  /**
+   * A pending run left undecided, right after the owner's start, for a worker that has not called
+   * back yet (domain/runs/Decide.ts, `callingBack`): decided when a worker calls (its advertisement
+   * asks for a round), at the latest by the round at the grace's end.
+   */
+  const undecided = (runId: string) =>
+    Effect.suspend(() => {
+      awaitingWorkers.add(runId)
+      return hint(restartGraceUntil)
+    })
+
   const quotas: Quotas = { logical: null, endpoint: null }
   const NOTES = [
     "logical quota: none applies (the limits count detached agents; a job run is not one)",
@@ -270,18 +307,25 @@ export const makePlacements = ({ state, execute, executeWithoutRound, toRunRefus
           binsCache.set(key, ownerBins)
         }
         const heardAt = heardIn(yield* ownerHoldsPinned(run))
+        let left = false
         const envelopes = yield* handingOff(
           runId,
-          (st) =>
-            RunDecide.decidePlacement(
-              { runId, candidates: candidatesFor(st, runOf(st, runId)!.job, now, ownerBins, promisedIn(st)), quotas, notes: NOTES, now, cache: feasibility, heardAt },
+          (st) => {
+            const decision = RunDecide.decidePlacement(
+              { runId, candidates: candidatesFor(st, runOf(st, runId)!.job, now, ownerBins, promisedIn(st)), quotas, notes: NOTES, now, cache: feasibility, heardAt, restartGraceUntil },
               st.runs
-            ),
+            )
+            left = decision._tag === "Decided" && decision.awaitingWorkers === true
+            return decision
+          },
           now,
           execute
         ).pipe(Effect.catchAll((e) => Effect.as(Effect.logWarning(`placing ${runId}: ${e.message}`), [])))
+        if (left) yield* undecided(runId)
+        else awaitingWorkers.delete(runId)
         yield* afterPlacement(runId, envelopes)
       }
+      if (now >= restartGraceUntil) awaitingWorkers.clear()
     })
 
   return { submit, earlierRunWaiting, placePending }

@@ -37,6 +37,8 @@ export interface RunView {
   readonly hostNameShared?: true
   readonly attempts: number
   readonly explanation: string | null
+  /** Pending, not decided now: the owner has just started and a worker that may take it has not called back (`explanation` says so). Absent: no. */
+  readonly awaitingWorkers?: true
   readonly result: unknown
   readonly error: string | null
 }
@@ -110,9 +112,15 @@ export interface RunViewsContext {
   /** Completed by the next commit that changes a run (made on demand). */
   readonly nextChange: Effect.Effect<Deferred.Deferred<void>>
   readonly slotWaits: SlotWaits
+  /** Pending runs left undecided while the restarted owner's workers call back (Placements.ts). */
+  readonly awaitingWorkers?: ReadonlySet<string>
 }
 
-export const makeRunViews = ({ state, readRun, files, nextChange, slotWaits }: RunViewsContext) => {
+/** What a run left undecided right after the owner's start says (Placements.ts, `undecided`). */
+export const AWAITING_WORKERS =
+  "not decided yet: the owner has just started, and a worker that may take it has not called back yet (decided when it does, or 15 s after the start)"
+
+export const makeRunViews = ({ state, readRun, files, nextChange, slotWaits, awaitingWorkers }: RunViewsContext) => {
   const runOf = (s: OwnerState, id: string) => Option.getOrUndefined(HashMap.get(s.runs.runs, id))
   const nameOf = (s: OwnerState, hostId: string) => (hostId === "owner" ? "owner" : Option.match(HashMap.get(s.registry.workers, hostId), { onNone: () => hostId, onSome: (w) => w.name }))
   /** The names several workers carry, per registry (it is a new value whenever a worker changes): views are many, registries few. */
@@ -133,6 +141,7 @@ export const makeRunViews = ({ state, readRun, files, nextChange, slotWaits }: R
     // "stopped on lab-1").
     const hostId = last === undefined || run.state === "pending" || last.state === "declined" ? null : last.host
     const host = hostId === null ? null : nameOf(s, hostId)
+    const awaiting = run.state === "pending" && awaitingWorkers?.has(run.id) === true
     return {
       id: run.id,
       address: run.job.address,
@@ -143,7 +152,9 @@ export const makeRunViews = ({ state, readRun, files, nextChange, slotWaits }: R
       hostId,
       ...(hostId !== null && hostId !== "owner" && host !== null && sharedName(s, host) ? { hostNameShared: true as const } : {}),
       attempts: run.attempts.length,
-      explanation: run.placement?.explanation ?? null,
+      // Left undecided for a worker calling back: its last decision (before the restart) is not what holds now.
+      explanation: awaiting ? AWAITING_WORKERS : (run.placement?.explanation ?? null),
+      ...(awaiting ? { awaitingWorkers: true as const } : {}),
       result: run.result,
       error: run.error
     }

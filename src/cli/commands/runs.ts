@@ -289,9 +289,11 @@ export const showLines = (r: RunDetail): ReadonlyArray<string> => {
   const lines = [
     `run ${r.id}: ${r.address} (${r.job.executor}${r.job.remoteEligible ? ", remote-eligible" : `, ${r.job.ownerOnly.join("; ")}`})`,
     `state: ${r.state}${r.finishedAt === null ? "" : ` at ${r.finishedAt}`}; submitted ${r.submittedAt}`,
-    `placement: ${r.placement === null ? "not decided yet" : r.placement.explanation}`
+    r.awaitingWorkers === true
+      ? `placement: ${r.explanation}${r.placement === null ? "" : `; decided before: ${r.placement.explanation}`}`
+      : `placement: ${r.placement === null ? "not decided yet" : r.placement.explanation}`
   ]
-  if (r.placement?.record !== undefined) {
+  if (r.placement?.record !== undefined && r.awaitingWorkers !== true) {
     const p = r.placement.record
     lines.push(
       `  execution host: ${p.executionHost === null ? "none" : hostNamed(p.executionHost)}`,

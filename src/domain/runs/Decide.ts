@@ -22,7 +22,7 @@ import {
   type RunJob
 } from "../journal/Events.js"
 import type { FeasibilityCache } from "../placement/Feasibility.js"
-import { place, PLACEMENT_RULES, type Activity, type Candidate, type Outcome, type Quotas } from "../placement/Placement.js"
+import { place, PLACEMENT_RULES, type Activity, type Candidate, type CandidateVerdict, type Outcome, type Quotas } from "../placement/Placement.js"
 import { ACTIVE, attemptId, lastAttempt, placedRun, placementKey, submittedRun, TERMINAL, type AttemptRecord, type RunRecord, type RunsState } from "./Runs.js"
 
 export type RunRejectionCode = "unknown-run" | "run-exists" | "run-finished" | "unknown-activity" | "superseded" | "out-of-scope" | "already-reported"
@@ -38,6 +38,11 @@ export interface RunDecision {
   readonly stream: string
   readonly expectedVersion: number
   readonly events: ReadonlyArray<Event>
+  /**
+   * A placement not made now, for a worker not heard from since the owner started that may take
+   * the run (`callingBack`): the run stays pending, its decision made when the worker calls.
+   */
+  readonly awaitingWorkers?: true
 }
 
 const reject = (code: RunRejectionCode, message: string): RunRejection => ({ _tag: "Rejected", code, message })
@@ -109,8 +114,19 @@ export const decideSubmitAndPlace = (
 ): RunDecision | RunRejection => {
   const submitted = decideSubmit(c, runs)
   if (submitted._tag === "Rejected") return submitted
-  const placed = placeRun({ runId: c.runId, candidates: c.candidates, quotas: c.quotas, notes: c.notes, now: c.now, ...(c.cache === undefined ? {} : { cache: c.cache }) }, runAfter(runs, submitted)!)
-  return { ...submitted, events: [...submitted.events, ...placed.events] }
+  const placed: RunDecision = placeRun(
+    {
+      runId: c.runId,
+      candidates: c.candidates,
+      quotas: c.quotas,
+      notes: c.notes,
+      now: c.now,
+      ...(c.cache === undefined ? {} : { cache: c.cache }),
+      ...(c.restartGraceUntil === undefined ? {} : { restartGraceUntil: c.restartGraceUntil })
+    },
+    runAfter(runs, submitted)!
+  )
+  return { ...submitted, events: [...submitted.events, ...placed.events], ...(placed.awaitingWorkers === true ? { awaitingWorkers: true as const } : {}) }
 }
 
 /** A host that declined the same run this many times is not offered it again (a worker that says it holds a job and declines it all the same). */
@@ -190,6 +206,27 @@ export interface PlacementInputs {
   readonly cache?: FeasibilityCache
   /** When each host was last heard to offer what it holds: a decline before it no longer stands (`standingDeclines`). */
   readonly heardAt?: (host: string) => number | undefined
+  /**
+   * Until when the owner, restarted, gives its workers time to call back (docs/runs.md, "After a
+   * restart"): till then a decision that places nothing, while a worker not heard from since the
+   * start would be eligible by its last advertisement, is not made (`callingBack`).
+   */
+  readonly restartGraceUntil?: number
+}
+
+/**
+ * Whether a worker may soon take the run: nothing heard from it since the owner started, and
+ * its last advertisement excludes it for nothing else. Placing nothing now would record the run
+ * blocked (or waiting) only because the owner has not heard from its workers yet.
+ */
+export const callingBack = (candidates: ReadonlyArray<Candidate>, verdicts: ReadonlyArray<CandidateVerdict>): boolean => {
+  for (let i = 0; i < candidates.length; i++) {
+    const c = candidates[i]!
+    if (c.silence !== "unheard" || c.revoked) continue
+    const exclusions = verdicts[i]?.exclusions ?? []
+    if (exclusions.length === 1 && exclusions[0]!.code === "advertisement-expired") return true
+  }
+  return false
 }
 
 /**
@@ -207,6 +244,9 @@ const placeRun = (c: PlacementInputs, run: RunRecord): RunDecision => {
   const activity = activityOf(run, c.heardAt)
   const outcome = place(activity, c.candidates, c.quotas, c.cache)
   const host = outcome.outcome === "placed" ? outcome.host : null
+  if (host === null && c.restartGraceUntil !== undefined && c.now < c.restartGraceUntil && callingBack(c.candidates, outcome.verdicts)) {
+    return { ...decided(run, []), awaitingWorkers: true }
+  }
   const key = placementKey({ ...outcome, host })
   if (host === null && run.placement !== null && run.placement.key === key) return decided(run, [])
   const attempt = host === null ? null : run.attempts.length + 1

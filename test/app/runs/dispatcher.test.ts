@@ -23,6 +23,7 @@ import { Journal, JournalError, layerMemory, makeMemory } from "../../../src/app
 import { layer as projectionsLayer, layerFrom as projectionsFrom, Projections } from "../../../src/app/journal/Projections.js"
 import { foldJournal } from "../../../src/app/journal/Replay.js"
 import { Dispatcher, OwnerHost, progressOf, type OwnerHostSettings, type RunDetail } from "../../../src/app/runs/Dispatcher.js"
+import { AWAITING_WORKERS } from "../../../src/app/runs/RunViews.js"
 import { JobNotRunnable, valueCheck, type ResolvedJob } from "../../../src/app/runs/JobCatalog.js"
 import { OutputNotKept, RunFiles, type RunFilesService } from "../../../src/app/runs/RunFiles.js"
 import { layerWithRuns, Owner, OwnerAddress } from "../../../src/app/workers/Owner.js"
@@ -1326,7 +1327,7 @@ describe("a report's run time", () => {
 })
 
 describe("an owner's restart", () => {
-  it.effect("a worker not heard from since the owner started is excluded saying so (not that its advertisement lapsed), and placed on once it calls", () =>
+  it.effect("a worker not heard from since the owner started may call back within 15 s: a run it could take is not decided till then; then blocked saying so, and placed on it once it calls", () =>
     Effect.gen(function* () {
       // One journal, two owners over it in turn: the second knows nothing of the first's freshness.
       const journal = yield* makeMemory
@@ -1338,13 +1339,47 @@ describe("an owner's restart", () => {
       }).pipe(Effect.provide(on))
       yield* Effect.gen(function* () {
         const run = yield* submit(GPU)
-        const blocked = yield* show(run.id)
+        // Within 15 s of the start it is not decided: the worker may call back (the operator audit
+        // saw runs shown blocked, and journaled so, for the seconds workers took to call back).
+        expect(run).toMatchObject({ state: "pending", explanation: AWAITING_WORKERS, awaitingWorkers: true })
+        expect((yield* show(run.id)).placement).toBeNull()
+        yield* TestClock.adjust("14 seconds")
+        yield* quiet
+        expect(yield* show(run.id)).toMatchObject({ placement: null, explanation: AWAITING_WORKERS })
+        // Still silent when the grace ends: blocked, saying so.
+        yield* TestClock.adjust("1 second")
+        const blocked = yield* until("the grace's round", show(run.id), (d) => d.placement !== null)
         expect(blocked.placement).toMatchObject({ outcome: "blocked" })
+        expect(blocked).not.toHaveProperty("awaitingWorkers")
         expect(blocked.placement!.explanation).toContain("worker 'lab-1' (eligibility: no advertisement from it since the owner started)")
         // It calls (a new session, then its advertisement): the run is placed on it.
         const welcome = ok(yield* call(w.credential, { kind: "hello", protocol: 1, running: [] }), "welcome")
         yield* advertise({ ...w, fence: welcome.fence })
         yield* placedOn(run.id, 1)
+      }).pipe(Effect.provide(on))
+    })
+  )
+
+  it.effect("a run left undecided for a worker calling back is placed on it when it does, only that placement journaled; one the owner runs is placed at once", () =>
+    Effect.gen(function* () {
+      const journal = yield* makeMemory
+      const on = ownerOn(Layer.succeed(Journal, journal))
+      const w = yield* Effect.gen(function* () {
+        const w = yield* linked("lab-1")
+        yield* advertise(w)
+        return w
+      }).pipe(Effect.provide(on))
+      yield* Effect.gen(function* () {
+        const run = yield* submit(GPU)
+        const echo = yield* submit(ECHO)
+        // The owner runs echo (locality): nothing to wait for, though the worker could take it too.
+        expect(yield* until("echo placed", show(echo.id), (d) => d.placement !== null)).toMatchObject({ placement: { outcome: "placed", host: "owner" } })
+        yield* TestClock.adjust("3 seconds")
+        const welcome = ok(yield* call(w.credential, { kind: "hello", protocol: 1, running: [] }), "welcome")
+        yield* advertise({ ...w, fence: welcome.fence })
+        const placed = yield* placedOn(run.id, 1)
+        expect(placed).toMatchObject({ explanation: "placed on worker 'lab-1'; excluded: owner (eligibility: lacks label gpu=true)", placement: { outcome: "placed", host: w.workerId } })
+        expect((yield* journal.readStream(`run-${run.id}`)).map((e) => e.event._tag)).toEqual(["RunSubmitted", "PlacementDecided"])
       }).pipe(Effect.provide(on))
     })
   )

@@ -223,6 +223,44 @@ describe("decidePlacement", () => {
     expect([reserved(next, "owner"), heldBy(next, "owner")]).toEqual([1, ["r1.1"]])
   })
 
+  it("right after the owner's start, a decision placing nothing is not made while a worker not heard from since then may take the run (operator audit: runs shown blocked for the seconds their workers took to call back)", () => {
+    const s = given(submit("r1", GPU))
+    const unheard = worker("w1", { advertisementAlive: false, silence: "unheard" })
+    const at = (now: number, candidates: ReadonlyArray<Candidate>, restartGraceUntil: number | null = 15_000) =>
+      D.decidePlacement({ runId: "r1", candidates, quotas: NO_QUOTAS, notes: [], now, ...(restartGraceUntil === null ? {} : { restartGraceUntil }) }, s.runs)
+    // Within the grace: nothing recorded, and the decision says it waits for workers.
+    expect(at(5_000, [ownerHost(), unheard])).toEqual({ _tag: "Decided", stream: "run-r1", expectedVersion: 1, events: [], awaitingWorkers: true })
+    // Eligible but full elsewhere (it would be "waiting"): the same.
+    expect(at(5_000, [ownerHost(), unheard, worker("w2", { slots: { capacity: 2, used: 2 } })])).toMatchObject({ events: [], awaitingWorkers: true })
+    // Once the grace is over, or without one (an audit re-running the decision): blocked, saying why.
+    for (const d of [at(15_000, [ownerHost(), unheard]), at(5_000, [ownerHost(), unheard], null)]) {
+      expect(d).not.toHaveProperty("awaitingWorkers")
+      expect(events(d)[0]).toMatchObject({
+        outcome: "blocked",
+        verdicts: [{ candidate: "owner" }, { candidate: "w1", exclusions: [{ code: "advertisement-expired", text: "no advertisement from it since the owner started" }] }]
+      })
+    }
+    // A place for it now: placed at once, the unheard worker excluded.
+    expect(events(at(5_000, [ownerHost(), unheard, worker("w2")]))[0]).toMatchObject({ outcome: "placed", host: "w2" })
+    // Not waited for: an unheard worker its last advertisement excludes anyway, a revoked one, one that lapsed or said bye.
+    for (const other of [
+      worker("w1", { advertisementAlive: false, silence: "unheard", labels: ["os=linux"] }),
+      worker("w1", { advertisementAlive: false, silence: "unheard", revoked: true }),
+      worker("w1", { advertisementAlive: false }),
+      worker("w1", { advertisementAlive: false, silence: "ended" }),
+      worker("w1", { advertisementAlive: false, silence: "never" })
+    ]) {
+      expect(events(at(5_000, [ownerHost(), other]))[0]).toMatchObject({ outcome: "blocked" })
+    }
+    // Submitted and placed in one commit: submitted alone, the placement left for the worker.
+    const both = D.decideSubmitAndPlace(
+      { runId: "r2", job: GPU, input: { text: "hi" }, preferredLabels: [], actor: "operator", now: 5_000, candidates: [ownerHost(), unheard], quotas: NO_QUOTAS, notes: [], restartGraceUntil: 15_000 },
+      s.runs
+    )
+    expect(both).toMatchObject({ awaitingWorkers: true })
+    expect(tags(both)).toEqual(["RunSubmitted"])
+  })
+
   it("placed on a worker: the decision only, assigning the next attempt (n + 1)", () => {
     // Attempt 1 went to w1, which declined; attempt 2 goes to w2 (w1 is not offered it again).
     const s = given(...onWorker, decline("r1", 1, "w1"))
