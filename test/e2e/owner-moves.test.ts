@@ -139,6 +139,12 @@ describe("an owner that moves, under a linked worker", () => {
     const workers = JSON.parse((await run(ownerHome, "workers", "status", "--json")).stdout) as { workers: ReadonlyArray<{ name: string }> }
     // One identity of the worker all along: it never joined again.
     expect(workers.workers.filter((w) => w.name === "lab")).toHaveLength(1)
+    // Each change journaled, for the audit: which certificate before, which after, signed.
+    const audit = JSON.parse((await run(ownerHome, "audit", "--json")).stdout) as { rows: ReadonlyArray<{ kind: string; actor: string; detail: string }> }
+    expect(audit.rows.filter((r) => r.kind === "certificate")).toEqual([
+      expect.objectContaining({ actor: "svc serve (at its start)", detail: expect.stringContaining(`another TLS certificate (sha256 ${own.fingerprint}, before ${generated}); the change is signed`) }),
+      expect.objectContaining({ detail: expect.stringContaining(`another TLS certificate (sha256 ${renewed.fingerprint}, before ${own.fingerprint}); the change is signed`) })
+    ])
   }, 120_000)
 
   it("a new certificate is not followed when the owner could not sign it (its earlier keys gone): the worker says why and keeps its pin", async () => {

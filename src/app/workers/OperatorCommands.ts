@@ -43,6 +43,8 @@ export interface OperatorCommands {
   readonly revoke: (worker: string, actor: string) => Effect.Effect<WorkerRecord, CommandError | Refusal>
   /** A worker by id or name as `revoke`; else an unused invite by its id (its token then fails). */
   readonly revokeWorkerOrInvite: (ref: string, actor: string) => Effect.Effect<Revoked, CommandError | Refusal>
+  /** The owner serves another certificate than before (fingerprints, hex): journaled for the audit (Certificate.ts). */
+  readonly noteCertificateChange: (from: string, to: string, signed: boolean) => Effect.Effect<void, CommandError>
   readonly status: Effect.Effect<ReadonlyArray<WorkerStatus>>
   /** The invites whose tokens can still be redeemed, oldest first. */
   readonly pendingInvites: Effect.Effect<ReadonlyArray<PendingInvite>>
@@ -194,5 +196,8 @@ export const makeOperatorCommands = ({ state, execute, sha, entropy, address, di
   const pendingInvites = Effect.map(Effect.zip(registry, Clock.currentTimeMillis), ([r, now]) => pendingInvitesOf(r, now))
   const status = Effect.map(Effect.zip(state, Clock.currentTimeMillis), ([s, now]) => workerStatuses(s, freshness.get, now))
 
-  return { invite, rotate, revoke, revokeWorkerOrInvite, status, pendingInvites, findWorker }
+  const noteCertificateChange: OperatorCommands["noteCertificateChange"] = (from, to, signed) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.asVoid(execute(() => Decide.decideCertificateChange({ from, to, signed, now }))))
+
+  return { invite, rotate, revoke, revokeWorkerOrInvite, noteCertificateChange, status, pendingInvites, findWorker }
 }

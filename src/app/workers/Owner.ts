@@ -103,7 +103,7 @@ export const make = Effect.gen(function* () {
     e._tag === "CommandRejected" ? refuse(code, e.rejection.message) : unavailableRefusal(e.message)
 
   // What the operator asks of the owner (svc workers invite, rotate, revoke, status): OperatorCommands.ts.
-  const { findWorker, invite, rotate, revoke, revokeWorkerOrInvite, pendingInvites, status } = makeOperatorCommands({
+  const { findWorker, invite, rotate, revoke, revokeWorkerOrInvite, noteCertificateChange, pendingInvites, status } = makeOperatorCommands({
     state: projections.state,
     execute,
     sha,
@@ -370,7 +370,7 @@ export const make = Effect.gen(function* () {
     )
 
   // `find` serves release, which is for revoked workers too: a shared name is refused there.
-  return Owner.of({ invite, handle, answerNow, rotate, revoke, revokeWorkerOrInvite, status, pendingInvites, find: (ref) => findWorker(ref) })
+  return Owner.of({ invite, handle, answerNow, rotate, revoke, revokeWorkerOrInvite, noteCertificateChange, status, pendingInvites, find: (ref) => findWorker(ref) })
 })
 
 export const layer = Layer.effect(Owner, make)

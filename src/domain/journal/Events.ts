@@ -313,6 +313,19 @@ export class RunStopRequested extends Schema.TaggedClass<RunStopRequested>()("Ru
   at: Millis
 }) {}
 
+/**
+ * The owner began serving another TLS certificate than the one it served before (docs/protocol.md,
+ * "When the owner's certificate changes"): both SHA-256 fingerprints (hex), and whether the change
+ * is signed with the key of the one before (linked workers follow a signed change; an unsigned one
+ * they refuse, and join again with a new token). No secret: a certificate is public.
+ */
+export class OwnerCertificateChanged extends Schema.TaggedClass<OwnerCertificateChanged>()("OwnerCertificateChanged", {
+  from: Sha256Hex,
+  to: Sha256Hex,
+  signed: Schema.Boolean,
+  at: Millis
+}) {}
+
 export const Event = Schema.Union(
   WorkerInvited,
   InviteRevoked,
@@ -330,7 +343,8 @@ export const Event = Schema.Union(
   AttemptReported,
   AttemptSuperseded,
   AttemptCeased,
-  RunStopRequested
+  RunStopRequested,
+  OwnerCertificateChanged
 )
 export type Event = typeof Event.Type
 export type EventType = Event["_tag"]
@@ -353,7 +367,8 @@ export const CURRENT_VERSION: { readonly [K in EventType]: number } = {
   AttemptReported: 1,
   AttemptSuperseded: 1,
   AttemptCeased: 1,
-  RunStopRequested: 1
+  RunStopRequested: 1,
+  OwnerCertificateChanged: 1
 }
 
 export const EVENT_TYPES = Object.keys(CURRENT_VERSION) as ReadonlyArray<EventType>
@@ -370,6 +385,8 @@ export interface Envelope {
 }
 
 export const workerStream = (workerId: string) => `worker-${workerId}`
+/** Each change of the owner's certificate in a stream of its own (one event): `certificate-<to>-<at>`. */
+export const certificateStream = (to: string, at: number) => `certificate-${to.slice(0, 16)}-${at}`
 export const inviteStream = (inviteId: string) => `invite-${inviteId}`
 /** Every run's stream name starts so. */
 export const RUN_STREAM_PREFIX = "run-"

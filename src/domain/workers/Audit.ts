@@ -5,7 +5,10 @@
 import * as Chunk from "effect/Chunk"
 import type { Envelope } from "../journal/Events.js"
 
-export type AuditKind = "invite" | "join" | "rotation" | "revocation" | "takeover"
+export type AuditKind = "invite" | "join" | "rotation" | "revocation" | "takeover" | "certificate"
+
+/** Who changes the owner's certificate, as its audit row says: the owner's runtime, at its start. */
+export const CERTIFICATE_ACTOR = "svc serve (at its start)"
 
 export interface AuditRow {
   readonly sequence: number
@@ -64,6 +67,16 @@ export const auditRowOf = (envelope: Envelope): AuditRow | undefined => {
       return row("revocation", e.workerId, null, e.actor, "revoked; its next call is refused")
     case "SessionStarted":
       return e.takeover ? row("takeover", e.workerId, null, `worker ${e.workerId}`, `a new process took the session over with fence ${e.fence}; the old one is fenced out`) : undefined
+    case "OwnerCertificateChanged":
+      return row(
+        "certificate",
+        null,
+        null,
+        CERTIFICATE_ACTOR,
+        e.signed
+          ? `the owner serves another TLS certificate (sha256 ${e.to}, before ${e.from}); the change is signed with the key of the one before, so linked workers follow it`
+          : `the owner serves another TLS certificate (sha256 ${e.to}, before ${e.from}); the change could not be signed with the key of the one before: linked workers refuse it, and must join again with a new token`
+      )
     case "WorkerAdvertised":
       return undefined
   }

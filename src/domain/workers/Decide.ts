@@ -4,7 +4,7 @@
  * the command (`now`); secrets arrive as SHA-256 hashes (the owner never holds a worker's
  * credential). The owner runtime (svc serve) calls these live; tests replay them.
  *
- * One file per concept: Invite.ts, Credential.ts, Session.ts, Advertisement.ts, and what they
+ * One file per concept: Invite.ts, Credential.ts, Session.ts, Advertisement.ts, Certificate.ts, and what they
  * answer in Decision.ts. Gathered here, so the owner and the tests call `Decide.decideX`.
  */
 export type { Decision, Rejection, RejectionCode } from "./Decision.js"
@@ -12,3 +12,4 @@ export * from "./Invite.js"
 export * from "./Credential.js"
 export * from "./Session.js"
 export * from "./Advertisement.js"
+export * from "./Certificate.js"

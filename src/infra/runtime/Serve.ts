@@ -30,7 +30,7 @@ import { computeOffer, type Offer } from "../../app/workers/Offer.js"
 import { makeSlots } from "../../app/workers/Slots.js"
 import { OwnerHost } from "../../app/runs/Dispatcher.js"
 import { resolveJob } from "../../app/runs/JobCatalog.js"
-import { layerWithRuns as ownerLayer, OwnerAddress } from "../../app/workers/Owner.js"
+import { layerWithRuns as ownerLayer, Owner, OwnerAddress } from "../../app/workers/Owner.js"
 import * as Presence from "../../app/workers/Presence.js"
 import { HostPrograms } from "../../app/bags/BagStore.js"
 import * as HostProgramsLive from "../bags/HostPrograms.js"
@@ -244,6 +244,14 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }) =>
     // follow: signed with the key of the one before (Succession.ts). Noted once this start is
     // sure to serve it (a start that failed signed, for good, a certificate never served).
     const noted = yield* wrap("noting the TLS certificate served", () => noteServed(options.home, tls, new Date()))
+    // Journaled for the audit (svc audit, a `certificate` row). A crash between the two leaves the
+    // change signed and not journaled: the next start finds the same certificate served.
+    const change = noted.served.kind === "changed" ? { from: noted.served.step.from, signed: true } : noted.served.kind === "unsigned" ? { from: noted.served.from, signed: false } : undefined
+    if (change !== undefined) {
+      yield* Context.get(runtime.context, Owner)
+        .noteCertificateChange(change.from, tls.fingerprint, change.signed)
+        .pipe(Effect.catchAll((e) => Effect.logWarning(`the change of the TLS certificate could not be journaled (${e.message}): svc audit does not list it`)))
+    }
     server.removeAllListeners("request")
     const handler = makeHandler(runtime, { steps: noted.steps, current: tls.fingerprint })
     server.on("request", handler)

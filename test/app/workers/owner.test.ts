@@ -580,6 +580,39 @@ describe("quick answers (what the route answers without a fiber)", () => {
   )
 })
 
+describe("the owner's certificate", () => {
+  const [A, B] = ["a".repeat(64), "b".repeat(64)]
+  it.effect("a change is journaled in a stream of its own, and audited: signed or not; the same certificate is no change", () =>
+    Effect.gen(function* () {
+      const owner = yield* Owner
+      const audit = Effect.map(Effect.flatMap(Projections, (p) => p.state), (s) => [...s.audit].filter((a) => a.kind === "certificate"))
+      yield* TestClock.adjust("2 seconds")
+      yield* owner.noteCertificateChange(A, B, true)
+      yield* owner.noteCertificateChange(B, B, true)
+      yield* TestClock.adjust("1 second")
+      yield* owner.noteCertificateChange(B, A, false)
+      expect(yield* audit).toEqual([
+        expect.objectContaining({
+          at: 2_000,
+          workerId: null,
+          inviteId: null,
+          actor: "svc serve (at its start)",
+          detail: `the owner serves another TLS certificate (sha256 ${B}, before ${A}); the change is signed with the key of the one before, so linked workers follow it`
+        }),
+        expect.objectContaining({
+          at: 3_000,
+          detail: `the owner serves another TLS certificate (sha256 ${A}, before ${B}); the change could not be signed with the key of the one before: linked workers refuse it, and must join again with a new token`
+        })
+      ])
+      const events = yield* Effect.flatMap(Journal, (j) => j.read(0, 10))
+      expect(events.map((e) => [e.stream, e.streamVersion, e.type])).toEqual([
+        [`certificate-${B.slice(0, 16)}-2000`, 1, "OwnerCertificateChanged"],
+        [`certificate-${A.slice(0, 16)}-3000`, 1, "OwnerCertificateChanged"]
+      ])
+    }).pipe(Effect.provide(TestOwner))
+  )
+})
+
 describe("presence lines", () => {
   it("an Offline worker's line says how many attempts it held are placed again", () => {
     const gone = { id: "w1", name: "lab-1", alive: false }

@@ -16,7 +16,7 @@ const given = (...events: ReadonlyArray<Event>): Registry => {
   const versions = new Map<string, number>()
   let state = initialState
   events.forEach((event, i) => {
-    const stream = event._tag === "WorkerInvited" || event._tag === "InviteRevoked" || event._tag === "WorkerJoined" ? `invite-${event.inviteId}` : "workerId" in event ? `worker-${event.workerId}` : `run-${event.runId}`
+    const stream = event._tag === "WorkerInvited" || event._tag === "InviteRevoked" || event._tag === "WorkerJoined" ? `invite-${event.inviteId}` : "workerId" in event ? `worker-${event.workerId}` : "runId" in event ? `run-${event.runId}` : `certificate-${event.to}`
     const v = (versions.get(stream) ?? 0) + 1
     versions.set(stream, v)
     const envelope: Envelope = { sequence: i + 1, stream, streamVersion: v, type: event._tag, schemaVersion: CURRENT_VERSION[event._tag], recordedAt: 0, event }

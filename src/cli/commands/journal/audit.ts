@@ -1,4 +1,4 @@
-/** `svc audit`: the audit rows of invites, joins, rotations, revocations and takeovers, read from the store file. */
+/** `svc audit`: the audit rows of invites, joins, rotations, revocations, takeovers and certificate changes, read from the store file. */
 import * as Command from "@effect/cli/Command"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
@@ -55,4 +55,4 @@ export const auditCommand = Command.make("audit", { json }, ({ json }) =>
       }
     }).pipe(Effect.provide(ReadLayer))
   )
-).pipe(Command.withDescription("Audit rows for invites, joins, rotations, revocations and takeovers, with time, worker and actor"))
+).pipe(Command.withDescription("Audit rows for invites, joins, rotations, revocations, takeovers and the owner's certificate changes, with time, worker and actor"))
