@@ -42,6 +42,12 @@ export const slowNotice = <A, E, R>(effect: Effect.Effect<A, E, R>, home: string
     (notice) => Effect.ensuring(effect, Fiber.interrupt(notice))
   )
 
+/** The code of the runtime's refusal (`{code, message}`), when it gives one. */
+const codeOf = (body: unknown): string | undefined => {
+  const code = typeof body === "object" && body !== null ? (body as { code?: unknown }).code : undefined
+  return typeof code === "string" && /^[a-z][a-z0-9-]{0,63}$/.test(code) ? code : undefined
+}
+
 export const admin = (method: "GET" | "POST", path: string, body?: unknown, options: AdminOptions = {}) =>
   Effect.flatMap(SvcHome, (home) => {
     const within = options.answerWithin ?? ANSWER_WITHIN
@@ -71,6 +77,8 @@ export const admin = (method: "GET" | "POST", path: string, body?: unknown, opti
     return options.notice === false ? call : slowNotice(call, home.path, `waiting up to ${Duration.toSeconds(within)} s in all`)
   }).pipe(
     Effect.flatMap((r) =>
-      r.status === 200 ? Effect.succeed(r.body as Record<string, unknown>) : Effect.fail(refused(String((r.body as { message?: unknown }).message ?? `the runtime answered ${r.status}`)))
+      r.status === 200
+        ? Effect.succeed(r.body as Record<string, unknown>)
+        : Effect.fail(refused(String((r.body as { message?: unknown }).message ?? `the runtime answered ${r.status}`), codeOf(r.body)))
     )
   )

@@ -14,16 +14,16 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import { withoutSecrets } from "../domain/workers/Secrets.js"
 import { argumentsProblem, withGlobalOptionsFirst } from "./arguments.js"
-import { CliFailure } from "./CliFailure.js"
+import { CliFailure, failureJson } from "./CliFailure.js"
 import { mapText, plainText, withoutColour } from "./output.js"
 import { cli, MainLayer, svc } from "./main.js"
-import { commandOf, commandTree, parseProblem, tidyHelp, withShortValuesApart, withStdinArgumentLast, wordsProblem } from "./usageProblems.js"
+import { commandOf, commandTree, flagGiven, parseProblem, tidyHelp, withShortValuesApart, withStdinArgumentLast, wordsProblem } from "./usageProblems.js"
 
 /**
  * `command`: the path of the command that ran (`svc runs list`): a usage problem it finds is said
  * as the parser's are, naming the command and where its help is (README, "usage error").
  */
-const exitCodeOf = (exit: Exit.Exit<unknown, unknown>, command: string): number => {
+const exitCodeOf = (exit: Exit.Exit<unknown, unknown>, command: string, json: boolean): number => {
   if (Exit.isSuccess(exit)) return 0
   const failure = Cause.failureOption(exit.cause)
   if (Option.isSome(failure)) {
@@ -33,18 +33,38 @@ const exitCodeOf = (exit: Exit.Exit<unknown, unknown>, command: string): number 
       if (error.silent !== true) {
         const isUsage = error.exitCode === 2 && error.unreachable !== true && error.setup !== true && command !== "svc"
         process.stderr.write(isUsage ? `${command}: ${said} (${command} --help)\n` : `svc: ${said}\n`)
+        // A failure that printed no document of its own: one for a script reading stdout.
+        if (json) printFailure({ ...error, message: said })
       }
       return error.exitCode
     }
     // A usage problem found once the command runs (parsing found none): @effect/cli printed it.
     if (ValidationError.isValidationError(error)) return ValidationError.isHelpRequested(error) ? 0 : 2
-    process.stderr.write(`svc: ${withoutSecrets(error instanceof Error ? error.message : String(error))}\n`)
+    const said = withoutSecrets(error instanceof Error ? error.message : String(error))
+    process.stderr.write(`svc: ${said}\n`)
+    if (json) printFailure({ exitCode: 1, message: said })
     return 1
   }
   if (Cause.isInterruptedOnly(exit.cause)) return 130
   process.stderr.write(`svc: internal error: ${withoutSecrets(Cause.pretty(exit.cause))}\n`)
+  if (json) printFailure({ exitCode: 70, message: "internal error (its cause is on stderr)" })
   return 70
 }
+
+/**
+ * With `--json`, a failure that printed nothing on stdout prints one JSON document there
+ * (CliFailure.ts, `failureJson`); one that printed its own (a run that failed, a check's problems,
+ * lines of a stream) adds none, so stdout stays what the command makes of it.
+ */
+const printFailure = (f: Parameters<typeof failureJson>[0]) => {
+  if (!stdoutUsed) process.stdout.write(`${JSON.stringify(failureJson(f), null, 2)}\n`)
+}
+let stdoutUsed = false
+const writeOut = process.stdout.write.bind(process.stdout)
+process.stdout.write = ((...args: Parameters<typeof process.stdout.write>) => {
+  stdoutUsed = true
+  return writeOut(...args)
+}) as typeof process.stdout.write
 
 const tree = commandTree(svc.descriptor)
 
@@ -74,11 +94,13 @@ const check = (args: ReadonlyArray<string>): Effect.Effect<{ readonly problem?: 
 
 const main = async (args: ReadonlyArray<string>): Promise<number> => {
   const { problem, help } = await Effect.runPromise(check(args))
+  const json = flagGiven(tree, args, "--json")
   if (problem !== undefined) {
     // A usage problem quotes the words given: a token pasted in the wrong place is not repeated.
     const said = withoutSecrets(problem)
     const command = commandOf(tree, args).command.path
     process.stderr.write(said.startsWith("svc") ? `${said}\n` : command === "svc" ? `svc: ${said}\n` : `${command}: ${said} (${command} --help)\n`)
+    if (json) printFailure({ exitCode: 2, message: said })
     return 2
   }
   const program = cli([...process.argv.slice(0, 2), ...args]).pipe(Effect.provide(MainLayer))
@@ -86,7 +108,7 @@ const main = async (args: ReadonlyArray<string>): Promise<number> => {
   // tidied (usageProblems.ts, tidyHelp).
   const plain = !process.stdout.isTTY || (process.env["NO_COLOR"] ?? "") !== ""
   const shown = help !== undefined ? mapText(program, (text) => (typeof text === "string" ? tidyHelp(String(withoutColour(text)), help) : text)) : plain ? plainText(program) : program
-  return exitCodeOf(await Effect.runPromiseExit(shown), commandOf(tree, args).command.path)
+  return exitCodeOf(await Effect.runPromiseExit(shown), commandOf(tree, args).command.path, json)
 }
 
 // A reader that went away (`svc journal tail --follow | head`): stop quietly, as a pipe's writer

@@ -148,6 +148,23 @@ export const commandOf = (root: CommandSpec, args: ReadonlyArray<string>): { rea
   }
 }
 
+/**
+ * Whether the command the words name was given the flag `name` (`--json`) among its options: a
+ * word in the place of another option's value (`--input --json`) is that value, not the flag.
+ */
+export const flagGiven = (root: CommandSpec, args: ReadonlyArray<string>, name: string): boolean => {
+  const { command, rest } = commandOf(root, args)
+  if (findOption(command, name) === undefined) return false
+  const end = endOfOptions(args)
+  for (let i = rest; i < end; i++) {
+    const [word, inline] = splitInline(args[i]!)
+    if (word === name) return true
+    const option = looksLikeOption(word) ? findOption(command, word) : undefined
+    if (option?.value !== undefined && inline === undefined) i++
+  }
+  return false
+}
+
 /** Where the words that may be options end: at `--`, or the last word. */
 const endOfOptions = (args: ReadonlyArray<string>): number => {
   const at = args.indexOf("--")

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { svc } from "../../src/cli/main.js"
-import { commandOf, commandTree, parseProblem, tidyHelp, wordsProblem, withShortValuesApart, withStdinArgumentLast } from "../../src/cli/usageProblems.js"
+import { failureJson } from "../../src/cli/CliFailure.js"
+import { commandOf, commandTree, flagGiven, parseProblem, tidyHelp, wordsProblem, withShortValuesApart, withStdinArgumentLast } from "../../src/cli/usageProblems.js"
 
 // svc's own command tree, read from @effect/cli's descriptor: a release that changes its shape
 // fails here.
@@ -230,5 +231,27 @@ describe("a short option's value in the same word", () => {
     expect(withShortValuesApart(tree, ["journal", "tail", "-fx"])).toEqual(["journal", "tail", "-fx"])
     expect(withShortValuesApart(tree, ["journal", "tail", "--lines", "3"])).toEqual(["journal", "tail", "--lines", "3"])
     expect(withShortValuesApart(tree, ["journal", "tail", "--", "-n1"])).toEqual(["journal", "tail", "--", "-n1"])
+  })
+})
+
+describe("--json given, for a failure's document (bin.ts)", () => {
+  it("is found among the command's own options, not in another option's value, past --, or for a command that has none", () => {
+    expect(flagGiven(tree, ["runs", "list", "--json"], "--json")).toBe(true)
+    expect(flagGiven(tree, ["--log-level", "debug", "runs", "stop", "r1", "--json"], "--json")).toBe(true)
+    expect(flagGiven(tree, ["run", "a:b@1.0.0", "--input", "--json"], "--json")).toBe(false)
+    expect(flagGiven(tree, ["run", "a:b@1.0.0", "--input=--json", "--json"], "--json")).toBe(true)
+    expect(flagGiven(tree, ["runs", "show", "--", "--json"], "--json")).toBe(false)
+    expect(flagGiven(tree, ["serve", "--json"], "--json")).toBe(false)
+    expect(flagGiven(tree, ["runs", "list"], "--json")).toBe(false)
+  })
+
+  it("says what failed: the refusal's own code, or the kind of failure by its exit code", () => {
+    expect(failureJson({ exitCode: 1, message: "m", code: "unknown-run" })).toEqual({ error: { code: "unknown-run", message: "m", exitCode: 1 } })
+    expect(failureJson({ exitCode: 1, message: "m" }).error.code).toBe("refused")
+    expect(failureJson({ exitCode: 2, message: "m" }).error.code).toBe("usage")
+    expect(failureJson({ exitCode: 2, message: "m", unreachable: true }).error.code).toBe("unreachable")
+    expect(failureJson({ exitCode: 2, message: "m", setup: true }).error.code).toBe("setup")
+    expect(failureJson({ exitCode: 143, message: "m" }).error.code).toBe("interrupted")
+    expect(failureJson({ exitCode: 70, message: "m" }).error.code).toBe("internal")
   })
 })

@@ -1111,3 +1111,44 @@ describe("one runtime per $SVC_HOME", () => {
     }
   }, 60_000)
 })
+
+describe("a command given --json that fails", () => {
+  it("prints one document saying what failed, with the refusal's own code, beside its sentence on stderr; one that printed its own document adds none", async () => {
+    const home = tempDir("svc-cfg-json-fail-")
+    const failed = async (args: Array<string>) => {
+      const r = await svcIn(transcript, home, args)
+      return { code: r.code, stderr: r.stderr, doc: JSON.parse(r.stdout) as unknown }
+    }
+    // Not running: unreachable (exit 2); the words wrong: usage (exit 2).
+    expect(await failed(["runs", "list", "--json"])).toEqual({
+      code: 2,
+      stderr: expect.stringContaining("svc serve is not running"),
+      doc: { error: { code: "unreachable", message: expect.stringContaining("svc serve is not running"), exitCode: 2 } }
+    })
+    expect(await failed(["runs", "list", "--json", "--wat"])).toMatchObject({ code: 2, doc: { error: { code: "usage", message: expect.stringContaining("unknown option --wat"), exitCode: 2 } } })
+    // Nothing by that name: not-found, told apart from a refusal of something there.
+    expect(await failed(["bag", "remove", "nope", "--json"])).toMatchObject({ code: 1, doc: { error: { code: "not-found", exitCode: 1 } } })
+    expect(await failed(["workers", "leave", "https://127.0.0.1:9", "--json"])).toMatchObject({ code: 1, doc: { error: { code: "not-found" } } })
+    // A value that is another option's is not --json: nothing printed on stdout.
+    const asValue = await svcIn(transcript, home, ["run", "a:b@1.0.0", "--input", "--json"])
+    expect({ code: asValue.code, stdout: asValue.stdout }).toEqual({ code: 2, stdout: "" })
+
+    const bag = join(home, "bags-src", "jf")
+    mkdirSync(bag, { recursive: true })
+    writeFileSync(
+      join(bag, "bag.yaml"),
+      "name: jf\ndescription: jobs that end at once\nversion: 0.1.0\njobs:\n  ok:\n    version: 1.0.0\n    runs:\n      using: process\n      command: [\"true\"]\n  bad:\n    version: 1.0.0\n    runs:\n      using: process\n      command: [\"false\"]\n"
+    )
+    expect((await svcIn(transcript, home, ["bag", "install", bag])).code).toBe(0)
+    const owner = await startServe("owner", home, transcript)
+    // The runtime's refusals carry its codes: a run it does not know, one that has ended.
+    expect(await failed(["runs", "stop", "rNope", "--json"])).toMatchObject({ code: 1, doc: { error: { code: "unknown-run", message: expect.stringContaining("rNope"), exitCode: 1 } } })
+    const ended = JSON.parse((await svcIn(transcript, home, ["run", "jf:ok@1.0.0", "--wait", "--json"])).stdout) as { id: string; state: string }
+    expect(ended.state).toBe("succeeded")
+    expect(await failed(["runs", "stop", ended.id, "--json"])).toMatchObject({ code: 1, doc: { error: { code: "run-finished", exitCode: 1 } } })
+    expect(await failed(["workers", "revoke", "nobody", "--json"])).toMatchObject({ code: 1, doc: { error: { code: "not-found" } } })
+    // A run that failed: its own document (the run), and no other after it.
+    expect(await failed(["run", "jf:bad@1.0.0", "--wait", "--json"])).toMatchObject({ code: 1, doc: { state: "failed" } })
+    expect((await owner.stop()).code).toBe(0)
+  }, 60_000)
+})

@@ -5,6 +5,7 @@
  * the live projections, as the worker route's calls are (Owner.ts, which serves both).
  */
 import * as Clock from "effect/Clock"
+import * as Data from "effect/Data"
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
@@ -20,7 +21,6 @@ import type { DispatcherService } from "../runs/Dispatcher.js"
 import type { Entropy } from "./Entropy.js"
 import type { FreshnessService } from "./Freshness.js"
 import { pendingInvitesOf, workerStatuses, type PendingInvite, type WorkerStatus } from "./OwnerViews.js"
-import { Refusal } from "./Protocol.js"
 
 export interface InviteOutcome {
   readonly token: string
@@ -39,10 +39,10 @@ export type CommandError = CommandRejected | StreamConflict | JournalError
 export interface OperatorCommands {
   readonly invite: (i: { readonly scope: ReadonlyArray<string>; readonly expiresInMs: number | null; readonly name: string | null; readonly actor: string }) => Effect.Effect<InviteOutcome, CommandError>
   /** `pendingAlready`: a rotation asked for earlier was not taken yet (nothing more is recorded). */
-  readonly rotate: (worker: string, actor: string) => Effect.Effect<{ readonly worker: WorkerRecord; readonly pendingAlready: boolean }, CommandError | Refusal>
-  readonly revoke: (worker: string, actor: string) => Effect.Effect<WorkerRecord, CommandError | Refusal>
+  readonly rotate: (worker: string, actor: string) => Effect.Effect<{ readonly worker: WorkerRecord; readonly pendingAlready: boolean }, CommandError | OperatorRefusal>
+  readonly revoke: (worker: string, actor: string) => Effect.Effect<WorkerRecord, CommandError | OperatorRefusal>
   /** A worker by id or name as `revoke`; else an unused invite by its id (its token then fails). */
-  readonly revokeWorkerOrInvite: (ref: string, actor: string) => Effect.Effect<Revoked, CommandError | Refusal>
+  readonly revokeWorkerOrInvite: (ref: string, actor: string) => Effect.Effect<Revoked, CommandError | OperatorRefusal>
   /** The owner serves another certificate than before (fingerprints, hex): journaled for the audit (Certificate.ts). */
   readonly noteCertificateChange: (from: string, to: string, signed: boolean) => Effect.Effect<void, CommandError>
   readonly status: Effect.Effect<ReadonlyArray<WorkerStatus>>
@@ -53,7 +53,7 @@ export interface OperatorCommands {
    * again under the same name) is refused with their ids, unless `preferActive` and exactly one
    * of them is not revoked: what rotate and revoke can act on.
    */
-  readonly findWorker: (ref: string, options?: { readonly preferActive?: boolean }) => Effect.Effect<WorkerRecord, Refusal>
+  readonly findWorker: (ref: string, options?: { readonly preferActive?: boolean }) => Effect.Effect<WorkerRecord, OperatorRefusal>
 }
 
 export interface OperatorContext {
@@ -70,7 +70,19 @@ export interface OperatorContext {
   readonly holderOf: (credentialHash: string) => string | undefined
 }
 
-const refuse = (code: Refusal["code"], message: string) => new Refusal({ code, message })
+/**
+ * An operator's command refused for what it named (`svc workers rotate|revoke|release`), with a
+ * code a script reads (`--json`): nothing by that name or credential or token (`not-found`),
+ * several workers by that name (`ambiguous`), a join token where a worker is meant
+ * (`not-a-worker`), a credential or token that cannot be read (`malformed`), an invite redeemed
+ * already (`invite-redeemed`). Not the worker route's refusal: it concerns no worker's call.
+ */
+export class OperatorRefusal extends Data.TaggedError("OperatorRefusal")<{
+  readonly code: "not-found" | "ambiguous" | "not-a-worker" | "malformed" | "invite-redeemed"
+  readonly message: string
+}> {}
+
+const refuse = (code: OperatorRefusal["code"], message: string) => new OperatorRefusal({ code, message })
 
 export const makeOperatorCommands = ({ state, execute, sha, entropy, address, dispatcher, freshness, holderOf }: OperatorContext): OperatorCommands => {
   const registry = Effect.map(state, (s) => s.registry)
@@ -82,14 +94,14 @@ export const makeOperatorCommands = ({ state, execute, sha, entropy, address, di
       if (secretKindOf(ref) === "credential") {
         // Cut short or mistyped: said as such, as a join token's is.
         const malformed = credentialProblem(ref.trim())
-        if (malformed !== undefined) return Effect.fail(refuse("unauthenticated", `that looks like a worker credential (svc_wk_…), but it cannot be read: ${malformed}`))
+        if (malformed !== undefined) return Effect.fail(refuse("malformed", `that looks like a worker credential (svc_wk_…), but it cannot be read: ${malformed}`))
         const id = holderOf(sha(ref.trim()))
         const holder = id === undefined ? Option.none() : HashMap.get(r.workers, id)
         if (Option.isSome(holder)) return Effect.succeed(holder.value)
-        return Effect.fail(refuse("unauthenticated", "that is a worker credential (svc_wk_…), and no worker of this owner holds it: name the worker by its name or id (svc workers status lists them)"))
+        return Effect.fail(refuse("not-found", "that is a worker credential (svc_wk_…), and no worker of this owner holds it: name the worker by its name or id (svc workers status lists them)"))
       }
       if (secretKindOf(ref) === "join token") {
-        return Effect.fail(refuse("unauthenticated", "that is a join token (svc_jt_…), not a worker: name the worker by its name or id (svc workers status lists them)"))
+        return Effect.fail(refuse("not-a-worker", "that is a join token (svc_jt_…), not a worker: name the worker by its name or id (svc workers status lists them)"))
       }
       const byId = HashMap.get(r.workers, ref)
       if (Option.isSome(byId)) return Effect.succeed(byId.value)
@@ -99,7 +111,7 @@ export const makeOperatorCommands = ({ state, execute, sha, entropy, address, di
       if (preferActive && active.length === 1) return Effect.succeed(active[0]!)
       return Effect.fail(
         refuse(
-          "unauthenticated",
+          byName.length > 1 ? "ambiguous" : "not-found",
           byName.length > 1
             ? `${byName.length} workers are named ${ref}: ${byName
                 .sort((a, b) => a.joinedAt - b.joinedAt || a.id.localeCompare(b.id))
@@ -160,9 +172,9 @@ export const makeOperatorCommands = ({ state, execute, sha, entropy, address, di
   /** The invite a pasted join token was made for, when it is this owner's (its secret's hash matches). */
   const inviteOfToken = (r: Registry, token: string) => {
     const content = parseJoinToken(token)
-    if (typeof content === "string") return refuse("unauthenticated", `that looks like a join token (svc_jt_…), but it cannot be read: ${content}`)
+    if (typeof content === "string") return refuse("malformed", `that looks like a join token (svc_jt_…), but it cannot be read: ${content}`)
     const invite = Option.getOrUndefined(HashMap.get(r.invites, content.inviteId))
-    if (invite === undefined || !Decide.sameDigest(invite.tokenHash, sha(content.secret))) return refuse("unauthenticated", "that join token (svc_jt_…) was not made by this owner")
+    if (invite === undefined || !Decide.sameDigest(invite.tokenHash, sha(content.secret))) return refuse("not-found", "that join token (svc_jt_…) was not made by this owner")
     return invite
   }
 
@@ -172,11 +184,11 @@ export const makeOperatorCommands = ({ state, execute, sha, entropy, address, di
       // A join token pasted (a leaked one, say) withdraws its invite; never repeated back.
       if (secretKindOf(ref) === "join token") {
         const invite = inviteOfToken(r, ref.trim())
-        if (invite instanceof Refusal) return yield* invite
+        if (invite instanceof OperatorRefusal) return yield* invite
         if (invite.redeemedBy !== null) {
           // Its worker revoked already: nothing is left to stop (as the invite's id says it).
           return yield* refuse(
-            "unauthenticated",
+            "invite-redeemed",
             Decide.isRevoked(r, invite.redeemedBy)
               ? `that join token's invite ${invite.id} was redeemed already, by worker ${invite.redeemedBy}, which is revoked already: it cannot be used again, and nothing is left to revoke`
               : `that join token's invite ${invite.id} was redeemed already, by worker ${invite.redeemedBy}: it cannot be used again; to stop that worker: svc workers revoke ${invite.redeemedBy}`
@@ -187,7 +199,7 @@ export const makeOperatorCommands = ({ state, execute, sha, entropy, address, di
       if (secretKindOf(ref) === "credential") return { kind: "worker" as const, worker: yield* revoke(ref, actor) }
       const isWorker = HashMap.has(r.workers, ref) || [...HashMap.values(r.workers)].some((w) => w.name === ref)
       if (isWorker) return { kind: "worker" as const, worker: yield* revoke(ref, actor) }
-      if (!HashMap.has(r.invites, ref)) return yield* refuse("unauthenticated", `no worker and no invite ${JSON.stringify(ref)} is known to this owner (svc workers status lists both)`)
+      if (!HashMap.has(r.invites, ref)) return yield* refuse("not-found", `no worker and no invite ${JSON.stringify(ref)} is known to this owner (svc workers status lists both)`)
       const now = yield* Clock.currentTimeMillis
       yield* execute((st) => Decide.decideRevokeInvite({ inviteId: ref, actor, now }, st))
       return { kind: "invite" as const, invite: Option.getOrThrow(HashMap.get((yield* registry).invites, ref)) }

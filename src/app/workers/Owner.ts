@@ -27,7 +27,7 @@ import { Dispatcher, layer as DispatcherLayer, stopsIn } from "../runs/Dispatche
 import { heldCount } from "../runs/WorkerCalls.js"
 import { Entropy } from "./Entropy.js"
 import { Freshness, layer as FreshnessLayer } from "./Freshness.js"
-import { makeOperatorCommands, type CommandError, type OperatorCommands } from "./OperatorCommands.js"
+import { makeOperatorCommands, type CommandError, type OperatorCommands, type OperatorRefusal } from "./OperatorCommands.js"
 import { fenceRefusal, PROTOCOL_REVISION, Refusal, revokedRefusal, unavailableRefusal, type Ack, type Advertise, type Assignment, type Claim, type CredentialHandOver, type Hello, type Join, type Leave, type NoWork, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
 
 interface Authenticated {
@@ -53,7 +53,7 @@ export interface OwnerService extends Omit<OperatorCommands, "findWorker"> {
    */
   readonly answerNow: (bearer: string | undefined, request: WorkerRequest, now: number) => WorkerResponse | Refusal | undefined
   /** A worker by id or (unique) name. */
-  readonly find: (worker: string) => Effect.Effect<WorkerRecord, Refusal>
+  readonly find: (worker: string) => Effect.Effect<WorkerRecord, OperatorRefusal>
 }
 
 export class Owner extends Context.Tag("svc/Owner")<Owner, OwnerService>() {}
@@ -209,7 +209,9 @@ export const make = Effect.gen(function* () {
         yield* execute((r) => Decide.decideRevoke({ workerId: replaced.id, actor: `worker ${worker.id} (its installation joined again)`, now }, r)).pipe(Effect.ignore)
         yield* dispatcher.wakeClaims(replaced.id)
       }
-      const newCredential = yield* handOver(yield* findWorker(worker.id), presentedHash, now)
+      // Found by its id, as it just said hello (a refusal here would be the route's).
+      const self = yield* findWorker(worker.id).pipe(Effect.mapError((e) => refuse("unauthenticated", e.message)))
+      const newCredential = yield* handOver(self, presentedHash, now)
       const fence = (envelopes[0]!.event as { fence: number }).fence
       // What it still runs, against what the owner placed on it (slots are not leaked).
       const stop = yield* dispatcher.hello(worker, request.running, resumes)
@@ -364,7 +366,8 @@ export const make = Effect.gen(function* () {
    */
   const leave = ({ worker }: Authenticated, request: Leave) =>
     revoke(worker.id, leftActor(worker.id)).pipe(
-      Effect.mapError((e) => (e instanceof Refusal ? e : commandRefusal("unauthenticated")(e))),
+      // On the worker route: what the operator's command would name a refusal is the route's `unauthenticated`.
+      Effect.mapError((e) => (e._tag === "OperatorRefusal" ? refuse("unauthenticated", e.message) : commandRefusal("unauthenticated")(e))),
       Effect.zipRight(request.running === undefined ? Effect.succeed(undefined) : dispatcher.left(worker.id, request.running)),
       Effect.map((released) => ({ kind: "left" as const, workerId: worker.id, name: worker.name, ...(released === undefined ? {} : { released }) }) satisfies WorkerResponse)
     )

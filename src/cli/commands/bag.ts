@@ -16,7 +16,7 @@ import { json, printJson, printLines, table } from "../output.js"
 
 const directoryFailure = (e: BagDirectoryError) =>
   e.reason === "NotFound" || e.reason === "NotADirectory" ? usage(e.message) : refused(e.message)
-const storeFailure = (e: BagStoreError) => refused(e.message)
+const storeFailure = (e: BagStoreError) => refused(e.message, e.reason === "NotInstalled" ? "not-found" : undefined)
 
 const problemLine = (p: CheckReport["problems"][number], file = "bag.yaml") =>
   `${file}:${p.line}:${p.column}: ${p.path}: ${p.severity === "warning" ? "warning: " : ""}${p.message}`

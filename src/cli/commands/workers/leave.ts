@@ -75,7 +75,8 @@ export const leave = Command.make(
       const matching = links.filter(({ link }) => sameOwner(owner, link.url) || link.name === owner || link.workerId === owner)
       if (matching.length === 0)
         return yield* refused(
-          links.length === 0 ? `this machine works for no owner: there is no link to leave` : `no link here is to ${owner}; this machine works for: ${links.map((l) => linkLine(l.link)).join("; ")}`
+          links.length === 0 ? `this machine works for no owner: there is no link to leave` : `no link here is to ${owner}; this machine works for: ${links.map((l) => linkLine(l.link)).join("; ")}`,
+          "not-found"
         )
       if (matching.length > 1) return yield* refused(`${owner} names ${matching.length} links: ${matching.map((l) => linkLine(l.link)).join("; ")}; name the one to leave by its owner's URL`)
       const { key, link } = matching[0]!
