@@ -93,6 +93,8 @@ export const STREAM_CACHE = 16_384
 export const make = (filename: string, { streamCache = STREAM_CACHE }: { readonly streamCache?: number } = {}) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    // When each row was recorded: the runtime's clock, as the events' own times (svc serve's never goes back).
+    const clock = yield* Effect.clock
     // Checkpoints are written through this connection: it is durable too.
     yield* sql`PRAGMA synchronous = FULL`.pipe(Effect.mapError(ioError("setting synchronous=FULL")))
     const db = yield* openWriter(filename)
@@ -192,7 +194,7 @@ export const make = (filename: string, { streamCache = STREAM_CACHE }: { readonl
       const batch = waiting.length <= MAX_BATCH ? waiting : waiting.slice(0, MAX_BATCH)
       waiting = waiting.length <= MAX_BATCH ? [] : waiting.slice(MAX_BATCH)
       if (waiting.length > 0) schedule()
-      const { accepted, conflicts, failure } = writeBatch(batch, Date.now())
+      const { accepted, conflicts, failure } = writeBatch(batch, clock.unsafeCurrentTimeMillis())
       for (const c of conflicts) c.pending.resume(Effect.fail(c.error))
       if (failure === undefined) for (const p of accepted) p.resume(Exit.succeed(p.envelopes))
       else for (const p of accepted) p.resume(Exit.fail(failure))

@@ -250,7 +250,8 @@ export const make = (options: ChildExecutorOptions = {}): ExecutorService => {
   return Executor.of({
     run: (spec) =>
       Effect.gen(function* () {
-        const startedAt = yield* Clock.currentTimeMillis
+        // How long it ran, by the monotonic clock: a step of the wall clock meanwhile is no run time.
+        const startedAt = yield* Clock.currentTimeNanos
         const outputLimit = Math.min(machineLimit, spec.outputLimit ?? machineLimit)
         const verdict = yield* Effect.uninterruptibleMask((restore) =>
           Effect.gen(function* () {
@@ -281,8 +282,8 @@ export const make = (options: ChildExecutorOptions = {}): ExecutorService => {
             return failure === undefined ? verdict : failed(`its validate command failed: ${failure.error}`, verdict.exitCode)
           })
         ).pipe(Effect.catchTag("Refused", (refused) => Effect.succeed(failed(refused.message))))
-        const endedAt = yield* Clock.currentTimeMillis
-        return { ...verdict, durationMs: endedAt - startedAt }
+        const endedAt = yield* Clock.currentTimeNanos
+        return { ...verdict, durationMs: Number((endedAt - startedAt) / 1_000_000n) }
       })
   })
 }

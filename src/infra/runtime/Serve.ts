@@ -55,6 +55,7 @@ import { runtimeEnv, sayWhereSet } from "../SvcConfig.js"
 import { layerAt as svcHomeAt } from "../SvcHome.js"
 import { certificateValidity, loadOrCreate } from "../tls/OwnerCertificate.js"
 import { noteServed } from "../tls/Succession.js"
+import { makeSteadyClock } from "./SteadyClock.js"
 import { linkKeys, linksDir, readLinks, rewriteLink } from "../workers/LinkStore.js"
 import * as NodeEntropy from "../workers/NodeEntropy.js"
 import { followingCaller } from "../workers/OwnerClient.js"
@@ -113,8 +114,28 @@ const wrap = <A>(what: string, f: () => Promise<A>) =>
  * finished first, so that its note and the log tell the truth (StopSignals.ts).
  */
 export const serve = (options: ServeOptions) =>
+  Effect.suspend(() => {
+    // The runtime's time never goes back: a step back of the machine's clock would lengthen every
+    // time rule by the step (SteadyClock.ts). Each step found is said once, at the next second.
+    const stepsBack: Array<number> = []
+    const clock = makeSteadyClock({ stepped: (ms) => void stepsBack.push(ms) })
+    const sayStepsBack = Effect.suspend(() =>
+      Effect.forEach(
+        stepsBack.splice(0),
+        (ms) =>
+          Effect.logWarning(
+            `this machine's clock went back ${(ms / 1000).toFixed(1)} s: svc serve goes on from the time it had (${(ms / 1000).toFixed(1)} s ahead of the clock until it stops, as the journal's times are), so that no time rule lasts longer for it (docs/operations.md, "The machine's clock")`
+          ),
+        { discard: true }
+      )
+    )
+    return serveSteadily(options, sayStepsBack).pipe(Effect.withClock(clock))
+  })
+
+const serveSteadily = (options: ServeOptions, sayStepsBack: Effect.Effect<void>) =>
   Effect.scoped(
     Effect.gen(function* () {
+      yield* Effect.forkScoped(Effect.repeat(sayStepsBack, Schedule.spaced("1 second")))
       const stop = yield* listenForStop(killAllNow)
       // Set once the home is no longer the one this runtime started in (HomeWatch.ts): what the
       // stop would write or remove by path there is then another runtime's.

@@ -94,9 +94,13 @@ export const loadOrCreate = async (home: string, given?: { readonly certFile: st
   await makeDirectory(dir, 0o700)
   const host = os.hostname()
   const notAfter = new Date(Date.now() + 10 * 365 * 24 * 3600 * 1000)
+  // Valid from a day before it is made: a worker's clock a little behind the owner's (or the
+  // owner's ahead when it made it, then corrected) would find it "not valid yet" (clock audit).
+  const notBefore = new Date(Date.now() - 24 * 3600 * 1000)
   const pems = await generate([{ name: "commonName", value: `svc owner ${host}` }], {
     keySize: 2048,
     algorithm: "sha256",
+    notBeforeDate: notBefore,
     notAfterDate: notAfter,
     extensions: [
       { name: "basicConstraints", cA: false },

@@ -63,9 +63,14 @@ const pinProblemOf = (socket: tls.TLSSocket, owner: PinnedOwner): PinProblem | u
   if (hexFingerprint(cert) !== owner.fingerprint) return new PinProblem("SVC_ANOTHER_CERTIFICATE", "another certificate than the pinned one")
   const now = Date.now()
   if (now > Date.parse(cert.valid_to)) return new PinProblem("CERT_HAS_EXPIRED", "certificate has expired")
-  if (now < Date.parse(cert.valid_from)) return new PinProblem("CERT_NOT_YET_VALID", "certificate is not yet valid")
+  // The pinned certificate is the trust: a start a day ahead of this machine's clock is the two
+  // clocks' difference, not a certificate to refuse (an owner whose clock was ahead when it made it).
+  if (now < Date.parse(cert.valid_from) - NOT_YET_VALID_SLACK_MS) return new PinProblem("CERT_NOT_YET_VALID", `certificate is not valid before ${new Date(cert.valid_from).toISOString()}`)
   return undefined
 }
+
+/** How far ahead of this machine's clock a pinned certificate's start may be: clocks differ. */
+export const NOT_YET_VALID_SLACK_MS = 24 * 3600 * 1000
 
 /**
  * The agent of a link's calls. Trust is the pinned certificate itself: a connection is handed to
@@ -108,7 +113,7 @@ export const certificateProblem = (e: NodeJS.ErrnoException): string | undefined
     case "CERT_HAS_EXPIRED":
       return "the owner's certificate, the one this worker pins, has expired: its operator must renew it (a worker follows a renewal its owner signed: docs/protocol.md, \"When the owner's certificate changes\")"
     case "CERT_NOT_YET_VALID":
-      return "the owner's certificate, the one this worker pins, is not valid yet: check this machine's clock"
+      return `the owner's certificate, the one this worker pins, is not valid yet (${e.message}; this machine's time is ${new Date().toISOString()}): this machine's clock or the owner's is wrong by more than a day`
     case "SVC_ANOTHER_CERTIFICATE":
       return "it presented another certificate than the one pinned at join: not the owner that invited this worker, or one that made itself a new certificate without signing the change (then join again with a new token from it)"
     default:

@@ -20,6 +20,10 @@ describe("the owner's certificate", () => {
     const first = await loadOrCreate(home)
     expect(first.fingerprint).toMatch(/^[0-9a-f]{64}$/)
     expect((await loadOrCreate(home)).fingerprint).toBe(first.fingerprint)
+    // Valid from a day before it was made: a worker whose clock is behind can still take it (clock audit).
+    const validFrom = Date.parse(new X509Certificate(first.cert).validFrom)
+    expect(Date.now() - validFrom).toBeGreaterThan(23.9 * 3600_000)
+    expect(Date.now() - validFrom).toBeLessThan(24.5 * 3600_000)
   }, 30_000)
 
   it("takes the operator's pair, and refuses one that is not a certificate, not a key, or not its key, naming the file", async () => {

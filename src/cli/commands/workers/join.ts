@@ -34,8 +34,13 @@ const readStdin = async (): Promise<string> => {
   return text
 }
 
-/** A join that failed before it was sent (nothing answered at all): the token is still good. */
-const notSent = (message: string): boolean => /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN/.test(message)
+/**
+ * A join that failed before it was sent (nothing answered at all, or a certificate other than the
+ * pinned one, or the pinned one out of its validity: the connection is refused before a request
+ * is written on it, OwnerClient.ts): the token is still good.
+ */
+const notSent = (message: string): boolean => /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN/.test(message) || pinRefused(message)
+const pinRefused = (message: string): boolean => /the one this worker pins|another certificate than the one pinned/.test(message)
 
 /** An owner still starting (reading its journal) answers every call 503 and records nothing. */
 const starting = (message: string): boolean => /\banswered 503\b/.test(message)
@@ -156,7 +161,9 @@ const redeem = ({
       Effect.mapError((e) =>
         e._tag === "Refusal"
           ? refused(alreadyLinked(e, earlier, content, home) ?? `the owner refused: ${e.message}`)
-          : notSent(e.message)
+          : pinRefused(e.message)
+            ? unreachable(`${e.message}; the join was not sent (the connection was refused before it), so the token is still good`)
+            : notSent(e.message)
             ? unreachable(`cannot reach the owner: ${e.message}${loopback}`)
             : starting(e.message)
               ? unreachable(`the owner cannot take a join yet (${e.message}): nothing was recorded; run svc workers join again in a moment`)

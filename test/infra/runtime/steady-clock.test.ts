@@ -1,0 +1,69 @@
+/** The clock svc serve tells time by: the wall clock, never going back (SteadyClock.ts). */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import { describe, expect, it } from "vitest"
+import { makeSteadyClock, steadyReading, type SteadyState } from "../../../src/infra/runtime/SteadyClock.js"
+
+/** Readings of (wall, monotonic) in turn: the times answered and the steps found. */
+const readings = (pairs: ReadonlyArray<readonly [number, number]>) => {
+  let s: SteadyState | undefined
+  return pairs.map(([wall, mono]) => {
+    const r = steadyReading(s, wall, mono)
+    s = r.state
+    return [r.now, r.stepBack] as const
+  })
+}
+
+describe("the steady clock", () => {
+  it("is the wall clock while it goes forward, a jump forward (a suspended machine) included", () => {
+    expect(readings([[1_000_000, 50], [1_001_000, 1_050], [1_005_000, 5_050], [4_605_000, 6_050]])).toEqual([
+      [1_000_000, 0],
+      [1_001_000, 0],
+      [1_005_000, 0],
+      [4_605_000, 0]
+    ])
+  })
+
+  it("goes on from where it was when the wall clock is stepped back, at the monotonic clock's pace, and stays ahead by the step", () => {
+    // A step back of 10 minutes between two readings a second apart.
+    expect(readings([[1_000_000, 0], [1_001_000, 1_000], [402_000, 2_000], [403_000, 3_000], [1_003_000, 603_000]])).toEqual([
+      [1_000_000, 0],
+      [1_001_000, 0],
+      [1_002_000, 600_000],
+      [1_003_000, 0],
+      // The wall clock caught up: still the step ahead of it, as the monotonic clock measured.
+      [1_603_000, 0]
+    ])
+    // Two steps back add up.
+    const twice = readings([[10_000, 0], [9_000, 1_000], [5_000, 2_000]])
+    expect(twice).toEqual([[10_000, 0], [11_000, 2_000], [12_000, 5_000]])
+  })
+
+  it("takes a few milliseconds of rounding between the two clocks for no step, and never answers less than before", () => {
+    expect(readings([[1_000, 0.2], [1_000, 0.9], [1_001, 4.5], [1_000, 5.5], [1_003, 6]])).toEqual([
+      [1_000, 0],
+      [1_000, 0],
+      [1_001, 0],
+      [1_001, 0],
+      [1_003, 0]
+    ])
+  })
+
+  it("as Effect's clock: currentTimeMillis steady, each step back told once, nanoseconds Effect's own", async () => {
+    let wall = 1_000_000
+    let mono = 0
+    const steps: Array<number> = []
+    const clock = makeSteadyClock({ wall: () => wall, mono: () => mono, stepped: (ms) => steps.push(ms) })
+    const now = Effect.runSync(Clock.currentTimeMillis.pipe(Effect.withClock(clock)))
+    expect(now).toBe(1_000_000)
+    wall -= 3_600_000
+    mono += 1_000
+    expect(Effect.runSync(Clock.currentTimeMillis.pipe(Effect.withClock(clock)))).toBe(1_001_000)
+    mono += 500
+    wall += 500
+    expect(clock.unsafeCurrentTimeMillis()).toBe(1_001_500)
+    expect(steps).toEqual([3_601_000])
+    expect(typeof clock.unsafeCurrentTimeNanos()).toBe("bigint")
+    await Effect.runPromise(Effect.sleep("1 millis").pipe(Effect.withClock(clock)))
+  })
+})
