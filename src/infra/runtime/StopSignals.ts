@@ -48,13 +48,14 @@ export const listen = (atOnce: () => number) => Effect.acquireRelease(
     let first: { readonly signal: StopSignal; readonly at: number } | undefined
     const again = (signal: StopSignal) => () => {
       // The same signal within a moment is the same request delivered twice (`timeout` and some
-      // supervisors send it to the process and to its group), not an operator asking again.
-      if (first !== undefined && first.signal === signal && Date.now() - first.at < SAME_REQUEST_MS) return
+      // supervisors send it to the process and to its group), not an operator asking again. By the
+      // monotonic clock: a wall clock stepped back meanwhile would make a second Ctrl-C the first's echo.
+      if (first !== undefined && first.signal === signal && performance.now() - first.at < SAME_REQUEST_MS) return
       process.stderr.write(againText(signal, atOnce()))
       process.exit(130)
     }
     set((signal) => () => {
-      first = { signal, at: Date.now() }
+      first = { signal, at: performance.now() }
       set(again)
       Deferred.unsafeDone(stop, Exit.succeed(signal))
     })
