@@ -1327,16 +1327,24 @@ describe("a report's run time", () => {
 })
 
 describe("an owner's restart", () => {
+  /**
+   * One journal, two owners over it in turn (`on` builds each): the first linked lab-1, which
+   * advertised; the second knows nothing of the first's freshness.
+   */
+  const restarted = Effect.gen(function* () {
+    const journal = yield* makeMemory
+    const on = ownerOn(Layer.succeed(Journal, journal))
+    const w = yield* Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      return w
+    }).pipe(Effect.provide(on))
+    return { journal, on, w }
+  })
+
   it.effect("a worker not heard from since the owner started may call back within 15 s: a run it could take is not decided till then; then blocked saying so, and placed on it once it calls", () =>
     Effect.gen(function* () {
-      // One journal, two owners over it in turn: the second knows nothing of the first's freshness.
-      const journal = yield* makeMemory
-      const on = ownerOn(Layer.succeed(Journal, journal))
-      const w = yield* Effect.gen(function* () {
-        const w = yield* linked("lab-1")
-        yield* advertise(w)
-        return w
-      }).pipe(Effect.provide(on))
+      const { on, w } = yield* restarted
       yield* Effect.gen(function* () {
         const run = yield* submit(GPU)
         // Within 15 s of the start it is not decided: the worker may call back (the operator audit
@@ -1362,13 +1370,7 @@ describe("an owner's restart", () => {
 
   it.effect("a run left undecided for a worker calling back is placed on it when it does, only that placement journaled; one the owner runs is placed at once", () =>
     Effect.gen(function* () {
-      const journal = yield* makeMemory
-      const on = ownerOn(Layer.succeed(Journal, journal))
-      const w = yield* Effect.gen(function* () {
-        const w = yield* linked("lab-1")
-        yield* advertise(w)
-        return w
-      }).pipe(Effect.provide(on))
+      const { journal, on, w } = yield* restarted
       yield* Effect.gen(function* () {
         const run = yield* submit(GPU)
         const echo = yield* submit(ECHO)
