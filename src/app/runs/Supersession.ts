@@ -69,7 +69,9 @@ export const makeSupersession = ({ state, execute, freshness, startedAt }: Super
         // A worker that said bye is known to be gone now (no grace for an owner's restart needed).
         const ended = w !== undefined && freshness.get(w.id)?.sessionEnded === true
         const lapsed = w !== undefined && !workerAlive(w, now) && (ended || now - startedAt >= RESTART_GRACE_MS)
-        const unclaimed = last.state === "assigned" && now - last.assignedAt >= CLAIM_DEADLINE_MS
+        // Not counting the owner's own pauses since (a suspended owner, its clock stepped forward): no worker could claim then.
+        const claimBy = last.state === "assigned" ? last.assignedAt + CLAIM_DEADLINE_MS + freshness.deafSince(last.assignedAt) : null
+        const unclaimed = claimBy !== null && now >= claimBy
         const reason =
           w === undefined
             ? "its worker is unknown"
@@ -84,7 +86,7 @@ export const makeSupersession = ({ state, execute, freshness, startedAt }: Super
                   : undefined
         if (reason === undefined) {
           due(lapsesAt(last.host, now))
-          if (last.state === "assigned") due(last.assignedAt + CLAIM_DEADLINE_MS)
+          if (claimBy !== null) due(claimBy)
           continue
         }
         yield* execute((st) => RunDecide.decideSupersede({ runId, attempt: last.n, reason, now }, st.runs)).pipe(Effect.ignore)

@@ -47,7 +47,16 @@ export interface FreshnessService {
    * Answers the milliseconds excused (0 when the beat was on time).
    */
   readonly awake: (now: number, beat?: boolean) => number
+  /**
+   * The milliseconds excused (the owner's own pauses, as `awake` found them) since `t`: a deadline
+   * counted from a time the journal holds (an attempt assigned and not claimed) leaves them out,
+   * as a worker's silence does.
+   */
+  readonly deafSince: (t: number) => number
 }
+
+/** How many of the owner's latest pauses `deafSince` keeps (older ones concern no open deadline). */
+const PAUSES_KEPT = 64
 
 /** How often the owner notes that it runs (Freshness.awake). */
 export const OWNER_BEAT_MS = 1_000
@@ -74,6 +83,8 @@ export const make = (): FreshnessService => {
   type Seen = { lastSeenAt: number | null; lastAdvertisedAt: number | null; busy: number; sessionEnded?: boolean; leaving?: boolean; heardAt: number | null; advertisementHeardAt: number | null; declined?: boolean; heldAtEnd?: number }
   const seen = new Map<string, Seen>()
   const fresh = (): Seen => ({ lastSeenAt: null, lastAdvertisedAt: null, busy: 0, heardAt: null, advertisementHeardAt: null })
+  /** The owner's own pauses, by the middle of their gap. */
+  const pauses: Array<{ readonly middle: number; readonly deaf: number }> = []
   let awakeAt: number | undefined
   return {
     get: (id) => seen.get(id),
@@ -126,6 +137,8 @@ export const make = (): FreshnessService => {
       // either end of the gap, told apart at its middle.
       const deaf = gap - OWNER_BEAT_MS
       const middle = before + gap / 2
+      pauses.push({ middle, deaf })
+      if (pauses.length > PAUSES_KEPT) pauses.shift()
       const excuse = (t: number | null) => (t !== null && t < middle ? Math.min(now, t + deaf) : t)
       // Only the times judged: `heardAt` and `advertisementHeardAt` stay when they were heard (shown).
       for (const f of seen.values()) {
@@ -133,6 +146,11 @@ export const make = (): FreshnessService => {
         f.lastAdvertisedAt = excuse(f.lastAdvertisedAt)
       }
       return deaf
+    },
+    deafSince: (t) => {
+      let total = 0
+      for (const p of pauses) if (p.middle > t) total += p.deaf
+      return total
     }
   }
 }

@@ -17,6 +17,7 @@ import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import * as Clock from "effect/Clock"
 import * as TestClock from "effect/TestClock"
 import { Checkpoints } from "../../../src/app/journal/Checkpoints.js"
 import { Journal, JournalError, layerMemory, makeMemory } from "../../../src/app/journal/Journal.js"
@@ -24,6 +25,7 @@ import { layer as projectionsLayer, layerFrom as projectionsFrom, Projections } 
 import { foldJournal } from "../../../src/app/journal/Replay.js"
 import { Dispatcher, OwnerHost, progressOf, type OwnerHostSettings, type RunDetail } from "../../../src/app/runs/Dispatcher.js"
 import { AWAITING_WORKERS } from "../../../src/app/runs/RunViews.js"
+import { Freshness } from "../../../src/app/workers/Freshness.js"
 import { JobNotRunnable, valueCheck, type ResolvedJob } from "../../../src/app/runs/JobCatalog.js"
 import { OutputNotKept, RunFiles, type RunFilesService } from "../../../src/app/runs/RunFiles.js"
 import { layerWithRuns, Owner, OwnerAddress } from "../../../src/app/workers/Owner.js"
@@ -1266,6 +1268,40 @@ describe("the claim deadline", () => {
       expect(attempt(again, 1)).toMatchObject({ state: "ceased", holdsSlot: false, reason: "its worker did not claim it within 30 s" })
       expect(attempt(again, 2)).toMatchObject({ host: w.workerId, state: "assigned", assignedAt: new Date(30_000).toISOString() })
       expect(yield* reserved(w.workerId)).toBe(1)
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("the 30 s leave out the owner's own pauses (a suspended owner, its clock stepped forward): no worker could claim then (clock audit)", () =>
+    Effect.gen(function* () {
+      const freshness = yield* Freshness
+      // The owner's beat, every second, as the presence check gives it.
+      const beats = (seconds: number, w?: Linked) =>
+        Effect.gen(function* () {
+          for (let i = 1; i <= seconds; i++) {
+            yield* TestClock.adjust("1 second")
+            freshness.awake(yield* Clock.currentTimeMillis, true)
+            if (w !== undefined && i % 4 === 0) yield* advertise(w)
+          }
+        })
+      freshness.awake(0, true)
+      const w = yield* linked("lab-1")
+      yield* advertise(w)
+      const run = yield* submit(GPU)
+      yield* placedOn(run.id, 1)
+      yield* beats(20, w)
+      // The owner's beat misses 14 s (one jump of its clock), excused but a beat's worth (its
+      // rounds at deadlines within the jump may see the gap first, in parts of more than 5 s).
+      yield* TestClock.adjust("14 seconds")
+      freshness.awake(yield* Clock.currentTimeMillis, true)
+      const excused = freshness.deafSince(0)
+      expect(excused).toBeGreaterThanOrEqual(4_000)
+      yield* advertise(w)
+      yield* quiet
+      // 34 s since it was assigned, fewer than 30 of them the owner's own: still the worker's to claim.
+      expect(yield* show(run.id)).toMatchObject({ state: "assigned", attempts: 1 })
+      yield* beats(Math.ceil(excused / 1000), w)
+      const again = yield* placedOn(run.id, 2)
+      expect(attempt(again, 1)).toMatchObject({ state: "ceased", reason: "its worker did not claim it within 30 s" })
     }).pipe(Effect.provide(TestOwner))
   )
 

@@ -17,6 +17,16 @@ const beatThrough = (f: ReturnType<typeof make>, from: number, to: number) => {
 }
 
 describe("the owner's pause", () => {
+  it("is kept, for deadlines counted from a time the journal holds: deafSince sums the pauses after it", () => {
+    const f = make()
+    beatThrough(f, 0, 10_000)
+    expect(f.awake(32_000, true)).toBe(21_000)
+    beatThrough(f, 33_000, 40_000)
+    expect(f.awake(50_000, true)).toBe(9_000)
+    // By the middle of each gap (21 s, 45 s): a time before both, between them, after both.
+    expect([f.deafSince(5_000), f.deafSince(30_000), f.deafSince(46_000)]).toEqual([30_000, 9_000, 0])
+  })
+
   it("is not held against a worker: its silence is counted in the time the owner was there to hear it", () => {
     const f = make()
     beatThrough(f, 0, 10_000)
