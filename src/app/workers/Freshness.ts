@@ -70,7 +70,7 @@ export const OWNER_PAUSE_MS = 5_000
 export const noteAwake = (freshness: FreshnessService, now: number, beat = false): Effect.Effect<void> => {
   const deaf = freshness.awake(now, beat)
   if (deaf === 0) return Effect.void
-  const paused = `did not run for ${Math.round(deaf / 1000)} s (its process was stopped, or the machine suspended or overloaded)`
+  const paused = `did not run for ${Math.round(deaf / 1000)} s (its process was stopped, the machine suspended or overloaded, or its clock stepped forward)`
   // An owner no worker has called (a machine that is only a worker) has no workers to excuse.
   return Effect.logWarning(
     freshness.heardAny() ? `this owner ${paused}: its workers' silence in that time is not held against them` : `this machine ${paused}`

@@ -381,7 +381,7 @@ export const runLink = (
       const reason = error.message.startsWith(`${link.url}: `) ? error.message.slice(link.url.length + 2) : error.message
       if (paused !== undefined) {
         yield* Effect.logWarning(
-          `this machine did not run for ${Math.round(paused / 1000)} s (its svc serve was stopped, or the machine suspended or overloaded): the owner at ${link.url} went unanswered meanwhile (${reason}); saying hello again in ${secondsOf(wait)}`
+          `this machine did not run for ${Math.round(paused / 1000)} s (its svc serve was stopped, the machine suspended or overloaded, or its clock stepped forward): the owner at ${link.url} went unanswered meanwhile (${reason}); saying hello again in ${secondsOf(wait)}`
         )
         // Not the owner's trouble: the same failure again, with this machine running, is said as its.
         trouble = "this machine did not run"

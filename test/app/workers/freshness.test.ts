@@ -91,12 +91,12 @@ describe("the owner's pause, in its log", () => {
   it("excuses its workers' silence when it has heard from any; on a machine no worker calls (only a worker itself) it says only that it did not run", () => {
     const alone = make()
     beatThrough(alone, 0, 10_000)
-    expect(logged(alone, 32_000)).toEqual(["WARN this machine did not run for 21 s (its process was stopped, or the machine suspended or overloaded)"])
+    expect(logged(alone, 32_000)).toEqual(["WARN this machine did not run for 21 s (its process was stopped, the machine suspended or overloaded, or its clock stepped forward)"])
     const owner = make()
     beatThrough(owner, 0, 10_000)
     owner.touch("w1", 9_000, true)
     expect(logged(owner, 32_000)).toEqual([
-      "WARN this owner did not run for 21 s (its process was stopped, or the machine suspended or overloaded): its workers' silence in that time is not held against them"
+      "WARN this owner did not run for 21 s (its process was stopped, the machine suspended or overloaded, or its clock stepped forward): its workers' silence in that time is not held against them"
     ])
   })
 })

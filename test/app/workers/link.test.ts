@@ -315,7 +315,7 @@ describe("the worker's link", () => {
       away = true
       yield* TestClock.adjust("1500 millis")
       expect(logs[1]).toMatch(
-        /^WARN this machine did not run for 4\d s \(its svc serve was stopped, or the machine suspended or overloaded\): the owner at https:\/\/owner went unanswered meanwhile \(no answer within 15 s\); saying hello again in \d+\.\d s$/
+        /^WARN this machine did not run for 4\d s \(its svc serve was stopped, the machine suspended or overloaded, or its clock stepped forward\): the owner at https:\/\/owner went unanswered meanwhile \(no answer within 15 s\); saying hello again in \d+\.\d s$/
       )
       // Still unanswered afterwards, with this process running: then it is the owner's.
       yield* TestClock.adjust("30 seconds")
