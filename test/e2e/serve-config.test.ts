@@ -12,10 +12,11 @@ import { connect as tlsConnect } from "node:tls"
 import { createServer as createNetServer, type AddressInfo } from "node:net"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { generate } from "selfsigned"
 import { afterAll, describe, expect, it, onTestFinished } from "vitest"
 import { callRoute, ownerCa, startServe, stopAllServes, svcIn, Transcript, waitFor } from "../support/serve.js"
 import { SVC_BIN, svc, tempDir } from "../support/svc.js"
-import { formatJoinToken, makeCredential } from "../../src/domain/workers/Secrets.js"
+import { formatJoinToken, makeCredential, parseJoinToken } from "../../src/domain/workers/Secrets.js"
 import { adminCall } from "../../src/infra/http/AdminApi.js"
 import { processStat } from "../../src/infra/runs/Processes.js"
 
@@ -1149,6 +1150,53 @@ describe("a command given --json that fails", () => {
     expect(await failed(["workers", "revoke", "nobody", "--json"])).toMatchObject({ code: 1, doc: { error: { code: "not-found" } } })
     // A run that failed: its own document (the run), and no other after it.
     expect(await failed(["run", "jf:bad@1.0.0", "--wait", "--json"])).toMatchObject({ code: 1, doc: { state: "failed" } })
+    // A token whose certificate the owner does not present: refused before the join is written,
+    // so the try spends nothing (clock audit: join said it "was sent ... may have recorded it").
+    const real = parseJoinToken((await svcIn(transcript, home, ["workers", "invite"])).stdout.trim())
+    if (typeof real === "string") throw new Error(real)
+    const joiner = tempDir("svc-cfg-json-joiner-")
+    const wrong = await svcIn(transcript, joiner, ["workers", "join", formatJoinToken({ ...real, fingerprint: "a".repeat(64) }), "--json"])
+    expect(wrong.code).toBe(2)
+    expect(wrong.stderr).toBe(
+      `svc: ${real.url} presented a certificate with another fingerprint than the join token pins: this is not the owner that invited you; nothing was sent to it, so this try did not spend the token\n`
+    )
+    expect(JSON.parse(wrong.stdout)).toMatchObject({ error: { code: "unreachable", exitCode: 2 } })
+    expect((await svcIn(transcript, joiner, ["workers", "join", formatJoinToken(real)])).code).toBe(0)
     expect((await owner.stop()).code).toBe(0)
   }, 60_000)
+})
+
+describe("clocks that differ", () => {
+  it("a worker takes a pinned certificate up to a day ahead of its clock; beyond, join says both clocks may be wrong and that nothing was sent (clock audit)", async () => {
+    const home = tempDir("svc-cfg-clock-")
+    const day = 24 * 3600_000
+    const certificate = async (from: number) => {
+      const pems = await generate([{ name: "commonName", value: "svc owner" }], {
+        keySize: 2048,
+        algorithm: "sha256",
+        notBeforeDate: new Date(Date.now() + from),
+        notAfterDate: new Date(Date.now() + 30 * day),
+        extensions: [{ name: "subjectAltName", altNames: [{ type: 7, ip: "127.0.0.1" }] }]
+      } as Parameters<typeof generate>[1])
+      const dir = tempDir("svc-cfg-clock-cert-")
+      writeFileSync(join(dir, "cert.pem"), pems.cert)
+      writeFileSync(join(dir, "key.pem"), pems.private)
+      return ["--tls-cert", join(dir, "cert.pem"), "--tls-key", join(dir, "key.pem")]
+    }
+    // Valid from 2 days ahead of this machine's clock: refused, saying so; the token is not spent.
+    let owner = await startServe("owner (2 days ahead)", home, transcript, { args: await certificate(2 * day) })
+    const token = (await svcIn(transcript, home, ["workers", "invite"])).stdout.trim()
+    const worker = tempDir("svc-cfg-clock-worker-")
+    const ahead = await svcIn(transcript, worker, ["workers", "join", token])
+    expect(ahead.code).toBe(2)
+    expect(ahead.stderr).toMatch(/is not valid yet \(certificate is not valid before .*; this machine's time is .*\): this machine's clock or the owner's is wrong by more than a day; nothing was sent to the owner \(the connection was refused before the join\), so this try did not spend the token\n$/)
+    expect(ahead.stderr).not.toContain("may have recorded it")
+    expect((await owner.stop()).code).toBe(0)
+    // An hour ahead (the owner's clock a little ahead when it made it): joined.
+    owner = await startServe("owner (an hour ahead)", home, transcript, { args: await certificate(3600_000) })
+    const soon = (await svcIn(transcript, home, ["workers", "invite"])).stdout.trim()
+    const joined = await svcIn(transcript, worker, ["workers", "join", soon])
+    expect(joined.code, joined.stderr).toBe(0)
+    expect((await owner.stop()).code).toBe(0)
+  }, 90_000)
 })

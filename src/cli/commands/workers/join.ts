@@ -162,7 +162,7 @@ const redeem = ({
         e._tag === "Refusal"
           ? refused(alreadyLinked(e, earlier, content, home) ?? `the owner refused: ${e.message}`)
           : pinRefused(e.message)
-            ? unreachable(`${e.message}; the join was not sent (the connection was refused before it), so the token is still good`)
+            ? unreachable(`${e.message}; nothing was sent to the owner (the connection was refused before the join), so this try did not spend the token`)
             : notSent(e.message)
             ? unreachable(`cannot reach the owner: ${e.message}${loopback}`)
             : starting(e.message)
@@ -265,7 +265,13 @@ export const join = Command.make(
       const certificate = yield* Effect.tryPromise({
         try: () => fetchPinnedCertificate(content.url, content.fingerprint),
         // The loopback hint only where nothing answered: a certificate that is not the pinned one came from a server that did.
-        catch: (e) => unreachable(`cannot reach the owner: ${e instanceof Error ? e.message : String(e)}${typeof (e as { code?: unknown }).code === "string" ? loopback : ""}`)
+        catch: (e) => {
+          const message = e instanceof Error ? e.message : String(e)
+          // A server answered, with another certificate (or none): nothing was written to it.
+          return typeof (e as { code?: unknown }).code === "string"
+            ? unreachable(`cannot reach the owner: ${message}${loopback}`)
+            : unreachable(`${message}; nothing was sent to it, so this try did not spend the token`)
+        }
       })
       // Redeeming spends the token: first make sure the link it brings can be kept here, by keeping
       // this join's key there until its answer is (run again after an answer that never came,
