@@ -7,8 +7,12 @@
 /** The levels `--log-level` takes (@effect/cli's built-in option). */
 export const LOG_LEVELS = ["all", "trace", "debug", "info", "warning", "error", "fatal", "none"] as const
 
-/** Why `args` (the words after `svc`) cannot be taken as given, or undefined. */
-export const argumentsProblem = (args: ReadonlyArray<string>): string | undefined => {
+/**
+ * Why `args` (the words after `svc`) cannot be taken as given, or undefined. `takesValue` says
+ * whether an option of the command takes a value: an empty word after a flag (`svc new --json ""`)
+ * is not that flag's value (it was blamed on `--json`).
+ */
+export const argumentsProblem = (args: ReadonlyArray<string>, takesValue: (option: string) => boolean = () => true): string | undefined => {
   // The parser said an unknown level as "Invalid subcommand for svc".
   for (let i = 0; i < args.length && args[i] !== "--"; i++) {
     const word = args[i]!
@@ -20,7 +24,7 @@ export const argumentsProblem = (args: ReadonlyArray<string>): string | undefine
   const at = args.indexOf("")
   if (at < 0) return undefined
   const before = at > 0 ? args[at - 1]! : undefined
-  return before !== undefined && before.startsWith("-")
+  return before !== undefined && before.startsWith("-") && takesValue(before.split("=")[0]!)
     ? `${before} was given an empty value (an unset shell variable?): give it one, or leave ${before} out`
     : `an empty argument was given${before === undefined ? "" : ` after ${before}`} (an unset shell variable?): no svc command takes one`
 }

@@ -17,7 +17,7 @@ import { argumentsProblem, withGlobalOptionsFirst } from "./arguments.js"
 import { CliFailure, failureJson } from "./CliFailure.js"
 import { mapText, plainText, withoutColour } from "./output.js"
 import { cli, MainLayer, svc } from "./main.js"
-import { commandOf, commandTree, flagGiven, parseProblem, tidyHelp, withShortValuesApart, withStdinArgumentLast, wordsProblem } from "./usageProblems.js"
+import { commandOf, commandTree, flagGiven, parseProblem, takesValue, tidyHelp, withShortValuesApart, withStdinArgumentLast, wordsProblem } from "./usageProblems.js"
 
 /**
  * `command`: the path of the command that ran (`svc runs list`): a usage problem it finds is said
@@ -75,7 +75,7 @@ const tree = commandTree(svc.descriptor)
  * goes on to @effect/cli, its text tidied (`help`: the command's path).
  */
 const check = (args: ReadonlyArray<string>): Effect.Effect<{ readonly problem?: string; readonly help?: string }> => {
-  const problem = argumentsProblem(args) ?? wordsProblem(tree, args)
+  const problem = argumentsProblem(args, (option) => takesValue(tree, args, option)) ?? wordsProblem(tree, args)
   if (problem !== undefined) return Effect.succeed({ problem })
   return Descriptor.parse(svc.descriptor, ["svc", ...args], CliConfig.defaultConfig).pipe(
     Effect.map((directive) => {

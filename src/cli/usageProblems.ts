@@ -165,6 +165,12 @@ export const flagGiven = (root: CommandSpec, args: ReadonlyArray<string>, name: 
   return false
 }
 
+/** Whether the option `name` of the command the words name takes a value (an unknown one is taken to). */
+export const takesValue = (root: CommandSpec, args: ReadonlyArray<string>, name: string): boolean => {
+  const option = findOption(commandOf(root, args).command, name)
+  return option === undefined || option.value !== undefined
+}
+
 /** Where the words that may be options end: at `--`, or the last word. */
 const endOfOptions = (args: ReadonlyArray<string>): number => {
   const at = args.indexOf("--")

@@ -14,6 +14,8 @@ describe("arguments no command takes", () => {
   it("refuses an empty argument that follows no option, saying after what", () => {
     expect(argumentsProblem(["workers", "join", ""])).toBe("an empty argument was given after join (an unset shell variable?): no svc command takes one")
     expect(argumentsProblem([""])).toBe("an empty argument was given (an unset shell variable?): no svc command takes one")
+    // After a flag, which takes no value: not the flag's (script audit: `svc new --json ""` blamed --json).
+    expect(argumentsProblem(["new", "--json", ""], (option) => option !== "--json")).toBe("an empty argument was given after --json (an unset shell variable?): no svc command takes one")
   })
 })
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { svc } from "../../src/cli/main.js"
 import { failureJson } from "../../src/cli/CliFailure.js"
-import { commandOf, commandTree, flagGiven, parseProblem, tidyHelp, wordsProblem, withShortValuesApart, withStdinArgumentLast } from "../../src/cli/usageProblems.js"
+import { commandOf, commandTree, flagGiven, parseProblem, takesValue, tidyHelp, wordsProblem, withShortValuesApart, withStdinArgumentLast } from "../../src/cli/usageProblems.js"
 
 // svc's own command tree, read from @effect/cli's descriptor: a release that changes its shape
 // fails here.
@@ -243,6 +243,12 @@ describe("--json given, for a failure's document (bin.ts)", () => {
     expect(flagGiven(tree, ["runs", "show", "--", "--json"], "--json")).toBe(false)
     expect(flagGiven(tree, ["serve", "--json"], "--json")).toBe(false)
     expect(flagGiven(tree, ["runs", "list"], "--json")).toBe(false)
+  })
+
+  it("tells an option that takes a value from a flag (an empty word after a flag is not its value)", () => {
+    expect(takesValue(tree, ["new", "--json", ""], "--json")).toBe(false)
+    expect(takesValue(tree, ["workers", "invite", "--scope", ""], "--scope")).toBe(true)
+    expect(takesValue(tree, ["journal", "tail", "-n", ""], "-n")).toBe(true)
   })
 
   it("says what failed: the refusal's own code, or the kind of failure by its exit code", () => {
