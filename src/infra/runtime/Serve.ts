@@ -425,13 +425,13 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }) =>
     // A certificate out of its validity is refused by every worker (they check the one they pin).
     const validity = certificateValidity(tls.cert, Date.now())
     if (validity !== undefined) yield* Effect.logWarning(validity)
-    if (noted.served.kind === "changed") {
+    if (change?.signed === true) {
       yield* Effect.logInfo(
-        `the TLS certificate changed since the last start (sha256 ${noted.served.step.from} before): the change is signed with the key of the one before, so the workers linked to this owner follow it at their next call (docs/protocol.md, "When the owner's certificate changes")`
+        `the TLS certificate changed since the last start (sha256 ${change.from} before): the change is signed with the key of the one before, so the workers linked to this owner follow it at their next call (docs/protocol.md, "When the owner's certificate changes")`
       )
-    } else if (noted.served.kind === "unsigned") {
+    } else if (change !== undefined) {
       yield* Effect.logWarning(
-        `the TLS certificate changed since the last start (sha256 ${noted.served.from} before), and the change could not be signed with the key of the one before: workers linked to this owner cannot follow it, and must join again with a new token`
+        `the TLS certificate changed since the last start (sha256 ${change.from} before), and the change could not be signed with the key of the one before: workers linked to this owner cannot follow it, and must join again with a new token`
       )
     }
     yield* Console.log(`svc serve: admin socket ${options.home}/admin.sock; stop with Ctrl-C`)

@@ -110,8 +110,9 @@ export const pendingLines = (pending: ReadonlyArray<PendingJoinView>): ReadonlyA
  * them out unless `--all` (saying how many); `--json` lists every identity. Placement stops
  * counting them at the same age (app/runs/Candidates.ts).
  */
-export const pastRevocations = (workers: ReadonlyArray<Pick<WorkerStatus, "revoked" | "used"> & { readonly revokedAt?: string | null }>, now: number): number =>
-  workers.filter((w) => w.revoked && w.used === 0 && w.revokedAt != null && now - Date.parse(w.revokedAt) > REVOKED_CANDIDATE_MS).length
+type RevocationSeen = Pick<WorkerStatus, "revoked" | "used"> & { readonly revokedAt?: string | null }
+const pastRevocation = (w: RevocationSeen, now: number): boolean => w.revoked && w.used === 0 && w.revokedAt != null && now - Date.parse(w.revokedAt) > REVOKED_CANDIDATE_MS
+export const pastRevocations = (workers: ReadonlyArray<RevocationSeen>, now: number): number => workers.filter((w) => pastRevocation(w, now)).length
 
 export const pastRevocationsLine = (n: number): string =>
   `${n} ${n === 1 ? "identity" : "identities"} revoked more than a day ago, holding no slot, not shown: svc workers status --all lists them, svc audit says when and by whom`
@@ -163,7 +164,7 @@ export const status = Command.make("status", { json, all }, ({ json, all }) =>
       if (workers.length > 0) {
         const now = Date.now()
         const past = all ? 0 : pastRevocations(workers, now)
-        const shown = past === 0 ? workers : workers.filter((w) => pastRevocations([w], now) === 0)
+        const shown = past === 0 ? workers : workers.filter((w) => !pastRevocation(w, now))
         if (shown.length > 0) {
           yield* printLines(
             table(
