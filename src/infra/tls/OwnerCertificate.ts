@@ -43,6 +43,9 @@ const checkedPair = (cert: string, key: string, given: { readonly certFile: stri
   return hexFingerprint(certificate)
 }
 
+/** How far ahead of a worker's clock a pinned certificate's start may be: clocks differ (OwnerClient). */
+export const NOT_YET_VALID_SLACK_MS = 24 * 3600 * 1000
+
 /** A certificate expiring sooner than this is said at start. */
 export const EXPIRY_NOTICE_DAYS = 14
 
@@ -52,7 +55,15 @@ export const certificateValidity = (pem: string, now: number): string | undefine
   const [from, to] = [Date.parse(cert.validFrom), Date.parse(cert.validTo)]
   const renew = `renew it: the workers linked to this owner follow a renewal it serves (docs/protocol.md, "When the owner's certificate changes")`
   if (now > to) return `the TLS certificate expired at ${new Date(to).toISOString()}: every worker refuses it, and no new one can join; ${renew}`
-  if (now < from) return `the TLS certificate is not valid before ${new Date(from).toISOString()}: workers refuse it until then (is this machine's clock right?)`
+  if (now < from) {
+    // A worker takes a pinned certificate whose start is up to NOT_YET_VALID_SLACK_MS ahead of its
+    // own clock (OwnerClient): what to say depends on how far ahead of this machine's clock it is.
+    const refusedUntil = from - NOT_YET_VALID_SLACK_MS
+    const ahead = now < refusedUntil
+      ? `workers whose clocks agree with this machine's refuse it until ${new Date(refusedUntil).toISOString()} (a worker takes a start up to a day ahead of its own clock)`
+      : `workers take it (they allow a start up to a day ahead of their own clock), but one whose clock is behind this machine's may not`
+    return `the TLS certificate is not valid before ${new Date(from).toISOString()}: ${ahead}; is this machine's clock right?`
+  }
   const days = Math.floor((to - now) / 86_400_000)
   if (days < EXPIRY_NOTICE_DAYS) return `the TLS certificate expires at ${new Date(to).toISOString()}, in ${days === 0 ? "less than a day" : days === 1 ? "1 day" : `${days} days`}: then every worker refuses it; ${renew}`
   return undefined

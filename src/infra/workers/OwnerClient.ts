@@ -11,7 +11,7 @@ import * as Schema from "effect/Schema"
 import { Unreachable } from "../../app/workers/Link.js"
 import { Refusal, RefusalCode, WorkerResponse, type WorkerRequest } from "../../app/workers/Protocol.js"
 import { withoutSecrets } from "../../domain/workers/Secrets.js"
-import { hexFingerprint } from "../tls/OwnerCertificate.js"
+import { hexFingerprint, NOT_YET_VALID_SLACK_MS } from "../tls/OwnerCertificate.js"
 import { follow, SuccessionAnswer } from "../tls/Succession.js"
 
 const pemOf = (der: Buffer) => `-----BEGIN CERTIFICATE-----\n${der.toString("base64").replace(/(.{64})/g, "$1\n").trimEnd()}\n-----END CERTIFICATE-----\n`
@@ -68,9 +68,6 @@ const pinProblemOf = (socket: tls.TLSSocket, owner: PinnedOwner): PinProblem | u
   if (now < Date.parse(cert.valid_from) - NOT_YET_VALID_SLACK_MS) return new PinProblem("CERT_NOT_YET_VALID", `certificate is not valid before ${new Date(cert.valid_from).toISOString()}`)
   return undefined
 }
-
-/** How far ahead of this machine's clock a pinned certificate's start may be: clocks differ. */
-export const NOT_YET_VALID_SLACK_MS = 24 * 3600 * 1000
 
 /**
  * The agent of a link's calls. Trust is the pinned certificate itself: a connection is handed to

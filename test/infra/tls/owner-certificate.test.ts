@@ -52,7 +52,11 @@ describe("the validity of the certificate a start serves", () => {
     const day = 86_400_000
     expect(certificateValidity(cert, from + day)).toBeUndefined()
     expect(certificateValidity(cert, to + 1)).toMatch(/^the TLS certificate expired at \S+: every worker refuses it, and no new one can join; renew it/)
-    expect(certificateValidity(cert, from - day)).toMatch(/^the TLS certificate is not valid before \S+: workers refuse it until then/)
+    // A worker takes a start up to a day ahead of its clock: refused beyond, taken within.
+    const far = certificateValidity(cert, from - 2 * day)
+    expect(far).toMatch(/^the TLS certificate is not valid before \S+: workers whose clocks agree with this machine's refuse it until (\S+) \(/)
+    expect(far).toContain(`refuse it until ${new Date(from - day).toISOString()}`)
+    expect(certificateValidity(cert, from - day / 2)).toMatch(/^the TLS certificate is not valid before \S+: workers take it \(they allow a start up to a day ahead of their own clock\), but one whose clock is behind this machine's may not; is this machine's clock right\?$/)
     expect(certificateValidity(cert, to - 3 * day - 1000)).toMatch(/^the TLS certificate expires at \S+, in 3 days: then every worker refuses it; renew it/)
     expect(certificateValidity(cert, to - 1000)).toContain("in less than a day")
     expect(certificateValidity(cert, to - 20 * day)).toBeUndefined()
