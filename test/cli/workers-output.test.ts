@@ -7,6 +7,7 @@ import { linkKey } from "../../src/infra/workers/LinkStore.js"
 import { tellLeaving } from "../../src/cli/commands/workers/leave.js"
 import { onlyThisMachine } from "../../src/cli/commands/workers/loopback.js"
 import { releasedLine } from "../../src/cli/commands/workers/release.js"
+import { pastRevocation } from "../../src/app/runs/Candidates.js"
 import { lastSeenOf, pastRevocations, pastRevocationsLine, servedLines, usedOfCapacity, type ServedStatus } from "../../src/cli/commands/workers/status.js"
 
 describe("svc workers invite", () => {
@@ -85,7 +86,11 @@ describe("svc workers status", () => {
     const now = Date.parse("2026-11-26T12:00:00.000Z")
     const day = 24 * 60 * 60 * 1000
     const revoked = (at: number, used = 0) => ({ revoked: true, used, revokedAt: new Date(at).toISOString() })
-    expect(pastRevocations([revoked(now - day - 1), revoked(now - 3 * day), revoked(now - day), revoked(now - 2 * day, 1), { revoked: false, used: 0, revokedAt: null }], now)).toBe(2)
+    expect(pastRevocations([revoked(now - day - 1), revoked(now - 3 * day), revoked(now - day + 1), revoked(now - 2 * day, 1), { revoked: false, used: 0, revokedAt: null }], now)).toBe(2)
+    // The boundary is placement's: at a day exactly, placement no longer counts it, and the table folds it away.
+    expect(pastRevocations([revoked(now - day)], now)).toBe(1)
+    expect(pastRevocation(now - day, 0, now)).toBe(true)
+    expect(pastRevocation(now - day + 1, 0, now)).toBe(false)
     // From an owner that does not say when: shown.
     expect(pastRevocations([{ revoked: true, used: 0 }], now)).toBe(0)
     expect(pastRevocationsLine(1)).toBe("1 identity revoked more than a day ago, holding no slot, not shown: svc workers status --all lists them, svc audit says when and by whom")

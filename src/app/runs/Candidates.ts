@@ -21,6 +21,10 @@ import type { AdvertisementRecord, WorkerRecord } from "../../domain/workers/Reg
  */
 export const REVOKED_CANDIDATE_MS = 24 * 60 * 60 * 1000
 
+/** Whether an identity revoked at `revokedAt` (ms; null: not revoked), holding `held` slots, is past counting at `now`: placement leaves it out, `svc workers status` folds it away. */
+export const pastRevocation = (revokedAt: number | null, held: number, now: number): boolean =>
+  revokedAt !== null && held === 0 && now - revokedAt >= REVOKED_CANDIDATE_MS
+
 export const makeCandidates = (
   host: { readonly labels: ReadonlyArray<string>; readonly capabilities: ReadonlyArray<string>; readonly capacity: number },
   workerAlive: (w: WorkerRecord, now: number) => boolean,
@@ -144,7 +148,7 @@ export const makeCandidates = (
     ]
     for (let i = 0; i < workers.length; i++) {
       const w = workers[i]!
-      if (w.revokedAt !== null && now - w.revokedAt >= REVOKED_CANDIDATE_MS && reserved(w.id) === 0) continue
+      if (w.revokedAt !== null && pastRevocation(w.revokedAt, reserved(w.id), now)) continue
       const ad = w.advertisement
       const view = ad === null ? NO_VIEW : viewOf(ad, job, jobKey)
       const alive = workerAlive(w, now)

@@ -7,7 +7,7 @@ import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
-import { REVOKED_CANDIDATE_MS } from "../../../app/runs/Candidates.js"
+import { pastRevocation } from "../../../app/runs/Candidates.js"
 import type { PendingInvite, WorkerStatus } from "../../../app/workers/Owner.js"
 import { neverWritten } from "../../../infra/journal/JournalReader.js"
 import { storePath } from "../../../infra/journal/StoreFile.js"
@@ -107,12 +107,12 @@ export const pendingLines = (pending: ReadonlyArray<PendingJoinView>): ReadonlyA
 /**
  * Identities revoked more than a day ago that hold no slot: what became of them is all they
  * show, and a machine that joins again each day would add a row a day for ever. The table leaves
- * them out unless `--all` (saying how many); `--json` lists every identity. Placement stops
- * counting them at the same age (app/runs/Candidates.ts).
+ * them out unless `--all` (saying how many); `--json` lists every identity. The rule is placement's
+ * own (app/runs/Candidates.ts, `pastRevocation`): it stops counting them at the same moment.
  */
 type RevocationSeen = Pick<WorkerStatus, "revoked" | "used"> & { readonly revokedAt?: string | null }
-const pastRevocation = (w: RevocationSeen, now: number): boolean => w.revoked && w.used === 0 && w.revokedAt != null && now - Date.parse(w.revokedAt) > REVOKED_CANDIDATE_MS
-export const pastRevocations = (workers: ReadonlyArray<RevocationSeen>, now: number): number => workers.filter((w) => pastRevocation(w, now)).length
+const pastCounting = (w: RevocationSeen, now: number): boolean => w.revoked && w.revokedAt != null && pastRevocation(Date.parse(w.revokedAt), w.used, now)
+export const pastRevocations = (workers: ReadonlyArray<RevocationSeen>, now: number): number => workers.filter((w) => pastCounting(w, now)).length
 
 export const pastRevocationsLine = (n: number): string =>
   `${n} ${n === 1 ? "identity" : "identities"} revoked more than a day ago, holding no slot, not shown: svc workers status --all lists them, svc audit says when and by whom`
@@ -164,7 +164,7 @@ export const status = Command.make("status", { json, all }, ({ json, all }) =>
       if (workers.length > 0) {
         const now = Date.now()
         const past = all ? 0 : pastRevocations(workers, now)
-        const shown = past === 0 ? workers : workers.filter((w) => !pastRevocation(w, now))
+        const shown = past === 0 ? workers : workers.filter((w) => !pastCounting(w, now))
         if (shown.length > 0) {
           yield* printLines(
             table(
