@@ -152,6 +152,9 @@ export const startServe = (
   })
 }
 
+/** The serve processes still running: said when a test fails (test/support/on-failure.ts). */
+export const liveServes = (): ReadonlyArray<ServeProcess> => [...live]
+
 /** Cleanup for afterAll/afterEach: stops every serve process still running (SIGKILL if it hangs). */
 export const stopAllServes = async (): Promise<void> => {
   await Promise.all([...live].map((p) => p.stop(5_000)))

@@ -33,6 +33,10 @@ export const tempDirs = () => {
   }
 }
 
+/** svc calls not finished yet, with when each began: said when a test fails (test/support/on-failure.ts). */
+const inFlight = new Set<{ readonly args: ReadonlyArray<string>; readonly since: number }>()
+export const svcCallsInFlight = (): ReadonlyArray<{ readonly args: ReadonlyArray<string>; readonly since: number }> => [...inFlight]
+
 /** Runs svc to completion without blocking the test worker (a blocked worker misses vitest's RPC). */
 export const svc = (
   args: ReadonlyArray<string>,
@@ -47,6 +51,9 @@ export const svc = (
       ...(options.uid === undefined ? {} : { uid: options.uid, gid: options.gid ?? options.uid })
     })
     options.onSpawn?.(child)
+    const call = { args, since: Date.now() }
+    inFlight.add(call)
+    child.on("close", () => inFlight.delete(call))
     let stdout = ""
     let stderr = ""
     child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d))
