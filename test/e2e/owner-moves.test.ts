@@ -103,7 +103,9 @@ describe("an owner that moves, under a linked worker", () => {
     const listen = `127.0.0.1:${port(owner)}`
     expect((await owner.stop()).code).toBe(0)
     // A start that fails (its port taken) signs nothing: that certificate was never served.
-    const taken = createNetServer()
+    // Connections to it (the worker's hello, if it calls meanwhile) are ended at once: closing
+    // the server waits for its connections, and one left open held the test up.
+    const taken = createNetServer((socket) => socket.destroy())
     await new Promise<void>((resolve) => taken.listen(Number(port(owner)), "127.0.0.1", resolve))
     const failed = await svc(["serve", "--listen", listen, "--tls-cert", own.cert, "--tls-key", own.key], { cwd: ownerHome, home: ownerHome })
     await new Promise((resolve) => taken.close(resolve))

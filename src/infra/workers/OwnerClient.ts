@@ -69,6 +69,9 @@ const pinProblemOf = (socket: tls.TLSSocket, owner: PinnedOwner): PinProblem | u
   return undefined
 }
 
+/** How long a connection of a link's calls may take to complete its TLS handshake (a live owner: milliseconds). */
+export const HANDSHAKE_WITHIN_MS = 10_000
+
 /**
  * The agent of a link's calls. Trust is the pinned certificate itself: a connection is handed to
  * a request only once the certificate presented is the pinned one (its SHA-256) and within its
@@ -77,7 +80,7 @@ const pinProblemOf = (socket: tls.TLSSocket, owner: PinnedOwner): PinProblem | u
  * `--tls-cert`) cannot anchor itself, and every join to such an owner failed ("it presented
  * another certificate ... UNABLE_TO_VERIFY_LEAF_SIGNATURE", the very one the token pinned).
  */
-export const makeAgent = (owner: PinnedOwner) => {
+export const makeAgent = (owner: PinnedOwner, handshakeWithinMs = HANDSHAKE_WITHIN_MS) => {
   // No cap on connections: a call never waits for another one's socket (with 4, a report
   // queued behind calls an owner stopped with SIGSTOP held, and no timeout of its own ran).
   const agent = new https.Agent({ keepAlive: true })
@@ -88,7 +91,12 @@ export const makeAgent = (owner: PinnedOwner) => {
     const socket = tls.connect({ ...options, rejectUnauthorized: false })
     const failed = (e: Error) => given(e)
     socket.once("error", failed)
+    // A connection not yet given to its request is the agent's to end, not the request's: a call
+    // given up (its timeout) left it open for as long as the other end kept it, a socket a call
+    // for an owner that takes connections and never answers them (SIGSTOP, or not TLS at all).
+    socket.setTimeout(handshakeWithinMs, () => socket.destroy(new Error(`no TLS handshake within ${handshakeWithinMs / 1000} s`)))
     socket.once("secureConnect", () => {
+      socket.setTimeout(0)
       socket.off("error", failed)
       const problem = pinProblemOf(socket, owner)
       if (problem === undefined) return given(null, socket)
@@ -189,7 +197,6 @@ export const followSuccession = (owner: PinnedOwner): Promise<PinnedOwner> =>
 /** The most a worker reads of an answer about the owner's changes of certificate. */
 const MAX_SUCCESSION_BYTES = 4 * 1024 * 1024
 
-/** One call of the route: the answer, a refusal, or Unreachable. */
 /** The message of an answer that is no refusal (an owner starting says so), as `: message`; else nothing. */
 const messageOf = (json: unknown): string => {
   const message = typeof json === "object" && json !== null ? (json as { readonly message?: unknown }).message : undefined
@@ -204,6 +211,7 @@ const messageOf = (json: unknown): string => {
  */
 export const answerWithinMs = (request: WorkerRequest): number => (request.kind === "claim" ? request.waitSeconds * 1000 + 25_000 : 15_000)
 
+/** One call of the route: the answer, a refusal, or Unreachable. */
 export const callOwner = (owner: PinnedOwner, agent: https.Agent, bearer: string, request: WorkerRequest, timeoutMs = answerWithinMs(request)) =>
   Effect.async<import("../../app/workers/Protocol.js").WorkerResponse, Refusal | Unreachable>((resume) => {
     const body = JSON.stringify(request)

@@ -6,6 +6,7 @@ import { execFileSync } from "node:child_process"
 import { X509Certificate } from "node:crypto"
 import { readFileSync, writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:https"
+import { createServer as createNetServer, type Socket } from "node:net"
 import { generate } from "selfsigned"
 import { join } from "node:path"
 import * as Effect from "effect/Effect"
@@ -13,10 +14,10 @@ import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as TestClock from "effect/TestClock"
 import { it as effectIt } from "@effect/vitest"
-import { afterEach, describe, expect, it } from "vitest"
+import { afterEach, describe, expect, it, vi } from "vitest"
 import { createServer as createRouteServer, makeHandler, startingHandler } from "../../../src/infra/http/WorkerRoute.js"
 import { loadOrCreate } from "../../../src/infra/tls/OwnerCertificate.js"
-import { answerWithinMs, callOwner, certificateProblem, fetchPinnedCertificate, followingCaller, makeAgent } from "../../../src/infra/workers/OwnerClient.js"
+import { answerWithinMs, callOwner, certificateProblem, fetchPinnedCertificate, followingCaller, HANDSHAKE_WITHIN_MS, makeAgent } from "../../../src/infra/workers/OwnerClient.js"
 import { signStep, type SuccessionStep } from "../../../src/infra/tls/Succession.js"
 import { Owner } from "../../../src/app/workers/Owner.js"
 import { tempDir } from "../../support/svc.js"
@@ -176,6 +177,39 @@ describe("the worker's client and an owner that does not answer (stopped with SI
       agent.destroy()
     })
   )
+})
+
+describe("the worker's client and an address that takes connections and never completes a TLS handshake", () => {
+  it("ends the connection after its handshake time, failing the call saying so: a call given up left it open for as long as the other end did", async () => {
+    // A plain TCP server (what a test that held the owner's port put there; an owner stopped
+    // with SIGSTOP is the same to a client: the kernel takes the connection, nothing answers).
+    const opened: Array<Socket> = []
+    let closed = 0
+    const silent = createNetServer((socket) => {
+      opened.push(socket)
+      // Reads (and drops) what comes, so that the client's end is seen.
+      socket.resume()
+      socket.on("close", () => closed++)
+    })
+    await new Promise<void>((r) => silent.listen(0, "127.0.0.1", r))
+    try {
+      const home = join(tempDir("svc-client-"), "owner")
+      const tls = await loadOrCreate(home)
+      const url = `https://127.0.0.1:${(silent.address() as { port: number }).port}`
+      const pinned = { url, fingerprint: tls.fingerprint, certificate: tls.cert }
+      const agent = makeAgent(pinned, 300)
+      expect(HANDSHAKE_WITHIN_MS).toBe(10_000)
+      const failed = await Effect.runPromise(Effect.flip(callOwner(pinned, agent, "svc_wk_x", { kind: "heartbeat", fence: 1, running: [] })))
+      expect(failed.message).toBe(`${url}: no TLS handshake within 0.3 s`)
+      // Ended by the client: the server's side of it is closed, and closing the server is not held up.
+      await vi.waitFor(() => expect(closed).toBe(1), { timeout: 5_000 })
+      expect(opened).toHaveLength(1)
+      agent.destroy()
+    } finally {
+      for (const s of opened) s.destroy()
+      await new Promise((r) => silent.close(r))
+    }
+  })
 })
 
 describe("the worker's client and an owner whose certificate changed", () => {
