@@ -1,7 +1,7 @@
 /** What `svc runs show` and `svc run --wait` print, from the owner's answers. */
 import { describe, expect, it } from "vitest"
 import type { RunDetail, RunView } from "../../src/app/runs/Dispatcher.js"
-import { AWAITING_WORKERS } from "../../src/app/runs/RunViews.js"
+import { AWAITING_WORKERS, IN_LINE } from "../../src/app/runs/RunViews.js"
 import { lasted, preferenceEffect, progressLine, showLines, worthSaying } from "../../src/cli/commands/runs.js"
 
 const view: RunView = {
@@ -78,6 +78,20 @@ describe("svc runs show", () => {
     expect(lines).toContain(`placement: ${AWAITING_WORKERS}; decided before: waiting; excluded: worker 'lab-1' (capacity: slots: 2 of 2 in use)`)
     expect(lines.some((l) => l.includes("selection:"))).toBe(false)
     expect(progressLine({ ...view, ...pending } as RunView)).toBe(`run rAbc123 pending: ${AWAITING_WORKERS}`)
+  })
+
+  it("says a run in line behind the first of its kind: how many are before it, which is first and why it is not placed; the run's own earlier decision beside it, without its record", () => {
+    const record = { executionHost: null, inferenceEndpoint: null, requestedModel: null, resolvedModel: null, selectionProvenance: "none: no host has room", limits: { timeoutMs: null, bounds: [] } }
+    const why = "waiting; excluded: worker 'lab-1' (capacity: slots: 2 of 2 in use)"
+    const pending = { state: "pending", host: null, attemptRecords: [], explanation: IN_LINE, inLine: { behind: "rFirst00001", ahead: 1204, behindExplanation: why } }
+    const said = `in line: 1,204 earlier runs of hello:remote@1.0.0 with the same requirements are pending before it and placed first; the first, rFirst00001: ${why}`
+    expect(showLines(detail(pending as unknown as Partial<RunDetail>))).toContain(`placement: ${said}`)
+    const before = { outcome: "waiting", host: null, explanation: why, key: "k", record, notes: [], at: "2026-11-24T20:55:00.000Z", sequence: 1 }
+    const lines = showLines(detail({ ...pending, placement: before } as unknown as Partial<RunDetail>))
+    expect(lines).toContain(`placement: ${said}; its own decision before: ${why}`)
+    expect(lines.some((l) => l.includes("selection:"))).toBe(false)
+    expect(progressLine({ ...view, ...pending } as RunView)).toBe(`run rAbc123 pending: ${said}`)
+    expect(progressLine({ ...view, ...pending, inLine: { ...pending.inLine, ahead: 1 } } as RunView)).toContain("in line: 1 earlier run of hello:remote@1.0.0 with the same requirements is pending before it")
   })
 
   it("says when the output shown is its end, how much is not shown, and where all of it is", () => {

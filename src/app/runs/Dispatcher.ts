@@ -33,7 +33,7 @@ import { unavailableRefusal, type OutputDelta, type Refusal, type Work } from ".
 import { makeLocalRuns } from "./LocalRuns.js"
 import { Executor } from "./Executor.js"
 import type { JobNotRunnable, ResolvedJob } from "./JobCatalog.js"
-import { makePlacements } from "./Placements.js"
+import { makePlacements, type InLine } from "./Placements.js"
 import { RunFiles } from "./RunFiles.js"
 import { makeRunStops } from "./RunStops.js"
 import { makeScheduler } from "./Scheduler.js"
@@ -258,7 +258,9 @@ export const make = Effect.gen(function* () {
   const state = projections.state
   /** Pending runs left undecided while the restarted owner's workers call back (Placements.ts, `undecided`). */
   const awaitingWorkers = new Set<string>()
-  const { view, find, list, show, wait } = makeRunViews({ state, readRun: projections.readRun, files, nextChange, slotWaits, awaitingWorkers })
+  /** Pending runs in line behind an earlier run of their kind, as the last round left them (Placements.ts, `placePending`). */
+  const queued = new Map<string, InLine>()
+  const { view, find, list, show, wait } = makeRunViews({ state, readRun: projections.readRun, files, nextChange, slotWaits, awaitingWorkers, queued })
 
   // ---- The owner's own executions (LocalRuns.ts) ----------------------------------------
 
@@ -286,7 +288,8 @@ export const make = Effect.gen(function* () {
     workerAlive,
     lapsesAt,
     restartGraceUntil: startedAt + RESTART_GRACE_MS,
-    awaitingWorkers
+    awaitingWorkers,
+    queued
   })
 
   /** One round: supersede what lapsed, place what is pending; answers when the next deadline falls. */

@@ -2,7 +2,7 @@
  * Where the owner's runs are placed (docs/runs.md, "Placement, recorded"): a submission is
  * admitted and placed in its own commit, unless an earlier run still waits for room; the
  * scheduler's rounds place pending runs in submission order, one at a time, each against the
- * state the previous placement left (`placePending`). A placement may hand its attempt to a
+ * state the previous placement left, the first of each kind only while it waits (`placePending`). A placement may hand its attempt to a
  * claim waiting on the chosen worker, in the same commit, and counts its slot as promised until
  * the state holds it, so a host's slots are never promised twice.
  */
@@ -60,6 +60,14 @@ export interface PlacementsContext {
   readonly restartGraceUntil: number
   /** Pending runs whose decision waits for that (their views say so): kept here, read by RunViews. */
   readonly awaitingWorkers: Set<string>
+  /** Pending runs the last round kept in line behind an earlier run of their kind (`placePending`): kept here, read by RunViews. */
+  readonly queued: Map<string, InLine>
+}
+
+/** A pending run in line: the first run of its kind, left unplaced, and how many of its kind are pending before it (that one included). */
+export interface InLine {
+  readonly behind: string
+  readonly ahead: number
 }
 
 export const makePlacements = ({
@@ -79,7 +87,8 @@ export const makePlacements = ({
   workerAlive,
   lapsesAt,
   restartGraceUntil,
-  awaitingWorkers
+  awaitingWorkers,
+  queued
 }: PlacementsContext) => {
   const runOf = (s: OwnerState, id: string) => Option.getOrUndefined(HashMap.get(s.runs.runs, id))
 
@@ -292,21 +301,38 @@ export const makePlacements = ({
     "inference endpoint: none (a job run uses no model), so no endpoint capacity and no model were selected"
   ]
 
+  /**
+   * Places pending runs in submission order. The first run of each kind (`placementKind`) is
+   * decided; once one is left unplaced (waiting, blocked, or not decided yet), every later run of
+   * its kind would be too, and is not decided again: it waits in line behind it (`queued`, what
+   * its view says). So a round over a backlog of one job costs one decision, not one per run, and
+   * a change of the fleet records one new decision per kind (docs/runs.md, "A backlog").
+   */
   const placePending = (now: number) =>
     Effect.gen(function* () {
-      const pending = [...(yield* state).runs.pending].sort(([, a], [, b]) => a - b).map(([id]) => id)
+      let s = yield* state
+      const pending = [...s.runs.pending].sort(([, a], [, b]) => a - b).map(([id]) => id)
       const binsCache = new Map<string, ReadonlyArray<string>>()
+      // The first run of each kind this round left unplaced, and how many of its kind are in line so far (it included).
+      const unplaced = new Map<string, { readonly runId: string; count: number }>()
+      const inLine = new Map<string, InLine>()
       for (const runId of pending) {
-        const s = yield* state
         const run = runOf(s, runId)
         if (run === undefined || run.state !== "pending") continue
+        const heardAt = heardIn(yield* ownerHoldsPinned(run))
+        const kind = RunDecide.placementKind(run, heardAt)
+        const first = unplaced.get(kind)
+        if (first !== undefined) {
+          inLine.set(runId, { behind: first.runId, ahead: first.count++ })
+          awaitingWorkers.delete(runId)
+          continue
+        }
         const key = run.job.requiredBins.join("\u0000")
         let ownerBins = binsCache.get(key)
         if (ownerBins === undefined) {
           ownerBins = yield* host.bins(run.job.requiredBins)
           binsCache.set(key, ownerBins)
         }
-        const heardAt = heardIn(yield* ownerHoldsPinned(run))
         let left = false
         const envelopes = yield* handingOff(
           runId,
@@ -324,8 +350,13 @@ export const makePlacements = ({
         if (left) yield* undecided(runId)
         else awaitingWorkers.delete(runId)
         yield* afterPlacement(runId, envelopes)
+        s = yield* state
+        // Still pending once decided (not placed, nor stopped meanwhile): the rest of its kind waits behind it.
+        if (runOf(s, runId)?.state === "pending") unplaced.set(kind, { runId, count: 1 })
       }
       if (now >= restartGraceUntil) awaitingWorkers.clear()
+      queued.clear()
+      for (const [runId, line] of inLine) queued.set(runId, line)
     })
 
   return { submit, earlierRunWaiting, placePending }

@@ -39,6 +39,12 @@ export interface RunView {
   readonly explanation: string | null
   /** Pending, not decided now: the owner has just started and a worker that may take it has not called back (`explanation` says so). Absent: no. */
   readonly awaitingWorkers?: true
+  /**
+   * Pending in line behind the first run of its kind, which is not placed (docs/runs.md, "A
+   * backlog"): that run's id, how many of its kind are pending before it (that one included), and
+   * that run's explanation. `explanation` says so. Absent: not in line.
+   */
+  readonly inLine?: { readonly behind: string; readonly ahead: number; readonly behindExplanation: string | null }
   readonly result: unknown
   readonly error: string | null
 }
@@ -114,13 +120,21 @@ export interface RunViewsContext {
   readonly slotWaits: SlotWaits
   /** Pending runs left undecided while the restarted owner's workers call back (Placements.ts). */
   readonly awaitingWorkers?: ReadonlySet<string>
+  /** Pending runs in line behind an earlier run of their kind (Placements.ts, `placePending`). */
+  readonly queued?: ReadonlyMap<string, { readonly behind: string; readonly ahead: number }>
 }
 
 /** What a run left undecided right after the owner's start says (Placements.ts, `undecided`). */
 export const AWAITING_WORKERS =
   "not decided yet: the owner has just started, and a worker that may take it has not called back yet (decided when it does, or 15 s after the start)"
 
-export const makeRunViews = ({ state, readRun, files, nextChange, slotWaits, awaitingWorkers }: RunViewsContext) => {
+/**
+ * What a run in line says: the same words however far along it is, so that a caller waiting on it
+ * (`svc run --wait`, progressOf) hears of it once, not at every run placed before it.
+ */
+export const IN_LINE = "in line: earlier runs of its job, with the same requirements, are pending before it and are placed first (in submission order); the first of them is not placed yet"
+
+export const makeRunViews = ({ state, readRun, files, nextChange, slotWaits, awaitingWorkers, queued }: RunViewsContext) => {
   const runOf = (s: OwnerState, id: string) => Option.getOrUndefined(HashMap.get(s.runs.runs, id))
   const nameOf = (s: OwnerState, hostId: string) => (hostId === "owner" ? "owner" : Option.match(HashMap.get(s.registry.workers, hostId), { onNone: () => hostId, onSome: (w) => w.name }))
   /** The names several workers carry, per registry (it is a new value whenever a worker changes): views are many, registries few. */
@@ -142,6 +156,13 @@ export const makeRunViews = ({ state, readRun, files, nextChange, slotWaits, awa
     const hostId = last === undefined || run.state === "pending" || last.state === "declined" ? null : last.host
     const host = hostId === null ? null : nameOf(s, hostId)
     const awaiting = run.state === "pending" && awaitingWorkers?.has(run.id) === true
+    // In line as the last round left it, while the run it waits behind is still pending.
+    const line = run.state === "pending" && !awaiting ? queued?.get(run.id) : undefined
+    const first = line === undefined ? undefined : runOf(s, line.behind)
+    const inLine =
+      line === undefined || first === undefined || first.state !== "pending"
+        ? undefined
+        : { behind: line.behind, ahead: line.ahead, behindExplanation: awaitingWorkers?.has(first.id) === true ? AWAITING_WORKERS : (first.placement?.explanation ?? null) }
     return {
       id: run.id,
       address: run.job.address,
@@ -153,8 +174,9 @@ export const makeRunViews = ({ state, readRun, files, nextChange, slotWaits, awa
       ...(hostId !== null && hostId !== "owner" && host !== null && sharedName(s, host) ? { hostNameShared: true as const } : {}),
       attempts: run.attempts.length,
       // Left undecided for a worker calling back: its last decision (before the restart) is not what holds now.
-      explanation: awaiting ? AWAITING_WORKERS : (run.placement?.explanation ?? null),
+      explanation: awaiting ? AWAITING_WORKERS : inLine !== undefined ? IN_LINE : (run.placement?.explanation ?? null),
       ...(awaiting ? { awaitingWorkers: true as const } : {}),
+      ...(inLine === undefined ? {} : { inLine }),
       result: run.result,
       error: run.error
     }

@@ -44,12 +44,18 @@ const readInput = (raw: Option.Option<string>) =>
   })
 
 /** How a run `--wait` follows is getting on, while it is not finished. */
+/** A run in line behind the first of its kind, said with how far along it is (docs/runs.md, "A backlog"). */
+export const inLineWords = (r: RunView, line: NonNullable<RunView["inLine"]>): string =>
+  `in line: ${line.ahead.toLocaleString("en-US")} earlier run${line.ahead === 1 ? "" : "s"} of ${r.address} with the same requirements ${line.ahead === 1 ? "is" : "are"} pending before it and placed first; the first, ${line.behind}: ${line.behindExplanation ?? "not decided yet"}`
+
 export const progressLine = (r: RunView) =>
   r.state === "pending"
     ? // Pending again, its last decision (which placed it) is not what happens now.
       r.attempts > 0 && r.explanation?.startsWith("placed on ") === true
       ? `run ${r.id} pending: its attempt ${r.attempts} ended (svc runs show ${r.id} says how); it is placed again`
-      : `run ${r.id} pending: ${r.explanation ?? "not placed yet"}`
+      : r.inLine !== undefined
+        ? `run ${r.id} pending: ${inLineWords(r, r.inLine)}`
+        : `run ${r.id} pending: ${r.explanation ?? "not placed yet"}`
     : `run ${r.id} ${r.state}${r.host === null ? "" : ` on ${hostText(r)}`}${r.attempts > 1 ? ` (attempt ${r.attempts})` : ""}`
 
 /**
@@ -218,7 +224,7 @@ const list = Command.make(
       if (json) return yield* printJson({ runs, total, forgotten })
       if (total === 0 && forgotten === 0 && state.length === 0) return yield* Console.log("no runs yet; submit one with: svc run BAG:JOB@VERSION")
       if (total === 0 && state.length > 0) yield* Console.log(`no run kept in memory is ${state.join(" or ")}`)
-      if (runs.length > 0) yield* printLines(table(["RUN", "JOB", "STATE", "HOST", "ATTEMPTS", "SUBMITTED", "WHY"], runs.map((r) => [r.id, r.address, r.state, hostText(r) ?? "-", String(r.attempts), r.submittedAt, r.error ?? r.explanation ?? ""])))
+      if (runs.length > 0) yield* printLines(table(["RUN", "JOB", "STATE", "HOST", "ATTEMPTS", "SUBMITTED", "WHY"], runs.map((r) => [r.id, r.address, r.state, hostText(r) ?? "-", String(r.attempts), r.submittedAt, r.error ?? (r.inLine === undefined ? r.explanation : `in line behind ${r.inLine.behind} (${r.inLine.ahead.toLocaleString("en-US")} before it)`) ?? ""])))
       if (runs.length < total) yield* Console.log(`the ${runs.length} most recently submitted of ${total} runs${state.length === 0 ? "" : ` ${state.join(" or ")}`}; --limit 0 lists them all`)
       // Older finished runs are in the journal only (docs/runs.md, "Runs kept in memory").
       if (forgotten > 0) yield* Console.log(`${forgotten} older finished run${forgotten === 1 ? " is" : "s are"} not listed; svc runs show RUN reads any of them from the journal`)
@@ -291,9 +297,11 @@ export const showLines = (r: RunDetail): ReadonlyArray<string> => {
     `state: ${r.state}${r.finishedAt === null ? "" : ` at ${r.finishedAt}`}; submitted ${r.submittedAt}`,
     r.awaitingWorkers === true
       ? `placement: ${r.explanation}${r.placement === null ? "" : `; decided before: ${r.placement.explanation}`}`
-      : `placement: ${r.placement === null ? "not decided yet" : r.placement.explanation}`
+      : r.inLine !== undefined
+        ? `placement: ${inLineWords(r, r.inLine)}${r.placement === null ? "" : `; its own decision before: ${r.placement.explanation}`}`
+        : `placement: ${r.placement === null ? "not decided yet" : r.placement.explanation}`
   ]
-  if (r.placement?.record !== undefined && r.awaitingWorkers !== true) {
+  if (r.placement?.record !== undefined && r.awaitingWorkers !== true && r.inLine === undefined) {
     const p = r.placement.record
     lines.push(
       `  execution host: ${p.executionHost === null ? "none" : hostNamed(p.executionHost)}`,

@@ -184,6 +184,20 @@ export const activityOf = (run: RunRecord, heardAt?: (host: string) => number | 
   rules: PLACEMENT_RULES
 })
 
+/**
+ * The kind of a pending run, for placement: runs of one kind are judged alike by every layer
+ * (the tie-break, by run id, only picks among hosts with room). A run's job is pinned by address
+ * and digest, so its executor, eligibility, labels, programs and bounds follow from those; its
+ * preferences and its declines that stand are its own. A round that leaves a run unplaced leaves
+ * every later run of its kind unplaced as well (nothing it places frees a slot): the scheduler
+ * decides the first of each kind and keeps the rest in line behind it (app/runs/Placements.ts).
+ */
+export const placementKind = (run: RunRecord, heardAt?: (host: string) => number | undefined): string => {
+  const declines = standingDeclines(run, heardAt)
+  // Joined with characters no address, digest, label or host id holds (labels are KEY=VALUE words).
+  return `${run.job.address}\u0000${run.job.digest}\u0000${run.preferredLabels.join("\u0001")}\u0000${declines.join("\u0001")}`
+}
+
 /** How the host was chosen among those with room, for the placement record. */
 export const selectionProvenance = (o: Outcome): string => {
   if (o.outcome !== "placed") return o.outcome === "blocked" ? "none: no candidate is eligible" : "none: no eligible candidate has room"

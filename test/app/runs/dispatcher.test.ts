@@ -24,7 +24,7 @@ import { Journal, JournalError, layerMemory, makeMemory } from "../../../src/app
 import { layer as projectionsLayer, layerFrom as projectionsFrom, Projections } from "../../../src/app/journal/Projections.js"
 import { foldJournal } from "../../../src/app/journal/Replay.js"
 import { Dispatcher, OwnerHost, progressOf, type OwnerHostSettings, type RunDetail } from "../../../src/app/runs/Dispatcher.js"
-import { AWAITING_WORKERS } from "../../../src/app/runs/RunViews.js"
+import { AWAITING_WORKERS, IN_LINE } from "../../../src/app/runs/RunViews.js"
 import { Freshness } from "../../../src/app/workers/Freshness.js"
 import { JobNotRunnable, valueCheck, type ResolvedJob } from "../../../src/app/runs/JobCatalog.js"
 import { OutputNotKept, RunFiles, type RunFilesService } from "../../../src/app/runs/RunFiles.js"
@@ -1058,6 +1058,56 @@ describe("on a worker", () => {
       expect(attempt(placed, 1)).toMatchObject({ host: w.workerId })
       const waiting = yield* until("the fourth decided", show(fourth.id), (d) => d.placement !== null)
       expect(waiting.placement).toMatchObject({ outcome: "waiting" })
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("a backlog of one kind waits in line behind its first run: one decision, not one per run, in each round and at a change of the fleet; placed in submission order as room frees (backlog audit)", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      yield* advertise(w) // capacity 2
+      const a = yield* runningOn(w)
+      yield* runningOn(w)
+      const backlog: Array<string> = []
+      for (let i = 0; i < 30; i++) backlog.push((yield* submit(GPU, { text: `n${i}` })).id)
+      yield* quiet
+      const decided = Effect.map(Effect.flatMap(Journal, (j) => j.read(0, 100_000)), (es) => es.filter((e) => e.type === "PlacementDecided" && backlog.includes(e.stream.slice("run-".length))).length)
+      // The first was decided (waiting) at its submission; rounds since left the rest in line, undecided.
+      expect(yield* decided).toBe(1)
+      const first = yield* show(backlog[0]!)
+      expect(first.placement).toMatchObject({ outcome: "waiting" })
+      expect(first.inLine).toBeUndefined()
+      const tenth = yield* until("the tenth in line", show(backlog[9]!), (d) => d.inLine !== undefined)
+      expect(tenth).toMatchObject({ explanation: IN_LINE, placement: null, inLine: { behind: backlog[0], ahead: 9, behindExplanation: first.explanation } })
+
+      // A change of the fleet (a second worker, its slots held by other work): the first is decided again, the rest not.
+      const w2 = yield* linked("lab-2")
+      yield* advertise(w2, 2)
+      yield* until("the first decided again", decided, (n) => n === 2)
+      yield* quiet
+      expect(yield* decided).toBe(2)
+      expect((yield* show(backlog[0]!)).explanation).toContain("lab-2")
+
+      // A slot freed: the first is placed, the second decided (waiting), the rest in line behind it.
+      ok(yield* report(w, a.id), "ack")
+      const placed = yield* until("the first placed", show(backlog[0]!), (d) => d.placement?.outcome === "placed")
+      expect(attempt(placed, 1)).toMatchObject({ host: w.workerId })
+      const second = yield* until("the second decided", show(backlog[1]!), (d) => d.placement !== null)
+      expect(second.placement).toMatchObject({ outcome: "waiting" })
+      const later = yield* until("the tenth behind the second", show(backlog[9]!), (d) => d.inLine?.behind === backlog[1])
+      expect(later.inLine).toMatchObject({ ahead: 8 })
+      // How far along it is changes; what a caller waiting on it is told does not (one line, not one per run placed before it).
+      expect(progressOf(later)).toBe(progressOf(tenth))
+      expect(yield* decided).toBe(4)
+
+      // Another kind is not held up by this line: a job the owner runs is placed at once.
+      const other = yield* submit(ECHO)
+      const echoed = yield* until("the other kind placed", show(other.id), (d) => d.placement?.outcome === "placed")
+      expect(attempt(echoed, 1)).toMatchObject({ host: "owner" })
+      // Stopping the first in line: the next is decided in its place.
+      yield* Effect.flatMap(Dispatcher, (d) => d.stop(backlog[1]!, "operator"))
+      const third = yield* until("the third decided", show(backlog[2]!), (d) => d.placement !== null)
+      expect(third.placement).toMatchObject({ outcome: "waiting" })
+      expect((yield* until("the tenth behind the third", show(backlog[9]!), (d) => d.inLine?.behind === backlog[2])).inLine).toMatchObject({ ahead: 7 })
     }).pipe(Effect.provide(TestOwner))
   )
 

@@ -318,6 +318,25 @@ describe("decidePlacement", () => {
     expect(D.standingDeclines(runOf(thrice, "r1"), () => 99_000)).toEqual(["w1"])
   })
 
+  it("runs of one job, preferences and standing declines are one kind for placement; another job, digest, preference or a decline that stands makes another", () => {
+    const s = given(
+      submit("r1", GPU),
+      submit("r2", GPU),
+      submit("r3", GPU, ["zone=b"]),
+      submit("r4", ECHO),
+      submit("r5", { ...GPU, digest: "sha256:other" }),
+      submit("r6", GPU),
+      place("r6", [ownerHost(), worker("w1")]),
+      decline("r6", 1, "w1")
+    )
+    const kind = (id: string, heardAt?: (host: string) => number | undefined) => D.placementKind(runOf(s, id), heardAt)
+    expect(kind("r1")).toBe(kind("r2"))
+    for (const other of ["r3", "r4", "r5", "r6"]) expect(kind(other)).not.toBe(kind("r1"))
+    // The decline lifted (w1 heard advertising since): r6 is r1's kind again.
+    expect(kind("r6", () => 4_000)).toBe(kind("r1"))
+    expect(kind("r6", () => 3_000)).toBe(kind("r6"))
+  })
+
   it("a stated preference picks among workers, and says so in the record", () => {
     const s = given(submit("r1", GPU, ["zone=b"]))
     const d = place("r1", [ownerHost(), worker("w1", { labels: ["gpu=true", "zone=a"] }), worker("w2", { labels: ["gpu=true", "zone=b"] })])(s)
