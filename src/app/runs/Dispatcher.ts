@@ -33,7 +33,7 @@ import { unavailableRefusal, type OutputDelta, type Refusal, type Work } from ".
 import { makeLocalRuns } from "./LocalRuns.js"
 import { Executor } from "./Executor.js"
 import type { JobNotRunnable, ResolvedJob } from "./JobCatalog.js"
-import { makePlacements, type InLine } from "./Placements.js"
+import { Line, makePlacements } from "./Placements.js"
 import { RunFiles } from "./RunFiles.js"
 import { makeRunStops } from "./RunStops.js"
 import { makeScheduler } from "./Scheduler.js"
@@ -259,8 +259,8 @@ export const make = Effect.gen(function* () {
   /** Pending runs left undecided while the restarted owner's workers call back (Placements.ts, `undecided`). */
   const awaitingWorkers = new Set<string>()
   /** Pending runs in line behind an earlier run of their kind, as the last round left them (Placements.ts, `placePending`). */
-  const queued = new Map<string, InLine>()
-  const { view, find, list, show, wait } = makeRunViews({ state, readRun: projections.readRun, files, nextChange, slotWaits, awaitingWorkers, queued })
+  const line = new Line()
+  const { view, find, list, show, wait } = makeRunViews({ state, readRun: projections.readRun, files, nextChange, slotWaits, awaitingWorkers, queued: line })
 
   // ---- The owner's own executions (LocalRuns.ts) ----------------------------------------
 
@@ -289,7 +289,7 @@ export const make = Effect.gen(function* () {
     lapsesAt,
     restartGraceUntil: startedAt + RESTART_GRACE_MS,
     awaitingWorkers,
-    queued
+    line
   })
 
   /** One round: supersede what lapsed, place what is pending; answers when the next deadline falls. */

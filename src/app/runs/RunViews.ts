@@ -121,7 +121,7 @@ export interface RunViewsContext {
   /** Pending runs left undecided while the restarted owner's workers call back (Placements.ts). */
   readonly awaitingWorkers?: ReadonlySet<string>
   /** Pending runs in line behind an earlier run of their kind (Placements.ts, `placePending`). */
-  readonly queued?: ReadonlyMap<string, { readonly behind: string; readonly ahead: number }>
+  readonly queued?: { get(runId: string): { readonly behind: string; readonly ahead: number } | undefined }
 }
 
 /** What a run left undecided right after the owner's start says (Placements.ts, `undecided`). */

@@ -9,7 +9,7 @@ import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import * as RunDecide from "../../domain/runs/Decide.js"
-import { ACTIVE, lastAttempt } from "../../domain/runs/Runs.js"
+import { ACTIVE, attemptId, lastAttempt } from "../../domain/runs/Runs.js"
 import { ADVERTISEMENT_LIFETIME_MS, advertisementAlive } from "../../domain/workers/DisplayState.js"
 import type { WorkerRecord } from "../../domain/workers/Registry.js"
 import type { FreshnessService } from "../workers/Freshness.js"
@@ -61,35 +61,42 @@ export const makeSupersession = ({ state, execute, freshness, startedAt }: Super
       const due = (at: number) => {
         if (at > now && (next === null || at < next)) next = at
       }
-      for (const [runId] of s.runs.open) {
-        const run = runOf(s, runId)
-        const last = run === undefined ? undefined : lastAttempt(run)
-        if (last === undefined || !ACTIVE.has(last.state) || last.host === "owner") continue
-        const w = Option.getOrUndefined(HashMap.get(s.registry.workers, last.host))
-        // A worker that said bye is known to be gone now (no grace for an owner's restart needed).
-        const ended = w !== undefined && freshness.get(w.id)?.sessionEnded === true
-        const lapsed = w !== undefined && !workerAlive(w, now) && (ended || now - startedAt >= RESTART_GRACE_MS)
-        // Not counting the owner's own pauses since (a suspended owner, its clock stepped forward): no worker could claim then.
-        const claimBy = last.state === "assigned" ? last.assignedAt + CLAIM_DEADLINE_MS + freshness.deafSince(last.assignedAt) : null
-        const unclaimed = claimBy !== null && now >= claimBy
-        const reason =
-          w === undefined
-            ? "its worker is unknown"
-            : w.revokedAt !== null
-              ? "its worker was revoked"
-              : lapsed
-                ? ended
-                  ? byeReason(freshness.get(w.id)?.leaving === true)
-                  : "its worker's advertisement lapsed (no refresh for 15 s)"
-                : unclaimed
-                  ? `its worker did not claim it within ${CLAIM_DEADLINE_MS / 1000} s`
-                  : undefined
-        if (reason === undefined) {
-          due(lapsesAt(last.host, now))
-          if (claimBy !== null) due(claimBy)
-          continue
+      // The attempts that hold a worker's slot (the `held` index) include every active one: a
+      // round walks those, not every open run (a backlog of thousands waiting holds none).
+      for (const [host, attempts] of s.runs.held) {
+        if (host === "owner") continue
+        for (const id of attempts) {
+          const dot = id.lastIndexOf(".")
+          const runId = id.slice(0, dot)
+          const run = HashMap.has(s.runs.open, runId) ? runOf(s, runId) : undefined
+          const last = run === undefined ? undefined : lastAttempt(run)
+          if (last === undefined || attemptId(runId, last.n) !== id || !ACTIVE.has(last.state) || last.host !== host) continue
+          const w = Option.getOrUndefined(HashMap.get(s.registry.workers, last.host))
+          // A worker that said bye is known to be gone now (no grace for an owner's restart needed).
+          const ended = w !== undefined && freshness.get(w.id)?.sessionEnded === true
+          const lapsed = w !== undefined && !workerAlive(w, now) && (ended || now - startedAt >= RESTART_GRACE_MS)
+          // Not counting the owner's own pauses since (a suspended owner, its clock stepped forward): no worker could claim then.
+          const claimBy = last.state === "assigned" ? last.assignedAt + CLAIM_DEADLINE_MS + freshness.deafSince(last.assignedAt) : null
+          const unclaimed = claimBy !== null && now >= claimBy
+          const reason =
+            w === undefined
+              ? "its worker is unknown"
+              : w.revokedAt !== null
+                ? "its worker was revoked"
+                : lapsed
+                  ? ended
+                    ? byeReason(freshness.get(w.id)?.leaving === true)
+                    : "its worker's advertisement lapsed (no refresh for 15 s)"
+                  : unclaimed
+                    ? `its worker did not claim it within ${CLAIM_DEADLINE_MS / 1000} s`
+                    : undefined
+          if (reason === undefined) {
+            due(lapsesAt(last.host, now))
+            if (claimBy !== null) due(claimBy)
+            continue
+          }
+          yield* execute((st) => RunDecide.decideSupersede({ runId, attempt: last.n, reason, now }, st.runs)).pipe(Effect.ignore)
         }
-        yield* execute((st) => RunDecide.decideSupersede({ runId, attempt: last.n, reason, now }, st.runs)).pipe(Effect.ignore)
       }
       return next as number | null
     })
