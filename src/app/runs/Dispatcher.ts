@@ -33,7 +33,8 @@ import { unavailableRefusal, type OutputDelta, type Refusal, type Work } from ".
 import { makeLocalRuns } from "./LocalRuns.js"
 import { Executor } from "./Executor.js"
 import type { JobNotRunnable, ResolvedJob } from "./JobCatalog.js"
-import { Line, makePlacements } from "./Placements.js"
+import { Line, MAKES_PENDING_AGAIN } from "./Line.js"
+import { makePlacements } from "./Placements.js"
 import { RunFiles } from "./RunFiles.js"
 import { makeRunStops } from "./RunStops.js"
 import { makeScheduler } from "./Scheduler.js"
@@ -169,6 +170,9 @@ export const make = Effect.gen(function* () {
     return Deferred.succeed(d, undefined)
   })
 
+  /** The line of pending runs: per kind, in submission order (Line.ts; Placements.ts, `placePending`). */
+  const line = new Line()
+
   /**
    * Decide, append, apply; then wake whoever waits on runs, but not the scheduler: for a change
    * that leaves it nothing to do, a claim (an assigned attempt starts; nothing is freed or
@@ -176,7 +180,15 @@ export const make = Effect.gen(function* () {
    * run and find nothing, on the claim's path.
    */
   const executeWithoutRound = (decide: (s: OwnerState) => AnyDecision | AnyRejection) =>
-    Effect.tap(projections.executeOn(decide), (envelopes) => (envelopes.length > 0 ? Effect.zipRight(announce, sweepIfForgotten) : Effect.void))
+    Effect.tap(projections.executeOn(decide), (envelopes) => {
+      if (envelopes.length === 0) return Effect.void
+      // A run submitted joins the line of pending runs; one that may be pending again has it made again (Line.ts).
+      for (const { event } of envelopes) {
+        if (event._tag === "RunSubmitted") line.add(event.runId)
+        else if (MAKES_PENDING_AGAIN.has(event._tag)) line.invalidate()
+      }
+      return Effect.zipRight(announce, sweepIfForgotten)
+    })
 
   /**
    * The output files of runs the projections no longer keep are removed (docs/runs.md,
@@ -258,8 +270,6 @@ export const make = Effect.gen(function* () {
   const state = projections.state
   /** Pending runs left undecided while the restarted owner's workers call back (Placements.ts, `undecided`). */
   const awaitingWorkers = new Set<string>()
-  /** Pending runs in line behind an earlier run of their kind, as the last round left them (Placements.ts, `placePending`). */
-  const line = new Line()
   const { view, find, list, show, wait } = makeRunViews({ state, readRun: projections.readRun, files, nextChange, slotWaits, awaitingWorkers, queued: line })
 
   // ---- The owner's own executions (LocalRuns.ts) ----------------------------------------

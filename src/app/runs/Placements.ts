@@ -28,6 +28,7 @@ import type { DispatcherService, Execute, OwnerHostSettings } from "./Dispatcher
 import { RunRefused } from "./RunRefused.js"
 import type { RunView } from "./RunViews.js"
 import { CLAIM_DEADLINE_MS } from "./Supersession.js"
+import type { Line } from "./Line.js"
 import type { makeWaitingClaims } from "./WaitingClaims.js"
 
 const MAX_INPUT_BYTES = 1024 * 1024
@@ -60,52 +61,8 @@ export interface PlacementsContext {
   readonly restartGraceUntil: number
   /** Pending runs whose decision waits for that (their views say so): kept here, read by RunViews. */
   readonly awaitingWorkers: Set<string>
-  /** Pending runs the last round kept in line behind an earlier run of their kind (`placePending`): kept here, read by RunViews. */
+  /** The line of pending runs (Line.ts): kept here, read by RunViews. */
   readonly line: Line
-}
-
-/** A pending run in line: the first run of its kind, left unplaced, and how many of its kind are pending before it (that one included). */
-export interface InLine {
-  readonly behind: string
-  readonly ahead: number
-}
-
-/**
- * The line the last round left: which pending runs it kept behind the first of their kind. A round
- * only notes each run's kind (rounds are many under a backlog: one per run finished); who is
- * behind whom, and how far along, is worked out when a view first asks after the round.
- */
-export class Line {
-  private order: ReadonlyArray<string> = []
-  private kinds: ReadonlyArray<string | undefined> = []
-  private firsts: ReadonlyMap<string, string> = new Map()
-  private made: Map<string, InLine> | undefined = new Map()
-
-  /** What a round left: the pending runs in order, the kind of each it kept in line (by index), the first of each such kind. */
-  set(order: ReadonlyArray<string>, kinds: ReadonlyArray<string | undefined>, firsts: ReadonlyMap<string, string>): void {
-    this.order = order
-    this.kinds = kinds
-    this.firsts = firsts
-    this.made = undefined
-  }
-
-  get(runId: string): InLine | undefined {
-    this.made ??= this.make()
-    return this.made.get(runId)
-  }
-
-  private make(): Map<string, InLine> {
-    const out = new Map<string, InLine>()
-    const counts = new Map<string, number>()
-    for (let i = 0; i < this.order.length; i++) {
-      const kind = this.kinds[i]
-      if (kind === undefined) continue
-      const ahead = counts.get(kind) ?? 1
-      counts.set(kind, ahead + 1)
-      out.set(this.order[i]!, { behind: this.firsts.get(kind)!, ahead })
-    }
-    return out
-  }
 }
 
 export const makePlacements = ({
@@ -339,13 +296,6 @@ export const makePlacements = ({
     "inference endpoint: none (a job run uses no model), so no endpoint capacity and no model were selected"
   ]
 
-  /**
-   * Places pending runs in submission order. The first run of each kind (`placementKind`) is
-   * decided; once one is left unplaced (waiting, blocked, or not decided yet), every later run of
-   * its kind would be too, and is not decided again: it waits in line behind it (`queued`, what
-   * its view says). So a round over a backlog of one job costs one decision, not one per run, and
-   * a change of the fleet records one new decision per kind (docs/runs.md, "A backlog").
-   */
   /** The kind of a run without declines, made once per record (records are values: a changed run is a new one). */
   const kinds = new WeakMap<RunRecord, string>()
   const kindOf = (run: RunRecord): string => {
@@ -354,26 +304,48 @@ export const makePlacements = ({
     return kind
   }
 
+  /**
+   * Places pending runs in submission order. The first run of each kind (`placementKind`) is
+   * decided; once one is left unplaced (waiting, blocked, or not decided yet), every later run of
+   * its kind would be too, and is not decided: it waits in line behind it (Line.ts, what its view
+   * says). So a round over a backlog of one job is one decision, not one per run, and a change of
+   * the fleet records one new decision per kind (docs/runs.md, "A backlog").
+   */
   const placePending = (now: number) =>
     Effect.gen(function* () {
       let s = yield* state
-      const pending = pendingInOrder(s.runs.pending)
+      const st = s
+      const lineKindOf = (id: string) => {
+        const run = runOf(st, id)
+        return run === undefined || run.declinedBy.length > 0 ? undefined : kindOf(run)
+      }
+      if (line.needsMaking(now)) line.make(st.runs.pending, lineKindOf, now)
+      else line.join(st.runs.pending, lineKindOf)
       const binsCache = new Map<string, ReadonlyArray<string>>()
-      // The first run of each kind this round left unplaced; the kind of each run it kept in line behind one (by index).
-      const unplaced = new Map<string, string>()
-      const inLineKinds: Array<string | undefined> = new Array(pending.length)
-      for (let i = 0; i < pending.length; i++) {
-        const runId = pending[i]!
+      // The first run of each kind this round left unplaced.
+      const unplaced = new Set<string>()
+      const heads = line.heads(s.runs.pending)
+      const sequenceOf = (id: string) => Option.getOrElse(HashMap.get(s.runs.pending, id), () => Number.POSITIVE_INFINITY)
+      while (heads.length > 0) {
+        // The earliest submitted of the runs to decide (one per kind, and those with declines: a few).
+        let k = 0
+        for (let i = 1; i < heads.length; i++) if (sequenceOf(heads[i]!.id) < sequenceOf(heads[k]!.id)) k = i
+        const { id: runId, kind: lineKind } = heads[k]!
+        heads.splice(k, 1)
         const run = runOf(s, runId)
-        if (run === undefined || run.state !== "pending") continue
-        // The bag store is asked only for a run the owner declined (the usual run: no question, no effect).
-        const heardAt = run.declinedBy.length === 0 ? undefined : heardIn(run.declinedBy.includes("owner") && (yield* ownerHoldsPinned(run)))
-        const kind = heardAt === undefined ? kindOf(run) : RunDecide.placementKind(run, heardAt)
-        if (unplaced.has(kind)) {
-          inLineKinds[i] = kind
-          if (awaitingWorkers.size > 0) awaitingWorkers.delete(runId)
+        const next = () => {
+          const following = lineKind === undefined ? undefined : line.after(lineKind, s.runs.pending)
+          if (following !== undefined) heads.push({ id: following, kind: lineKind })
+        }
+        if (run === undefined || run.state !== "pending") {
+          next()
           continue
         }
+        // The bag store is asked only for a run the owner declined (the usual run: no question, no effect).
+        const heardAt = heardIn(run.declinedBy.includes("owner") && (yield* ownerHoldsPinned(run)))
+        const kind = lineKind ?? RunDecide.placementKind(run, heardAt)
+        // A run with declines whose kind is that of a first left unplaced (its declines lifted): placed alike, so not now.
+        if (unplaced.has(kind)) continue
         const key = run.job.requiredBins.join("\u0000")
         let ownerBins = binsCache.get(key)
         if (ownerBins === undefined) {
@@ -385,7 +357,7 @@ export const makePlacements = ({
           runId,
           (st) => {
             const decision = RunDecide.decidePlacement(
-              { runId, candidates: candidatesFor(st, runOf(st, runId)!.job, now, ownerBins, promisedIn(st)), quotas, notes: NOTES, now, cache: feasibility, heardAt: heardAt ?? heardIn(false), restartGraceUntil },
+              { runId, candidates: candidatesFor(st, runOf(st, runId)!.job, now, ownerBins, promisedIn(st)), quotas, notes: NOTES, now, cache: feasibility, heardAt, restartGraceUntil },
               st.runs
             )
             left = decision._tag === "Decided" && decision.awaitingWorkers === true
@@ -399,23 +371,13 @@ export const makePlacements = ({
         yield* afterPlacement(runId, envelopes)
         s = yield* state
         // Still pending once decided (not placed, nor stopped meanwhile): the rest of its kind waits behind it.
-        if (runOf(s, runId)?.state === "pending") unplaced.set(kind, runId)
+        if (runOf(s, runId)?.state === "pending") {
+          unplaced.add(kind)
+          if (lineKind !== undefined) line.leftUnplaced(lineKind, runId)
+        } else next()
       }
       if (now >= restartGraceUntil) awaitingWorkers.clear()
-      line.set(pending, inLineKinds, unplaced)
     })
-
-  /**
-   * The pending runs in submission order, kept from round to round: while a backlog drains, runs
-   * only leave it, so a round filters the last order instead of sorting every pending run again
-   * (a sort of 4,000 cost 3 ms, every round); runs added since (submitted, placed again) sort it anew.
-   */
-  let order: ReadonlyArray<string> = []
-  const pendingInOrder = (pending: OwnerState["runs"]["pending"]): ReadonlyArray<string> => {
-    const kept = order.filter((id) => HashMap.has(pending, id))
-    order = kept.length === HashMap.size(pending) ? kept : [...pending].sort(([, a], [, b]) => a - b).map(([id]) => id)
-    return order
-  }
 
   return { submit, earlierRunWaiting, placePending }
 }
