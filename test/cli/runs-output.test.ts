@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest"
 import type { RunDetail, RunView } from "../../src/app/runs/Dispatcher.js"
 import { AWAITING_WORKERS, IN_LINE } from "../../src/app/runs/RunViews.js"
-import { lasted, preferenceEffect, progressLine, showLines, worthSaying } from "../../src/cli/commands/runs.js"
+import { lasted, preferenceEffect, progressLine, showLines, stopsLines, worthSaying } from "../../src/cli/commands/runs.js"
 
 const view: RunView = {
   id: "rAbc123",
@@ -92,6 +92,19 @@ describe("svc runs show", () => {
     expect(lines.some((l) => l.includes("selection:"))).toBe(false)
     expect(progressLine({ ...view, ...pending } as RunView)).toBe(`run rAbc123 pending: ${said}`)
     expect(progressLine({ ...view, ...pending, inLine: { ...pending.inLine, ahead: 1 } } as RunView)).toContain("in line: 1 earlier run of hello:remote@1.0.0 with the same requirements is pending before it")
+  })
+
+  it("says what stopping several runs did: each run stopped up to 20 (beyond, how many), each refusal, and the total", () => {
+    const stopped = (id: string, host: string | null = null) => ({ ...view, id, state: "stopped", host }) as RunView
+    const refusal = { run: "rDone0000001", code: "run-finished", message: "run rDone0000001 has finished already (succeeded)" }
+    expect(stopsLines({ stopped: [stopped("rA"), stopped("rB", "lab-1")], refused: [refusal] }, "runs named")).toEqual([
+      "stopped run rA",
+      "stopped run rB (on lab-1, told to stop it)",
+      "run rDone0000001 not stopped: run rDone0000001 has finished already (succeeded)",
+      "stopped 2 of 3 runs named; 1 refused (above)"
+    ])
+    const many = Array.from({ length: 1204 }, (_, i) => stopped(`r${i}`))
+    expect(stopsLines({ stopped: many, refused: [] }, "pending runs of bl:remote@1.0.0")).toEqual(["stopped 1,204 of 1,204 pending runs of bl:remote@1.0.0"])
   })
 
   it("says when the output shown is its end, how much is not shown, and where all of it is", () => {

@@ -439,6 +439,30 @@ describe("runs between an owner and two real worker processes", () => {
     expect((await showRun(blocked.id)).state).toBe("stopped")
   }, 90_000)
 
+  it("stops several runs at once: those named, or every pending run of a job (a backlog), newest first; a refusal is said and exits 1 (backlog audit: one at a time only)", async () => {
+    // One after the other: the order of their submissions is the array's.
+    const backlog: Array<RunView> = []
+    for (const n of [1, 2, 3, 4, 5]) backlog.push(await submit(NOWHERE, { n }))
+    const [r1, r2, r3] = backlog.map((r) => r.id)
+    const finished = (await json<{ runs: ReadonlyArray<RunView> }>(ownerHome, "runs", "list", "--state", "succeeded", "--limit", "1")).runs[0]!.id
+
+    const two = await run(ownerHome, "runs", "stop", r1!, r2!)
+    expect({ code: two.code, stdout: two.stdout }).toEqual({ code: 0, stdout: `stopped run ${r1}\nstopped run ${r2}\nstopped 2 of 2 runs named\n` })
+    const partly = await run(ownerHome, "runs", "stop", r3!, finished)
+    expect(partly.code).toBe(1)
+    expect(partly.stdout).toContain(`stopped run ${r3}\n`)
+    expect(partly.stdout).toMatch(new RegExp(`run ${finished} not stopped: .*\\nstopped 1 of 2 runs named; 1 refused \\(above\\)\\n$`))
+    expect(partly.stderr).toBe("svc: 1 of 2 runs named not stopped\n")
+
+    // The rest of the backlog: every pending run of the job, the newest first.
+    const rest = await json<{ stopped: ReadonlyArray<RunView>; refused: ReadonlyArray<unknown> }>(ownerHome, "runs", "stop", "--pending", "--job", NOWHERE)
+    expect({ stopped: rest.stopped.map((r) => [r.id, r.state]), refused: rest.refused }).toEqual({ stopped: [[backlog[4]!.id, "stopped"], [backlog[3]!.id, "stopped"]], refused: [] })
+    expect((await run(ownerHome, "runs", "stop", "--pending", "--job", NOWHERE)).stdout).toBe(`no pending run of ${NOWHERE} to stop\n`)
+    expect((await listRuns()).filter((r) => r.state === "pending" && r.address === NOWHERE)).toEqual([])
+    const misused = await run(ownerHome, "runs", "stop", "--job", NOWHERE)
+    expect({ code: misused.code, stderr: misused.stderr }).toMatchObject({ code: 2, stderr: expect.stringContaining("--job goes with --pending") })
+  }, 60_000)
+
   it("refuses bad input and unknown jobs without journaling, prints the result with --wait, and stops a job on a worker", async () => {
     const t0 = Date.now()
     const headBefore = await journalHead()

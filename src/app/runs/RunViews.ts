@@ -120,7 +120,7 @@ export interface RunViewsContext {
   readonly slotWaits: SlotWaits
   /** Pending runs left undecided while the restarted owner's workers call back (Placements.ts). */
   readonly awaitingWorkers?: ReadonlySet<string>
-  /** Pending runs in line behind an earlier run of their kind (Placements.ts, `placePending`). */
+  /** Where a pending run is in line behind an earlier run of its kind (Line.ts). */
   readonly queued?: { get(runId: string): { readonly behind: string; readonly ahead: number } | undefined }
 }
 

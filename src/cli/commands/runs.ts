@@ -348,7 +348,8 @@ const show = Command.make("show", { run: runArg, json }, ({ json, run }) =>
   })
 ).pipe(Command.withDescription("Show a run: state, placement record and explanation, attempts, result and output so far"))
 
-const stop = Command.make("stop", { run: runArg, json }, ({ json, run }) =>
+/** One run stopped, as `svc runs stop RUN` says it: what its host is told. */
+const stopOne = (run: string, json: boolean) =>
   Effect.gen(function* () {
     // What ran before the stop: a worker is told only of an attempt that still counted (a
     // superseded one, on a revoked worker say, is no longer its to run, and it is told nothing).
@@ -370,6 +371,74 @@ const stop = Command.make("stop", { run: runArg, json }, ({ json, run }) =>
       }`
     )
   })
-).pipe(Command.withDescription("Stop a run wherever it is (a worker is told in the answer to its next call)"))
+
+/** At most this many stops asked at once: a backlog of thousands is stopped in seconds, not one call at a time. */
+const STOPS_AT_ONCE = 8
+/** Stopped runs said one per line up to this many; beyond, counted. */
+const STOPS_SAID = 20
+
+/** What stopping several runs did: the runs stopped (as they are now), and each refusal with its code. */
+export interface StopsDone {
+  readonly stopped: ReadonlyArray<RunView>
+  readonly refused: ReadonlyArray<{ readonly run: string; readonly code: string; readonly message: string }>
+}
+
+/** `svc runs stop` of several runs, as text: each run stopped (or how many), each refusal, and a total. */
+export const stopsLines = (done: StopsDone, what: string): ReadonlyArray<string> => {
+  const lines = done.stopped.length <= STOPS_SAID ? done.stopped.map((r) => `stopped run ${r.id}${r.host === null ? "" : ` (on ${hostText(r)}, told to stop it)`}`) : []
+  for (const r of done.refused) lines.push(`run ${r.run} not stopped: ${r.message}`)
+  lines.push(`stopped ${done.stopped.length.toLocaleString("en-US")} of ${(done.stopped.length + done.refused.length).toLocaleString("en-US")} ${what}${done.refused.length === 0 ? "" : `; ${done.refused.length} refused (above)`}`)
+  return lines
+}
+
+const stop = Command.make(
+  "stop",
+  {
+    runs: Args.text({ name: "RUN" }).pipe(Args.repeated, Args.withDescription("the run id; several are each stopped")),
+    pending: Options.boolean("pending").pipe(Options.withDescription("every pending run (not placed yet: waiting, blocked, in line), a backlog: instead of run ids")),
+    job: Options.text("job").pipe(Options.optional, Options.withDescription("with --pending: only the pending runs of this BAG:JOB@VERSION")),
+    json
+  },
+  ({ job, json, pending, runs }) =>
+    Effect.gen(function* () {
+      const address = Option.getOrUndefined(job)
+      if (address !== undefined && !pending) return yield* usage("--job goes with --pending: svc runs stop --pending --job BAG:JOB@VERSION")
+      const badAddress = address === undefined ? undefined : jobAddressProblem(address)
+      if (badAddress !== undefined) return yield* usage(`--job: ${badAddress}`)
+      if (pending && runs.length > 0) return yield* usage("give run ids or --pending, not both")
+      if (!pending && runs.length === 0) return yield* usage("name the run to stop (svc runs stop RUN), several, or --pending for every pending run")
+      if (!pending && runs.length === 1) return yield* stopOne(runs[0]!, json)
+      // Every pending run (of the job): listed, then stopped newest first, so that the first of each
+      // kind in line stays first until the last: stopping from the front would have each next one decided.
+      const ids = pending
+        ? ((yield* admin("POST", "/runs/list", { states: ["pending"], limit: 0 })) as unknown as RunList).runs
+            .filter((r) => address === undefined || r.address === address)
+            .map((r) => r.id)
+            .reverse()
+        : [...new Set(runs)]
+      const outcomes = yield* Effect.forEach(
+        ids,
+        (run) =>
+          admin("POST", "/runs/stop", { run }).pipe(
+            Effect.map((r) => ({ stopped: r as unknown as RunView })),
+            // A runtime that stopped answering ends it all; a refusal is this run's alone.
+            Effect.catchIf(
+              (e) => e.unreachable !== true,
+              (e) => Effect.succeed({ refused: { run, code: e.code ?? "refused", message: e.message } })
+            )
+          ),
+        { concurrency: STOPS_AT_ONCE }
+      )
+      const done: StopsDone = {
+        stopped: outcomes.flatMap((o) => ("stopped" in o ? [o.stopped] : [])),
+        refused: outcomes.flatMap((o) => ("refused" in o ? [o.refused] : []))
+      }
+      const what = pending ? `pending run${ids.length === 1 ? "" : "s"}${address === undefined ? "" : ` of ${address}`}` : "runs named"
+      if (json) yield* printJson(done)
+      else if (ids.length === 0) yield* Console.log(`no pending run${address === undefined ? "" : ` of ${address}`} to stop`)
+      else yield* printLines(stopsLines(done, what))
+      if (done.refused.length > 0) return yield* json ? Effect.fail(exitQuietly(1)) : refused(`${done.refused.length} of ${ids.length} ${what} not stopped`, done.refused[0]!.code)
+    })
+).pipe(Command.withDescription("Stop runs wherever they are (a worker is told in the answer to its next call): one, several, or every pending one (--pending)"))
 
 export const runsCommand = Command.make("runs").pipe(Command.withDescription("Runs: list, show, stop"), Command.withSubcommands([list, show, stop]))
