@@ -1228,6 +1228,51 @@ describe("a lapsed advertisement", () => {
     }).pipe(Effect.provide(TestOwner))
   )
 
+  it.effect("runs placed again (their worker lapsed) take their place in the line by submission, ahead of the runs submitted after them", () =>
+    Effect.gen(function* () {
+      const w1 = yield* linked("lab-1")
+      yield* advertise(w1)
+      const a = yield* runningOn(w1)
+      const b = yield* runningOn(w1)
+      const c = yield* submit(GPU, { text: "c" })
+      const d = yield* submit(GPU, { text: "d" })
+      yield* until("d in line behind c", show(d.id), (v) => v.inLine?.behind === c.id)
+      // lab-1 falls silent: at 15 s a and b are superseded, pending again before c and d; nothing can take them.
+      yield* TestClock.adjust(15_000)
+      yield* until("a pending again", show(a.runId), (v) => v.state === "pending")
+      const behindA = yield* until("the line made again, a first", show(d.id), (v) => v.inLine?.behind === a.runId)
+      expect(behindA.inLine).toMatchObject({ ahead: 3 })
+      // A worker with room for two: a and b first, in their order; c decided (waiting), d behind it.
+      const w2 = yield* linked("lab-2")
+      yield* advertise(w2)
+      yield* placedOn(a.runId, 2)
+      yield* placedOn(b.runId, 2)
+      expect([attempt(yield* show(a.runId), 2)?.host, attempt(yield* show(b.runId), 2)?.host]).toEqual([w2.workerId, w2.workerId])
+      const waiting = yield* until("c decided", show(c.id), (v) => v.placement?.outcome === "waiting")
+      expect(waiting.inLine).toBeUndefined()
+      expect((yield* until("d behind c again", show(d.id), (v) => v.inLine?.behind === c.id)).inLine).toMatchObject({ ahead: 1 })
+    }).pipe(Effect.provide(TestOwner))
+  )
+
+  it.effect("a run declined while a line waits is judged again at once, ahead of the runs submitted after it (no time passes: the line is made again for it)", () =>
+    Effect.gen(function* () {
+      const w1 = yield* linked("lab-1")
+      yield* advertise(w1)
+      const a = yield* runningOn(w1)
+      yield* runningOn(w1)
+      const c = yield* submit(GPU, { text: "c" })
+      const d = yield* submit(GPU, { text: "d" })
+      yield* until("d in line behind c", show(d.id), (v) => v.inLine?.behind === c.id)
+      // lab-1 declines a: pending again, its decline standing (lab-1 has not advertised since); its slot is free.
+      ok(yield* call(w1.credential, { kind: "decline", fence: w1.fence, attempt: a.id, reason: "not today" }), "ack")
+      const declined = yield* until("a decided again", show(a.runId), (v) => v.state === "pending" && v.placement?.outcome === "blocked")
+      expect(declined.placement?.explanation).toContain("it declined an earlier attempt of this activity")
+      // The slot a freed goes to c, the first in line; d is decided then (waiting), as the first of its kind.
+      yield* placedOn(c.id, 1)
+      expect((yield* until("d decided", show(d.id), (v) => v.placement !== null)).placement).toMatchObject({ outcome: "waiting" })
+    }).pipe(Effect.provide(TestOwner))
+  )
+
   it.effect("a worker that says bye holding an attempt: superseded at once, saying so, the run placed again, and its slot freed (it stopped the attempt before its bye)", () =>
     Effect.gen(function* () {
       const w1 = yield* linked("lab-1", ["gpu=true", "zone=a"])
