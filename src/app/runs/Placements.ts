@@ -341,8 +341,7 @@ export const makePlacements = ({
           next()
           continue
         }
-        // The bag store is asked only for a run the owner declined (the usual run: no question, no effect).
-        const heardAt = heardIn(run.declinedBy.includes("owner") && (yield* ownerHoldsPinned(run)))
+        const heardAt = heardIn(yield* ownerHoldsPinned(run))
         const kind = lineKind ?? RunDecide.placementKind(run, heardAt)
         // A run with declines whose kind is that of a first left unplaced (its declines lifted): placed alike, so not now.
         if (unplaced.has(kind)) continue

@@ -9,7 +9,7 @@ import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import * as RunDecide from "../../domain/runs/Decide.js"
-import { ACTIVE, attemptId, lastAttempt } from "../../domain/runs/Runs.js"
+import { ACTIVE, lastAttempt, parseAttemptId } from "../../domain/runs/Runs.js"
 import { ADVERTISEMENT_LIFETIME_MS, advertisementAlive } from "../../domain/workers/DisplayState.js"
 import type { WorkerRecord } from "../../domain/workers/Registry.js"
 import type { FreshnessService } from "../workers/Freshness.js"
@@ -66,11 +66,12 @@ export const makeSupersession = ({ state, execute, freshness, startedAt }: Super
       for (const [host, attempts] of s.runs.held) {
         if (host === "owner") continue
         for (const id of attempts) {
-          const dot = id.lastIndexOf(".")
-          const runId = id.slice(0, dot)
+          const held = parseAttemptId(id)
+          if (held === undefined) continue
+          const { runId } = held
           const run = HashMap.has(s.runs.open, runId) ? runOf(s, runId) : undefined
           const last = run === undefined ? undefined : lastAttempt(run)
-          if (last === undefined || attemptId(runId, last.n) !== id || !ACTIVE.has(last.state) || last.host !== host) continue
+          if (last === undefined || last.n !== held.attempt || !ACTIVE.has(last.state) || last.host !== host) continue
           const w = Option.getOrUndefined(HashMap.get(s.registry.workers, last.host))
           // A worker that said bye is known to be gone now (no grace for an owner's restart needed).
           const ended = w !== undefined && freshness.get(w.id)?.sessionEnded === true
