@@ -49,21 +49,16 @@ import { fileURLToPath } from "node:url"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Runtime from "effect/Runtime"
-import * as CheckpointSchedule from "../src/app/journal/CheckpointSchedule.js"
-import { Projections, layer as projectionsLayer } from "../src/app/journal/Projections.js"
-import { OwnerHost } from "../src/app/runs/Dispatcher.js"
+import { Projections } from "../src/app/journal/Projections.js"
 import { JobNotRunnable } from "../src/app/runs/JobCatalog.js"
-import { layerWithRuns as ownerLayer, Owner, OwnerAddress } from "../src/app/workers/Owner.js"
+import { Owner } from "../src/app/workers/Owner.js"
 import type { Advertise } from "../src/app/workers/Protocol.js"
 import { createServer, makeHandler, ROUTE } from "../src/infra/http/WorkerRoute.js"
-import * as NodeHashing from "../src/infra/journal/NodeHashing.js"
 import { layer as journalLayer } from "../src/infra/journal/SqliteJournal.js"
 import { storePath } from "../src/infra/journal/StoreFile.js"
 import { loadOrCreate } from "../src/infra/tls/OwnerCertificate.js"
-import * as ChildExecutor from "../src/infra/runs/ChildExecutor.js"
-import * as FileRunFiles from "../src/infra/runs/FileRunFiles.js"
-import * as NodeEntropy from "../src/infra/workers/NodeEntropy.js"
 import { LeanPool, requestBytes } from "./lean-client.js"
+import { benchOwner } from "./owner.js"
 import { arg, fmt, gc, median, printMachine } from "./support.js"
 
 const QUICK = process.argv.includes("--quick")
@@ -168,27 +163,19 @@ const ownerChild = async (): Promise<void> => {
   const material = await loadOrCreate(home)
   const server = createServer({ cert: material.cert, key: material.key, host: "127.0.0.1", port: 0 }, () => undefined)
   const port = await listen(server)
-  const owner = ownerLayer.pipe(
-    Layer.provideMerge(CheckpointSchedule.layer().pipe(Layer.provideMerge(projectionsLayer))),
-    Layer.provideMerge(
-      Layer.mergeAll(
-        journalLayer(storePath(home)),
-        NodeHashing.layer,
-        NodeEntropy.layer,
-        ChildExecutor.layer,
-        FileRunFiles.layer(join(home, "runs")),
-        // No bags on this owner: the bench measures advertisements, not runs.
-        Layer.succeed(OwnerHost, {
-          capacity: 4,
-          labels: [],
-          capabilities: ["node"],
-          bins: () => Effect.succeed([]),
-          resolve: (address) => Effect.fail(new JobNotRunnable({ message: `no bag holds ${address} here` })),
-          withSlot: (effect) => effect
-        }),
-        Layer.succeed(OwnerAddress, { url: `https://127.0.0.1:${port}`, fingerprint: material.fingerprint })
-      )
-    )
+  const owner = benchOwner(
+    home,
+    journalLayer(storePath(home)),
+    // No bags on this owner: the bench measures advertisements, not runs.
+    {
+      capacity: 4,
+      labels: [],
+      capabilities: ["node"],
+      bins: () => Effect.succeed([]),
+      resolve: (address) => Effect.fail(new JobNotRunnable({ message: `no bag holds ${address} here` })),
+      withSlot: (effect) => effect
+    },
+    { url: `https://127.0.0.1:${port}`, fingerprint: material.fingerprint }
   )
   let stop: () => void = () => undefined
   const stopped = new Promise<void>((resolve) => (stop = resolve))

@@ -31,20 +31,14 @@ import { performance } from "node:perf_hooks"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as HashMap from "effect/HashMap"
-import * as Layer from "effect/Layer"
-import * as CheckpointSchedule from "../src/app/journal/CheckpointSchedule.js"
 import { Journal } from "../src/app/journal/Journal.js"
-import { Projections, layer as projectionsLayer } from "../src/app/journal/Projections.js"
-import { Dispatcher, OwnerHost } from "../src/app/runs/Dispatcher.js"
-import { JobNotRunnable, type ResolvedJob } from "../src/app/runs/JobCatalog.js"
-import { layerWithRuns as ownerLayer, Owner, OwnerAddress } from "../src/app/workers/Owner.js"
+import { Projections } from "../src/app/journal/Projections.js"
+import { Dispatcher } from "../src/app/runs/Dispatcher.js"
+import { Owner } from "../src/app/workers/Owner.js"
 import type { WorkerRequest, WorkerResponse } from "../src/app/workers/Protocol.js"
-import * as NodeHashing from "../src/infra/journal/NodeHashing.js"
 import { layer as journalLayer } from "../src/infra/journal/SqliteJournal.js"
 import { storePath } from "../src/infra/journal/StoreFile.js"
-import * as ChildExecutor from "../src/infra/runs/ChildExecutor.js"
-import * as FileRunFiles from "../src/infra/runs/FileRunFiles.js"
-import * as NodeEntropy from "../src/infra/workers/NodeEntropy.js"
+import { benchOwner, resolvingOnly, workerOnlyJob } from "./owner.js"
 import { arg, fmt, printMachine } from "./support.js"
 
 const BACKLOG = arg("backlog", 10_000)
@@ -57,18 +51,7 @@ const ADDRESS = "bench:noop@1.0.0"
 const DIGEST = "sha256:" + "b".repeat(64)
 const POOL = "pool=bench"
 
-const noop: ResolvedJob = {
-  job: { address: ADDRESS, bag: "bench", job: "noop", digest: DIGEST, executor: "node", remoteEligible: true, ownerOnly: [], requiredLabels: [POOL], requiredBins: [], bounds: [], timeoutMs: null },
-  bagDir: tmpdir(),
-  runs: { using: "node", main: "main.mjs" },
-  env: [],
-  workingDirectory: undefined,
-  secrets: [],
-  preflight: undefined,
-  validate: undefined,
-  inputProblem: () => undefined,
-  outputProblem: () => undefined
-}
+const noop = workerOnlyJob(ADDRESS, "noop", DIGEST, POOL, tmpdir())
 
 const cpuMicros = () => {
   const c = process.cpuUsage()
@@ -88,26 +71,11 @@ interface Phase {
 const main = async () => {
   printMachine("bench/backlog")
   const home = mkdtempSync(join(tmpdir(), "svc-bench-backlog-"))
-  const owner = ownerLayer.pipe(
-    Layer.provideMerge(CheckpointSchedule.layer().pipe(Layer.provideMerge(projectionsLayer))),
-    Layer.provideMerge(
-      Layer.mergeAll(
-        journalLayer(storePath(home)),
-        NodeHashing.layer,
-        NodeEntropy.layer,
-        ChildExecutor.layer,
-        FileRunFiles.layer(join(home, "runs")),
-        Layer.succeed(OwnerHost, {
-          capacity: 4,
-          labels: ["os=linux"],
-          capabilities: ["node", "process"],
-          bins: () => Effect.succeed([]),
-          resolve: (address) => (address === ADDRESS ? Effect.succeed(noop) : Effect.fail(new JobNotRunnable({ message: `no bag holds ${address} here` }))),
-          withSlot: (effect) => effect
-        }),
-        Layer.succeed(OwnerAddress, { url: "https://127.0.0.1:7443", fingerprint: "ab".repeat(32) })
-      )
-    )
+  const owner = benchOwner(
+    home,
+    journalLayer(storePath(home)),
+    { capacity: 4, labels: ["os=linux"], capabilities: ["node", "process"], bins: () => Effect.succeed([]), resolve: resolvingOnly(noop), withSlot: (effect) => effect },
+    { url: "https://127.0.0.1:7443", fingerprint: "ab".repeat(32) }
   )
 
   const program = Effect.gen(function* () {

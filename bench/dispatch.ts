@@ -79,25 +79,20 @@ import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
 import * as Runtime from "effect/Runtime"
-import * as CheckpointSchedule from "../src/app/journal/CheckpointSchedule.js"
 import { Journal } from "../src/app/journal/Journal.js"
-import { Projections, layer as projectionsLayer } from "../src/app/journal/Projections.js"
-import { Dispatcher, OwnerHost } from "../src/app/runs/Dispatcher.js"
+import { Projections } from "../src/app/journal/Projections.js"
+import { Dispatcher } from "../src/app/runs/Dispatcher.js"
 import { CURRENT_VERSION, PlacementDecided, RunSubmitted, type Envelope } from "../src/domain/journal/Events.js"
 import { place, type Candidate } from "../src/domain/placement/Placement.js"
 import { activityOf, decidePlacement } from "../src/domain/runs/Decide.js"
 import { evolveRuns, initialRuns } from "../src/domain/runs/Runs.js"
-import { JobNotRunnable, type ResolvedJob } from "../src/app/runs/JobCatalog.js"
-import { layerWithRuns as ownerLayer, Owner, OwnerAddress } from "../src/app/workers/Owner.js"
+import { Owner } from "../src/app/workers/Owner.js"
 import type { WorkerRequest } from "../src/app/workers/Protocol.js"
 import { createServer, makeHandler, ROUTE } from "../src/infra/http/WorkerRoute.js"
-import * as NodeHashing from "../src/infra/journal/NodeHashing.js"
 import { layer as journalLayer, payloadOf } from "../src/infra/journal/SqliteJournal.js"
 import { storePath } from "../src/infra/journal/StoreFile.js"
-import * as ChildExecutor from "../src/infra/runs/ChildExecutor.js"
-import * as FileRunFiles from "../src/infra/runs/FileRunFiles.js"
 import { loadOrCreate } from "../src/infra/tls/OwnerCertificate.js"
-import * as NodeEntropy from "../src/infra/workers/NodeEntropy.js"
+import { benchOwner, resolvingOnly, workerOnlyJob } from "./owner.js"
 import { arg, Database, fmt, median, printMachine } from "./support.js"
 
 const QUICK = process.argv.includes("--quick")
@@ -202,30 +197,7 @@ const cpuNow = () => {
 // The owner process
 
 /** The one job this owner knows: a no-op that only workers (pool=bench) can run. */
-const noop: ResolvedJob = {
-  job: {
-    address: ADDRESS,
-    bag: "bench",
-    job: "noop",
-    digest: DIGEST,
-    executor: "node",
-    remoteEligible: true,
-    ownerOnly: [],
-    requiredLabels: [POOL],
-    requiredBins: [],
-    bounds: [],
-    timeoutMs: null
-  },
-  bagDir: tmpdir(),
-  runs: { using: "node", main: "main.mjs" },
-  env: [],
-  workingDirectory: undefined,
-  secrets: [],
-  preflight: undefined,
-  validate: undefined,
-  inputProblem: () => undefined,
-  outputProblem: () => undefined
-}
+const noop = workerOnlyJob(ADDRESS, "noop", DIGEST, POOL, tmpdir())
 
 const ownerChild = async (): Promise<void> => {
   const home = mkdtempSync(join(tmpdir(), "svc-bench-dispatch-"))
@@ -268,27 +240,19 @@ const ownerChild = async (): Promise<void> => {
       )
     ).pipe(Layer.provide(journal))
   )
-  const owner = ownerLayer.pipe(
-    Layer.provideMerge(CheckpointSchedule.layer().pipe(Layer.provideMerge(projectionsLayer))),
-    Layer.provideMerge(
-      Layer.mergeAll(
-        observedJournal,
-        NodeHashing.layer,
-        NodeEntropy.layer,
-        ChildExecutor.layer,
-        FileRunFiles.layer(join(home, "runs")),
-        Layer.succeed(OwnerHost, {
-          capacity: 4,
-          // Not pool=bench: the owner is never eligible for the bench's job.
-          labels: ["arch=x64", "os=linux"],
-          capabilities: ["node", "process"],
-          bins: () => Effect.succeed([]),
-          resolve: (address) => (address === ADDRESS ? Effect.succeed(noop) : Effect.fail(new JobNotRunnable({ message: `no bag holds ${address} here` }))),
-          withSlot: (effect) => effect
-        }),
-        Layer.succeed(OwnerAddress, { url: `https://127.0.0.1:${port}`, fingerprint: material.fingerprint })
-      )
-    )
+  const owner = benchOwner(
+    home,
+    observedJournal,
+    {
+      capacity: 4,
+      // Not pool=bench: the owner is never eligible for the bench's job.
+      labels: ["arch=x64", "os=linux"],
+      capabilities: ["node", "process"],
+      bins: () => Effect.succeed([]),
+      resolve: resolvingOnly(noop),
+      withSlot: (effect) => effect
+    },
+    { url: `https://127.0.0.1:${port}`, fingerprint: material.fingerprint }
   )
   let stop: () => void = () => undefined
   const stopped = new Promise<void>((resolve) => (stop = resolve))

@@ -55,26 +55,23 @@ import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
 import * as Ref from "effect/Ref"
 import * as Runtime from "effect/Runtime"
-import * as CheckpointSchedule from "../src/app/journal/CheckpointSchedule.js"
 import { Journal } from "../src/app/journal/Journal.js"
-import { Projections, layer as projectionsLayer } from "../src/app/journal/Projections.js"
-import { Dispatcher, OwnerHost } from "../src/app/runs/Dispatcher.js"
+import { Projections } from "../src/app/journal/Projections.js"
+import { Dispatcher } from "../src/app/runs/Dispatcher.js"
 import type { ExecutionSpec } from "../src/app/runs/Executor.js"
-import { JobNotRunnable, type ResolvedJob } from "../src/app/runs/JobCatalog.js"
 import { runLink, type LinkStatus } from "../src/app/workers/Link.js"
 import type { Offer } from "../src/app/workers/Offer.js"
 import { makeSlots } from "../src/app/workers/Slots.js"
-import { layerWithRuns as ownerLayer, Owner, OwnerAddress } from "../src/app/workers/Owner.js"
+import { Owner } from "../src/app/workers/Owner.js"
 import { parseJoinToken } from "../src/domain/workers/Secrets.js"
 import { createServer, makeHandler } from "../src/infra/http/WorkerRoute.js"
-import * as NodeHashing from "../src/infra/journal/NodeHashing.js"
 import { layer as journalLayer } from "../src/infra/journal/SqliteJournal.js"
 import { storePath } from "../src/infra/journal/StoreFile.js"
 import * as ChildExecutor from "../src/infra/runs/ChildExecutor.js"
 import * as FileRunFiles from "../src/infra/runs/FileRunFiles.js"
 import { loadOrCreate } from "../src/infra/tls/OwnerCertificate.js"
-import * as NodeEntropy from "../src/infra/workers/NodeEntropy.js"
 import { callOwner, fetchPinnedCertificate, makeAgent } from "../src/infra/workers/OwnerClient.js"
+import { benchOwner, resolvingOnly, workerOnlyJob } from "./owner.js"
 import { arg, median, printMachine } from "./support.js"
 
 const QUICK = process.argv.includes("--quick")
@@ -96,34 +93,7 @@ console.log(JSON.stringify({ n: input.n, ok: true }))
 `
 
 /** The job as JobCatalog would resolve it from an installed bag at `bagDir`. */
-const jobAt = (bagDir: string): ResolvedJob => ({
-  job: {
-    address: ADDRESS,
-    bag: "bench",
-    job: "node",
-    digest: DIGEST,
-    executor: "node",
-    remoteEligible: true,
-    ownerOnly: [],
-    requiredLabels: [POOL],
-    requiredBins: [],
-    bounds: [],
-    timeoutMs: null
-  },
-  bagDir,
-  runs: { using: "node", main: "main.mjs" },
-  env: [],
-  workingDirectory: undefined,
-  secrets: [],
-  preflight: undefined,
-  validate: undefined,
-  inputProblem: () => undefined,
-  outputProblem: () => undefined
-})
-const resolverAt = (bagDir: string) => {
-  const job = jobAt(bagDir)
-  return (address: string) => (address === ADDRESS ? Effect.succeed(job) : Effect.fail(new JobNotRunnable({ message: `no bag holds ${address} here` })))
-}
+const resolverAt = (bagDir: string) => resolvingOnly(workerOnlyJob(ADDRESS, "node", DIGEST, POOL, bagDir))
 
 const argValue = (name: string): string => {
   const i = process.argv.indexOf(`--${name}`)
@@ -228,27 +198,19 @@ const ownerChild = async (): Promise<void> => {
       )
     ).pipe(Layer.provide(journal))
   )
-  const owner = ownerLayer.pipe(
-    Layer.provideMerge(CheckpointSchedule.layer().pipe(Layer.provideMerge(projectionsLayer))),
-    Layer.provideMerge(
-      Layer.mergeAll(
-        observedJournal,
-        NodeHashing.layer,
-        NodeEntropy.layer,
-        ChildExecutor.layer,
-        FileRunFiles.layer(join(home, "runs")),
-        Layer.succeed(OwnerHost, {
-          capacity: 4,
-          // Not pool=bench: the owner is never eligible for the job.
-          labels: ["arch=x64", "os=linux"],
-          capabilities: ["node", "process"],
-          bins: () => Effect.succeed([]),
-          resolve: resolverAt(bagDir),
-          withSlot: (effect) => effect
-        }),
-        Layer.succeed(OwnerAddress, { url: `https://127.0.0.1:${port}`, fingerprint: material.fingerprint })
-      )
-    )
+  const owner = benchOwner(
+    home,
+    observedJournal,
+    {
+      capacity: 4,
+      // Not pool=bench: the owner is never eligible for the job.
+      labels: ["arch=x64", "os=linux"],
+      capabilities: ["node", "process"],
+      bins: () => Effect.succeed([]),
+      resolve: resolverAt(bagDir),
+      withSlot: (effect) => effect
+    },
+    { url: `https://127.0.0.1:${port}`, fingerprint: material.fingerprint }
   )
   let stop: () => void = () => undefined
   const stopped = new Promise<void>((resolve) => (stop = resolve))
