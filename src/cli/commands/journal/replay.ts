@@ -14,7 +14,7 @@ import type { CanonicalState } from "../../../domain/journal/Snapshot.js"
 import { settingFor } from "../../../infra/SvcConfig.js"
 import { adminCall } from "../../../infra/http/AdminApi.js"
 import { SvcHome } from "../../../infra/SvcHome.js"
-import { ANSWER_WITHIN, slowNotice } from "../../admin.js"
+import { ANSWER_WITHIN, SLOW_NOTICE, slowNotice } from "../../admin.js"
 import { exitQuietly, refused } from "../../CliFailure.js"
 import { json, printJson, printLines } from "../../output.js"
 import { journalFailure, ReadLayer } from "./readOnlyStore.js"
@@ -46,6 +46,26 @@ export const replayedLine = (events: number, head: number, seconds: number, perS
 export const placementAuditLine = (decisions: number, seconds: number, reproduced: number, diverged: number): string =>
   `placement audit: ${decisions} decision${decisions === 1 ? "" : "s"} re-run through the current placement code in ${seconds.toFixed(2)} s: ${reproduced} reproduced, ${diverged} diverged`
 
+/**
+ * The owner's state to compare with the fold, at the journal's end (`head`): its first answer when
+ * it has not moved since; else it is asked again, unless that first answer took the slow notice's
+ * time or more. An owner that slow (saturated) has moved again by the time a second slow answer
+ * comes, and the command would wait, and say so, twice for nothing: the reason is said instead.
+ */
+export const ownerAtEnd = (
+  first: LiveOwnerState | string | undefined,
+  took: Duration.Duration,
+  head: number,
+  askAgain: Effect.Effect<LiveOwnerState | string | undefined>
+): Effect.Effect<LiveOwnerState | string | undefined> =>
+  typeof first !== "object" || first.sequence === head
+    ? Effect.succeed(first)
+    : Duration.lessThan(took, SLOW_NOTICE)
+      ? askAgain
+      : Effect.succeed(
+          `the owner answered in ${Math.round(Duration.toSeconds(took))} s at sequence ${first.sequence}, and the journal has moved past it since (to ${head}); an owner that slow is not asked twice`
+        )
+
 export const replayCommand = Command.make("replay", { json, audit }, ({ audit, json }) =>
   journalFailure(
     Effect.gen(function* () {
@@ -65,17 +85,16 @@ export const replayCommand = Command.make("replay", { json, audit }, ({ audit, j
       )
       // Folded keeping as many settled runs as the owner does: the running one's, else this
       // command's environment's, else svc.yaml's (as svc serve reads it).
-      const running = yield* live
+      const [took, running] = yield* Effect.timed(live)
       const liveRetain = typeof running === "object" ? (running.state as Partial<CanonicalState> | undefined)?.runs?.retain : undefined
       const setting =
         typeof liveRetain === "number" ? undefined : yield* Effect.tryPromise({ try: () => settingFor(home, RETAINED_RUNS_VARIABLE), catch: (e) => refused(e instanceof Error ? e.message : String(e)) })
       const retain = typeof liveRetain === "number" ? liveRetain : yield* Effect.mapError(parseRetainedRuns(setting?.value), refused)
       const retainedFrom: RetainedFrom = typeof liveRetain === "number" ? "owner" : setting!.from
-      // Compared after the fold with the owner's state at the journal's end: the answer already
-      // fetched when the owner has not moved since (a large state costs the owner its writing),
-      // else asked again.
+      // Compared after the fold with the owner's state at the journal's end (ownerAtEnd; a large
+      // state costs the owner its writing, so it is not asked again when it has not moved).
       const journal = yield* Journal
-      const atEnd = Effect.flatMap(Effect.orElseSucceed(journal.head, () => -1), (head) => (typeof running !== "object" || running.sequence === head ? Effect.succeed(running) : live))
+      const atEnd = Effect.flatMap(Effect.orElseSucceed(journal.head, () => -1), (head) => ownerAtEnd(running, took, head, live))
       const report = yield* replay({ state: atEnd }, initialStateRetaining(retain))
       const auditStarted = Date.now()
       const placements = audit ? yield* auditPlacements : undefined
