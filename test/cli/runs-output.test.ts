@@ -116,6 +116,19 @@ describe("svc runs show", () => {
     expect(showLines(detail({ output: { ...output, skipped: { stdout: 0, stderr: 0 } } } as unknown as Partial<RunDetail>)).slice(-2)).toEqual(["stdout (rAbc123.1):", "  line 9"])
   })
 
+  it("says how a reported attempt ended, and on a run stopped before its report came, that it is not the run's outcome (it said 'reported' alone)", () => {
+    const ended = { ...attempt, state: "reported", holdsSlot: false, startedAt: "2026-11-24T20:55:01.000Z", endedAt: "2026-11-24T20:55:13.345Z" }
+    const line = (a: object, state: RunDetail["state"]) => showLines(detail({ state, attemptRecords: [a] } as unknown as Partial<RunDetail>)).find((l) => l.startsWith("attempt "))
+    expect(line({ ...ended, ok: true }, "succeeded")).toBe("attempt rAbc123.1 on lab-1: reported: succeeded; 12.3 s from its start to its end")
+    expect(line({ ...ended, ok: false, reason: "exit code 3" }, "failed")).toBe("attempt rAbc123.1 on lab-1: reported: failed (exit code 3); 12.3 s from its start to its end")
+    expect(line({ ...ended, ok: true }, "stopped")).toBe(
+      "attempt rAbc123.1 on lab-1: reported: succeeded, after the run was stopped (stop wins: not the run's outcome, and no result is kept); 12.3 s from its start to its end"
+    )
+    expect(line({ ...ended, ok: false, reason: null }, "stopped")).toContain("reported: failed, after the run was stopped")
+    // An owner from before attempts kept it says nothing more.
+    expect(line(ended, "stopped")).toBe("attempt rAbc123.1 on lab-1: reported; 12.3 s from its start to its end")
+  })
+
   it("says how long an attempt that ended took", () => {
     const ended = { ...attempt, state: "reported", holdsSlot: false, startedAt: "2026-11-24T20:55:01.000Z", endedAt: "2026-11-24T20:55:13.345Z" }
     expect(showLines(detail({ attemptRecords: [ended] } as unknown as Partial<RunDetail>))).toContain("attempt rAbc123.1 on lab-1: reported; 12.3 s from its start to its end")

@@ -76,13 +76,15 @@ export const auditPlacements = Effect.gen(function* () {
 /**
  * The form of the projections a checkpoint digests, written before the digest: a checkpoint of
  * another form (an earlier svc kept other fields) cannot be compared, and is reported so, not
- * as a divergence. Bumped whenever `canonicalState` changes shape or content. 4: a run's
+ * as a divergence. Bumped whenever `canonicalState` changes shape or content. 5: a reported
+ * attempt keeps whether its job succeeded (`ok`; a run stopped before its report came said
+ * nothing of it); 4: a run's
  * explanation names a worker with its id when another candidate has the same name (fifteenth
  * session); 3: settled runs are kept in
  * two generations and then forgotten (docs/runs.md, "Runs kept in memory"); 2: a run's placement
  * keeps a hashed key and a bounded explanation (sixth session); 1 (no prefix): the first form.
  */
-export const PROJECTION_FORM = "p4"
+export const PROJECTION_FORM = "p5"
 
 /**
  * The form a checkpoint's digest says it is of: `pN:<64 hex>` is form N, a bare 64-hex digest

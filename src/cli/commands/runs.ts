@@ -281,6 +281,18 @@ const spanOf = (state: string, span: number, ranMs: number | undefined, onOwner:
         : `; ran ${lasted(ranMs)} (its report reached the owner ${lasted(span)} after its start)`
       : `; ${lasted(span)} from its start to its end`
 
+/**
+ * An attempt's state in words: a reported one says how its job ended, and, on a run stopped
+ * before its report came (stop wins), that this is not the run's outcome. An owner from before
+ * attempts kept it (no `ok`) says `reported` alone.
+ */
+export const attemptStateText = (a: Pick<RunDetail["attemptRecords"][number], "state" | "reason" | "ok">, runState: RunDetail["state"]): string => {
+  const reason = a.reason === null ? "" : ` (${a.reason})`
+  if (a.state !== "reported" || a.ok === undefined) return `${a.state}${reason}`
+  const outcome = a.ok ? "succeeded" : `failed${reason}`
+  return runState === "stopped" ? `reported: ${outcome}, after the run was stopped (stop wins: not the run's outcome, and no result is kept)` : `reported: ${outcome}`
+}
+
 /** `svc runs show RUN` as text: the run, its placement record, its attempts, its outcome and output. */
 export const showLines = (r: RunDetail): ReadonlyArray<string> => {
   // Two identities of one name (a machine that joined again) among the attempts: each said with its id.
@@ -316,7 +328,7 @@ export const showLines = (r: RunDetail): ReadonlyArray<string> => {
     // An owner from before this field does not say.
     const waiting = a.waitingForSlotSince ?? null
     lines.push(
-      `attempt ${a.id} on ${hostOf(a)}: ${a.state}${a.reason === null ? "" : ` (${a.reason})`}${
+      `attempt ${a.id} on ${hostOf(a)}: ${attemptStateText(a, r.state)}${
         a.startedAt !== null && a.endedAt !== null ? spanOf(a.state, msOf(a.endedAt) - msOf(a.startedAt), a.ranMs, a.host === "owner") : ""
       }${a.holdsSlot ? "; holds a slot" : ""}${
         waiting === null ? "" : `; not started yet: waiting there since ${waiting} for a free slot (other work holds the machine's slots)`

@@ -36,6 +36,11 @@ export interface AttemptRecord {
   readonly endedAt: number | null
   /** How long its job ran, as its host measured it (a report that said so); `endedAt` is when the report arrived. */
   readonly ranMs?: number
+  /**
+   * A reported attempt: whether its job succeeded. The run says so too, but not a run already
+   * stopped when the report came (stop wins), whose attempt alone keeps it.
+   */
+  readonly ok?: boolean
   /** Why it ended, was declined or superseded; the error of a failed report. */
   readonly reason: string | null
 }
@@ -284,7 +289,7 @@ export const evolveRuns = (state: RunsState, envelope: Envelope): RunsState => {
       )
     }
     case "AttemptReported": {
-      const run = withAttempt(before, e.attempt, (a) => ({ ...a, state: "reported", holdsSlot: false, endedAt: e.at, reason: e.error, ...(e.ranMs === undefined ? {} : { ranMs: e.ranMs }) }))
+      const run = withAttempt(before, e.attempt, (a) => ({ ...a, state: "reported", holdsSlot: false, endedAt: e.at, reason: e.error, ...(e.ranMs === undefined ? {} : { ranMs: e.ranMs }), ok: e.ok }))
       const held = unhold(state.held, e.host, attemptId(e.runId, e.attempt))
       if (terminal) return finish(state, e.runId, run, was, held)
       return finish(state, e.runId, { ...run, state: e.ok ? "succeeded" : "failed", result: e.ok ? e.result : null, error: e.error, finishedAt: e.at }, was, held)

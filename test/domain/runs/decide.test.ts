@@ -570,8 +570,12 @@ describe("decideReport", () => {
     expect(tags(report("r1", 1, "w1")(s))).toEqual(["AttemptReported"])
     const next = after(s, report("r1", 1, "w1"))
     expect(runOf(next, "r1")).toMatchObject({ state: "stopped", result: null, error: "stopped by the operator" })
-    expect(attemptOf(next, "r1", 1)).toMatchObject({ state: "reported", holdsSlot: false })
+    // The attempt alone keeps how its job ended: the run's is the stop.
+    expect(attemptOf(next, "r1", 1)).toMatchObject({ state: "reported", holdsSlot: false, ok: true })
     expect(reserved(next, "w1")).toBe(0)
+    const failed = after(s, report("r1", 1, "w1", false))
+    expect(runOf(failed, "r1")).toMatchObject({ state: "stopped", error: "stopped by the operator" })
+    expect(attemptOf(failed, "r1", 1)).toMatchObject({ state: "reported", ok: false, reason: "exit 3: the disk is full" })
   })
 
   it.each([
