@@ -90,7 +90,17 @@ export const payloadOf = (event: Event): string => {
 /** Streams whose version the writer keeps in memory: the streams of the runs and workers in use, with room. */
 export const STREAM_CACHE = 16_384
 
-export const make = (filename: string, { streamCache = STREAM_CACHE }: { readonly streamCache?: number } = {}) =>
+export interface JournalOptions {
+  readonly streamCache?: number
+  /**
+   * Told, once the journal is open, when its last event was recorded: svc serve's clock goes on
+   * from there when the machine's is behind it (SteadyClock.ts, `goOnFrom`), so that the
+   * journal's times do not go back across a restart either.
+   */
+  readonly lastRecordedAt?: (at: number) => Effect.Effect<void>
+}
+
+export const make = (filename: string, { lastRecordedAt, streamCache = STREAM_CACHE }: JournalOptions = {}) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     // When each row was recorded: the runtime's clock, as the events' own times (svc serve's never goes back).
@@ -117,6 +127,10 @@ export const make = (filename: string, { streamCache = STREAM_CACHE }: { readonl
     const streamQuery = prepareStream(db)
 
     let head = db.prepare<[], number>("SELECT COALESCE(MAX(sequence), 0) FROM events").pluck().get() ?? 0
+    if (lastRecordedAt !== undefined && head > 0) {
+      const at = db.prepare<[number], number>("SELECT recorded_at FROM events WHERE sequence = ?").pluck().get(head)
+      if (at !== undefined) yield* lastRecordedAt(at)
+    }
     // The committed version of the streams seen lately, the one seen first dropped past
     // `streamCache` (every run is a stream of its own: kept for every stream, this map grew
     // with every run ever submitted). A stream not here is read from the table, which holds every
@@ -250,5 +264,5 @@ export const make = (filename: string, { streamCache = STREAM_CACHE }: { readonl
   })
 
 /** Journal and checkpoints on `filename` (created and migrated when new). */
-export const layer = (filename: string, options: { readonly streamCache?: number } = {}) =>
+export const layer = (filename: string, options: JournalOptions = {}) =>
   Layer.mergeAll(Layer.scoped(Journal, make(filename, options)), Layer.effect(Checkpoints, makeCheckpoints)).pipe(Layer.provideMerge(layerStore(filename)))

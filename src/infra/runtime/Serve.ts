@@ -55,7 +55,7 @@ import { runtimeEnv, sayWhereSet } from "../SvcConfig.js"
 import { layerAt as svcHomeAt } from "../SvcHome.js"
 import { certificateValidity, loadOrCreate } from "../tls/OwnerCertificate.js"
 import { noteServed } from "../tls/Succession.js"
-import { makeSteadyClock } from "./SteadyClock.js"
+import { carriedNote, makeSteadyClock, type SteadyClock } from "./SteadyClock.js"
 import { linkKeys, linksDir, readLinks, rewriteLink } from "../workers/LinkStore.js"
 import * as NodeEntropy from "../workers/NodeEntropy.js"
 import { followingCaller } from "../workers/OwnerClient.js"
@@ -129,10 +129,10 @@ export const serve = (options: ServeOptions) =>
         { discard: true }
       )
     )
-    return serveSteadily(options, sayStepsBack).pipe(Effect.withClock(clock))
+    return serveSteadily(options, sayStepsBack, clock).pipe(Effect.withClock(clock))
   })
 
-const serveSteadily = (options: ServeOptions, sayStepsBack: Effect.Effect<void>) =>
+const serveSteadily = (options: ServeOptions, sayStepsBack: Effect.Effect<void>, clock: SteadyClock) =>
   Effect.scoped(
     Effect.gen(function* () {
       yield* Effect.forkScoped(Effect.repeat(sayStepsBack, Schedule.spaced("1 second")))
@@ -141,7 +141,7 @@ const serveSteadily = (options: ServeOptions, sayStepsBack: Effect.Effect<void>)
       // stop would write or remove by path there is then another runtime's.
       const taken = { value: false }
       const early = yield* Effect.raceFirst(
-        start(options, taken).pipe(Effect.map(Either.right)),
+        start(options, taken, clock).pipe(Effect.map(Either.right)),
         Deferred.await(stop).pipe(Effect.map((signal: StopSignal) => Either.left(signal)))
       )
       if (Either.isLeft(early)) {
@@ -165,7 +165,7 @@ const serveSteadily = (options: ServeOptions, sayStepsBack: Effect.Effect<void>)
   )
 
 /** Everything a start opens, in the scope of `serve`: answers once the runtime runs. */
-const start = (options: ServeOptions, taken: { readonly value: boolean }) =>
+const start = (options: ServeOptions, taken: { readonly value: boolean }, clock: SteadyClock) =>
   Effect.gen(function* () {
     // The home made, checked and claimed before anything of it is opened (HomeStart.ts).
     yield* claimHome(options.home, taken).pipe(Effect.mapError((e) => new ServeError({ message: e.message })))
@@ -232,7 +232,16 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }) =>
       Layer.provideMerge(CheckpointSchedule.layer(undefined, () => !taken.value, () => journalRefused.value).pipe(Layer.provideMerge(projectionsFrom(initialStateRetaining(retain))))),
       Layer.provideMerge(
         Layer.mergeAll(
-          journalLayer(storePath(options.home)),
+          // The runtime's time goes on from the journal's last event when this machine's clock
+          // is behind it (a step back the last runtime had absorbed): no time goes back across a
+          // restart either (SteadyClock.ts).
+          journalLayer(storePath(options.home), {
+            lastRecordedAt: (at) =>
+              Effect.suspend(() => {
+                const note = carriedNote(clock.goOnFrom(at), at)
+                return note === undefined ? Effect.void : Effect.logWarning(note)
+              })
+          }),
           NodeHashing.layer,
           NodeEntropy.layer,
           Layer.succeed(OwnerAddress, { url, fingerprint: tls.fingerprint }),

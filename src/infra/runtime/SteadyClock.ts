@@ -49,13 +49,42 @@ export const steadyReading = (
 }
 
 /**
+ * How far behind a time the runtime must not go back from (the journal's last event, at a start)
+ * its clock is carried forward: beyond a day the machine's clock is taken as it is, said, rather
+ * than every time the runtime shows staying that far ahead of it across restarts (a clock that
+ * was a year ahead once). A day covers every time rule (the longest, 24 h) and the day of slack
+ * certificates are given for clocks that differ (docs/operations.md, "The machine's clock").
+ */
+export const MAX_CARRIED_MS = 24 * 60 * 60 * 1000
+
+/** What `goOnFrom` did: nothing (the clock is not behind), carried the time forward by `behind` ms, or left it `behind` (more than a day). */
+export type Carried = { readonly kind: "none" } | { readonly kind: "carried"; readonly behind: number } | { readonly kind: "too-far"; readonly behind: number }
+
+/**
+ * Pure: the state after the reading `s` (its time `s.last`) when the time must not go back from
+ * `floor`: the offset grows by how far behind the reading is, so that the next reading goes on
+ * from `floor` at the monotonic clock's pace (and is no step back).
+ */
+export const carriedFrom = (s: SteadyState, floor: number): { readonly state: SteadyState; readonly carried: Carried } => {
+  const behind = floor - s.last
+  if (behind <= TOLERANCE_MS) return { state: s, carried: { kind: "none" } }
+  if (behind > MAX_CARRIED_MS) return { state: s, carried: { kind: "too-far", behind } }
+  return { state: { offset: s.offset + behind, last: floor, lastMono: s.lastMono }, carried: { kind: "carried", behind } }
+}
+
+export interface SteadyClock extends Clock.Clock {
+  /** The time must not go back from `floor` (the journal's last event, at a start): see `carriedFrom`. */
+  readonly goOnFrom: (floor: number) => Carried
+}
+
+/**
  * Effect's clock with `currentTimeMillis` read so (its nanoseconds are monotonic already: the
  * wall clock at the start plus the process's high-resolution time). `stepped` hears each step
  * back found, once (the runtime logs it).
  */
 export const makeSteadyClock = (
   options: { readonly wall?: () => number; readonly mono?: () => number; readonly stepped?: (ms: number) => void } = {}
-): Clock.Clock => {
+): SteadyClock => {
   const base = Clock.make()
   const wall = options.wall ?? Date.now
   const mono = options.mono ?? (() => performance.now())
@@ -66,7 +95,14 @@ export const makeSteadyClock = (
     if (r.stepBack > 0) options.stepped?.(r.stepBack)
     return r.now
   }
+  const goOnFrom = (floor: number): Carried => {
+    read()
+    const r = carriedFrom(state!, floor)
+    state = r.state
+    return r.carried
+  }
   return {
+    goOnFrom,
     [Clock.ClockTypeId]: Clock.ClockTypeId,
     unsafeCurrentTimeMillis: read,
     currentTimeMillis: Effect.sync(read),
@@ -74,4 +110,20 @@ export const makeSteadyClock = (
     currentTimeNanos: base.currentTimeNanos,
     sleep: (duration) => base.sleep(duration)
   }
+}
+
+const spanText = (ms: number): string =>
+  ms < 120_000 ? `${(ms / 1000).toFixed(1)} s` : ms < 2 * 3_600_000 ? `${Math.round(ms / 60_000)} min` : ms < 48 * 3_600_000 ? `${Math.round(ms / 3_600_000)} h` : `${Math.round(ms / 86_400_000)} days`
+
+/** What the runtime logs (a warning) when it started with the machine's clock behind the journal's last event (`at`); undefined: nothing to say. */
+export const carriedNote = (carried: Carried, at: number): string | undefined => {
+  const last = `the journal's last event (recorded at ${new Date(at).toISOString()})`
+  if (carried.kind === "carried") {
+    const behind = spanText(carried.behind)
+    return `this machine's clock is ${behind} behind ${last}: svc serve goes on from that time (${behind} ahead of the clock until it stops), so that the journal's times do not go back and no time rule lasts longer for it (docs/operations.md, "The machine's clock")`
+  }
+  if (carried.kind === "too-far") {
+    return `this machine's clock is ${spanText(carried.behind)} behind ${last}, more than a day: svc serve takes the clock as it is, so the journal's times go back here, and time rules measured from a time journaled before (an old credential's 5 minutes after a rotation, an invite's expiry) last that much longer; check this machine's clock (docs/operations.md, "The machine's clock")`
+  }
+  return undefined
 }

@@ -11,6 +11,8 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import * as TestClock from "effect/TestClock"
+import * as TestContext from "effect/TestContext"
 import { Journal, layerMemory } from "../../../src/app/journal/Journal.js"
 import { PlacementDecided, WorkerJoined } from "../../../src/domain/journal/Events.js"
 import { place, PLACEMENT_RULES } from "../../../src/domain/placement/Placement.js"
@@ -190,6 +192,27 @@ describe("SQLite journal", () => {
       }).pipe(Effect.provide(sqliteLayer(file)), Effect.scoped)
     )
     expect(after).toMatchObject({ stale: true, next: { sequence: 2, streamVersion: 2 }, head: 2 })
+  })
+
+  it("tells, when it opens, when its last event was recorded (svc serve's clock goes on from there), and nothing when it is empty", async () => {
+    const file = tempFile()
+    const told: Array<number> = []
+    const opened = <A, E>(body: Effect.Effect<A, E, Journal>) =>
+      Effect.runPromise(body.pipe(Effect.provide(sqliteLayer(file, { lastRecordedAt: (at) => Effect.sync(() => void told.push(at)) })), Effect.scoped, Effect.provide(TestContext.TestContext)))
+    await opened(Effect.void)
+    expect(told).toEqual([])
+    await opened(
+      Effect.gen(function* () {
+        const journal = yield* Journal
+        yield* TestClock.setTime(1_000_000)
+        yield* journal.append({ stream: "invite-a", expectedVersion: 0, events: [invited("a")] })
+        yield* TestClock.setTime(1_000_500)
+        yield* journal.append({ stream: "invite-b", expectedVersion: 0, events: [invited("b")] })
+      })
+    )
+    expect(told).toEqual([])
+    await opened(Effect.void)
+    expect(told).toEqual([1_000_500])
   })
 
   it("reads stored version-1 events as today's: WorkerAdvertised's labels as a map, WorkerJoined without replaces", async () => {

@@ -2,7 +2,7 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { describe, expect, it } from "vitest"
-import { makeSteadyClock, steadyReading, type SteadyState } from "../../../src/infra/runtime/SteadyClock.js"
+import { carriedFrom, carriedNote, MAX_CARRIED_MS, makeSteadyClock, steadyReading, type SteadyState } from "../../../src/infra/runtime/SteadyClock.js"
 
 /** Readings of (wall, monotonic) in turn: the times answered and the steps found. */
 const readings = (pairs: ReadonlyArray<readonly [number, number]>) => {
@@ -65,5 +65,53 @@ describe("the steady clock", () => {
     expect(steps).toEqual([3_601_000])
     expect(typeof clock.unsafeCurrentTimeNanos()).toBe("bigint")
     await Effect.runPromise(Effect.sleep("1 millis").pipe(Effect.withClock(clock)))
+  })
+
+  describe("at a start, behind the journal's last event", () => {
+    const at = Date.parse("2026-11-26T12:00:00.000Z")
+
+    it("goes on from it at the monotonic clock's pace, ahead of the wall clock by the gap, with no step back found after (the journal's times went back once at a restart)", () => {
+      let wall = at - 600_000
+      let mono = 10
+      const steps: Array<number> = []
+      const clock = makeSteadyClock({ wall: () => wall, mono: () => mono, stepped: (ms) => steps.push(ms) })
+      expect(clock.goOnFrom(at)).toEqual({ kind: "carried", behind: 600_000 })
+      expect(clock.unsafeCurrentTimeMillis()).toBe(at)
+      wall += 2_000
+      mono += 2_000
+      expect(clock.unsafeCurrentTimeMillis()).toBe(at + 2_000)
+      // A step back later still adds up.
+      wall -= 60_000
+      mono += 1_000
+      expect(clock.unsafeCurrentTimeMillis()).toBe(at + 3_000)
+      expect(steps).toEqual([61_000])
+    })
+
+    it("does nothing when the clock is not behind it (a few milliseconds of rounding are not behind)", () => {
+      const clock = makeSteadyClock({ wall: () => at, mono: () => 0 })
+      expect(clock.goOnFrom(at - 60_000)).toEqual({ kind: "none" })
+      expect(clock.goOnFrom(at + 5)).toEqual({ kind: "none" })
+      expect(clock.unsafeCurrentTimeMillis()).toBe(at)
+    })
+
+    it("takes the clock as it is when it is more than a day behind (a clock a year ahead once would keep the runtime a year ahead)", () => {
+      const state: SteadyState = { offset: 0, last: at, lastMono: 0 }
+      expect(carriedFrom(state, at + MAX_CARRIED_MS)).toEqual({ state: { offset: MAX_CARRIED_MS, last: at + MAX_CARRIED_MS, lastMono: 0 }, carried: { kind: "carried", behind: MAX_CARRIED_MS } })
+      expect(carriedFrom(state, at + MAX_CARRIED_MS + 1)).toEqual({ state, carried: { kind: "too-far", behind: MAX_CARRIED_MS + 1 } })
+      const clock = makeSteadyClock({ wall: () => at, mono: () => 0 })
+      expect(clock.goOnFrom(at + 3 * 86_400_000).kind).toBe("too-far")
+      expect(clock.unsafeCurrentTimeMillis()).toBe(at)
+    })
+
+    it("is said, with the gap and the journal's time", () => {
+      expect(carriedNote({ kind: "none" }, at)).toBeUndefined()
+      expect(carriedNote({ kind: "carried", behind: 600_000 }, at)).toBe(
+          "this machine's clock is 10 min behind the journal's last event (recorded at 2026-11-26T12:00:00.000Z): svc serve goes on from that time (10 min ahead of the clock until it stops), so that the journal's times do not go back and no time rule lasts longer for it (docs/operations.md, \"The machine's clock\")"
+      )
+      expect(carriedNote({ kind: "carried", behind: 42_300 }, at)).toContain("clock is 42.3 s behind")
+      expect(carriedNote({ kind: "too-far", behind: 3 * 86_400_000 }, at)).toBe(
+        "this machine's clock is 3 days behind the journal's last event (recorded at 2026-11-26T12:00:00.000Z), more than a day: svc serve takes the clock as it is, so the journal's times go back here, and time rules measured from a time journaled before (an old credential's 5 minutes after a rotation, an invite's expiry) last that much longer; check this machine's clock (docs/operations.md, \"The machine's clock\")"
+      )
+    })
   })
 })
