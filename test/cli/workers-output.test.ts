@@ -8,7 +8,7 @@ import { tellLeaving } from "../../src/cli/commands/workers/leave.js"
 import { onlyThisMachine } from "../../src/cli/commands/workers/loopback.js"
 import { releasedLine } from "../../src/cli/commands/workers/release.js"
 import { pastRevocation } from "../../src/app/runs/Candidates.js"
-import { lastSeenOf, pastRevocations, pastRevocationsLine, servedLines, usedOfCapacity, type ServedStatus } from "../../src/cli/commands/workers/status.js"
+import { lastSeenOf, ownerNow, pastRevocations, pastRevocationsLine, servedLines, usedOfCapacity, type ServedStatus } from "../../src/cli/commands/workers/status.js"
 
 describe("svc workers invite", () => {
   it.each([
@@ -93,6 +93,14 @@ describe("svc workers status", () => {
     expect(pastRevocation(now - day + 1, 0, now)).toBe(false)
     // From an owner that does not say when: shown.
     expect(pastRevocations([{ revoked: true, used: 0 }], now)).toBe(0)
+    // Judged by the owner's time as it answered (ahead of this machine's clock after a step back it absorbed), not the CLI's.
+    const ownerAhead = now + 10 * 60_000
+    expect(ownerNow({ workers: [], now: new Date(ownerAhead).toISOString() }, now)).toBe(ownerAhead)
+    expect(pastRevocations([revoked(now - day + 60_000)], ownerNow({ now: new Date(ownerAhead).toISOString() }, now))).toBe(1)
+    // An owner from before it said, or no answer: this command's own.
+    expect(ownerNow({ workers: [] }, now)).toBe(now)
+    expect(ownerNow({ now: "not a time" }, now)).toBe(now)
+    expect(ownerNow(undefined, now)).toBe(now)
     expect(pastRevocationsLine(1)).toBe("1 identity revoked more than a day ago, holding no slot, not shown: svc workers status --all lists them, svc audit says when and by whom")
     expect(pastRevocationsLine(3)).toMatch(/^3 identities revoked/)
   })

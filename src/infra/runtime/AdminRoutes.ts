@@ -5,6 +5,7 @@
  */
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
@@ -129,7 +130,14 @@ export const adminRoutes = (
     {
       method: "GET",
       path: "/workers",
-      handle: () => answer(Effect.flatMap(Owner, (o) => Effect.zipWith(o.status, o.pendingInvites, (workers, invites) => ({ workers, invites }))))
+      // With the owner's time: the CLI judges the workers' times (a revocation a day ago) by it, not
+      // by its own clock, which differs from the runtime's after a step back (SteadyClock.ts).
+      handle: () =>
+        answer(
+          Effect.flatMap(Owner, (o) =>
+            Effect.map(Effect.all({ workers: o.status, invites: o.pendingInvites, now: Clock.currentTimeMillis }), ({ now, ...rest }) => ({ ...rest, now: new Date(now).toISOString() }))
+          )
+        )
     },
     {
       method: "GET",

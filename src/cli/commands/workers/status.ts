@@ -117,6 +117,16 @@ export const pastRevocations = (workers: ReadonlyArray<RevocationSeen>, now: num
 export const pastRevocationsLine = (n: number): string =>
   `${n} ${n === 1 ? "identity" : "identities"} revoked more than a day ago, holding no slot, not shown: svc workers status --all lists them, svc audit says when and by whom`
 
+/**
+ * The time the workers' times are judged by: the owner's, as it answered (its clock goes on from
+ * where it was after a step back of the machine's, SteadyClock.ts); this command's own from an
+ * owner before it said.
+ */
+export const ownerNow = (answer: Record<string, unknown> | undefined, own: number): number => {
+  const said = typeof answer?.["now"] === "string" ? Date.parse(answer["now"]) : Number.NaN
+  return Number.isFinite(said) ? said : own
+}
+
 /** Whether an owner has run in `home`: its journal is there, and was written to. */
 const hasJournal = (home: string): boolean => existsSync(storePath(home)) && !neverWritten(storePath(home))
 
@@ -162,7 +172,7 @@ export const status = Command.make("status", { json, all }, ({ json, all }) =>
           : "workers linked to this owner:"
       )
       if (workers.length > 0) {
-        const now = Date.now()
+        const now = ownerNow(running._tag === "Right" ? running.right : undefined, Date.now())
         const past = all ? 0 : pastRevocations(workers, now)
         const shown = past === 0 ? workers : workers.filter((w) => !pastCounting(w, now))
         if (shown.length > 0) {
