@@ -78,7 +78,8 @@ export const auditPlacements = Effect.gen(function* () {
  * another form (an earlier svc kept other fields) cannot be compared, and is reported so, not
  * as a divergence. Bumped whenever `canonicalState` changes shape or content. 5: a reported
  * attempt keeps whether its job succeeded (`ok`; a run stopped before its report came said
- * nothing of it); 4: a run's
+ * nothing of it), and a run's decision key holds its exclusions' texts (Runs.ts, `placementKey`);
+ * 4: a run's
  * explanation names a worker with its id when another candidate has the same name (fifteenth
  * session); 3: settled runs are kept in
  * two generations and then forgotten (docs/runs.md, "Runs kept in memory"); 2: a run's placement

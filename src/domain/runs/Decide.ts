@@ -246,7 +246,7 @@ export const callingBack = (candidates: ReadonlyArray<Candidate>, verdicts: Read
 /**
  * Places a pending run. A placed decision assigns the next attempt to its host; on the owner
  * it starts at once. A blocked or waiting decision equal to the last recorded one (same
- * outcome, same exclusion codes for the same candidates) is not recorded again.
+ * outcome, the same exclusions for the same candidates: `placementKey`) is not recorded again.
  */
 export const decidePlacement = (c: PlacementInputs, runs: RunsState): RunDecision | RunRejection => {
   const found = findRun(runs, c.runId)

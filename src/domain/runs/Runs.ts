@@ -317,15 +317,20 @@ export const evolveRuns = (state: RunsState, envelope: Envelope): RunsState => {
 
 /**
  * The identity of a decision for "has anything changed since the last one recorded": outcome,
- * host and every candidate's exclusion codes, hashed to 104 bits (kept with every run, so its
- * size must not grow with the fleet: the text itself is about 25 bytes per candidate). Two
+ * host and every candidate's exclusions, hashed to 104 bits (kept with every run, so its size
+ * must not grow with the fleet). An eligibility exclusion by its code and text: a worker whose
+ * labels were swapped lacks another label under the same code, and a key of codes alone kept the
+ * run saying it lacked the one it now has (fleet audit); no text holds a time that moves on its
+ * own. A capacity exclusion by its code, capacity and what was requested, not by how many are in
+ * use: a full host's use moves with other work (3 of 2 in use, then 2 of 2) without making the
+ * decision another one, while a capacity changed is a change of the host's settings. Two
  * different decisions of one run hashing alike (odds about 2^-104) would leave the newer one
  * unjournaled until the decision changes again.
  */
 export const placementKey = (o: {
   readonly outcome: string
   readonly host: string | null
-  readonly verdicts: ReadonlyArray<{ readonly candidate: string; readonly exclusions: ReadonlyArray<{ readonly code: string }> }>
+  readonly verdicts: ReadonlyArray<{ readonly candidate: string; readonly exclusions: ReadonlyArray<KeyedExclusion> }>
 }): string => {
   const v = o.verdicts
   return placementKeyOf(o.outcome, o.host, {
@@ -337,11 +342,14 @@ export const placementKey = (o: {
 }
 
 /** What keying a decision reads of its verdicts. */
-type VerdictCodes = Pick<VerdictTable, "size" | "candidate" | "exclusionCount"> & { exclusion(i: number, j: number): { readonly code: string } }
+type VerdictCodes = Pick<VerdictTable, "size" | "candidate" | "exclusionCount"> & { exclusion(i: number, j: number): KeyedExclusion }
+
+/** What keying reads of an exclusion: a capacity one has `capacity` and `requested` (and `used`, not keyed). */
+type KeyedExclusion = { readonly code: string; readonly text: string; readonly capacity?: number; readonly requested?: number; readonly used?: number }
 
 /** `placementKey` of an outcome whose verdicts are read from `t` (a `VerdictTable`). */
 export const placementKeyOf = (outcome: string, host: string | null, t: VerdictCodes): string => {
-  // The text `outcome|host|candidate:code,code;candidate:...`, fed to the hash piece by piece
+  // The text `outcome|host|candidate:code=text,code/capacity/requested;candidate:...`, fed to the hash piece by piece
   // instead of being built: a decision over many hosts made a hundred strings and their join.
   const h = new Cyrb53x2()
   h.add(outcome)
@@ -355,7 +363,17 @@ export const placementKeyOf = (outcome: string, host: string | null, t: VerdictC
     const n = t.exclusionCount(i)
     for (let j = 0; j < n; j++) {
       if (j > 0) h.add(",")
-      h.add(t.exclusion(i, j).code)
+      const e = t.exclusion(i, j)
+      h.add(e.code)
+      if (e.capacity === undefined) {
+        h.add("=")
+        h.add(e.text)
+      } else {
+        h.add("/")
+        h.add(String(e.capacity))
+        h.add("/")
+        h.add(String(e.requested))
+      }
     }
   }
   return h.hex()

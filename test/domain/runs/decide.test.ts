@@ -391,12 +391,28 @@ describe("decidePlacement", () => {
       exclusions: [{ layer: "capacity", code: "no-physical-slot", text: "slots: 2 of 2 in use", requested: 1, used: 2, capacity: 2 }],
       score: null
     })
-    // Still full (the numbers may differ, the codes do not): nothing.
+    // Still full (how many are in use may differ, moving with other work): nothing.
     expect(events(full(3)(s))).toEqual([])
+    // Full at another capacity (its settings changed): recorded, with the numbers of now.
+    const fewer = events(place("r1", [ownerHost(), worker("w1", { slots: { capacity: 1, used: 1 } })], 2_000)(s))[0] as PlacementDecided
+    expect(fewer.verdicts[1]!.exclusions[0]).toMatchObject({ code: "no-physical-slot", text: "slots: 1 of 1 in use" })
     // Blocked now (the worker lapsed): recorded.
     expect(events(place("r1", [ownerHost(), worker("w1", { advertisementAlive: false })])(s))[0]).toMatchObject({ outcome: "blocked" })
     // Room: placed, attempt 1.
     expect(events(full(1)(s))[0]).toMatchObject({ outcome: "placed", host: "w1", attempt: 1 })
+  })
+
+  it("a blocked decision whose reasons changed under the same codes is recorded again (a worker's labels swapped: it kept saying the worker lacked the label it now had)", () => {
+    const BOTH = job("both", { requiredLabels: ["gpu=true", "zone=lab"] })
+    const labelled = (labels: ReadonlyArray<string>) => place("r1", [ownerHost(), worker("w1", { labels, artifacts: [{ address: BOTH.address, digest: BOTH.digest }] })])
+    const s = given(submit("r1", BOTH), labelled(["gpu=true"]))
+    expect(runOf(s, "r1").placement!.explanation).toContain("lacks label zone=lab")
+    const swapped = events(labelled(["zone=lab"])(s))[0] as PlacementDecided
+    expect(swapped).toMatchObject({ outcome: "blocked" })
+    expect(swapped.verdicts[1]!.exclusions.map((x) => x.text)).toEqual(["lacks label gpu=true"])
+    expect(runOf(after(s, labelled(["zone=lab"])), "r1").placement!.explanation).toContain("lacks label gpu=true")
+    // The same reasons again: nothing.
+    expect(events(labelled(["gpu=true"])(s))).toEqual([])
   })
 
   it("a job that is not remote-eligible stays on the owner, waiting when the owner is full", () => {
