@@ -16,27 +16,38 @@ import type { OwnerState } from "../../domain/journal/OwnerState.js"
 
 export const makeScheduler = (state: Effect.Effect<OwnerState>) =>
   Effect.gen(function* () {
-    const wake = yield* Queue.sliding<void>(1)
+    /**
+     * What the scheduler's fiber is asked to do is kept in `asked` (a round) and `hinted` (a
+     * deadline); the bell only wakes the fiber to look at them. Two queues, one per kind, raced
+     * against each other, lost one's item whenever both had one (a race interrupts its loser after
+     * its take has completed): a round asked for as a deadline was hinted (a run submitted as a
+     * worker advertised) was dropped, and waited for the next deadline, up to 15 s.
+     */
+    let asked = false
+    const bell = yield* Queue.sliding<void>(1)
+    const ask = Effect.suspend(() => {
+      asked = true
+      return Effect.asVoid(Queue.offer(bell, undefined))
+    })
     /**
      * A deadline learned without a round (an attempt placed in its submission's commit): the
      * scheduler's sleep is shortened to it, no round is run now. Earlier than the true deadline
      * is harmless (that round finds nothing due and computes the next one).
      */
     let hinted: number | null = null
-    const rewake = yield* Queue.sliding<void>(1)
     const hint = (at: number) =>
       Effect.suspend(() => {
         hinted = hinted === null ? at : Math.min(hinted, at)
-        return Effect.asVoid(Queue.offer(rewake, undefined))
+        return Effect.asVoid(Queue.offer(bell, undefined))
       })
     /**
      * Asks the scheduler for a round. A round only looks at open runs, so with none there is
      * nothing for it to do: a worker coming back from silence (its first refresh after 15 s)
      * then costs no round, which matters when thousands of them come back at once.
      */
-    const kick = Effect.flatMap(state, (s) => (HashMap.size(s.runs.open) === 0 ? Effect.void : Effect.asVoid(Queue.offer(wake, undefined))))
+    const kick = Effect.flatMap(state, (s) => (HashMap.size(s.runs.open) === 0 ? Effect.void : ask))
     /** A round only when a run waits to be placed. */
-    const kickToPlace = Effect.flatMap(state, (s) => (HashMap.size(s.runs.pending) === 0 ? Effect.void : Effect.asVoid(Queue.offer(wake, undefined))))
+    const kickToPlace = Effect.flatMap(state, (s) => (HashMap.size(s.runs.pending) === 0 ? Effect.void : ask))
     /**
      * Completed when the scheduler's next round is done, for a report that claims the next: the
      * run waiting for the slot it freed is placed by that round. Made only when asked for.
@@ -46,7 +57,7 @@ export const makeScheduler = (state: Effect.Effect<OwnerState>) =>
       if (roundDone === undefined) roundDone = Deferred.unsafeMake<void>(FiberId.none)
       const d = roundDone
       // A round is asked for: the one the report's commit asked for may have run already.
-      return Effect.zipRight(Queue.offer(wake, undefined), Deferred.await(d))
+      return Effect.zipRight(ask, Deferred.await(d))
     })
     /** Those waiting when a round starts are answered when it ends: a round already under way may not see their change. */
     const roundOf = <A, E>(round: Effect.Effect<A, E>) =>
@@ -71,10 +82,16 @@ export const makeScheduler = (state: Effect.Effect<OwnerState>) =>
                 deadline = deadline === null ? hinted : Math.min(deadline, hinted)
                 hinted = null
               }
+              if (asked) {
+                asked = false
+                break
+              }
               const now = yield* Clock.currentTimeMillis
-              const timer = deadline === null ? Effect.never : Effect.as(Effect.sleep(Duration.millis(Math.max(0, deadline - now))), "round" as const)
-              const woke = yield* Effect.raceFirst(Effect.as(Queue.take(wake), "round" as const), Effect.raceFirst(Effect.as(Queue.take(rewake), "hint" as const), timer))
-              if (woke === "round") break
+              if (deadline !== null && now >= deadline) break
+              // Woken by the bell or the deadline, it looks again (a bell lost to the timer's
+              // win loses nothing: what it rang for is in the flags).
+              const timer = deadline === null ? Effect.never : Effect.sleep(Duration.millis(deadline - now))
+              yield* Effect.raceFirst(Queue.take(bell), timer)
             }
             return yield* roundOf(
               tick.pipe(Effect.catchAllCause((cause) => Effect.zipRight(Effect.logError("the run scheduler failed a round", cause), Effect.map(Clock.currentTimeMillis, (t) => t + 1000))))
