@@ -18,7 +18,7 @@ import type { Quotas, Silence } from "../../domain/placement/Placement.js"
 import * as RunDecide from "../../domain/runs/Decide.js"
 import type { RunRecord } from "../../domain/runs/Runs.js"
 import { depthProblem, idempotencyKeyProblem, inputSecretProblem, preferenceProblem } from "../../domain/runs/Values.js"
-import { silenceOf } from "../../domain/workers/DisplayState.js"
+import { offerCurrent, silenceOf } from "../../domain/workers/DisplayState.js"
 import type { WorkerRecord } from "../../domain/workers/Registry.js"
 import { base62FromBytes } from "../../domain/workers/Secrets.js"
 import type { AnyDecision, AnyRejection } from "../journal/Projections.js"
@@ -196,7 +196,11 @@ export const makePlacements = ({
       : Effect.succeed(false)
 
   const silenceOfWorker = (w: WorkerRecord): Silence | undefined => silenceOf(w, freshness.get(w.id))
-  const { candidatesFor } = makeCandidates(host, workerAlive, (id) => freshness.get(id)?.busy ?? 0, silenceOfWorker)
+  // A worker is judged by its journaled advertisement once the process that runs now has made
+  // it: after a hello, not before the session's first advertisement (its last one was its previous
+  // process's), though the worker is alive for everything else (its attempts do not lapse).
+  const placeable = (w: WorkerRecord, now: number) => workerAlive(w, now) && offerCurrent(freshness.get(w.id), now)
+  const { candidatesFor } = makeCandidates(host, placeable, (id) => freshness.get(id)?.busy ?? 0, silenceOfWorker)
   const feasibility = makeFeasibilityCache()
 
   /**

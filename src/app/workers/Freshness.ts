@@ -19,7 +19,10 @@ export interface FreshnessService {
   readonly touch: (workerId: string, now: number, advertised: boolean, busy?: number) => void
   /** Whether any worker has called since this owner started. */
   readonly heardAny: () => boolean
-  /** A hello arrived: a new session, live from now. */
+  /**
+   * A hello arrived: a new session, live from now; what it offers is known again at its first
+   * advertisement (`awaitingOffer` until then: its last one was the previous process's).
+   */
   readonly begin: (workerId: string, now: number) => void
   /** Whether `busy` is fewer slots than the worker said other work held before: room may have freed up. */
   readonly busyFell: (workerId: string, busy: number) => boolean
@@ -80,7 +83,18 @@ export const noteAwake = (freshness: FreshnessService, now: number, beat = false
 export class Freshness extends Context.Tag("svc/Freshness")<Freshness, FreshnessService>() {}
 
 export const make = (): FreshnessService => {
-  type Seen = { lastSeenAt: number | null; lastAdvertisedAt: number | null; busy: number; sessionEnded?: boolean; leaving?: boolean; heardAt: number | null; advertisementHeardAt: number | null; declined?: boolean; heldAtEnd?: number }
+  type Seen = {
+    lastSeenAt: number | null
+    lastAdvertisedAt: number | null
+    busy: number
+    sessionEnded?: boolean
+    leaving?: boolean
+    heardAt: number | null
+    advertisementHeardAt: number | null
+    declined?: boolean
+    heldAtEnd?: number
+    awaitingOffer?: boolean
+  }
   const seen = new Map<string, Seen>()
   const fresh = (): Seen => ({ lastSeenAt: null, lastAdvertisedAt: null, busy: 0, heardAt: null, advertisementHeardAt: null })
   /** The owner's own pauses, by the middle of their gap. */
@@ -95,6 +109,7 @@ export const make = (): FreshnessService => {
       if (advertised) {
         f.lastAdvertisedAt = f.advertisementHeardAt = now
         f.declined = false
+        f.awaitingOffer = false
       }
       if (busy !== undefined) f.busy = busy
       seen.set(id, f)
@@ -105,6 +120,7 @@ export const make = (): FreshnessService => {
       f.sessionEnded = false
       f.leaving = false
       f.heldAtEnd = 0
+      f.awaitingOffer = true
       seen.set(id, f)
     },
     busyFell: (id, busy) => busy < (seen.get(id)?.busy ?? 0),

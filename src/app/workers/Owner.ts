@@ -18,7 +18,7 @@ import type { Envelope, WorkerJoined } from "../../domain/journal/Events.js"
 import type { OwnerState } from "../../domain/journal/OwnerState.js"
 import { leftActor } from "../../domain/workers/Audit.js"
 import * as Decide from "../../domain/workers/Decide.js"
-import { ADVERTISEMENT_REFRESH_MS, advertisementAlive } from "../../domain/workers/DisplayState.js"
+import { ADVERTISEMENT_REFRESH_MS, offerCurrent } from "../../domain/workers/DisplayState.js"
 import type { Registry, WorkerRecord } from "../../domain/workers/Registry.js"
 import { base62FromBytes, credentialProblem, CREDENTIAL_PREFIX, makeCredential, parseJoinToken } from "../../domain/workers/Secrets.js"
 import { Hashing } from "../journal/Hashing.js"
@@ -235,7 +235,10 @@ export const make = Effect.gen(function* () {
   const busyOf = (request: Advertise | Claim) => request.busy ?? 0
 
   const advertise = (worker: WorkerRecord, now: number, request: Advertise, newCredential: Ack["newCredential"]) => {
-    const wasAlive = advertisementAlive(freshness.get(worker.id), now)
+    const seen = freshness.get(worker.id)
+    // Alive, and by the process that runs now: the first advertisement after a hello counts as a
+    // worker back, whether or not it changed what the journal holds.
+    const wasAlive = offerCurrent(seen, now)
     const freed = freshness.busyFell(worker.id, busyOf(request))
     const declined = freshness.declinedSince(worker.id)
     const offer = offerOf(worker, request, now)
@@ -319,13 +322,14 @@ export const make = Effect.gen(function* () {
     })
 
   /**
-   * An advertisement that changes nothing, from a worker whose advertisement is alive and which
-   * is owed no credential, whose other work did not give slots back and which declined nothing
+   * An advertisement that changes nothing, from a worker whose advertisement is alive and was made
+   * by the process that runs now (not the first after a hello: `advertise` asks for a round then),
+   * which is owed no credential, whose other work did not give slots back and which declined nothing
    * since it last advertised (either may let a waiting run be placed: `advertise` asks for a
    * round): the common refresh, answered from the state without recording.
    */
   const unchangedRefresh = (s: OwnerState, { worker, presentedHash, now }: Authenticated, request: Advertise): Ack | undefined => {
-    if (handOverDue(worker, presentedHash, now) || !advertisementAlive(freshness.get(worker.id), now) || freshness.busyFell(worker.id, busyOf(request)) || freshness.declinedSince(worker.id)) return undefined
+    if (handOverDue(worker, presentedHash, now) || !offerCurrent(freshness.get(worker.id), now) || freshness.busyFell(worker.id, busyOf(request)) || freshness.declinedSince(worker.id)) return undefined
     const decision = Decide.decideAdvertise(offerOf(worker, request, now), s.registry)
     if (decision._tag !== "Decided" || decision.events.length > 0) return undefined
     touch(worker.id, now, true, busyOf(request))

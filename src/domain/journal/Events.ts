@@ -194,7 +194,7 @@ const PlacementCandidate = Schema.Struct({
   revoked: Schema.Boolean,
   advertisementAlive: Schema.Boolean,
   /** Why it is not alive, when known (a decision recorded before this field has none: "it lapsed"). */
-  silence: Schema.optionalWith(Schema.Literal("ended", "unheard", "never"), { exact: true }),
+  silence: Schema.optionalWith(Schema.Literal("ended", "unheard", "never", "hello"), { exact: true }),
   scope: Schema.Array(Schema.String),
   labels: Schema.Array(Schema.String),
   capabilities: Schema.Array(Schema.String),
@@ -361,7 +361,7 @@ export const CURRENT_VERSION: { readonly [K in EventType]: number } = {
   SessionStarted: 1,
   WorkerAdvertised: 2,
   RunSubmitted: 2,
-  PlacementDecided: 4,
+  PlacementDecided: 5,
   AttemptStarted: 1,
   AttemptDeclined: 1,
   AttemptReported: 1,

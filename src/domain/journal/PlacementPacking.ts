@@ -83,8 +83,9 @@ const table = <A extends object>() => {
   }
 }
 /** A candidate's flags: 1 owner, 2 revoked, 4 advertisement alive, then why it is not (Candidate.silence). */
-const SILENCE_BITS: Readonly<Record<Silence, number>> = { ended: 8, unheard: 16, never: 32 }
-const silenceOf = (flags: number): Silence | undefined => ((flags & 8) !== 0 ? "ended" : (flags & 16) !== 0 ? "unheard" : (flags & 32) !== 0 ? "never" : undefined)
+const SILENCE_BITS: Readonly<Record<Silence, number>> = { ended: 8, unheard: 16, never: 32, hello: 64 }
+const silenceOf = (flags: number): Silence | undefined =>
+  (flags & 8) !== 0 ? "ended" : (flags & 16) !== 0 ? "unheard" : (flags & 32) !== 0 ? "never" : (flags & 64) !== 0 ? "hello" : undefined
 
 const listTables = table<ReadonlyArray<string>>()
 const artifactTables = table<Candidate["artifacts"]>()

@@ -50,7 +50,9 @@ const PACKED: { readonly [K in EventType]?: { readonly since: number; readonly p
   // reader refuses a version newer than it knows). A v2 payload reads as v3 with no silence.
   // v4, the same layout again, may carry the placement rules' revision in its activity (`rules`):
   // a v3 reader would drop it and audit a decision by revision 2 as one by revision 1. A v2 or
-  // v3 payload reads as v4 without it (revision 1).
+  // v3 payload reads as v4 without it (revision 1). v5, the same layout, may carry the silence
+  // `hello` (flag 64: a worker that said hello and has not advertised since), which a v4 reader
+  // would read as a lapse; a v4 payload reads as v5 as it is.
   PlacementDecided: { since: 2, pack: packPlacement, unpack: unpackPlacement }
 }
 

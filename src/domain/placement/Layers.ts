@@ -37,6 +37,7 @@ export class Layer1 {
   private ended: Exclusion | undefined = undefined
   private unheard: Exclusion | undefined = undefined
   private never: Exclusion | undefined = undefined
+  private hello: Exclusion | undefined = undefined
   private notRemote: Exclusion | undefined = undefined
   private outOfScope: Exclusion | undefined = undefined
   private notHeld: Exclusion | undefined = undefined
@@ -99,6 +100,8 @@ export class Layer1 {
         return (this.unheard ??= x("advertisement-expired", "no advertisement from it since the owner started"))
       case "never":
         return (this.never ??= x("advertisement-expired", "it has not advertised yet"))
+      case "hello":
+        return (this.hello ??= x("advertisement-expired", "its svc serve started again (it said hello) and has not advertised since: what it offers now is not known yet"))
       default:
         return (this.expired ??= x("advertisement-expired", "its advertisement expired (no refresh for 15 s)"))
     }
@@ -114,8 +117,9 @@ export class Layer1 {
     const expired = isExpired(c)
     const declined = this.isDeclined(c.id)
     if (!expired && !declined) return fixed
-    // Nothing advertised: what it lacks (jobs, executors, labels) is only that, said once.
-    if (expired && c.silence === "never") return [this.expiry(c)]
+    // Nothing advertised (or nothing by the process that runs now: its last advertisement was
+    // its previous process's): what it lacks (jobs, executors, labels) is only that, said once.
+    if (expired && (c.silence === "never" || c.silence === "hello")) return [this.expiry(c)]
     const out: Array<Exclusion> = []
     if (expired) out.push(this.expiry(c))
     for (const e of fixed) out.push(e)

@@ -41,7 +41,7 @@ export type Exclusion =
       readonly capacity: number
     }
 
-export type Silence = "ended" | "unheard" | "never"
+export type Silence = "ended" | "unheard" | "never" | "hello"
 
 /** What a host offers, as the owner sees it when placing (the owner itself is one). */
 export interface Candidate {
@@ -54,7 +54,9 @@ export interface Candidate {
   /**
    * Why a worker's advertisement is not alive, when the owner knows better than "it lapsed":
    * `ended`, its svc serve said bye; `unheard`, nothing from it since the owner started;
-   * `never`, it never advertised. Absent: it lapsed (or a decision recorded before this field).
+   * `never`, it never advertised; `hello`, its svc serve started a new session (said hello) and
+   * has not advertised in it yet, so what it offers now is not known (its last advertisement was
+   * its previous process's). Absent: it lapsed (or a decision recorded before this field).
    */
   readonly silence?: Silence
   /** `BAG:JOB@VERSION` the host may claim; empty: every job. */

@@ -229,14 +229,14 @@ export interface PlacementInputs {
 }
 
 /**
- * Whether a worker may soon take the run: nothing heard from it since the owner started, and
- * its last advertisement excludes it for nothing else. Placing nothing now would record the run
+ * Whether a worker may soon take the run: nothing heard from it since the owner started, or only
+ * its hello (its advertisement follows), and its last advertisement excludes it for nothing else. Placing nothing now would record the run
  * blocked (or waiting) only because the owner has not heard from its workers yet.
  */
 export const callingBack = (candidates: ReadonlyArray<Candidate>, verdicts: ReadonlyArray<CandidateVerdict>): boolean => {
   for (let i = 0; i < candidates.length; i++) {
     const c = candidates[i]!
-    if (c.silence !== "unheard" || c.revoked) continue
+    if ((c.silence !== "unheard" && c.silence !== "hello") || c.revoked) continue
     const exclusions = verdicts[i]?.exclusions ?? []
     if (exclusions.length === 1 && exclusions[0]!.code === "advertisement-expired") return true
   }

@@ -33,6 +33,13 @@ export interface Freshness {
    */
   readonly heardAt?: number | null
   readonly advertisementHeardAt?: number | null
+  /**
+   * It said hello (a new session: its svc serve started again, or the owner did) and has not
+   * advertised since: its last advertisement, the journal's, was its previous process's, whose
+   * labels, capacity and bags the process now running may no longer have. Placement waits for
+   * the session's own (fleet audit: a label removed was honoured, one added denied).
+   */
+  readonly awaitingOffer?: boolean
 }
 
 /** When the worker was last heard from, for showing (not for judging a lapse). */
@@ -50,8 +57,15 @@ export const advertisementAlive = (f: Freshness | undefined, now: number): boole
 export const silenceOf = (w: WorkerRecord, f: Freshness | undefined): Silence | undefined => {
   if (w.advertisement === null) return "never"
   if (f?.sessionEnded === true) return "ended"
+  if (f?.awaitingOffer === true) return "hello"
   return f === undefined || f.lastAdvertisedAt === null ? "unheard" : undefined
 }
+
+/**
+ * Whether placement may judge a worker by its journaled advertisement: alive, and made by the
+ * process that runs now (not awaiting its session's first advertisement, `silenceOf` "hello").
+ */
+export const offerCurrent = (f: Freshness | undefined, now: number): boolean => advertisementAlive(f, now) && f!.awaitingOffer !== true
 
 /**
  * How many of this owner's attempts on a worker (`ours`) wait there for a slot, when they and
@@ -81,6 +95,11 @@ export const displayState = (w: WorkerRecord, f: Freshness | undefined, used: nu
     const heard = heardAt(f)
     const ago = heard === null ? "" : ` ${Math.round((now - heard) / 1000)} s ago`
     return { state: "Offline", reason: `its svc serve stopped cleanly${ago} (it said so): back when it says hello again` }
+  }
+  if (silence === "hello") {
+    const heard = heardAt(f)
+    const ago = heard === null ? "" : ` ${Math.round((now - heard) / 1000)} s ago`
+    return { state: "Offline", reason: `its svc serve said hello${ago} and has not advertised since` }
   }
   const offer = w.advertisement
   if (silence === "unheard" || offer === null || f === undefined || f.lastAdvertisedAt === null) {

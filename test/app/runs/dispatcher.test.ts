@@ -998,6 +998,9 @@ describe("on a worker", () => {
       expect(welcome.fence).toBeGreaterThan(w.fence)
       const run = yield* submit(GPU)
       expect(refusal(yield* stale.await.pipe(Effect.flatten))).toBe("fenced")
+      // Placed once the new session has said what it offers.
+      yield* advertise({ ...w, fence: welcome.fence })
+      yield* placedOn(run.id, 1)
       expect(attempt(yield* show(run.id), 1)).toMatchObject({ state: "assigned" })
       const work = ok(yield* claimNow({ ...w, fence: welcome.fence }), "work")
       expect(work.attempt).toBe(`${run.id}.1`)
@@ -1521,13 +1524,23 @@ describe("an owner's restart", () => {
 describe("a worker's restart", () => {
   it.effect("a hello listing nothing supersedes its running attempts, frees their slots, and the run is placed again", () =>
     Effect.gen(function* () {
+      // Past the owner's own restart grace (within it, a run a worker may soon take is left undecided).
+      yield* TestClock.adjust("16 seconds")
       const w = yield* linked("lab-1")
       yield* advertise(w)
       const { runId, id } = yield* runningOn(w)
       const welcome = ok(yield* call(w.credential, { kind: "hello", protocol: 1, running: [] }), "welcome")
       expect(welcome.stop).toEqual([])
+      // Not placed on it by what its previous process advertised: its labels, capacity and bags
+      // may have changed with the restart (fleet audit).
+      yield* quiet
+      const waiting = yield* show(runId)
+      expect(waiting).toMatchObject({ state: "pending", attempts: 1 })
+      expect(attempt(waiting, 1)).toMatchObject({ state: "ceased", holdsSlot: false, reason: "its worker restarted without it" })
+      expect(waiting.explanation).toContain("its svc serve started again (it said hello) and has not advertised since: what it offers now is not known yet")
+      // Its first advertisement, the same as before (nothing new journaled), places it there.
+      yield* advertise({ ...w, fence: welcome.fence })
       const again = yield* placedOn(runId, 2)
-      expect(attempt(again, 1)).toMatchObject({ state: "ceased", holdsSlot: false, reason: "its worker restarted without it" })
       expect(attempt(again, 2)).toMatchObject({ host: w.workerId, state: "assigned" })
       const late = yield* call(w.credential, { kind: "report", fence: welcome.fence, attempt: id, outcome: { ok: true, result: { text: "hi", length: 2 } } })
       expect(refusal(late)).toBe("superseded")

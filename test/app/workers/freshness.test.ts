@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest"
 import * as Effect from "effect/Effect"
 import { make, noteAwake, OWNER_BEAT_MS, OWNER_PAUSE_MS } from "../../../src/app/workers/Freshness.js"
 import { capturingLogs } from "../../support/logs.js"
-import { ADVERTISEMENT_LIFETIME_MS, advertisementAlive, heardAt } from "../../../src/domain/workers/DisplayState.js"
+import { ADVERTISEMENT_LIFETIME_MS, advertisementAlive, heardAt, offerCurrent } from "../../../src/domain/workers/DisplayState.js"
 
 /** A beat every second from `from` to `to`, as the owner's runs while it is not paused. */
 const beatThrough = (f: ReturnType<typeof make>, from: number, to: number) => {
@@ -98,5 +98,21 @@ describe("the owner's pause, in its log", () => {
     expect(logged(owner, 32_000)).toEqual([
       "WARN this owner did not run for 21 s (its process was stopped, the machine suspended or overloaded, or its clock stepped forward): its workers' silence in that time is not held against them"
     ])
+  })
+})
+
+describe("a new session", () => {
+  it("awaits its first advertisement: alive from its hello, judged by what it offers only once it has advertised (its last advertisement was its previous process's)", () => {
+    const f = make()
+    f.touch("w1", 1_000, true)
+    expect(offerCurrent(f.get("w1"), 2_000)).toBe(true)
+    f.begin("w1", 3_000)
+    expect(advertisementAlive(f.get("w1"), 3_500)).toBe(true)
+    expect(offerCurrent(f.get("w1"), 3_500)).toBe(false)
+    // A call that does not advertise does not end the wait.
+    f.touch("w1", 3_600, false)
+    expect(offerCurrent(f.get("w1"), 3_700)).toBe(false)
+    f.touch("w1", 3_800, true)
+    expect(offerCurrent(f.get("w1"), 3_900)).toBe(true)
   })
 })

@@ -53,7 +53,7 @@ const candidateArb: fc.Arbitrary<Candidate> = fc.record(
     revoked: fc.boolean(),
     advertisementAlive: fc.boolean(),
     // Present or absent: a decision recorded before the field has none.
-    silence: fc.constantFrom("ended" as const, "unheard" as const, "never" as const),
+    silence: fc.constantFrom("ended" as const, "unheard" as const, "never" as const, "hello" as const),
     scope: fc.subarray([JOB, "other:job@1"]),
     labels: fc.subarray(["pool=bench", "os=linux", "gpu=true"]),
     capabilities: fc.subarray(["node", "process"]),

@@ -62,6 +62,12 @@ describe("layer 1, eligibility", () => {
     expect(said({ silence: "unheard" })).toEqual([["advertisement-expired", "no advertisement from it since the owner started"]])
     // Nothing advertised yet: what it lacks follows from that, and is not listed.
     expect(said({ silence: "never", artifacts: [], capabilities: [], labels: [] })).toEqual([["advertisement-expired", "it has not advertised yet"]])
+    // A new session not yet advertised: what its last advertisement (its previous process's)
+    // lacks is not said either, nor what it has (fleet audit: "lacks label tpu=true" of a worker
+    // restarted with it).
+    expect(said({ silence: "hello", artifacts: [], labels: [] })).toEqual([
+      ["advertisement-expired", "its svc serve started again (it said hello) and has not advertised since: what it offers now is not known yet"]
+    ])
   })
 
   it("a job that is not remote-eligible: a worker is not also said not to hold it (it never advertises one), but was by revision 1 of the rules", () => {
@@ -251,7 +257,7 @@ const stepArb = fc.oneof(
       declinedBy: fc.subarray(["w1", "w2", "w3"]),
       alive: fc.array(fc.boolean(), { minLength: 4, maxLength: 4 }),
       // Why a silent one is silent: it said bye, it lapsed, nothing heard since the owner started, never advertised.
-      silence: fc.array(fc.constantFrom(undefined, "ended", "unheard", "never"), { minLength: 4, maxLength: 4 }),
+      silence: fc.array(fc.constantFrom(undefined, "ended", "unheard", "never", "hello"), { minLength: 4, maxLength: 4 }),
       used: fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 4, maxLength: 4 }),
       logicalFull: fc.boolean(),
       // As a dispatcher does: a host whose view did not change is the very same object again.

@@ -232,6 +232,8 @@ describe("decidePlacement", () => {
     expect(at(5_000, [ownerHost(), unheard])).toEqual({ _tag: "Decided", stream: "run-r1", expectedVersion: 1, events: [], awaitingWorkers: true })
     // Eligible but full elsewhere (it would be "waiting"): the same.
     expect(at(5_000, [ownerHost(), unheard, worker("w2", { slots: { capacity: 2, used: 2 } })])).toMatchObject({ events: [], awaitingWorkers: true })
+    // Called back with its hello, its advertisement on its way: the same.
+    expect(at(5_000, [ownerHost(), worker("w1", { advertisementAlive: false, silence: "hello" })])).toMatchObject({ events: [], awaitingWorkers: true })
     // Once the grace is over, or without one (an audit re-running the decision): blocked, saying why.
     for (const d of [at(15_000, [ownerHost(), unheard]), at(5_000, [ownerHost(), unheard], null)]) {
       expect(d).not.toHaveProperty("awaitingWorkers")

@@ -1,6 +1,6 @@
 /** Worker display states as the owner computes them at query time (docs/protocol.md, "Display states"). */
 import { describe, expect, it } from "vitest"
-import { displayState, silenceOf, waitingThere, type Freshness } from "../../../src/domain/workers/DisplayState.js"
+import { advertisementAlive, displayState, offerCurrent, silenceOf, waitingThere, type Freshness } from "../../../src/domain/workers/DisplayState.js"
 import type { WorkerRecord } from "../../../src/domain/workers/Registry.js"
 
 const worker: WorkerRecord = {
@@ -63,6 +63,17 @@ describe("a silent worker, told the same way by workers status and by a placemen
     expect(never.silence).toBe("never")
     expect(never.shown.state).toBe("Needs setup")
     expect(said(fresh(0))).toEqual({ silence: undefined, shown: { state: "Offline", reason: "last advertisement 19 s ago (expires after 15 s)" } })
+  })
+
+  it("said hello and has not advertised since: placement waits for it (its last advertisement was its previous process's); past its lapse, shown so", () => {
+    const hello: Freshness = { lastAdvertisedAt: 14_000, lastSeenAt: 19_000, busy: 0, awaitingOffer: true }
+    expect(silenceOf(worker, hello)).toBe("hello")
+    expect(advertisementAlive(hello, 20_000)).toBe(true)
+    expect(offerCurrent(hello, 20_000)).toBe(false)
+    expect(offerCurrent({ ...hello, awaitingOffer: false }, 20_000)).toBe(true)
+    expect(offerCurrent(undefined, 20_000)).toBe(false)
+    // Its previous advertisement lapsed, and none came in its new session.
+    expect(displayState(worker, { ...hello, lastAdvertisedAt: 1_000 }, 0, 20_000)).toEqual({ state: "Offline", reason: "its svc serve said hello 1 s ago and has not advertised since" })
   })
 
   it("says how long ago it was heard, not the time moved on past the owner's own pause (by which it is judged)", () => {

@@ -253,7 +253,7 @@ describe("SQLite journal", () => {
     }).pipe(Effect.provide(sqliteLayer(tempFile())))
   )
 
-  it.effect("stores a PlacementDecided packed (version 4) and reads it back as the event it was; versions 2 and 3, the same layout, read alike (without the rules' revision); a later one is refused", () =>
+  it.effect("stores a PlacementDecided packed (version 5) and reads it back as the event it was; versions 2 to 4, the same layout, read alike (before 4 without the rules' revision); a later one is refused", () =>
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const journal = yield* Journal
@@ -262,9 +262,10 @@ describe("SQLite journal", () => {
         name: `lab-${i}`,
         isOwner: false,
         revoked: i === 3,
-        advertisementAlive: i !== 4,
-        // Why it is not alive: the flags' silence bits, which made the layout's version 3.
-        ...(i === 4 ? { silence: "never" as const } : {}),
+        // Why it is not alive: the flags' silence bits, which made the layout's version 3 (and
+        // `hello`, version 5).
+        advertisementAlive: i !== 4 && i !== 5,
+        ...(i === 4 ? { silence: "never" as const } : i === 5 ? { silence: "hello" as const } : {}),
         scope: [],
         labels: ["os=linux", "pool=a"],
         capabilities: ["node"],
@@ -290,11 +291,15 @@ describe("SQLite journal", () => {
       })
       yield* journal.append({ stream: "run-r1", expectedVersion: 0, events: [event] })
       const [row] = yield* sql<{ schema_version: number; payload: string }>`SELECT schema_version, payload FROM events`
-      expect(row!.schema_version).toBe(4)
+      expect(row!.schema_version).toBe(5)
       expect(JSON.parse(row!.payload)).toHaveProperty("exclusions")
       expect(JSON.parse(row!.payload)).toHaveProperty("activity.rules", PLACEMENT_RULES)
       const [read] = yield* journal.read(0, 10)
       expect(read!.event).toEqual(event)
+      expect((read!.event as PlacementDecided).candidates[5]).toHaveProperty("silence", "hello")
+      // As version 4 wrote it (the same layout, no `hello` among its silences).
+      yield* sql`UPDATE events SET schema_version = 4`
+      expect((yield* journal.read(0, 10))[0]!.event).toEqual(event)
       // As the builds before version 4 wrote it (no rules' revision), and before version 3 (some
       // with the silence bits already): read as decisions by revision 1 of the rules.
       const { rules: _, ...unrevised } = activity
@@ -310,9 +315,9 @@ describe("SQLite journal", () => {
       const [edited] = yield* journal.read(0, 10)
       expect((edited!.event as PlacementDecided).activity).not.toHaveProperty("rules")
       // A reader refuses a version newer than it knows, rather than drop what it cannot read.
-      yield* sql`UPDATE events SET schema_version = 5`
+      yield* sql`UPDATE events SET schema_version = 6`
       const later = yield* Effect.either(journal.read(0, 10))
-      expect(Either.isLeft(later) && later.left.message).toContain("PlacementDecided version 5 is newer than this svc understands (at most 4)")
+      expect(Either.isLeft(later) && later.left.message).toContain("PlacementDecided version 6 is newer than this svc understands (at most 5)")
     }).pipe(Effect.provide(sqliteLayer(tempFile())))
   )
 
