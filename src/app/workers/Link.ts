@@ -170,7 +170,9 @@ export const runLink = (
   /** Whether this machine has left the owner (`svc workers leave` removed the link): its revocation is then no surprise. */
   left: Effect.Effect<boolean> = Effect.succeed(false),
   /** Where the session it holds is kept across a crash of this process (infra/workers/SessionMemory.ts); none: in memory only. */
-  sessions?: SessionMemory
+  sessions?: SessionMemory,
+  /** Completes when this machine's offer may have changed (`svc bag install|remove`): the next advertisement goes at once. */
+  offerChanged: Effect.Effect<void> = Effect.never
 ) =>
   Effect.scoped(Effect.gen(function* () {
     const set = (s: Partial<LinkStatus>) =>
@@ -346,7 +348,7 @@ export const runLink = (
                 })
                 if (work !== undefined && answer.kind === "ack") yield* work.stop(answer.stop)
                 yield* set({ lastAdvertisedAt: yield* Clock.currentTimeMillis, offer: o, running: work === undefined ? 0 : work.running().length, busy })
-                yield* Effect.sleep(ADVERTISE_EVERY)
+                yield* Effect.raceFirst(Effect.sleep(ADVERTISE_EVERY), offerChanged)
               }
             })
             if (work === undefined) return yield* advertising

@@ -10,6 +10,8 @@ import { checkBagWhole, installBag, removeBag, type TreeOutcome } from "../../ap
 import { dependentsOf, doctorAll, doctorBag, showBag, type DoctorReport, type Finding } from "../../app/bags/BagReport.js"
 import { BagStore, type BagStoreError } from "../../app/bags/BagStore.js"
 import { shortDigest } from "../../domain/bags/Digest.js"
+import { adminCall } from "../../infra/http/AdminApi.js"
+import { SvcHome } from "../../infra/SvcHome.js"
 import { exitQuietly, refused, usage } from "../CliFailure.js"
 import { json, printJson, printLines, table } from "../output.js"
 
@@ -68,11 +70,26 @@ const installJson = (o: TreeOutcome): InstallJson => ({
   notes: o.notes
 })
 
+/**
+ * Tells the runtime running for this home, if one does, that its bags changed (`POST
+ * /bags/changed`): an owner looks at its pending runs again (one it declined when the bag it pins
+ * was removed runs once it is back: nothing else asked for a round, fleet audit), and its links
+ * advertise at once. Best effort, 2 s at most: with none running, or one that does not answer, the
+ * runtime finds out by itself (its links' next advertisement within 4 s; the owner's next round).
+ */
+const tellRuntime = Effect.flatMap(SvcHome, (home) =>
+  Effect.promise(() => adminCall(home.path, "POST", "/bags/changed", {}, AbortSignal.timeout(2_000)).then(
+    () => undefined,
+    () => undefined
+  ))
+)
+
 const install = Command.make(
   "install",
   { dir: Args.directory({ name: "DIR", exists: "either" }).pipe(Args.withDescription("the bag's directory, holding bag.yaml")), json },
   ({ dir, json }) =>
     installBag(dir).pipe(
+      Effect.tap(() => tellRuntime),
       Effect.flatMap((outcome) =>
         json
           ? printJson(installJson(outcome))
@@ -150,6 +167,7 @@ const doctor = Command.make(
 
 const remove = Command.make("remove", { name: Args.text({ name: "NAME" }).pipe(Args.withDescription("an installed bag's name")), json }, ({ json, name }) =>
   removeBag(name).pipe(
+    Effect.tap(() => tellRuntime),
     Effect.flatMap((bag) =>
       Effect.gen(function* () {
         // What its removal leaves broken, said (best effort: the bag is removed either way).

@@ -70,6 +70,8 @@ export const adminRoutes = (
     readonly actor: string
     readonly links: () => Promise<ReadonlyArray<unknown>>
     readonly activeLinks: () => Promise<ReadonlyArray<string>>
+    /** `svc bag install|remove` changed this machine's bags: its links advertise at once (the owner's round is asked for here). */
+    readonly bagsChanged?: () => void
     /** The journal's file, named in a refusal the journal caused (a full disk: which disk). */
     readonly journalFile?: string
   }
@@ -151,6 +153,17 @@ export const adminRoutes = (
         )
     },
     { method: "GET", path: "/links", handle: async () => [200, { links: await options.links(), active: await options.activeLinks() }] as const },
+    {
+      // This machine's bags changed (`svc bag install|remove`): the owner looks at its pending runs
+      // again (one it declined for its bag removed may run now: nothing else asked for a round),
+      // and every link advertises what it holds now instead of within 4 s.
+      method: "POST",
+      path: "/bags/changed",
+      handle: () => {
+        options.bagsChanged?.()
+        return answer(Effect.as(Effect.flatMap(Dispatcher, (d) => d.kick), {}))
+      }
+    },
     {
       method: "POST",
       path: "/runs/submit",

@@ -12,6 +12,8 @@ import * as Cause from "effect/Cause"
 import * as Console from "effect/Console"
 import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
+import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
 import * as Duration from "effect/Duration"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -288,6 +290,15 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }, clock:
     // Calls still running (a claim's long poll) end with the runtime instead of holding the process.
     yield* Effect.addFinalizer(() => Effect.andThen(Effect.promise(handler.interruptAll), closeRoute))
 
+    // Completed, and made anew, when `svc bag install|remove` says this machine's bags changed
+    // (the admin socket's /bags/changed): every link advertises at once.
+    let bagsChanged = Deferred.unsafeMake<void>(FiberId.none)
+    const offerChanged = Effect.suspend(() => Deferred.await(bagsChanged))
+    const sayBagsChanged = () => {
+      const changed = bagsChanged
+      bagsChanged = Deferred.unsafeMake<void>(FiberId.none)
+      Deferred.unsafeDone(changed, Exit.void)
+    }
     // Worker side: one link per owner this machine works for; new links are picked up.
     const statuses = yield* Ref.make<ReadonlyMap<string, LinkStatus>>(new Map())
     const running = new Map<string, { readonly workerId: string; readonly url: string; readonly name: string; readonly fiber: Fiber.RuntimeFiber<unknown, unknown> }>()
@@ -360,7 +371,8 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }, clock:
           statuses,
           side,
           left,
-          sessionMemoryAt(options.home, key)
+          sessionMemoryAt(options.home, key),
+          offerChanged
         ).pipe(
           // The link logs its end itself (Link.ts), with the reason. Ended by the runtime's stop
           // with every other link at once (below), not one after the other by the scope.
@@ -392,7 +404,8 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }, clock:
       },
       // The links whose work may still run here: a link removed (svc workers leave) is out of it
       // once its work has stopped, which the CLI waits for before it tells the owner so.
-      activeLinks: async () => [...running.keys()]
+      activeLinks: async () => [...running.keys()],
+      bagsChanged: sayBagsChanged
     })
     const admin = yield* wrap("opening the admin socket", () => serveAdmin(options.home, routes))
     const socket = nodePath.join(options.home, "admin.sock")

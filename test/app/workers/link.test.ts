@@ -5,9 +5,11 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
 import * as Ref from "effect/Ref"
 import * as TestClock from "effect/TestClock"
 import { BYE_WITHIN, CredentialNotSaved, credentialTransport, runLink, Unreachable, type LinkStatus, type OwnerTransport } from "../../../src/app/workers/Link.js"
@@ -62,6 +64,25 @@ describe("the worker's link", () => {
       for (let i = 1; i < ads.length; i++) expect(ads[i]! - ads[i - 1]!).toBeLessThan(5_000)
       // The scope the owner gave it, from the welcome (empty: every job), for svc workers status on the worker.
       expect((yield* Ref.get(s.status)).get("k")).toMatchObject({ phase: "linked", fence: 1, scope: [] })
+      yield* Fiber.interrupt(fiber)
+    })
+  )
+
+  it.effect("advertises at once when this machine's offer may have changed (svc bag install|remove), then every 4 s again", () =>
+    Effect.gen(function* () {
+      const s = yield* scripted((r) => Effect.succeed(r.kind === "hello" ? welcome() : ack()))
+      let changed = Deferred.unsafeMake<void>(FiberId.none)
+      const fiber = yield* Effect.fork(runLink(link, s.transport, Effect.succeed(offer), s.status, undefined, undefined, undefined, Effect.suspend(() => Deferred.await(changed))))
+      yield* TestClock.adjust("1 second")
+      const ads = () => s.calls.filter((c) => c.kind === "advertise").map((c) => c.at)
+      expect(ads()).toEqual([0])
+      const told = changed
+      changed = Deferred.unsafeMake<void>(FiberId.none)
+      yield* Deferred.succeed(told, undefined)
+      yield* TestClock.adjust("1 millis")
+      expect(ads()).toEqual([0, 1_000])
+      yield* TestClock.adjust("4 seconds")
+      expect(ads()).toEqual([0, 1_000, 5_000])
       yield* Fiber.interrupt(fiber)
     })
   )

@@ -25,4 +25,20 @@ describe("the admin routes", () => {
       { code: "refused", message: "appending to the journal: database or disk is full (the journal /home/op/.svc/svc.sqlite: nothing was recorded)" }
     ])
   })
+
+  it("bags changed (svc bag install|remove): asks the owner for a round and its links to advertise now", async () => {
+    let kicks = 0
+    let told = 0
+    const services = Layer.mergeAll(
+      Layer.succeed(Owner, {} as Owner["Type"]),
+      Layer.succeed(Projections, {} as Projections["Type"]),
+      Layer.succeed(Dispatcher, { kick: Effect.sync(() => void kicks++) } as unknown as Dispatcher["Type"])
+    )
+    const runtime = await Effect.runPromise(Effect.scoped(Layer.toRuntime(services)))
+    const routes = adminRoutes(runtime, { actor: "operator test", links: async () => [], activeLinks: async () => [], bagsChanged: () => void told++ })
+    const changed = routes.find((r) => r.path === "/bags/changed")!
+    expect(changed.method).toBe("POST")
+    expect(await changed.handle({})).toEqual([200, {}])
+    expect([kicks, told]).toEqual([1, 1])
+  })
 })
