@@ -11,14 +11,17 @@
  *
  * A step forward (or the machine suspended, which the monotonic clock does not count) is taken as
  * it comes: the runtime already takes a jump of its own time for a pause of its own, and judges
- * no worker on it (Freshness.ts, `noteAwake`). Differences under `TOLERANCE_MS` (a millisecond
- * rounded one way on the wall clock and the other on the monotonic one) are no step.
+ * no worker on it (Freshness.ts, `noteAwake`). Differences under `TOLERANCE_MS` are no step:
+ * the two clocks are read apart and a loaded machine's scheduler comes between them, so they
+ * disagree by milliseconds, tens of them on a busy VM (a tolerance of 5 ms logged "went back 0.0
+ * s" every few minutes there, and added each one to the offset for good: hygiene audit). Such a
+ * difference is still never a time going back: a reading is never less than the one before.
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 
-/** Below this, the wall clock behind the monotonic one is rounding, not a step back. */
-export const TOLERANCE_MS = 5
+/** Below this, the wall clock behind the monotonic one is jitter between two readings, not a step back. */
+export const TOLERANCE_MS = 1_000
 
 export interface SteadyState {
   /** Added to the wall clock: the steps back seen so far. */
@@ -42,7 +45,7 @@ export const steadyReading = (
   if (s === undefined) return { state: { offset: 0, last: wall, lastMono: mono }, now: wall, stepBack: 0 }
   const expected = s.last + Math.max(0, mono - s.lastMono)
   const deficit = expected - (wall + s.offset)
-  const stepBack = deficit > TOLERANCE_MS ? Math.round(deficit) : 0
+  const stepBack = deficit >= TOLERANCE_MS ? Math.round(deficit) : 0
   const offset = s.offset + stepBack
   const now = Math.max(wall + offset, s.last)
   return { state: { offset, last: now, lastMono: mono }, now, stepBack }
@@ -67,7 +70,7 @@ export type Carried = { readonly kind: "none" } | { readonly kind: "carried"; re
  */
 export const carriedFrom = (s: SteadyState, floor: number): { readonly state: SteadyState; readonly carried: Carried } => {
   const behind = floor - s.last
-  if (behind <= TOLERANCE_MS) return { state: s, carried: { kind: "none" } }
+  if (behind <= 0) return { state: s, carried: { kind: "none" } }
   if (behind > MAX_CARRIED_MS) return { state: s, carried: { kind: "too-far", behind } }
   return { state: { offset: s.offset + behind, last: floor, lastMono: s.lastMono }, carried: { kind: "carried", behind } }
 }
@@ -117,6 +120,8 @@ const spanText = (ms: number): string =>
 
 /** What the runtime logs (a warning) when it started with the machine's clock behind the journal's last event (`at`); undefined: nothing to say. */
 export const carriedNote = (carried: Carried, at: number): string | undefined => {
+  // Less than a second: the clocks' jitter, or the last runtime's stop a moment ago; carried, not said.
+  if (carried.kind !== "none" && carried.behind < TOLERANCE_MS) return undefined
   const last = `the journal's last event (recorded at ${new Date(at).toISOString()})`
   if (carried.kind === "carried") {
     const behind = spanText(carried.behind)
