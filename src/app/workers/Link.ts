@@ -41,6 +41,8 @@ export class Unreachable extends Data.TaggedError("Unreachable")<{
   readonly message: string
   /** The owner's address presented another certificate than the pinned one (it may have signed the change). */
   readonly certificateChanged?: boolean
+  /** The owner answered that it is starting (503 `starting`: it reads its journal): it answers in a moment. */
+  readonly starting?: boolean
 }> {}
 
 export interface LinkRecord {
@@ -373,7 +375,10 @@ export const runLink = (
           return yield* ended
         }
       }
-      // Unreachable, or a refusal a new session may cure: back off with jitter, say hello again.
+      // Unreachable, or a refusal a new session may cure: back off with jitter, say hello again. An
+      // owner that answered it is starting answers in a moment: called again after the first wait,
+      // not the longest one a run of failures while it was down had grown to (10 s of slots idle).
+      if (error._tag === "Unreachable" && error.starting === true) backoff = BACKOFF_FIRST
       const jitter = yield* Random.nextRange(0.5, 1.5)
       // Capped after the jitter: at most BACKOFF_MAX, whatever the draw (it was up to 1.5 x that).
       const wait = Duration.min(Duration.times(backoff, jitter), BACKOFF_MAX)

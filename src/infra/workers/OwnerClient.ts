@@ -242,7 +242,13 @@ export const callOwner = (owner: PinnedOwner, agent: https.Agent, bearer: string
           return resume(
             refusal._tag === "Right"
               ? Effect.fail(new Refusal(refusal.right))
-              : Effect.fail(new Unreachable({ message: `${owner.url} answered ${res.statusCode}${messageOf(json)}` }))
+              : Effect.fail(
+                  new Unreachable({
+                    message: `${owner.url} answered ${res.statusCode}${messageOf(json)}`,
+                    // An owner reading its journal at its start: it answers in a moment.
+                    ...(res.statusCode === 503 && (json as { code?: unknown } | null)?.code === "starting" ? { starting: true } : {})
+                  })
+                )
           )
         })
       }

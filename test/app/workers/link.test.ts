@@ -283,6 +283,35 @@ describe("the worker's link", () => {
     })
   )
 
+  it.effect("an owner that answers it is starting is called again after the first wait, not the longest the failures before had grown to", () =>
+    Effect.gen(function* () {
+      let phase: "down" | "starting" | "up" = "down"
+      const s = yield* scripted((r) =>
+        phase === "down"
+          ? Effect.fail(new Unreachable({ message: "connection refused" }))
+          : phase === "starting"
+            ? Effect.fail(new Unreachable({ message: "https://owner answered 503: svc serve is starting (it reads its journal): call again in a moment", starting: true }))
+            : Effect.succeed(r.kind === "hello" ? welcome() : ack())
+      )
+      const fiber = yield* Effect.fork(runLink(link, s.transport, Effect.succeed(offer), s.status))
+      // Down for a minute: the waits have grown to 10 s.
+      yield* TestClock.adjust("60 seconds")
+      phase = "starting"
+      const hellos = () => s.calls.filter((c) => c.kind === "hello").map((c) => c.at)
+      const before = hellos().length
+      // Its next hello (within 10 s) is answered "starting".
+      while (hellos().length === before) yield* TestClock.adjust("100 millis")
+      const startingAt = hellos()[before]!
+      phase = "up"
+      // Said hello again within 1.5 s (the first wait, jitter included), and linked.
+      yield* TestClock.adjust("1500 millis")
+      expect(hellos().length).toBe(before + 2)
+      expect(hellos()[before + 1]! - startingAt).toBeLessThanOrEqual(1_500)
+      expect((yield* Ref.get(s.status)).get("k")?.phase).toBe("linked")
+      yield* Fiber.interrupt(fiber)
+    })
+  )
+
   it.effect("logs losing the owner once for a run of failed retries, and linking again once", () =>
     Effect.gen(function* () {
       let away = false

@@ -136,10 +136,11 @@ describe("the worker's client", () => {
     const agent = makeAgent(pinned)
     const failed = await Effect.runPromise(Effect.flip(callOwner(pinned, agent, "svc_wk_x", { kind: "heartbeat", fence: 1, running: [] })))
     agent.destroy()
-    // Unreachable: the link backs off and calls again, as while the owner is down.
-    expect({ tag: failed._tag, message: failed.message }).toEqual({
+    // Unreachable: the link calls again, as while the owner is down, but after its first wait (it is starting).
+    expect({ tag: failed._tag, message: failed.message, starting: (failed as { starting?: boolean }).starting }).toEqual({
       tag: "Unreachable",
-      message: `${url} answered 503: svc serve is starting (it reads its journal): call again in a moment`
+      message: `${url} answered 503: svc serve is starting (it reads its journal): call again in a moment`,
+      starting: true
     })
   })
 
