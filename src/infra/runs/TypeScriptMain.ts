@@ -58,6 +58,22 @@ const unchanged = async (inputsFile: string): Promise<boolean> => {
   }
 }
 
+/**
+ * Removes the entries whose inputs changed or are gone (a bag version removed, a main edited):
+ * no run can use them again, since an entry is reused only while every input is as it was. Done
+ * after each build, the only time an entry becomes stale for good, so the cache holds about one
+ * bundle per TypeScript main installed, not one per install or edit for the machine's life
+ * (hygiene audit). Best effort: an entry another process removes first, or cannot read, is left.
+ */
+const pruneStale = async (cacheDir: string, keep: string): Promise<void> => {
+  for (const name of await fs.readdir(cacheDir).catch(() => [] as Array<string>)) {
+    if (!name.endsWith(".inputs.json")) continue
+    const key = name.slice(0, -".inputs.json".length)
+    if (key === keep || (await unchanged(nodePath.join(cacheDir, name)))) continue
+    for (const file of [`${key}.mjs`, `${key}.cjs`, name]) await fs.rm(nodePath.join(cacheDir, file), { force: true }).catch(() => undefined)
+  }
+}
+
 /** Creates the cache directory, and refuses one this user does not own alone. */
 const privateDir = async (dir: string): Promise<void> => {
   try {
@@ -208,6 +224,7 @@ export const bundle = (main: string, bagDir: string, cacheDir: string = defaultC
       )
       await writeAtomically(outfile, output.contents)
       await writeAtomically(inputsFile, JSON.stringify(inputs))
+      await pruneStale(cacheDir, key)
       return outfile
     },
     catch: (e) =>
