@@ -5,7 +5,7 @@ import * as nodePath from "node:path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { OwnerHost, type OwnerHostSettings } from "../../src/app/runs/Dispatcher.js"
-import { JobNotRunnable } from "../../src/app/runs/JobCatalog.js"
+import { JobNotRunnable, type ResolvedJob } from "../../src/app/runs/JobCatalog.js"
 import * as ChildExecutor from "../../src/infra/runs/ChildExecutor.js"
 import * as FileRunFiles from "../../src/infra/runs/FileRunFiles.js"
 import { Checkpoints } from "../../src/app/journal/Checkpoints.js"
@@ -24,6 +24,21 @@ export const noBagsHost: OwnerHostSettings = {
   withSlot: (effect) => effect
 }
 
+/**
+ * A host holding these jobs (address: digest) and nothing else, as far as its workers' jobs are
+ * judged against its own (svc workers status); a run of one cannot be submitted.
+ */
+export const hostHolding = (jobs: Readonly<Record<string, string>>): OwnerHostSettings => ({
+  ...noBagsHost,
+  resolve: (address) => {
+    const digest = jobs[address]
+    if (digest === undefined) return noBagsHost.resolve(address)
+    const [bag = "", rest = ""] = address.split(":")
+    const job = { address, bag, job: rest.split("@")[0] ?? "", digest, executor: "node", remoteEligible: true, ownerOnly: [], requiredLabels: [], requiredBins: [], bounds: [], timeoutMs: null }
+    return Effect.succeed({ job, bagDir: "/nonexistent", runs: { using: "node", main: "main.mjs" }, env: [], workingDirectory: undefined, secrets: [], preflight: undefined, validate: undefined, inputProblem: () => undefined, outputProblem: () => undefined } as ResolvedJob)
+  }
+})
+
 /** The output files' directory: made when the layer is built, removed with everything in it when its scope closes. */
 const runFilesDir = Effect.acquireRelease(
   Effect.sync(() => fs.mkdtempSync(nodePath.join(os.tmpdir(), "svc-runs-"))),
@@ -37,7 +52,7 @@ export const runsDeps = (host: OwnerHostSettings = noBagsHost) =>
  * The owner with its runs over the memory journal, no checkpoints, node:crypto hashing and
  * entropy, and a host with no bags: the real deciders and projections, for app-level tests.
  */
-export const memoryOwner = layerWithRuns.pipe(
+export const memoryOwnerWith = (host: OwnerHostSettings) => layerWithRuns.pipe(
   Layer.provideMerge(projectionsLayer),
   Layer.provideMerge(
     Layer.mergeAll(
@@ -45,8 +60,10 @@ export const memoryOwner = layerWithRuns.pipe(
       Layer.succeed(Checkpoints, { write: () => Effect.void, latest: Effect.succeed(undefined), snapshot: Effect.succeed(undefined) }),
       NodeHashing.layer,
       NodeEntropy.layer,
-      runsDeps(),
+      runsDeps(host),
       Layer.succeed(OwnerAddress, { url: "https://owner.test:7443", fingerprint: "ab".repeat(32) })
     )
   )
 )
+
+export const memoryOwner = memoryOwnerWith(noBagsHost)

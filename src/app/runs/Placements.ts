@@ -18,7 +18,7 @@ import type { Quotas, Silence } from "../../domain/placement/Placement.js"
 import * as RunDecide from "../../domain/runs/Decide.js"
 import type { RunRecord } from "../../domain/runs/Runs.js"
 import { depthProblem, idempotencyKeyProblem, inputSecretProblem, preferenceProblem } from "../../domain/runs/Values.js"
-import { offerCurrent, silenceOf } from "../../domain/workers/DisplayState.js"
+import { ADVERTISEMENT_REFRESH_MS, offerCurrent, silenceOf } from "../../domain/workers/DisplayState.js"
 import type { WorkerRecord } from "../../domain/workers/Registry.js"
 import { base62FromBytes } from "../../domain/workers/Secrets.js"
 import type { AnyDecision, AnyRejection } from "../journal/Projections.js"
@@ -141,7 +141,7 @@ export const makePlacements = ({
         // Placed in the same commit unless an earlier run still waits for room (the scheduler places in order then).
         inline = !earlierRunWaiting(s)
         const decision = inline
-          ? RunDecide.decideSubmitAndPlace({ ...submission, candidates: candidatesFor(s, job, now, ownerBins, promisedIn(s)), quotas, notes: NOTES, cache: feasibility, restartGraceUntil }, s.runs)
+          ? RunDecide.decideSubmitAndPlace({ ...submission, candidates: candidatesFor(s, job, now, ownerBins, promisedIn(s)), quotas, notes: NOTES, cache: feasibility, restartGraceUntil, helloRecent: helloRecent(now) }, s.runs)
           : RunDecide.decideSubmit(submission, s.runs)
         left = decision._tag === "Decided" && decision.awaitingWorkers === true
         return decision
@@ -200,6 +200,11 @@ export const makePlacements = ({
   // it: after a hello, not before the session's first advertisement (its last one was its previous
   // process's), though the worker is alive for everything else (its attempts do not lapse).
   const placeable = (w: WorkerRecord, now: number) => workerAlive(w, now) && offerCurrent(freshness.get(w.id), now)
+  /** Whether a worker said hello within the advertisement interval and has not advertised since: its advertisement is on its way (`helloPending`). */
+  const helloRecent = (now: number) => (id: string) => {
+    const f = freshness.get(id)
+    return f?.awaitingOffer === true && f.helloAt != null && now - f.helloAt < ADVERTISEMENT_REFRESH_MS
+  }
   const { candidatesFor } = makeCandidates(host, placeable, (id) => freshness.get(id)?.busy ?? 0, silenceOfWorker)
   const feasibility = makeFeasibilityCache()
 
@@ -360,7 +365,7 @@ export const makePlacements = ({
           runId,
           (st) => {
             const decision = RunDecide.decidePlacement(
-              { runId, candidates: candidatesFor(st, runOf(st, runId)!.job, now, ownerBins, promisedIn(st)), quotas, notes: NOTES, now, cache: feasibility, heardAt, restartGraceUntil },
+              { runId, candidates: candidatesFor(st, runOf(st, runId)!.job, now, ownerBins, promisedIn(st)), quotas, notes: NOTES, now, cache: feasibility, heardAt, restartGraceUntil, helloRecent: helloRecent(now) },
               st.runs
             )
             left = decision._tag === "Decided" && decision.awaitingWorkers === true

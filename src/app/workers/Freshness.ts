@@ -94,6 +94,7 @@ export const make = (): FreshnessService => {
     declined?: boolean
     heldAtEnd?: number
     awaitingOffer?: boolean
+    helloAt?: number
   }
   const seen = new Map<string, Seen>()
   const fresh = (): Seen => ({ lastSeenAt: null, lastAdvertisedAt: null, busy: 0, heardAt: null, advertisementHeardAt: null })
@@ -121,6 +122,7 @@ export const make = (): FreshnessService => {
       f.leaving = false
       f.heldAtEnd = 0
       f.awaitingOffer = true
+      f.helloAt = now
       seen.set(id, f)
     },
     busyFell: (id, busy) => busy < (seen.get(id)?.busy ?? 0),

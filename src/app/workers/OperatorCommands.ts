@@ -17,10 +17,10 @@ import type { InviteRecord, Registry, WorkerRecord } from "../../domain/workers/
 import { base62FromBytes, credentialProblem, formatJoinToken, parseJoinToken, secretKindOf } from "../../domain/workers/Secrets.js"
 import type { CommandRejected, ProjectionsService } from "../journal/Projections.js"
 import type { JournalError, StreamConflict } from "../journal/Journal.js"
-import type { DispatcherService } from "../runs/Dispatcher.js"
+import type { DispatcherService, OwnerHostSettings } from "../runs/Dispatcher.js"
 import type { Entropy } from "./Entropy.js"
 import type { FreshnessService } from "./Freshness.js"
-import { pendingInvitesOf, workerStatuses, type PendingInvite, type WorkerStatus } from "./OwnerViews.js"
+import { pendingInvitesOf, workerStatuses, type OwnerJobs, type PendingInvite, type WorkerStatus } from "./OwnerViews.js"
 
 export interface InviteOutcome {
   readonly token: string
@@ -68,6 +68,8 @@ export interface OperatorContext {
   readonly freshness: FreshnessService
   /** The worker holding the credential with this hash, if one does. */
   readonly holderOf: (credentialHash: string) => string | undefined
+  /** The owner's own bags, on an owner with runs (`layerWithRuns`): what its workers hold is judged against them in `status`. */
+  readonly host: Pick<OwnerHostSettings, "resolve"> | undefined
 }
 
 /**
@@ -84,7 +86,7 @@ export class OperatorRefusal extends Data.TaggedError("OperatorRefusal")<{
 
 const refuse = (code: OperatorRefusal["code"], message: string) => new OperatorRefusal({ code, message })
 
-export const makeOperatorCommands = ({ state, execute, sha, entropy, address, dispatcher, freshness, holderOf }: OperatorContext): OperatorCommands => {
+export const makeOperatorCommands = ({ state, execute, sha, entropy, address, dispatcher, freshness, holderOf, host }: OperatorContext): OperatorCommands => {
   const registry = Effect.map(state, (s) => s.registry)
 
   const findWorker: OperatorCommands["findWorker"] = (ref, { preferActive = false } = {}) =>
@@ -206,7 +208,25 @@ export const makeOperatorCommands = ({ state, execute, sha, entropy, address, di
     })
 
   const pendingInvites = Effect.map(Effect.zip(registry, Clock.currentTimeMillis), ([r, now]) => pendingInvitesOf(r, now))
-  const status = Effect.map(Effect.zip(state, Clock.currentTimeMillis), ([s, now]) => workerStatuses(s, freshness.get, now))
+  /**
+   * The owner's digest of each job its live workers hold, when it has its bags (an owner with
+   * runs: `OwnerHost`): a worker that can run none of them is shown as needing setup.
+   */
+  const ownerJobsOf = (s: OwnerState) =>
+    Effect.suspend(() => {
+      if (host === undefined) return Effect.succeed(undefined)
+      const addresses = new Set<string>()
+      for (const w of HashMap.values(s.registry.workers)) if (w.revokedAt === null) for (const a of w.advertisement?.artifacts ?? []) addresses.add(a.address)
+      return Effect.map(
+        Effect.forEach(addresses, (address) =>
+          Effect.map(Effect.either(host.resolve(address)), (r) =>
+            r._tag === "Right" ? ([address, r.right.job.digest] as const) : r.left.unreadable === true ? undefined : ([address, null] as const)
+          )
+        ),
+        (entries): OwnerJobs => new Map(entries.filter((e) => e !== undefined))
+      )
+    })
+  const status = Effect.flatMap(Effect.zip(state, Clock.currentTimeMillis), ([s, now]) => Effect.map(ownerJobsOf(s), (jobs) => workerStatuses(s, freshness.get, now, jobs)))
 
   const noteCertificateChange: OperatorCommands["noteCertificateChange"] = (from, to, signed) =>
     Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.asVoid(execute(() => Decide.decideCertificateChange({ from, to, signed, now }))))

@@ -23,7 +23,7 @@ import type { Registry, WorkerRecord } from "../../domain/workers/Registry.js"
 import { base62FromBytes, credentialProblem, CREDENTIAL_PREFIX, makeCredential, parseJoinToken } from "../../domain/workers/Secrets.js"
 import { Hashing } from "../journal/Hashing.js"
 import { Projections } from "../journal/Projections.js"
-import { Dispatcher, layer as DispatcherLayer, stopsIn } from "../runs/Dispatcher.js"
+import { Dispatcher, layer as DispatcherLayer, OwnerHost, stopsIn } from "../runs/Dispatcher.js"
 import { heldCount } from "../runs/WorkerCalls.js"
 import { Entropy } from "./Entropy.js"
 import { Freshness, layer as FreshnessLayer } from "./Freshness.js"
@@ -111,7 +111,8 @@ export const make = Effect.gen(function* () {
     address,
     dispatcher,
     freshness,
-    holderOf: (hash: string) => index.get(hash)
+    holderOf: (hash: string) => index.get(hash),
+    host: Option.getOrUndefined(yield* Effect.serviceOption(OwnerHost))
   })
 
   const join = ({ joinKey, name, previousCredential }: Join, bearer: string | undefined) =>

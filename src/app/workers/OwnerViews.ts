@@ -53,8 +53,40 @@ export interface PendingInvite {
   readonly actor: string
 }
 
+/**
+ * The owner's digest of each job address its workers hold: null when the owner does not hold
+ * that job; an address left out is not known (its bag could not be read).
+ */
+export type OwnerJobs = ReadonlyMap<string, string | null>
+
+/**
+ * Why a worker whose advertisement offers jobs can run none of this owner's: every job in its
+ * scope that it holds is one the owner holds with another digest, or does not hold (fleet audit:
+ * such a worker was shown Ready, "1 of 1 slots free", while every run excluded it). Undefined
+ * when one of them matches, or one is not known.
+ */
+export const noneOfOwners = (held: ReadonlyArray<{ readonly address: string; readonly digest: string; readonly inScope: boolean }>, owner: OwnerJobs): string | undefined => {
+  const runnable = held.filter((a) => a.inScope)
+  if (runnable.length === 0) return undefined
+  const why: Array<string> = []
+  for (const a of runnable) {
+    if (!owner.has(a.address)) return undefined
+    const digest = owner.get(a.address)
+    if (digest === a.digest) return undefined
+    why.push(digest === null ? `${a.address} is not installed on this owner` : `it holds ${a.address} with another digest`)
+  }
+  const shown = why.slice(0, 3).join(", ") + (why.length > 3 ? ` and ${why.length - 3} more` : "")
+  return `it holds none of this owner's jobs as installed here (${shown}): install the same bags on both (svc bag install), so that their digests agree`
+}
+
 /** Every worker, revoked identities last (they only ever show what became of them), by name. */
-export const workerStatuses = (state: OwnerState, freshness: (workerId: string) => Freshness | undefined, now: number): ReadonlyArray<WorkerStatus> => {
+export const workerStatuses = (
+  state: OwnerState,
+  freshness: (workerId: string) => Freshness | undefined,
+  now: number,
+  /** The owner's own jobs, when known (an owner with runs): a worker that can run none of them is said to need setup. */
+  ownerJobs?: OwnerJobs
+): ReadonlyArray<WorkerStatus> => {
   const { registry: r, ledger } = state
   // A revoked identity whose installation joined again: the identity that replaced it.
   const replacedBy = new Map<string, string>()
@@ -72,7 +104,10 @@ export const workerStatuses = (state: OwnerState, freshness: (workerId: string) 
       const offering = w.revokedAt === null && advertisementAlive(f, now)
       const elsewhere = offering ? (f?.busy ?? 0) : 0
       const ours = Option.match(HashMap.get(ledger.physical, w.id), { onNone: () => 0, onSome: (p) => p.reserved })
-      const shown = displayState(w, f, ours + elsewhere, now)
+      const artifacts = (w.advertisement?.artifacts ?? []).map((a) => ({ ...a, inScope: w.scope.length === 0 || w.scope.includes(a.address) }))
+      const displayed = displayState(w, f, ours + elsewhere, now)
+      const none = displayed.state === "Ready" && ownerJobs !== undefined ? noneOfOwners(artifacts, ownerJobs) : undefined
+      const shown = none === undefined ? displayed : { state: "Needs setup" as const, reason: none }
       const successor = replacedBy.get(w.id)
       const heard = heardAt(f)
       const by = w.revokedAt === null ? null : (revokedBy.get(w.id) ?? null)
@@ -101,7 +136,7 @@ export const workerStatuses = (state: OwnerState, freshness: (workerId: string) 
         free: Math.max(0, capacity - used),
         labels: w.advertisement?.labels ?? [],
         capabilities: w.advertisement?.capabilities ?? [],
-        artifacts: (w.advertisement?.artifacts ?? []).map((a) => ({ ...a, inScope: w.scope.length === 0 || w.scope.includes(a.address) })),
+        artifacts,
         scope: w.scope,
         // When it was heard, not the time moved on past this owner's own pause (Freshness.awake).
         lastSeen: heard === null ? null : new Date(heard).toISOString(),

@@ -101,7 +101,7 @@ export class Layer1 {
       case "never":
         return (this.never ??= x("advertisement-expired", "it has not advertised yet"))
       case "hello":
-        return (this.hello ??= x("advertisement-expired", "its svc serve started again (it said hello) and has not advertised since: what it offers now is not known yet"))
+        return (this.hello ??= x("advertisement-expired", "it started a new session (said hello) and has not advertised in it yet: what it offers now is not known"))
       default:
         return (this.expired ??= x("advertisement-expired", "its advertisement expired (no refresh for 15 s)"))
     }

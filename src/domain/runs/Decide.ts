@@ -122,7 +122,8 @@ export const decideSubmitAndPlace = (
       notes: c.notes,
       now: c.now,
       ...(c.cache === undefined ? {} : { cache: c.cache }),
-      ...(c.restartGraceUntil === undefined ? {} : { restartGraceUntil: c.restartGraceUntil })
+      ...(c.restartGraceUntil === undefined ? {} : { restartGraceUntil: c.restartGraceUntil }),
+      ...(c.helloRecent === undefined ? {} : { helloRecent: c.helloRecent })
     },
     runAfter(runs, submitted)!
   )
@@ -226,6 +227,24 @@ export interface PlacementInputs {
    * start would be eligible by its last advertisement, is not made (`callingBack`).
    */
   readonly restartGraceUntil?: number
+  /**
+   * Whether a worker said hello a moment ago and its session's first advertisement is still on its
+   * way (milliseconds behind it): a decision that places nothing while such a worker is excluded for
+   * that alone is not made (`helloPending`), since that advertisement asks for a round at once. A
+   * worker restarting recorded two decisions per waiting run that changed nothing (attack).
+   */
+  readonly helloRecent?: (host: string) => boolean
+}
+
+/** Whether a worker that said hello a moment ago (`recent`) may take the run: its exclusion is only that its advertisement has not come yet. */
+export const helloPending = (candidates: ReadonlyArray<Candidate>, verdicts: ReadonlyArray<CandidateVerdict>, recent: (host: string) => boolean): boolean => {
+  for (let i = 0; i < candidates.length; i++) {
+    const c = candidates[i]!
+    if (c.silence !== "hello" || c.revoked || !recent(c.id)) continue
+    const exclusions = verdicts[i]?.exclusions ?? []
+    if (exclusions.length === 1 && exclusions[0]!.code === "advertisement-expired") return true
+  }
+  return false
 }
 
 /**
@@ -261,6 +280,8 @@ const placeRun = (c: PlacementInputs, run: RunRecord): RunDecision => {
   if (host === null && c.restartGraceUntil !== undefined && c.now < c.restartGraceUntil && callingBack(c.candidates, outcome.verdicts)) {
     return { ...decided(run, []), awaitingWorkers: true }
   }
+  // Not for a run last placed (pending again: its attempt ceased or was superseded), whose explanation would go on saying it was placed.
+  if (host === null && c.helloRecent !== undefined && run.placement?.outcome !== "placed" && helloPending(c.candidates, outcome.verdicts, c.helloRecent)) return decided(run, [])
   const key = placementKey({ ...outcome, host })
   if (host === null && run.placement !== null && run.placement.key === key) return decided(run, [])
   const attempt = host === null ? null : run.attempts.length + 1

@@ -40,6 +40,8 @@ export interface Freshness {
    * the session's own (fleet audit: a label removed was honoured, one added denied).
    */
   readonly awaitingOffer?: boolean
+  /** When its latest hello came (a new session): with `awaitingOffer`, since when it has not advertised. */
+  readonly helloAt?: number | null
 }
 
 /** When the worker was last heard from, for showing (not for judging a lapse). */
@@ -87,7 +89,8 @@ export interface Display {
  */
 export const displayState = (w: WorkerRecord, f: Freshness | undefined, used: number, now: number): Display => {
   if (w.revokedAt !== null) return { state: "Offline", reason: "revoked: its calls are refused" }
-  const silence = advertisementAlive(f, now) ? undefined : silenceOf(w, f)
+  // Alive but not advertised in its new session: not judged by its previous process's offer here either.
+  const silence = offerCurrent(f, now) ? undefined : silenceOf(w, f)
   if (silence === "never") {
     return { state: "Needs setup", reason: "joined, but its runtime has not advertised yet: run svc serve on the worker" }
   }
@@ -97,9 +100,8 @@ export const displayState = (w: WorkerRecord, f: Freshness | undefined, used: nu
     return { state: "Offline", reason: `its svc serve stopped cleanly${ago} (it said so): back when it says hello again` }
   }
   if (silence === "hello") {
-    const heard = heardAt(f)
-    const ago = heard === null ? "" : ` ${Math.round((now - heard) / 1000)} s ago`
-    return { state: "Offline", reason: `its svc serve said hello${ago} and has not advertised since` }
+    const ago = f?.helloAt == null ? "" : ` ${Math.round((now - f.helloAt) / 1000)} s ago`
+    return { state: "Offline", reason: `it said hello${ago} (a new session) and has not advertised in it yet: what it offers is not known until it does` }
   }
   const offer = w.advertisement
   if (silence === "unheard" || offer === null || f === undefined || f.lastAdvertisedAt === null) {

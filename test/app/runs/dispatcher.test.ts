@@ -1537,7 +1537,7 @@ describe("a worker's restart", () => {
       const waiting = yield* show(runId)
       expect(waiting).toMatchObject({ state: "pending", attempts: 1 })
       expect(attempt(waiting, 1)).toMatchObject({ state: "ceased", holdsSlot: false, reason: "its worker restarted without it" })
-      expect(waiting.explanation).toContain("its svc serve started again (it said hello) and has not advertised since: what it offers now is not known yet")
+      expect(waiting.explanation).toContain("it started a new session (said hello) and has not advertised in it yet: what it offers now is not known")
       // Its first advertisement, the same as before (nothing new journaled), places it there.
       yield* advertise({ ...w, fence: welcome.fence })
       const again = yield* placedOn(runId, 2)
@@ -1558,6 +1558,52 @@ describe("a worker's restart", () => {
       expect(yield* show(runId)).toMatchObject({ state: "running", attempts: 1 })
       ok(yield* report({ ...w, fence: welcome.fence }, id), "ack")
       expect(yield* show(runId)).toMatchObject({ state: "succeeded" })
+    }).pipe(Effect.provide(TestOwner))
+  )
+})
+
+describe("a worker's new session and the decisions of waiting runs", () => {
+  it.effect("a worker saying hello again (a network break, a takeover) journals no decision for a run it cannot take, when its advertisement says what it said before (attack: two per run, for nothing)", () =>
+    Effect.gen(function* () {
+      // Past the owner's own restart grace, where decisions are deferred anyway.
+      yield* TestClock.adjust("16 seconds")
+      const w = yield* linked("lab-1", ["os=linux"])
+      yield* advertise(w)
+      const run = yield* submit(GPU)
+      const decided = yield* until("its decision", show(run.id), (d) => d.placement !== null)
+      expect(decided.placement!.explanation).toContain("lacks label gpu=true")
+      const decisions = () => commitsOf(run.id).filter((types) => types.includes("PlacementDecided")).length
+      const before = decisions()
+      const welcome = ok(yield* call(w.credential, { kind: "hello", protocol: 1, running: [] }), "welcome")
+      yield* quiet
+      // A round meanwhile (another run submitted) does not decide it for the moment of the hello.
+      yield* submit(ECHO)
+      yield* quiet
+      expect(decisions()).toBe(before)
+      yield* advertise({ ...w, fence: welcome.fence })
+      yield* quiet
+      expect(decisions()).toBe(before)
+      expect((yield* show(run.id)).placement!.explanation).toContain("lacks label gpu=true")
+    }).pipe(Effect.provide(CountingOwner))
+  )
+})
+
+describe("workers status on an owner with its bags", () => {
+  it.effect("a worker holding the owner's jobs only with other digests, or jobs the owner lacks, needs setup, saying which (it was Ready, 1 of 1 slots free, while every run excluded it)", () =>
+    Effect.gen(function* () {
+      const w = yield* linked("lab-1")
+      const offering = (artifacts: ReadonlyArray<{ address: string; digest: string }>) =>
+        call(w.credential, { kind: "advertise", fence: w.fence, capacity: 2, labels: [...w.labels], capabilities: ["node"], artifacts: [...artifacts] }).pipe(Effect.map((r) => ok(r, "ack")))
+      const statusOf = Effect.map(Effect.flatMap(Owner, (o) => o.status), (all) => all.find((x) => x.id === w.workerId)!)
+      yield* offering([{ address: GPU, digest: "sha256:other" }, { address: "demo:absent@1.0.0", digest: DIGEST }])
+      expect(yield* statusOf).toMatchObject({
+        state: "Needs setup",
+        reason:
+          "it holds none of this owner's jobs as installed here (demo:absent@1.0.0 is not installed on this owner, it holds demo:gpu@1.0.0 with another digest): install the same bags on both (svc bag install), so that their digests agree"
+      })
+      // One of them as the owner holds it: Ready.
+      yield* offering([{ address: GPU, digest: "sha256:other" }, { address: ECHO, digest: DIGEST }])
+      expect(yield* statusOf).toMatchObject({ state: "Ready" })
     }).pipe(Effect.provide(TestOwner))
   )
 })

@@ -19,9 +19,10 @@ import { PROTOCOL_REVISION, Refusal, type WorkerRequest, type WorkerResponse } f
 import * as Decide from "../../../src/domain/workers/Decide.js"
 import { formatJoinToken, makeCredential, parseJoinToken } from "../../../src/domain/workers/Secrets.js"
 import { capturingLogs } from "../../support/logs.js"
-import { memoryOwner } from "../../support/runs.js"
+import { hostHolding, memoryOwnerWith } from "../../support/runs.js"
 
-const TestOwner = memoryOwner
+/** An owner holding the job its workers advertise (as workers status judges what they hold against its own). */
+const TestOwner = memoryOwnerWith(hostHolding({ "hasher:checksum@1.0.0": "sha256:x" }))
 
 const call = (bearer: string | undefined, request: WorkerRequest) => Effect.flatMap(Owner, (o) => Effect.either(o.handle(bearer, request)))
 const ok = <K extends WorkerResponse["kind"]>(r: Either.Either<WorkerResponse, { code: string; message: string }>, kind: K) => {

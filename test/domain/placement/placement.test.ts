@@ -66,7 +66,7 @@ describe("layer 1, eligibility", () => {
     // lacks is not said either, nor what it has (fleet audit: "lacks label tpu=true" of a worker
     // restarted with it).
     expect(said({ silence: "hello", artifacts: [], labels: [] })).toEqual([
-      ["advertisement-expired", "its svc serve started again (it said hello) and has not advertised since: what it offers now is not known yet"]
+      ["advertisement-expired", "it started a new session (said hello) and has not advertised in it yet: what it offers now is not known"]
     ])
   })
 

@@ -223,6 +223,29 @@ describe("decidePlacement", () => {
     expect([reserved(next, "owner"), heldBy(next, "owner")]).toEqual([1, ["r1.1"]])
   })
 
+  it("a decision placing nothing is not made while a worker that may take the run said hello a moment ago, its advertisement on its way (a worker's restart journaled two decisions per waiting run that changed nothing); a run last placed is decided", () => {
+    const hello = worker("w1", { advertisementAlive: false, silence: "hello" })
+    const at = (s: OwnerState, recent: boolean) =>
+      D.decidePlacement({ runId: "r1", candidates: [ownerHost(), hello], quotas: NO_QUOTAS, notes: [], now: 3_000, helloRecent: () => recent }, s.runs)
+    // Blocked before (its worker stopped): not decided again for the moment of its hello.
+    const blocked = given(submit("r1", GPU), place("r1", [ownerHost(), worker("w1", { advertisementAlive: false, silence: "ended" })]))
+    expect(runOf(blocked, "r1").placement).toMatchObject({ outcome: "blocked" })
+    expect(events(at(blocked, true))).toEqual([])
+    // Its hello long past (no advertisement came): decided, saying so.
+    expect(events(at(blocked, false))[0]).toMatchObject({
+      outcome: "blocked",
+      verdicts: [{ candidate: "owner" }, { candidate: "w1", exclusions: [{ code: "advertisement-expired", text: "it started a new session (said hello) and has not advertised in it yet: what it offers now is not known" }] }]
+    })
+    // Never decided yet (just submitted): not decided for that moment either.
+    expect(events(at(given(submit("r1", GPU)), true))).toEqual([])
+    // Last placed (pending again: its attempt ceased with the restart): decided, not left saying it was placed.
+    const placedBefore = given(submit("r1", GPU), place("r1", [ownerHost(), worker("w1")]), supersede("r1", 1))
+    expect(runOf(placedBefore, "r1")).toMatchObject({ state: "pending", placement: { outcome: "placed" } })
+    expect(events(at(placedBefore, true))[0]).toMatchObject({ outcome: "blocked" })
+    // Another worker has room: placed there at once.
+    expect(events(D.decidePlacement({ runId: "r1", candidates: [ownerHost(), hello, worker("w2")], quotas: NO_QUOTAS, notes: [], now: 3_000, helloRecent: () => true }, blocked.runs))[0]).toMatchObject({ outcome: "placed", host: "w2" })
+  })
+
   it("right after the owner's start, a decision placing nothing is not made while a worker not heard from since then may take the run (operator audit: runs shown blocked for the seconds their workers took to call back)", () => {
     const s = given(submit("r1", GPU))
     const unheard = worker("w1", { advertisementAlive: false, silence: "unheard" })

@@ -66,14 +66,18 @@ describe("a silent worker, told the same way by workers status and by a placemen
   })
 
   it("said hello and has not advertised since: placement waits for it (its last advertisement was its previous process's); past its lapse, shown so", () => {
-    const hello: Freshness = { lastAdvertisedAt: 14_000, lastSeenAt: 19_000, busy: 0, awaitingOffer: true }
+    const hello: Freshness = { lastAdvertisedAt: 14_000, lastSeenAt: 19_000, busy: 0, awaitingOffer: true, helloAt: 17_000 }
     expect(silenceOf(worker, hello)).toBe("hello")
     expect(advertisementAlive(hello, 20_000)).toBe(true)
     expect(offerCurrent(hello, 20_000)).toBe(false)
     expect(offerCurrent({ ...hello, awaitingOffer: false }, 20_000)).toBe(true)
     expect(offerCurrent(undefined, 20_000)).toBe(false)
-    // Its previous advertisement lapsed, and none came in its new session.
-    expect(displayState(worker, { ...hello, lastAdvertisedAt: 1_000 }, 0, 20_000)).toEqual({ state: "Offline", reason: "its svc serve said hello 1 s ago and has not advertised since" })
+    // Shown as placement sees it: not by its previous process's offer, counted from its hello (not its latest call).
+    const said = { state: "Offline", reason: "it said hello 3 s ago (a new session) and has not advertised in it yet: what it offers is not known until it does" }
+    expect(displayState(worker, hello, 0, 20_000)).toEqual(said)
+    // Its previous advertisement lapsed too: the same.
+    expect(displayState(worker, { ...hello, lastAdvertisedAt: 1_000 }, 0, 20_000)).toEqual(said)
+    expect(displayState(worker, { ...hello, awaitingOffer: false }, 0, 20_000).state).toBe("Ready")
   })
 
   it("says how long ago it was heard, not the time moved on past the owner's own pause (by which it is judged)", () => {
