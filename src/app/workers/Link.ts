@@ -173,8 +173,12 @@ export const runLink = (
   left: Effect.Effect<boolean> = Effect.succeed(false),
   /** Where the session it holds is kept across a crash of this process (infra/workers/SessionMemory.ts); none: in memory only. */
   sessions?: SessionMemory,
-  /** Completes when this machine's offer may have changed (`svc bag install|remove`): the next advertisement goes at once. */
-  offerChanged: Effect.Effect<void> = Effect.never
+  /**
+   * A wait for the next change of this machine's offer from now on (`svc bag install|remove`),
+   * taken before each advertisement is made: a change while it is on its way is not missed (it
+   * was, and waited the whole 4 s: attack), and the next advertisement goes at once.
+   */
+  offerChanges: Effect.Effect<Effect.Effect<void>> = Effect.succeed(Effect.never)
 ) =>
   Effect.scoped(Effect.gen(function* () {
     const set = (s: Partial<LinkStatus>) =>
@@ -336,6 +340,7 @@ export const runLink = (
             trouble = null
             const advertising = Effect.gen(function* () {
               for (;;) {
+                const changed = yield* offerChanges
                 const o = yield* offer
                 // The slots other work holds: the owner counts them as used when it places.
                 const busy = work === undefined ? 0 : work.busyElsewhere()
@@ -350,7 +355,7 @@ export const runLink = (
                 })
                 if (work !== undefined && answer.kind === "ack") yield* work.stop(answer.stop)
                 yield* set({ lastAdvertisedAt: yield* Clock.currentTimeMillis, offer: o, running: work === undefined ? 0 : work.running().length, busy })
-                yield* Effect.raceFirst(Effect.sleep(ADVERTISE_EVERY), offerChanged)
+                yield* Effect.raceFirst(Effect.sleep(ADVERTISE_EVERY), changed)
               }
             })
             if (work === undefined) return yield* advertising

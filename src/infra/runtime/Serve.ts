@@ -293,7 +293,7 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }, clock:
     // Completed, and made anew, when `svc bag install|remove` says this machine's bags changed
     // (the admin socket's /bags/changed): every link advertises at once.
     let bagsChanged = Deferred.unsafeMake<void>(FiberId.none)
-    const offerChanged = Effect.suspend(() => Deferred.await(bagsChanged))
+    const offerChanges = Effect.sync(() => Deferred.await(bagsChanged))
     const sayBagsChanged = () => {
       const changed = bagsChanged
       bagsChanged = Deferred.unsafeMake<void>(FiberId.none)
@@ -372,7 +372,7 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }, clock:
           side,
           left,
           sessionMemoryAt(options.home, key),
-          offerChanged
+          offerChanges
         ).pipe(
           // The link logs its end itself (Link.ts), with the reason. Ended by the runtime's stop
           // with every other link at once (below), not one after the other by the scope.

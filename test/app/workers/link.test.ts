@@ -72,7 +72,7 @@ describe("the worker's link", () => {
     Effect.gen(function* () {
       const s = yield* scripted((r) => Effect.succeed(r.kind === "hello" ? welcome() : ack()))
       let changed = Deferred.unsafeMake<void>(FiberId.none)
-      const fiber = yield* Effect.fork(runLink(link, s.transport, Effect.succeed(offer), s.status, undefined, undefined, undefined, Effect.suspend(() => Deferred.await(changed))))
+      const fiber = yield* Effect.fork(runLink(link, s.transport, Effect.succeed(offer), s.status, undefined, undefined, undefined, Effect.sync(() => Deferred.await(changed))))
       yield* TestClock.adjust("1 second")
       const ads = () => s.calls.filter((c) => c.kind === "advertise").map((c) => c.at)
       expect(ads()).toEqual([0])
@@ -83,6 +83,25 @@ describe("the worker's link", () => {
       expect(ads()).toEqual([0, 1_000])
       yield* TestClock.adjust("4 seconds")
       expect(ads()).toEqual([0, 1_000, 5_000])
+      yield* Fiber.interrupt(fiber)
+    })
+  )
+
+  it.effect("a change of the offer while an advertisement is on its way is not missed: the next one goes as soon as that one is answered", () =>
+    Effect.gen(function* () {
+      // Each advertisement is answered 500 ms after it is sent.
+      const s = yield* scripted((r) => (r.kind === "hello" ? Effect.succeed(welcome()) : Effect.as(Effect.sleep("500 millis"), ack())))
+      let changed = Deferred.unsafeMake<void>(FiberId.none)
+      const fiber = yield* Effect.fork(runLink(link, s.transport, Effect.succeed(offer), s.status, undefined, undefined, undefined, Effect.sync(() => Deferred.await(changed))))
+      yield* TestClock.adjust("100 millis")
+      const ads = () => s.calls.filter((c) => c.kind === "advertise").map((c) => c.at)
+      expect(ads()).toEqual([0])
+      // Bags installed while it is on its way.
+      const told = changed
+      changed = Deferred.unsafeMake<void>(FiberId.none)
+      yield* Deferred.succeed(told, undefined)
+      yield* TestClock.adjust("500 millis")
+      expect(ads()).toEqual([0, 500])
       yield* Fiber.interrupt(fiber)
     })
   )
