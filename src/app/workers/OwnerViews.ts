@@ -60,10 +60,12 @@ export interface PendingInvite {
 export type OwnerJobs = ReadonlyMap<string, string | null>
 
 /**
- * Why a worker whose advertisement offers jobs can run none of this owner's: every job in its
- * scope that it holds is one the owner holds with another digest, or does not hold (fleet audit:
- * such a worker was shown Ready, "1 of 1 slots free", while every run excluded it). Undefined
- * when one of them matches, or one is not known.
+ * Why a worker whose advertisement offers jobs can run none of this owner's: no job in its scope
+ * that it holds is one the owner holds with the same digest, and some it holds the owner holds
+ * with another (fleet audit: such a worker was shown Ready, "1 of 1 slots free", while every run
+ * excluded it). Undefined when one of them matches, when one is not known, or when the owner holds
+ * none of them at all (it has nothing to run there yet, whatever the worker holds: its own setup,
+ * not the worker's, and said when a run is submitted).
  */
 export const noneOfOwners = (held: ReadonlyArray<{ readonly address: string; readonly digest: string; readonly inScope: boolean }>, owner: OwnerJobs): string | undefined => {
   const runnable = held.filter((a) => a.inScope)
@@ -75,6 +77,7 @@ export const noneOfOwners = (held: ReadonlyArray<{ readonly address: string; rea
     if (digest === a.digest) return undefined
     why.push(digest === null ? `${a.address} is not installed on this owner` : `it holds ${a.address} with another digest`)
   }
+  if (runnable.every((a) => owner.get(a.address) === null)) return undefined
   const shown = why.slice(0, 3).join(", ") + (why.length > 3 ? ` and ${why.length - 3} more` : "")
   return `it holds none of this owner's jobs as installed here (${shown}): install the same bags on both (svc bag install), so that their digests agree`
 }

@@ -1601,6 +1601,9 @@ describe("workers status on an owner with its bags", () => {
         reason:
           "it holds none of this owner's jobs as installed here (demo:absent@1.0.0 is not installed on this owner, it holds demo:gpu@1.0.0 with another digest): install the same bags on both (svc bag install), so that their digests agree"
       })
+      // Only jobs the owner does not hold: Ready (the owner has nothing to run there yet, its own setup).
+      yield* offering([{ address: "demo:absent@1.0.0", digest: DIGEST }])
+      expect(yield* statusOf).toMatchObject({ state: "Ready" })
       // One of them as the owner holds it: Ready.
       yield* offering([{ address: GPU, digest: "sha256:other" }, { address: ECHO, digest: DIGEST }])
       expect(yield* statusOf).toMatchObject({ state: "Ready" })
