@@ -25,6 +25,33 @@ export const noBagsHost: OwnerHostSettings = {
 }
 
 /**
+ * `BAG:JOB@VERSION` as JobCatalog resolves it: a remote-eligible node job running `main.mjs` in
+ * `bagDir`, requiring nothing and checking nothing unless `over` says otherwise (the app tests'
+ * fixture).
+ */
+export const nodeJob = (
+  address: string,
+  digest: string,
+  bagDir: string,
+  over: Partial<ResolvedJob["job"]> & Partial<Pick<ResolvedJob, "inputProblem" | "outputProblem">> = {}
+): ResolvedJob => {
+  const { inputProblem = () => undefined, outputProblem = () => undefined, ...job } = over
+  const [bag = "", rest = ""] = address.split(":")
+  return {
+    job: { address, bag, job: rest.split("@")[0] ?? "", digest, executor: "node", remoteEligible: true, ownerOnly: [], requiredLabels: [], requiredBins: [], bounds: [], timeoutMs: null, ...job },
+    bagDir,
+    runs: { using: "node", main: "main.mjs" },
+    env: [],
+    workingDirectory: undefined,
+    secrets: [],
+    preflight: undefined,
+    validate: undefined,
+    inputProblem,
+    outputProblem
+  }
+}
+
+/**
  * A host holding these jobs (address: digest) and nothing else, as far as its workers' jobs are
  * judged against its own (svc workers status); a run of one cannot be submitted.
  */
@@ -32,10 +59,7 @@ export const hostHolding = (jobs: Readonly<Record<string, string>>): OwnerHostSe
   ...noBagsHost,
   resolve: (address) => {
     const digest = jobs[address]
-    if (digest === undefined) return noBagsHost.resolve(address)
-    const [bag = "", rest = ""] = address.split(":")
-    const job = { address, bag, job: rest.split("@")[0] ?? "", digest, executor: "node", remoteEligible: true, ownerOnly: [], requiredLabels: [], requiredBins: [], bounds: [], timeoutMs: null }
-    return Effect.succeed({ job, bagDir: "/nonexistent", runs: { using: "node", main: "main.mjs" }, env: [], workingDirectory: undefined, secrets: [], preflight: undefined, validate: undefined, inputProblem: () => undefined, outputProblem: () => undefined } as ResolvedJob)
+    return digest === undefined ? noBagsHost.resolve(address) : Effect.succeed(nodeJob(address, digest, "/nonexistent"))
   }
 })
 

@@ -42,7 +42,7 @@ import * as FileRunFiles from "../../../src/infra/runs/FileRunFiles.js"
 import { formatValidators } from "../../../src/infra/manifest/FormatValidators.js"
 import * as NodeEntropy from "../../../src/infra/workers/NodeEntropy.js"
 import { capturingLogs } from "../../support/logs.js"
-import { runsDeps } from "../../support/runs.js"
+import { nodeJob, runsDeps } from "../../support/runs.js"
 
 // ---- An owner with one installed bag --------------------------------------------------------
 
@@ -65,30 +65,8 @@ const OUTPUT_SCHEMA = { type: "object", required: ["text", "length"], properties
 
 /** As JobCatalog checks them. */
 const check = valueCheck(formatValidators)
-const resolved = (name: string, requiredLabels: ReadonlyArray<string>): ResolvedJob => ({
-  job: {
-    address: `demo:${name}@1.0.0`,
-    bag: "demo",
-    job: name,
-    digest: DIGEST,
-    executor: "node",
-    remoteEligible: true,
-    ownerOnly: [],
-    requiredLabels,
-    requiredBins: [],
-    bounds: [],
-    timeoutMs: null
-  },
-  bagDir,
-  runs: { using: "node", main: "main.mjs" },
-  env: [],
-  workingDirectory: undefined,
-  secrets: [],
-  preflight: undefined,
-  validate: undefined,
-  inputProblem: check(INPUT_SCHEMA, "input"),
-  outputProblem: check(OUTPUT_SCHEMA, "output")
-})
+const resolved = (name: string, requiredLabels: ReadonlyArray<string>): ResolvedJob =>
+  nodeJob(`demo:${name}@1.0.0`, DIGEST, bagDir, { requiredLabels, inputProblem: check(INPUT_SCHEMA, "input"), outputProblem: check(OUTPUT_SCHEMA, "output") })
 /** `echo` runs anywhere (the owner keeps it); `gpu` needs a label only workers have; `local` only the owner runs. */
 const LOCAL = "demo:local@1.0.0"
 const installed = new Map([

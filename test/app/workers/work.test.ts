@@ -21,6 +21,7 @@ import { makeSlots, type Slots } from "../../../src/app/workers/Slots.js"
 import * as ChildExecutor from "../../../src/infra/runs/ChildExecutor.js"
 import * as FileRunFiles from "../../../src/infra/runs/FileRunFiles.js"
 import { capturingLogs } from "../../support/logs.js"
+import { nodeJob } from "../../support/runs.js"
 
 const bagDir = fs.mkdtempSync(nodePath.join(os.tmpdir(), "svc-work-bag-"))
 // Sleeps for input.ms, printing its pid first (stderr), then its result.
@@ -28,30 +29,7 @@ fs.writeFileSync(
   nodePath.join(bagDir, "main.mjs"),
   `let s = ""; for await (const c of process.stdin) s += c; const i = JSON.parse(s); console.error("pid " + process.pid); await new Promise((r) => setTimeout(r, i.ms)); console.log(JSON.stringify({ done: i.n }))\n`
 )
-const job: ResolvedJob = {
-  job: {
-    address: "sleep:nap@1.0.0",
-    bag: "sleep",
-    job: "nap",
-    digest: "sha256:d",
-    executor: "node",
-    remoteEligible: true,
-    ownerOnly: [],
-    requiredLabels: [],
-    requiredBins: [],
-    bounds: [],
-    timeoutMs: null
-  },
-  bagDir,
-  runs: { using: "node", main: "main.mjs" },
-  env: [],
-  workingDirectory: undefined,
-  secrets: [],
-  preflight: undefined,
-  validate: undefined,
-  inputProblem: () => undefined,
-  outputProblem: () => undefined
-}
+const job: ResolvedJob = nodeJob("sleep:nap@1.0.0", "sha256:d", bagDir)
 
 // Prints what its input says on stdout and stderr, then a result of `result` characters.
 fs.writeFileSync(
