@@ -38,7 +38,7 @@ import { Owner } from "../src/app/workers/Owner.js"
 import type { WorkerRequest, WorkerResponse } from "../src/app/workers/Protocol.js"
 import { layer as journalLayer } from "../src/infra/journal/SqliteJournal.js"
 import { storePath } from "../src/infra/journal/StoreFile.js"
-import { benchOwner, resolvingOnly, workerOnlyJob } from "./owner.js"
+import { benchHost, benchOwner, resolvingOnly, workerOnlyJob } from "./owner.js"
 import { arg, fmt, printMachine } from "./support.js"
 
 const BACKLOG = arg("backlog", 10_000)
@@ -74,7 +74,7 @@ const main = async () => {
   const owner = benchOwner(
     home,
     journalLayer(storePath(home)),
-    { capacity: 4, labels: ["os=linux"], capabilities: ["node", "process"], bins: () => Effect.succeed([]), resolve: resolvingOnly(noop), withSlot: (effect) => effect },
+    benchHost(resolvingOnly(noop), ["os=linux"]),
     { url: "https://127.0.0.1:7443", fingerprint: "ab".repeat(32) }
   )
 

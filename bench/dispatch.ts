@@ -92,7 +92,7 @@ import { createServer, makeHandler, ROUTE } from "../src/infra/http/WorkerRoute.
 import { layer as journalLayer, payloadOf } from "../src/infra/journal/SqliteJournal.js"
 import { storePath } from "../src/infra/journal/StoreFile.js"
 import { loadOrCreate } from "../src/infra/tls/OwnerCertificate.js"
-import { benchOwner, resolvingOnly, workerOnlyJob } from "./owner.js"
+import { benchHost, benchOwner, resolvingOnly, workerOnlyJob } from "./owner.js"
 import { arg, Database, fmt, median, printMachine } from "./support.js"
 
 const QUICK = process.argv.includes("--quick")
@@ -243,15 +243,8 @@ const ownerChild = async (): Promise<void> => {
   const owner = benchOwner(
     home,
     observedJournal,
-    {
-      capacity: 4,
-      // Not pool=bench: the owner is never eligible for the bench's job.
-      labels: ["arch=x64", "os=linux"],
-      capabilities: ["node", "process"],
-      bins: () => Effect.succeed([]),
-      resolve: resolvingOnly(noop),
-      withSlot: (effect) => effect
-    },
+    // Not pool=bench: the owner is never eligible for the bench's job.
+    benchHost(resolvingOnly(noop)),
     { url: `https://127.0.0.1:${port}`, fingerprint: material.fingerprint }
   )
   let stop: () => void = () => undefined

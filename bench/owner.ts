@@ -50,6 +50,19 @@ export const workerOnlyJob = (address: string, job: string, digest: string, labe
   outputProblem: () => undefined
 })
 
+/**
+ * The owner host of a bench that places its runs on workers: 4 slots, node and process, no
+ * programs, `labels` (never the job's: the owner is not eligible), its jobs from `resolve`.
+ */
+export const benchHost = (resolve: OwnerHostSettings["resolve"], labels: ReadonlyArray<string> = ["arch=x64", "os=linux"]): OwnerHostSettings => ({
+  capacity: 4,
+  labels,
+  capabilities: ["node", "process"],
+  bins: () => Effect.succeed([]),
+  resolve,
+  withSlot: (effect) => effect
+})
+
 /** An OwnerHost's `resolve` that knows `job` alone. */
 export const resolvingOnly = (job: ResolvedJob) => (address: string) =>
   address === job.job.address ? Effect.succeed(job) : Effect.fail(new JobNotRunnable({ message: `no bag holds ${address} here` }))

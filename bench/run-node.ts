@@ -71,7 +71,7 @@ import * as ChildExecutor from "../src/infra/runs/ChildExecutor.js"
 import * as FileRunFiles from "../src/infra/runs/FileRunFiles.js"
 import { loadOrCreate } from "../src/infra/tls/OwnerCertificate.js"
 import { callOwner, fetchPinnedCertificate, makeAgent } from "../src/infra/workers/OwnerClient.js"
-import { benchOwner, resolvingOnly, workerOnlyJob } from "./owner.js"
+import { benchHost, benchOwner, resolvingOnly, workerOnlyJob } from "./owner.js"
 import { arg, median, printMachine } from "./support.js"
 
 const QUICK = process.argv.includes("--quick")
@@ -201,15 +201,8 @@ const ownerChild = async (): Promise<void> => {
   const owner = benchOwner(
     home,
     observedJournal,
-    {
-      capacity: 4,
-      // Not pool=bench: the owner is never eligible for the job.
-      labels: ["arch=x64", "os=linux"],
-      capabilities: ["node", "process"],
-      bins: () => Effect.succeed([]),
-      resolve: resolverAt(bagDir),
-      withSlot: (effect) => effect
-    },
+    // Not pool=bench: the owner is never eligible for the job.
+    benchHost(resolverAt(bagDir)),
     { url: `https://127.0.0.1:${port}`, fingerprint: material.fingerprint }
   )
   let stop: () => void = () => undefined
