@@ -35,7 +35,7 @@ const writeHistory = (file: string, checkpoint: boolean) =>
       yield* p.execute((r) => Decide.decideInvite({ inviteId: "i1", tokenHash: hash("t"), name: "lab-1", scope: ["hasher:checksum@1.0.0"], expiresAt: null, actor: "operator", now: T0 }, r))
       yield* p.execute((r) => Decide.decideRedeem({ inviteId: "i1", tokenHash: hash("t"), workerId: "w1", name: "ignored", credentialHash: hash("c1"), previousCredentialHash: null, now: T0 + 1000 }, r))
       yield* p.execute((r) => Decide.decideStartSession({ workerId: "w1", previousSessionLive: false, now: T0 + 2000 }, r))
-      yield* p.execute((r) => Decide.decideAdvertise({ workerId: "w1", capacity: 4, labels: ["os=linux"], capabilities: ["node"], artifacts: [], now: T0 + 2000 }, r))
+      yield* p.execute((r) => Decide.decideAdvertise({ workerId: "w1", fence: 1, capacity: 4, labels: ["os=linux"], capabilities: ["node"], artifacts: [], now: T0 + 2000 }, r))
       yield* p.execute((r) => Decide.decideRequestRotation({ workerId: "w1", actor: "operator", now: T0 + 3000 }, r))
       yield* p.execute((r) => Decide.decideCompleteRotation({ workerId: "w1", credentialHash: hash("c2"), now: T0 + 4000 }, r))
       yield* p.execute((r) => Decide.decideStartSession({ workerId: "w1", previousSessionLive: true, now: T0 + 5000 }, r))

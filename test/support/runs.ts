@@ -2,14 +2,16 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import { OwnerHost, type OwnerHostSettings } from "../../src/app/runs/Dispatcher.js"
 import { JobNotRunnable, type ResolvedJob } from "../../src/app/runs/JobCatalog.js"
 import * as ChildExecutor from "../../src/infra/runs/ChildExecutor.js"
 import * as FileRunFiles from "../../src/infra/runs/FileRunFiles.js"
 import { Checkpoints } from "../../src/app/journal/Checkpoints.js"
-import { layerMemory } from "../../src/app/journal/Journal.js"
+import { Journal, layerMemory } from "../../src/app/journal/Journal.js"
 import { layer as projectionsLayer } from "../../src/app/journal/Projections.js"
 import { layerWithRuns, OwnerAddress } from "../../src/app/workers/Owner.js"
 import * as NodeHashing from "../../src/infra/journal/NodeHashing.js"
@@ -76,11 +78,11 @@ export const runsDeps = (host: OwnerHostSettings = noBagsHost) =>
  * The owner with its runs over the memory journal, no checkpoints, node:crypto hashing and
  * entropy, and a host with no bags: the real deciders and projections, for app-level tests.
  */
-export const memoryOwnerWith = (host: OwnerHostSettings) => layerWithRuns.pipe(
+export const memoryOwnerWith = (host: OwnerHostSettings, journal: Layer.Layer<Journal> = layerMemory) => layerWithRuns.pipe(
   Layer.provideMerge(projectionsLayer),
   Layer.provideMerge(
     Layer.mergeAll(
-      layerMemory,
+      journal,
       Layer.succeed(Checkpoints, { write: () => Effect.void, latest: Effect.succeed(undefined), snapshot: Effect.succeed(undefined) }),
       NodeHashing.layer,
       NodeEntropy.layer,
@@ -91,3 +93,33 @@ export const memoryOwnerWith = (host: OwnerHostSettings) => layerWithRuns.pipe(
 )
 
 export const memoryOwner = memoryOwnerWith(noBagsHost)
+
+/**
+ * The memory journal with a gate: an append whose first event is of a type `hold` names waits
+ * until `release` of that type (and `arrived` completes when one is waiting). Puts two commands'
+ * commits in the order a race between them would, without timing.
+ */
+export const gatedJournal = () => {
+  const gates = new Map<string, { readonly arrived: Deferred.Deferred<void>; readonly open: Deferred.Deferred<void> }>()
+  const gate = (tag: string) => {
+    let g = gates.get(tag)
+    if (g === undefined) gates.set(tag, (g = { arrived: Deferred.unsafeMake(FiberId.none), open: Deferred.unsafeMake(FiberId.none) }))
+    return g
+  }
+  const layer = Layer.effect(
+    Journal,
+    Effect.map(Journal, (inner) => ({
+      ...inner,
+      append: (command: Parameters<typeof inner.append>[0]) => {
+        const g = gates.get(command.events[0]?._tag ?? "")
+        return g === undefined ? inner.append(command) : Effect.zipRight(Effect.zipRight(Deferred.succeed(g.arrived, undefined), Deferred.await(g.open)), inner.append(command))
+      }
+    }))
+  ).pipe(Layer.provide(layerMemory))
+  return {
+    layer,
+    hold: (tag: string) => void gate(tag),
+    arrived: (tag: string) => Deferred.await(gate(tag).arrived),
+    release: (tag: string) => Deferred.succeed(gate(tag).open, undefined)
+  }
+}

@@ -225,6 +225,7 @@ export const make = Effect.gen(function* () {
   /** What an advertisement offers, as the decider takes it. */
   const offerOf = (worker: WorkerRecord, request: Advertise, now: number) => ({
     workerId: worker.id,
+    fence: request.fence,
     capacity: request.capacity,
     labels: request.labels,
     capabilities: request.capabilities,
@@ -244,7 +245,8 @@ export const make = Effect.gen(function* () {
     const declined = freshness.declinedSince(worker.id)
     const offer = offerOf(worker, request, now)
     return execute((r) => Decide.decideAdvertise(offer, r)).pipe(
-      Effect.mapError(commandRefusal("bad-request")),
+      // Fenced: a hello started a new session after the route checked this call's fence.
+      Effect.mapError((e) => (e._tag === "CommandRejected" && e.rejection.code === "fenced" ? refuse("fenced", e.rejection.message) : commandRefusal("bad-request")(e))),
       Effect.flatMap((changed) => {
         touch(worker.id, now, true, busyOf(request))
         const ack = Effect.map(dispatcher.stopsFor(worker.id), (stop): Ack => ({ kind: "ack", stop, newCredential }))

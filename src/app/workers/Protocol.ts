@@ -7,6 +7,7 @@
 import * as Schema from "effect/Schema"
 import { HeldArtifact, RanMs } from "../../domain/journal/Events.js"
 import { joinKeyProblem, makeJoinKey } from "../../domain/workers/Secrets.js"
+import { fenceProblem } from "../../domain/workers/Session.js"
 
 export const PROTOCOL_VERSION = 1
 
@@ -382,12 +383,10 @@ export const unavailableRefusal = (reason: string) => new Refusal({ code: "unava
 export const revokedRefusal = () => new Refusal({ code: "revoked", message: "this worker is revoked (by the owner's operator, or as its installation left or joined again): stop all its work", stopAll: true })
 
 /** The refusal of a call under a fence that is not the worker's current session's, if it is not. */
-export const fenceRefusal = (worker: { readonly fence: number }, fence: number): Refusal | undefined =>
-  fence === worker.fence
-    ? undefined
-    : fence < worker.fence
-      ? new Refusal({ code: "fenced", message: `another process took this worker's session over (fence ${worker.fence}); this process (fence ${fence}) must stop` })
-      : new Refusal({ code: "fenced", message: `fence ${fence} was never issued to this worker; say hello first` })
+export const fenceRefusal = (worker: { readonly fence: number }, fence: number): Refusal | undefined => {
+  const problem = fenceProblem(worker, fence)
+  return problem === undefined ? undefined : new Refusal({ code: "fenced", message: problem })
+}
 
 export const STATUS: Readonly<Record<RefusalCode, number>> = {
   "bad-request": 400,

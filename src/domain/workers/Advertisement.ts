@@ -6,11 +6,14 @@
 import { WorkerAdvertised, workerStream, type HeldArtifact } from "../journal/Events.js"
 import { decided, isRejection, liveWorker, reject, type Decision, type Rejection } from "./Decision.js"
 import type { Registry } from "./Registry.js"
+import { fenceProblem } from "./Session.js"
 
 export const MAX_CAPACITY = 100
 
 export interface Advertise {
   readonly workerId: string
+  /** The session the advertisement was made in: only the latest session's offer is the worker's. */
+  readonly fence: number
   readonly capacity: number
   readonly labels: ReadonlyArray<string>
   readonly capabilities: ReadonlyArray<string>
@@ -39,6 +42,11 @@ const byAddress = (as: ReadonlyArray<HeldArtifact>): ReadonlyArray<HeldArtifact>
 export const decideAdvertise = (c: Advertise, state: Registry): Decision | Rejection => {
   const w = liveWorker(state, c.workerId)
   if (isRejection(w)) return w
+  // Checked again here, where commands are decided one after another: a hello that committed
+  // after the route checked this call's fence started a session whose process offers what it
+  // says itself; the process taken over must not speak for it (nor end its wait for that offer).
+  const stale = fenceProblem(w, c.fence)
+  if (stale !== undefined) return reject("fenced", stale)
   if (!Number.isInteger(c.capacity) || c.capacity < 1 || c.capacity > MAX_CAPACITY) {
     return reject("invalid-advertisement", `capacity must be a whole number from 1 to ${MAX_CAPACITY}, not ${c.capacity}`)
   }

@@ -23,6 +23,7 @@ export type RejectionCode =
   | "no-rotation-pending"
   | "credential-replaced"
   | "invalid-advertisement"
+  | "fenced"
 
 export interface Rejection {
   readonly _tag: "Rejected"

@@ -32,6 +32,19 @@ export interface StartSession {
 export const resumesSession = (w: WorkerRecord, fence: number, keyHash: string): boolean =>
   w.fence > 0 && fence === w.fence && w.sessionKeyHash !== undefined && sameDigest(w.sessionKeyHash, keyHash)
 
+/**
+ * Why a call made with `fence` may not act for `w`: a later session took over (the caller must
+ * stop), or the fence was never issued; undefined when it is the latest session's. The route
+ * checks it when a call arrives; a decider checks it again when the call's events are decided,
+ * since a hello may have started a new session in between.
+ */
+export const fenceProblem = (w: { readonly fence: number }, fence: number): string | undefined =>
+  fence === w.fence
+    ? undefined
+    : fence < w.fence
+      ? `another process took this worker's session over (fence ${w.fence}); this process (fence ${fence}) must stop`
+      : `fence ${fence} was never issued to this worker; say hello first`
+
 export const decideStartSession = (c: StartSession, state: Registry): Decision | Rejection => {
   const w = liveWorker(state, c.workerId)
   if (isRejection(w)) return w

@@ -40,7 +40,7 @@ type Op =
   | { readonly kind: "revokeInvite"; readonly invite: number }
   | { readonly kind: "requestRotation" | "completeRotation" | "revoke"; readonly worker: number }
   | { readonly kind: "session"; readonly worker: number; readonly live: boolean }
-  | { readonly kind: "advertise"; readonly worker: number; readonly capacity: number; readonly gpu: boolean }
+  | { readonly kind: "advertise"; readonly worker: number; readonly capacity: number; readonly gpu: boolean; readonly stale: boolean }
 
 const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constant("invite" as const), scoped: fc.boolean() }),
@@ -49,7 +49,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constant("revokeInvite" as const), invite: fc.nat(8) }),
   fc.record({ kind: fc.constantFrom("requestRotation" as const, "completeRotation" as const, "revoke" as const), worker: fc.nat(8) }),
   fc.record({ kind: fc.constant("session" as const), worker: fc.nat(8), live: fc.boolean() }),
-  fc.record({ kind: fc.constant("advertise" as const), worker: fc.nat(8), capacity: fc.integer({ min: 0, max: 101 }), gpu: fc.boolean() })
+  fc.record({ kind: fc.constant("advertise" as const), worker: fc.nat(8), capacity: fc.integer({ min: 0, max: 101 }), gpu: fc.boolean(), stale: fc.boolean() })
 )
 
 /** Runs one op as the owner would: decide against the live registry, append, apply. */
@@ -96,7 +96,16 @@ const run = (o: Op, i: number) =>
               return Decide.decideStartSession({ workerId, previousSessionLive: o.live, now }, registry)
             case "advertise":
               return Decide.decideAdvertise(
-                { workerId, capacity: o.capacity, labels: ["os=linux", "arch=x64", ...(o.gpu ? ["gpu=true"] : [])], capabilities: ["node"], artifacts: [], now },
+                {
+                  workerId,
+                  // Made in the latest session, or in the one before it (a process taken over: refused).
+                  fence: (HashMap.get(registry.workers, workerId).pipe((w) => (w._tag === "Some" ? w.value.fence : 0))) - (o.stale ? 1 : 0),
+                  capacity: o.capacity,
+                  labels: ["os=linux", "arch=x64", ...(o.gpu ? ["gpu=true"] : [])],
+                  capabilities: ["node"],
+                  artifacts: [],
+                  now
+                },
                 registry
               )
           }
@@ -254,7 +263,7 @@ describe("live projections equal replayed projections", () => {
       yield* projections.execute((r) => Decide.decideInvite({ inviteId: "a", tokenHash: hash("t"), name: null, scope: [], expiresAt: null, actor: "op", now: 1 }, r))
       yield* projections.execute((r) => Decide.decideRedeem({ inviteId: "a", tokenHash: hash("t"), workerId: "w", name: "box", credentialHash: hash("c"), previousCredentialHash: null, now: 2 }, r))
       const ad = (now: number, labels: ReadonlyArray<string>) =>
-        projections.execute((r) => Decide.decideAdvertise({ workerId: "w", capacity: 4, labels, capabilities: ["node"], artifacts: [], now }, r))
+        projections.execute((r) => Decide.decideAdvertise({ workerId: "w", fence: 0, capacity: 4, labels, capabilities: ["node"], artifacts: [], now }, r))
       yield* ad(3, ["os=linux", "arch=x64"])
       const head = yield* journal.head
       yield* ad(8, ["arch=x64", "os=linux"])

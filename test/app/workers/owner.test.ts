@@ -19,7 +19,7 @@ import { PROTOCOL_REVISION, Refusal, type WorkerRequest, type WorkerResponse } f
 import * as Decide from "../../../src/domain/workers/Decide.js"
 import { formatJoinToken, makeCredential, parseJoinToken } from "../../../src/domain/workers/Secrets.js"
 import { capturingLogs } from "../../support/logs.js"
-import { hostHolding, memoryOwnerWith } from "../../support/runs.js"
+import { gatedJournal, hostHolding, memoryOwnerWith } from "../../support/runs.js"
 
 /** An owner holding the job its workers advertise (as workers status judges what they hold against its own). */
 const TestOwner = memoryOwnerWith(hostHolding({ "hasher:checksum@1.0.0": "sha256:x" }))
@@ -334,6 +334,41 @@ describe("sessions", () => {
       expect(status.name).toBe("lab-1")
     }).pipe(Effect.provide(TestOwner))
   )
+
+  it.effect("an advertisement of the process taken over, decided after the takeover's hello committed, is refused and speaks for no one", () => {
+    const gated = gatedJournal()
+    return Effect.gen(function* () {
+      const journal = yield* Journal
+      const w = yield* linked()
+      ok(yield* call(w.credential, offer(w.fence)), "ack")
+      const before = yield* stateOf(w.workerId)
+      // The copy's hello is decided and waits at the journal; the old process's advertisement (a
+      // change: it now has a GPU) passes the route's fence check meanwhile and waits behind it.
+      gated.hold("SessionStarted")
+      gated.hold("WorkerAdvertised")
+      const hello = yield* Effect.fork(call(w.credential, { kind: "hello", protocol: 1, running: [] }))
+      yield* gated.arrived("SessionStarted")
+      const old = yield* Effect.fork(call(w.credential, { ...offer(w.fence), labels: ["gpu=true", "os=linux"] }))
+      yield* gated.arrived("WorkerAdvertised")
+      yield* gated.release("SessionStarted")
+      const welcome = ok(yield* Fiber.join(hello), "welcome")
+      yield* gated.release("WorkerAdvertised")
+      const refused = yield* Fiber.join(old)
+      expect(Either.isLeft(refused) && refused.left).toMatchObject({
+        code: "fenced",
+        message: `another process took this worker's session over (fence ${welcome.fence}); this process (fence ${w.fence}) must stop`
+      })
+      // Its offer was not journaled, and the new session is still waiting for its own.
+      const ads = (yield* journal.readStream(`worker-${w.workerId}`)).filter((e) => e.event._tag === "WorkerAdvertised")
+      expect(ads.map((e) => (e.event as { labels: ReadonlyArray<string> }).labels)).toEqual([["os=linux"]])
+      const waiting = yield* stateOf(w.workerId)
+      expect(waiting.state).not.toBe(before.state)
+      // The same offer unchanged, from the old process: refused too (nothing to journal, still not its to make).
+      expect(refusal(yield* call(w.credential, offer(w.fence)))).toBe("fenced")
+      ok(yield* call(w.credential, offer(welcome.fence)), "ack")
+      expect((yield* stateOf(w.workerId)).state).toBe(before.state)
+    }).pipe(Effect.provide(memoryOwnerWith(hostHolding({ "hasher:checksum@1.0.0": "sha256:x" }), gated.layer)))
+  })
 
   it.effect("a claim long-polls for its wait, then answers no work", () =>
     Effect.gen(function* () {

@@ -315,7 +315,7 @@ describe("sessions and fences", () => {
 describe("advertisements", () => {
   const linked = [invited("i"), joined("w", "i"), session("w", 1)] as const
   const advertise = (registry: Registry, capacity: number, labels: ReadonlyArray<string>) =>
-    D.decideAdvertise({ workerId: "w", capacity, labels, capabilities: ["node"], artifacts: [], now: 5 }, registry)
+    D.decideAdvertise({ workerId: "w", fence: 1, capacity, labels, capabilities: ["node"], artifacts: [], now: 5 }, registry)
 
   it("journals a change, and nothing for the same offer in another order", () => {
     expect(events(advertise(given(...linked), 4, ["os=linux", "arch=x64"]))[0]).toMatchObject({ labels: ["arch=x64", "os=linux"] })
@@ -325,7 +325,7 @@ describe("advertisements", () => {
 
   it("labels and capabilities are sets and artifacts go in address order, whatever order and repeats they come in", () => {
     const offer = (labels: ReadonlyArray<string>, capabilities: ReadonlyArray<string>, artifacts: ReadonlyArray<{ address: string; digest: string }>) =>
-      D.decideAdvertise({ workerId: "w", capacity: 4, labels, capabilities, artifacts, now: 5 }, given(...linked))
+      D.decideAdvertise({ workerId: "w", fence: 1, capacity: 4, labels, capabilities, artifacts, now: 5 }, given(...linked))
     const a = { address: "a:x@1", digest: "sha256:1" }
     const b = { address: "b:y@1", digest: "sha256:2" }
     const normal = events(offer(["arch=x64", "os=linux"], ["node", "process"], [a, b]))[0] as WorkerAdvertised
@@ -339,7 +339,7 @@ describe("advertisements", () => {
     }
     // The same offer, in another order and with repeats, changes nothing.
     const known = given(...linked, advertised("w", 4, ["arch=x64", "os=linux"]))
-    expect(events(D.decideAdvertise({ workerId: "w", capacity: 4, labels: ["os=linux", "arch=x64", "os=linux"], capabilities: ["node"], artifacts: [], now: 6 }, known))).toEqual([])
+    expect(events(D.decideAdvertise({ workerId: "w", fence: 1, capacity: 4, labels: ["os=linux", "arch=x64", "os=linux"], capabilities: ["node"], artifacts: [], now: 6 }, known))).toEqual([])
   })
 
   it("capacity is 1 to 100 (spec: maximum 100)", () => {
@@ -347,6 +347,21 @@ describe("advertisements", () => {
     expect(rejection(advertise(given(...linked), 101, []))).toBe("invalid-advertisement")
     expect(rejection(advertise(given(...linked), 0, []))).toBe("invalid-advertisement")
     expect(rejection(advertise(given(...linked), 2.5, []))).toBe("invalid-advertisement")
+  })
+
+  it("only the latest session's process speaks for the worker: an older fence is refused, changed offer or not", () => {
+    const takenOver = given(...linked, advertised("w", 4, ["arch=x64", "os=linux"]), session("w", 2, true))
+    const at = (fence: number, labels: ReadonlyArray<string>) =>
+      D.decideAdvertise({ workerId: "w", fence, capacity: 4, labels, capabilities: ["node"], artifacts: [], now: 8 }, takenOver)
+    for (const labels of [["arch=x64", "os=linux"], ["arch=x64", "gpu=true", "os=linux"]]) {
+      expect(at(1, labels)).toEqual({
+        _tag: "Rejected",
+        code: "fenced",
+        message: "another process took this worker's session over (fence 2); this process (fence 1) must stop"
+      })
+      expect(rejection(at(2, labels))).toBe("decided")
+    }
+    expect(at(3, [])).toMatchObject({ code: "fenced", message: "fence 3 was never issued to this worker; say hello first" })
   })
 })
 
