@@ -422,8 +422,14 @@ describe("svc workers between two real svc serve processes", () => {
       ["a key twice, escaped", { bearer: credential, body: `{"kind":"advertise","fence":${fence},"capacity":100,"c\u0061pacity":1,"labels":[],"capabilities":[],"artifacts":[]}` }, 400, "bad-request", /names capacity twice/],
       ["a nested key twice", { bearer: credential, body: `{"kind":"report","fence":${fence},"attempt":"a-none","outcome":{"ok":true,"result":{"a":[{"b":1,"b":2}]}}}` }, 400, "bad-request", /names outcome\.result\.a\[0\]\.b twice/],
       // Nested as deep as the body limit allows: the checks walk it without recursion (a recursive one stopped the owner).
-      ["a body nested 20,000 deep", { bearer: credential, body: `{"kind":"heartbeat","fence":${fence},"running":[],"x":${"[".repeat(20_000)}${"]".repeat(20_000)}}` }, 400, "bad-request", /x/],
+      ["a body nested 20,000 deep", { bearer: credential, body: `{"kind":"heartbeat","fence":${fence},"running":[],"x":${"[".repeat(20_000)}${"]".repeat(20_000)}}` }, 400, "bad-request", /^the body nests more than 514 levels deep/],
       ["a body nested 20,000 deep, no bearer", { body: `{"x":${"[".repeat(20_000)}${"]".repeat(20_000)}}` }, 400, "bad-request"],
+      // Where a string is expected, so that the decoder's message would quote it: wording that stopped the owner.
+      ["a join name nested 5,000 deep, no bearer", { body: `{"kind":"join","name":${"[".repeat(5_000)}${"]".repeat(5_000)}}` }, 400, "bad-request", /^the body nests more than 514 levels deep/],
+      ["a claim's running list nested 30,000 deep", { bearer: credential, body: `{"kind":"claim","fence":${fence},"waitSeconds":0,"running":${"[".repeat(30_000)}${"]".repeat(30_000)}}` }, 400, "bad-request", /^the body nests more than 514 levels deep/],
+      ["a join name nested 500 deep: quoted, cut short", { body: `{"kind":"join","name":${"[".repeat(500)}${"]".repeat(500)}}` }, 400, "bad-request", /^the body is not a worker message: name: Expected string, actual \[{10}.{0,300}…$/],
+      // A kind that every object inherits (found in a table by an object's keys, it stopped the owner).
+      ...["constructor", "__proto__", "toString", "hasOwnProperty"].map((kind) => [`kind ${kind}, no bearer`, { body: JSON.stringify({ kind }) }, 400, "bad-request", /^the body is not a worker message: kind: Expected "join" \| "hello"/] as const),
       // A secret where it would be journaled, shown or echoed: refused, and not repeated.
       ["a label holding the credential", { bearer: credential, body: JSON.stringify({ kind: "advertise", fence, capacity: 4, labels: [`k=${credential}`], capabilities: ["node"], artifacts: [] }) }, 400, "bad-request", /^labels\[0\] holds what is shaped as an svc secret/],
       ["an attempt id holding the credential", { bearer: credential, body: JSON.stringify({ kind: "report", fence, attempt: credential, outcome: { ok: true } }) }, 400, "bad-request", /^attempt holds what is shaped/],

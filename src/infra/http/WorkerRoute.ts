@@ -23,6 +23,7 @@ import { Owner } from "../../app/workers/Owner.js"
 import { MAX_BODY_BYTES, Refusal, STATUS, WorkerRequest, WorkerResponse } from "../../app/workers/Protocol.js"
 import { CREDENTIAL_PREFIX, withoutSecrets } from "../../domain/workers/Secrets.js"
 import { connectionCap } from "./ConnectionCap.js"
+import { depthOf, MAX_VALUE_DEPTH } from "../../domain/runs/Values.js"
 import { duplicateKeyIn, secretPlaceIn } from "../../domain/workers/StrictJson.js"
 import { strictGuard } from "../schema/Guard.js"
 import { pathOf, SuccessionRequest, type SuccessionAnswer, type SuccessionStep } from "../tls/Succession.js"
@@ -64,22 +65,32 @@ const refuse = (res: http.ServerResponse, code: keyof typeof STATUS, message: st
   send(res, STATUS[code], { code, message: withoutSecrets(message), ...extra }, CLOSES.has(code))
 
 /** Top-level fields a secret-shaped string may be in: a join's earlier credential (its proof) and join key, a job's own result and output. */
-const SECRETS_MAY_BE_IN: Readonly<Record<string, ReadonlySet<string>>> = {
-  join: new Set(["previousCredential", "joinKey"]),
-  report: new Set(["outcome", "output"]),
-  heartbeat: new Set(["output"])
-}
+const SECRETS_MAY_BE_IN: ReadonlyMap<string, ReadonlySet<string>> = new Map([
+  ["join", new Set(["previousCredential", "joinKey"])],
+  ["report", new Set(["outcome", "output"])],
+  ["heartbeat", new Set(["output"])]
+])
 const NO_FIELDS: ReadonlySet<string> = new Set()
+
+/**
+ * How deep a body may nest (objects and arrays within each other): a report's result may nest as
+ * deep as a run's result (MAX_VALUE_DEPTH), and lies 2 levels down (`outcome.result`). A body of
+ * 64 KiB can nest 30,000 levels; wording the refusal of one that deep overflowed the call stack
+ * (the decoder's message quotes the value) and stopped the owner, before authentication.
+ */
+export const MAX_BODY_DEPTH = MAX_VALUE_DEPTH + 2
 
 /**
  * Why a parsed body is refused before it is decoded: a key twice in one object (the last would
  * win), or a secret-shaped string where it would be journaled, shown or echoed.
  */
 const bodyProblem = (text: string, json: unknown): string | undefined => {
+  if (depthOf(json, MAX_BODY_DEPTH) > MAX_BODY_DEPTH) return `the body nests more than ${MAX_BODY_DEPTH} levels deep (objects and arrays within each other); at most ${MAX_BODY_DEPTH} are taken`
   const twice = duplicateKeyIn(text)
   if (twice !== undefined) return `the body names ${twice} twice: a key may appear once in an object`
   const kind = typeof json === "object" && json !== null ? (json as { readonly kind?: unknown }).kind : undefined
-  const secret = secretPlaceIn(json, typeof kind === "string" ? (SECRETS_MAY_BE_IN[kind] ?? NO_FIELDS) : NO_FIELDS)
+  // A map, not an object's keys: a kind such as "constructor" found what every object inherits.
+  const secret = secretPlaceIn(json, typeof kind === "string" ? (SECRETS_MAY_BE_IN.get(kind) ?? NO_FIELDS) : NO_FIELDS)
   if (secret !== undefined) {
     return `${secret} holds what is shaped as an svc secret (a credential, join token or join key): refused, so that no secret is recorded or shown (a credential goes in the Authorization header only)`
   }
@@ -172,6 +183,16 @@ export const makeHandler = (runtime: Runtime.Runtime<Owner>, succession?: { read
     })
     req.on("error", () => res.destroy())
     req.on("end", () => {
+      // What the body is answered with, or a bare 500 for a bug: an exception thrown here, outside
+      // any fiber, would stop the whole owner (it did, for a body no check had foreseen).
+      try {
+        onBody()
+      } catch (e) {
+        logBug(`internal error on ${ROUTE} (a bug of svc's; the call was answered 500): ${withoutSecrets(e instanceof Error ? `${e.name}: ${e.message}` : String(e)).slice(0, 500)}`)
+        send(res, 500, { code: "internal", message: "the owner failed to handle this call" }, true)
+      }
+    })
+    const onBody = () => {
       if (tooLarge) return refuse(res, "payload-too-large", `the body may be at most ${MAX_BODY_BYTES} bytes`)
       const body = Buffer.concat(chunks)
       // Decoding would put U+FFFD for each bad byte, and the owner would record what was not sent.
@@ -218,7 +239,7 @@ export const makeHandler = (runtime: Runtime.Runtime<Owner>, succession?: { read
         inflight.delete(fiber)
         answer(res, Exit.flatten(exit), logBug)
       })
-    })
+    }
   }
   /** Interrupts every call still running (a claim's long poll): the runtime is stopping. */
   const interruptAll = () => Effect.runPromise(Fiber.interruptAll(inflight))

@@ -7,7 +7,7 @@ import * as Layer from "effect/Layer"
 import { describe, expect, it } from "vitest"
 import { Owner } from "../../../src/app/workers/Owner.js"
 import { connectionCapFor, MAX_CONNECTIONS_CEILING, MAX_CONNECTIONS_FLOOR, MAX_CONNECTIONS_UNKNOWN_LIMIT, openFilesLimitIn } from "../../../src/infra/http/ConnectionCap.js"
-import { createServer, makeHandler } from "../../../src/infra/http/WorkerRoute.js"
+import { createServer, makeHandler, MAX_BODY_DEPTH } from "../../../src/infra/http/WorkerRoute.js"
 import { loadOrCreate } from "../../../src/infra/tls/OwnerCertificate.js"
 import { capturingLogs } from "../../support/logs.js"
 import { tempDir } from "../../support/svc.js"
@@ -87,5 +87,54 @@ describe("a bug on the worker route", () => {
     expect(await answered.json()).toEqual({ code: "internal", message: "the owner failed to handle this call" })
     server.close()
     expect(logs).toEqual(["ERROR internal error on /api/worker (a bug of svc's; the call was answered 500): Error: boom"])
+  })
+})
+
+describe("bodies no check foresaw", () => {
+  /** A route over an owner whose quick answer is `answerNow` (one that throws: a bug); it must not stop the process. */
+  const serving = async (answerNow: () => unknown) => {
+    const logs: Array<string> = []
+    const owner = { answerNow, handle: () => Effect.die(new Error("not reached")) }
+    const runtime = await Effect.runPromise(Effect.scoped(Layer.toRuntime(Layer.merge(Layer.succeed(Owner, owner as unknown as Owner["Type"]), capturingLogs(logs)))))
+    const server = http.createServer(makeHandler(runtime))
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    const port = (server.address() as AddressInfo).port
+    const post = async (body: string) => {
+      const r = await fetch(`http://127.0.0.1:${port}/api/worker`, { method: "POST", headers: { "content-type": "application/json" }, body })
+      return { status: r.status, body: (await r.json()) as { code: string; message: string } }
+    }
+    return { logs, post, close: () => server.close() }
+  }
+
+  it("a bug thrown outside a fiber is answered 500 and logged, and the route goes on answering", async () => {
+    const route = await serving(() => {
+      throw new TypeError("boom")
+    })
+    expect(await route.post(JSON.stringify({ kind: "claim", fence: 1, waitSeconds: 0 }))).toEqual({ status: 500, body: { code: "internal", message: "the owner failed to handle this call" } })
+    expect(await route.post(JSON.stringify({ kind: "reboot" }))).toMatchObject({ status: 400, body: { code: "bad-request" } })
+    route.close()
+    expect(route.logs).toEqual(["ERROR internal error on /api/worker (a bug of svc's; the call was answered 500): TypeError: boom"])
+  })
+
+  it("a kind every object inherits, and a value nested too deep where a string is expected, are refused as bad requests", async () => {
+    const route = await serving(() => undefined)
+    for (const kind of ["constructor", "__proto__", "toString", "valueOf", "hasOwnProperty"]) {
+      const answer = await route.post(JSON.stringify({ kind }))
+      expect(answer, kind).toMatchObject({ status: 400, body: { code: "bad-request", message: expect.stringMatching(/^the body is not a worker message: kind: Expected "join" \| "hello"/) } })
+    }
+    // The body itself is one level: a name nested n deep makes a body n + 1 deep.
+    const deep = (n: number) => `{"kind":"join","name":${"[".repeat(n)}${"]".repeat(n)}}`
+    const deepest = await route.post(deep(MAX_BODY_DEPTH - 1))
+    // Taken as deep as a report's result may nest, and its value quoted cut short.
+    expect(deepest).toMatchObject({ status: 400, body: { code: "bad-request", message: expect.stringMatching(/^the body is not a worker message: name: Expected string, actual \[{100}.*…$/) } })
+    expect(deepest.body.message.length).toBeLessThan(400)
+    for (const n of [MAX_BODY_DEPTH, 5_000, 30_000]) {
+      expect(await route.post(deep(n)), `${n}`).toEqual({
+        status: 400,
+        body: { code: "bad-request", message: `the body nests more than ${MAX_BODY_DEPTH} levels deep (objects and arrays within each other); at most ${MAX_BODY_DEPTH} are taken` }
+      })
+    }
+    route.close()
+    expect(route.logs).toEqual([])
   })
 })
