@@ -61,6 +61,8 @@ const dialectOf = (meta: unknown): { readonly dialect: "draft-07" | "2020-12" } 
   return known?.[1] ?? `svc checks JSON Schema draft-07 ("http://json-schema.org/draft-07/schema#", also when $schema is left out) and 2020-12 ("https://json-schema.org/draft/2020-12/schema"), not ${JSON.stringify(meta)}`
 }
 
+const ASYNC = "svc checks a value as it arrives, at once: an asynchronous schema ($async: true, for ajv's asynchronous keywords, which svc does not define) is not taken"
+
 const compile = (schema: unknown): Compiled => {
   const depth = depthOf(schema, MAX_SCHEMA_DEPTH)
   if (depth > MAX_SCHEMA_DEPTH) return { ok: false, problems: [{ why: `it nests more than ${MAX_SCHEMA_DEPTH} levels deep (objects and arrays within each other); at most ${MAX_SCHEMA_DEPTH} are taken`, path: [] }] }
@@ -74,13 +76,19 @@ const compile = (schema: unknown): Compiled => {
     } else {
       const ajv = dialect.dialect === "2020-12" ? draft2020 : draft7
       try {
-        result = { ok: true, validate: ajv.compile(schema as object) }
+        const validate = ajv.compile(schema as object)
+        // ajv answers a schema that says `$async: true` with a promise, which rejects: svc checks a
+        // value where it arrives, at once, and a rejection nobody awaited stopped the owner.
+        result = (validate as { readonly $async?: unknown }).$async === true ? { ok: false, problems: [{ why: ASYNC, path: ["$async"] }] } : { ok: true, validate }
       } catch (e) {
         // What ajv threw is its first problem: every one that can be named is said, at its key;
         // ajv's own text only when none can be.
         const named = refusedSchemaProblems(ajv, schema)
         const [first, ...rest] = named
-        result = { ok: false, problems: first !== undefined ? [first, ...rest] : [{ why: e instanceof Error ? e.message : String(e), path: [] }] }
+        const thrown = e instanceof Error ? e.message : String(e)
+        // ajv's words for `$async: true` below the root ("async schema in sync schema") say it in its own terms.
+        const why = /^async schema in sync schema/.test(thrown) ? `a subschema says $async: true; ${ASYNC}` : thrown
+        result = { ok: false, problems: first !== undefined ? [first, ...rest] : [{ why, path: [] }] }
       }
     }
     if (compiled.size >= 1_000) compiled.delete(compiled.keys().next().value!)

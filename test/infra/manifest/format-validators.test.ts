@@ -147,6 +147,21 @@ describe("what is said of a schema's problems", () => {
     ])
   })
 
+  it("refuses $async, at the root and below it: ajv's asynchronous validator answered a promise whose rejection stopped the owner", () => {
+    const why = "svc checks a value as it arrives, at once: an asynchronous schema ($async: true, for ajv's asynchronous keywords, which svc does not define) is not taken"
+    for (const dialect of [{}, { $schema: "https://json-schema.org/draft/2020-12/schema" }]) {
+      const root = { ...dialect, $async: true, type: "object", properties: { secs: { type: "number", maximum: 1 } }, required: ["secs"] }
+      expect(formatValidators.jsonSchema(root)).toEqual([{ path: ["$async"], message: why }])
+      expect(formatValidators.validate(root, { secs: "x" })).toBe(why)
+      const below = { ...dialect, type: "object", properties: { a: { $async: true, type: "string" } } }
+      expect(formatValidators.jsonSchema(below)).toEqual([{ path: [], message: `a subschema says $async: true; ${why}` }])
+      // `$async: false` is the default, and a property named $async is data.
+      expect(formatValidators.jsonSchema({ ...dialect, $async: false, type: "object" })).toEqual([])
+      expect(formatValidators.jsonSchema({ ...dialect, type: "object", properties: { $async: { type: "string" } } })).toEqual([])
+      expect(formatValidators.validate({ ...dialect, type: "object", properties: { $async: { type: "string" } } }, { $async: 1 })).toMatch(/\$async/)
+    }
+  })
+
   it(`says at most ${MAX_SCHEMA_PROBLEMS} problems of one schema, then how many more (a generated schema printed 48,000 lines)`, () => {
     const broken = (n: number) => ({ type: "object", properties: Object.fromEntries(Array.from({ length: n }, (_, i) => [`p${i}`, { type: "strin", tpye: 1 }])) })
     const problems = formatValidators.jsonSchema(broken(2_000))
