@@ -6,6 +6,7 @@
  */
 import { spawn } from "node:child_process"
 import Database from "better-sqlite3"
+import { LABEL_RULE } from "../../src/domain/manifest/Formats.js"
 import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { X509Certificate } from "node:crypto"
 import { connect as tlsConnect } from "node:tls"
@@ -429,7 +430,7 @@ describe("svc serve configuration", () => {
     const address = await svc(["run", "tb:ok"], { cwd: home, home })
     expect({ code: address.code, stderr: address.stderr }).toEqual({ code: 2, stderr: 'svc run: "tb:ok" is not a job address: use BAG:JOB@VERSION, such as hasher:checksum@1.0.0 (svc run --help)\n' })
     const preference = await svc(["run", "a:b@1.0.0", "--prefer", "nokv"], { cwd: home, home })
-    expect({ code: preference.code, stderr: preference.stderr }).toEqual({ code: 2, stderr: 'svc run: --prefer takes KEY=VALUE labels; "nokv" is not one (svc run --help)\n' })
+    expect({ code: preference.code, stderr: preference.stderr }).toEqual({ code: 2, stderr: `svc run: --prefer takes KEY=VALUE labels; "nokv" is not ${LABEL_RULE} (svc run --help)\n` })
     // An input too deep to send is refused before anything is asked of the owner.
     const deep = await svc(["run", "a:b@1.0.0", "--input", "[".repeat(600) + "]".repeat(600)], { cwd: home, home })
     expect({ code: deep.code, stderr: deep.stderr }).toEqual({

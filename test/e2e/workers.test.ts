@@ -393,6 +393,8 @@ describe("svc workers between two real svc serve processes", () => {
       ["fence not positive", { bearer: credential, body: JSON.stringify({ ...heartbeat, fence: 0 }) }, 400, "bad-request", /fence: a fence is a whole number from 1 to 9007199254740991$/],
       ["fence past exact integers", { bearer: credential, body: `{"kind":"heartbeat","fence":9007199254740993,"running":[]}` }, 400, "bad-request", /fence: a fence is a whole number from 1 to 9007199254740991$/],
       ["capacity over 100", { bearer: credential, body: JSON.stringify({ kind: "advertise", fence, capacity: 101, labels: [], capabilities: [], artifacts: [] }) }, 400, "bad-request"],
+      // Shown in the owner's terminal (svc workers status): an OSC sequence retitled the window.
+      ["a label with control characters", { bearer: credential, body: JSON.stringify({ kind: "advertise", fence, capacity: 4, labels: ["k=a\u0000b\u001b]0;pwned\u0007"], capabilities: ["node"], artifacts: [] }) }, 400, "bad-request", /^the body is not a worker message: labels\.0: /],
       ["claim wait over 30 s", { bearer: credential, body: JSON.stringify({ kind: "claim", fence, waitSeconds: 3600 }) }, 400, "bad-request"],
       ["text/plain", { bearer: credential, contentType: "text/plain", body: JSON.stringify(heartbeat) }, 415, "unsupported-media-type", /application\/json/],
       ["form encoded", { bearer: credential, contentType: "application/x-www-form-urlencoded", body: "kind=heartbeat" }, 415, "unsupported-media-type"],

@@ -10,13 +10,14 @@
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import type { HeldArtifact } from "../../domain/journal/Events.js"
-import { LABEL } from "../../domain/manifest/Formats.js"
+import { labelProblem } from "../../domain/manifest/Formats.js"
 import { explainEligibility, remoteEligibility } from "../../domain/manifest/RemoteEligibility.js"
 import { holdsSecret, secretRefusal } from "../../domain/workers/Secrets.js"
 import { BagDirectory } from "../bags/BagDirectory.js"
 import { checkSnapshot } from "../bags/BagCheck.js"
 import { pinnedResolver } from "../bags/BagConstants.js"
 import { BagStore, HostPrograms } from "../bags/BagStore.js"
+import { MAX_ARTIFACTS, MAX_BODY_BYTES, MAX_LABELS } from "./Protocol.js"
 
 export const DEFAULT_CAPACITY = 4
 export const MAX_CAPACITY = 100
@@ -50,7 +51,10 @@ export const parseLabels = (raw: string | undefined, os: string, arch: string): 
   for (const part of (raw ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "")) {
     // Advertised, so journaled by the owner for ever: refused here, before the owner refuses it.
     if (holdsSecret(part)) return new OfferConfigError({ message: secretRefusal("SVC_WORKFLOW_LABELS") })
-    if (!LABEL.test(part)) return new OfferConfigError({ message: `SVC_WORKFLOW_LABELS holds ${JSON.stringify(part)}, which is not a KEY=VALUE label` })
+    // What the owner's route refuses is refused here, at start: a worker whose advertisements are
+    // all refused said hello again and again, each hello journaled by the owner.
+    const problem = labelProblem(part)
+    if (problem !== undefined) return new OfferConfigError({ message: `SVC_WORKFLOW_LABELS holds ${JSON.stringify(part.length > 60 ? `${part.slice(0, 60)}…` : part)}, which ${problem}` })
     const [key, value] = [part.slice(0, part.indexOf("=")), part.slice(part.indexOf("=") + 1)]
     if (key === "os" || key === "arch") {
       if (value !== labels.get(key)) return new OfferConfigError({ message: `SVC_WORKFLOW_LABELS may not claim ${key}=${value}: this machine is ${key}=${labels.get(key)}` })
@@ -59,6 +63,7 @@ export const parseLabels = (raw: string | undefined, os: string, arch: string): 
     if (labels.has(key)) return new OfferConfigError({ message: `SVC_WORKFLOW_LABELS sets ${key} twice (${key}=${labels.get(key)}, ${key}=${value}): a label has one value` })
     labels.set(key, value)
   }
+  if (labels.size > MAX_LABELS) return new OfferConfigError({ message: `SVC_WORKFLOW_LABELS sets ${labels.size - 2} labels; with os and arch a worker advertises at most ${MAX_LABELS}` })
   return [...labels].map(([k, v]) => `${k}=${v}`).sort()
 }
 
@@ -97,5 +102,32 @@ export const computeOffer = (settings: OfferSettings) =>
     const programs = yield* HostPrograms
     const present = yield* Effect.filter([...bins].sort(), (bin) => Effect.map(programs.which(bin), (found) => found !== undefined))
     const capabilities = [...settings.capabilities, ...present.map((bin) => `bin:${bin}`)].sort()
-    return { capacity, labels, capabilities, artifacts, withheld } satisfies Offer
+    const { offered, left } = fitArtifacts(artifacts, { capacity, labels, capabilities })
+    for (const a of left) withheld.push({ job: a.address, reason: `not offered: one advertisement carries at most ${MAX_ARTIFACTS.toLocaleString("en-US")} jobs in ${MAX_BODY_BYTES / 1024} KiB (the owner's limits), and this machine's other jobs, earlier in address order, filled it` })
+    return { capacity, labels, capabilities, artifacts: offered, withheld } satisfies Offer
   })
+
+/**
+ * The artifacts one advertisement can carry, in address order, and those left out: the owner
+ * refuses an advertisement of more than MAX_ARTIFACTS or over MAX_BODY_BYTES, and a worker whose
+ * every advertisement is refused offered nothing at all (and said hello again and again).
+ */
+export const fitArtifacts = (
+  artifacts: ReadonlyArray<HeldArtifact>,
+  rest: { readonly capacity: number; readonly labels: ReadonlyArray<string>; readonly capabilities: ReadonlyArray<string> }
+): { readonly offered: ReadonlyArray<HeldArtifact>; readonly left: ReadonlyArray<HeldArtifact> } => {
+  // The rest of the body at its largest (fence and busy as long as they can be), and room to spare.
+  const others = Buffer.byteLength(JSON.stringify({ kind: "advertise", fence: Number.MAX_SAFE_INTEGER, capacity: rest.capacity, labels: rest.labels, capabilities: rest.capabilities, artifacts: [], busy: 100 }))
+  let room = MAX_BODY_BYTES - others - 1024
+  const sorted = [...artifacts].sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0))
+  const offered: Array<HeldArtifact> = []
+  const left: Array<HeldArtifact> = []
+  for (const a of sorted) {
+    const size = Buffer.byteLength(JSON.stringify(a)) + 1
+    if (offered.length < MAX_ARTIFACTS && size <= room) {
+      offered.push(a)
+      room -= size
+    } else left.push(a)
+  }
+  return { offered, left }
+}

@@ -8,11 +8,15 @@ import * as Schema from "effect/Schema"
 import { HeldArtifact, RanMs } from "../../domain/journal/Events.js"
 import { joinKeyProblem, makeJoinKey } from "../../domain/workers/Secrets.js"
 import { fenceProblem } from "../../domain/workers/Session.js"
+import { LABEL, MAX_LABEL_LENGTH } from "../../domain/manifest/Formats.js"
 
 export const PROTOCOL_VERSION = 1
 
 /** The largest body the route takes, in bytes (docs/protocol.md, "Limits"). */
 export const MAX_BODY_BYTES = 64 * 1024
+/** An advertisement's lists at most (docs/protocol.md, "Limits"). */
+export const MAX_LABELS = 100
+export const MAX_ARTIFACTS = 1000
 
 /** The bytes of `value` as a JSON body (UTF-8): what it weighs against `MAX_BODY_BYTES`. */
 export const jsonBytes = (value: unknown): number => {
@@ -45,7 +49,7 @@ const Name = Schema.String.pipe(
   })
 )
 const ShortList = <A, I>(item: Schema.Schema<A, I>, max: number) => Schema.Array(item).pipe(Schema.maxItems(max))
-const Label = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._/-]*=[^,=]*$/), Schema.maxLength(200))
+const Label = Schema.String.pipe(Schema.pattern(LABEL), Schema.maxLength(MAX_LABEL_LENGTH))
 
 /** Redeem a join token (the bearer) for a worker identity and credential. */
 export const Join = Schema.Struct({
@@ -111,9 +115,9 @@ export const Advertise = Schema.Struct({
   kind: Schema.Literal("advertise"),
   fence: Fence,
   capacity: Schema.Int.pipe(Schema.between(1, 100)),
-  labels: ShortList(Label, 100).pipe(Schema.filter(onceEach)),
+  labels: ShortList(Label, MAX_LABELS).pipe(Schema.filter(onceEach)),
   capabilities: ShortList(Schema.String.pipe(Schema.maxLength(100)), 100),
-  artifacts: ShortList(HeldArtifact, 1000),
+  artifacts: ShortList(HeldArtifact, MAX_ARTIFACTS),
   /**
    * Slots of the machine in use by other work as it advertises: attempts for other owners and its
    * own runs. Not part of the offer (never journaled): the owner counts them as used when it

@@ -16,8 +16,10 @@ export const BAG_NAME_RULE = "must use only ASCII letters, digits, dots, undersc
 // shape, here or anywhere in a manifest, is refused by rules/secrets.ts.)
 export const BagName = matching(BAG_NAME, BAG_NAME_RULE).annotations({ description: BAG_NAME_RULE })
 
-export const KEBAB = /^[a-z0-9]+(?:-[a-z0-9]+)*$/
-export const KEBAB_RULE = "use kebab-case: lowercase letters and digits joined by single hyphens"
+// At most 100 characters, as a bag's name: a job's name is part of its address, which workers
+// advertise (a bag whose long names filled an advertisement silenced its worker).
+export const KEBAB = /^(?=.{1,100}$)[a-z0-9]+(?:-[a-z0-9]+)*$/
+export const KEBAB_RULE = "use kebab-case: lowercase letters and digits joined by single hyphens, 100 characters at most"
 export const KebabName = Schema.String.pipe(Schema.filter((s) => KEBAB.test(s))).annotations({ description: KEBAB_RULE })
 
 export const STORE_NAME = /^[a-z0-9][a-z0-9_-]*$/
@@ -45,8 +47,17 @@ export const EnvLiteral = matching(ENV_LITERAL, "must be a KEY=VALUE literal wit
  * A worker label `KEY=VALUE`. Labels travel comma-separated in `SVC_WORKFLOW_LABELS`, so
  * neither part may hold a comma; the key may not be empty.
  */
-export const LABEL = /^[A-Za-z0-9][A-Za-z0-9._/-]*=[^,=]*$/
-export const Label = matching(LABEL, "must be a KEY=VALUE label (key: letters, digits, '.', '_', '/', '-'; no commas)")
+// No control characters (C0, DEL, C1) either: labels are shown in terminals, where one such as
+// ESC ] 0 ; ... BEL retitled the operator's window (or, OSC 52, wrote its clipboard).
+export const LABEL = /^[A-Za-z0-9][A-Za-z0-9._/-]*=[^,=\u0000-\u001f\u007f-\u009f]*$/
+/** The longest label (the worker route's bound: longer ones are refused there). */
+export const MAX_LABEL_LENGTH = 200
+export const LABEL_RULE = `a KEY=VALUE label (key: letters, digits, '.', '_', '/', '-'; value: no commas, '=' or control characters; ${MAX_LABEL_LENGTH} characters at most)`
+export const Label = matching(LABEL, `must be ${LABEL_RULE}`).pipe(Schema.filter((s) => s.length <= MAX_LABEL_LENGTH || `must be ${LABEL_RULE}: it is ${s.length} characters long`))
+
+/** Why `label` is not a label a worker may advertise or a run prefer, or undefined. */
+export const labelProblem = (label: string): string | undefined =>
+  !LABEL.test(label) ? `is not ${LABEL_RULE}` : label.length > MAX_LABEL_LENGTH ? `is ${label.length} characters long: a label is at most ${MAX_LABEL_LENGTH}` : undefined
 
 export const EVERY_INTERVALS = ["1m", "5m", "15m", "30m", "1h", "1d"] as const
 

@@ -7,7 +7,7 @@
  * left its run running forever. Past `MAX_VALUE_DEPTH` levels a document is refused where it
  * comes in, saying so.
  */
-import { LABEL } from "../manifest/Formats.js"
+import { labelProblem } from "../manifest/Formats.js"
 import { JOB_ADDRESS } from "../manifest/JobAddress.js"
 import { holdsSecret, secretRefusal } from "../workers/Secrets.js"
 import { secretPlaceIn } from "../workers/StrictJson.js"
@@ -19,8 +19,9 @@ export const jobAddressProblem = (address: string): string | undefined =>
 /** Why a run's `--prefer` labels are not taken (each must be KEY=VALUE), or undefined. */
 export const preferenceProblem = (prefer: ReadonlyArray<string>): string | undefined => {
   if (prefer.some(holdsSecret)) return secretRefusal("--prefer")
-  const bad = prefer.filter((p) => !LABEL.test(p))
-  return bad.length === 0 ? undefined : `--prefer takes KEY=VALUE labels; ${bad.map((b) => JSON.stringify(b)).join(", ")} is not one`
+  const bad = prefer.find((p) => labelProblem(p) !== undefined)
+  // Quoted cut short: a label of 100 KB was echoed whole.
+  return bad === undefined ? undefined : `--prefer takes KEY=VALUE labels; ${JSON.stringify(bad.length > 60 ? `${bad.slice(0, 60)}…` : bad)} ${labelProblem(bad)}`
 }
 
 /** The longest idempotency key taken (`svc run --idempotency-key`). */

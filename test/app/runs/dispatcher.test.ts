@@ -5,6 +5,7 @@
  * the 30 s claim deadline), at both sides of each bound. Child processes run in real time;
  * a test waits for what they cause (a report wakes `wait`), never for a clock.
  */
+import { LABEL_RULE } from "../../../src/domain/manifest/Formats.js"
 import { mkdtempSync, readdirSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -240,7 +241,7 @@ describe("admission", () => {
       })
       expect(yield* refused({ address: ECHO, input: { text: 5 } })).toMatchObject({ code: "invalid-input", message: "input does not match the job's input_schema: input.text must be string" })
       expect(yield* refused({ address: "demo:nope@1.0.0", input: { text: "hi" } })).toMatchObject({ code: "not-runnable", message: "no installed bag holds demo:nope@1.0.0" })
-      expect(yield* refused({ address: ECHO, input: { text: "hi" }, prefer: ["fast"] })).toMatchObject({ code: "bad-preference", message: '--prefer takes KEY=VALUE labels; "fast" is not one' })
+      expect(yield* refused({ address: ECHO, input: { text: "hi" }, prefer: ["fast"] })).toMatchObject({ code: "bad-preference", message: `--prefer takes KEY=VALUE labels; "fast" is not ${LABEL_RULE}` })
       expect(yield* refused({ address: ECHO, input: { text: "x".repeat(1024 * 1024) } })).toMatchObject({ code: "input-too-large" })
       // Too deep to be written as JSON again (it threw inside the owner).
       expect(yield* refused({ address: ECHO, input: JSON.parse("[".repeat(100_000) + "]".repeat(100_000)) })).toMatchObject({

@@ -3,7 +3,9 @@ import { join } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { describe, expect, it } from "vitest"
-import { computeOffer, OfferConfigError, parseCapacity, parseLabels } from "../../../src/app/workers/Offer.js"
+import { computeOffer, fitArtifacts, OfferConfigError, parseCapacity, parseLabels } from "../../../src/app/workers/Offer.js"
+import { MAX_ARTIFACTS, MAX_BODY_BYTES } from "../../../src/app/workers/Protocol.js"
+import { LABEL_RULE } from "../../../src/domain/manifest/Formats.js"
 import * as FileBagStore from "../../../src/infra/bags/FileBagStore.js"
 import * as HostPrograms from "../../../src/infra/bags/HostPrograms.js"
 import * as NodeBagDirectory from "../../../src/infra/bags/NodeBagDirectory.js"
@@ -34,7 +36,7 @@ describe("SVC_WORKFLOW_LABELS", () => {
   })
 
   it("refuses a malformed label, and a label that contradicts the machine", () => {
-    expect((parseLabels("gpu", "linux", "x64") as OfferConfigError).message).toBe('SVC_WORKFLOW_LABELS holds "gpu", which is not a KEY=VALUE label')
+    expect((parseLabels("gpu", "linux", "x64") as OfferConfigError).message).toBe(`SVC_WORKFLOW_LABELS holds "gpu", which is not ${LABEL_RULE}`)
     expect((parseLabels("os=windows", "linux", "x64") as OfferConfigError).message).toBe("SVC_WORKFLOW_LABELS may not claim os=windows: this machine is os=linux")
     expect(parseLabels("os=linux", "linux", "x64")).toEqual(["arch=x64", "os=linux"])
     expect((parseLabels("pool=a,pool=b", "linux", "x64") as OfferConfigError).message).toBe("SVC_WORKFLOW_LABELS sets pool twice (pool=a, pool=b): a label has one value")
@@ -42,6 +44,47 @@ describe("SVC_WORKFLOW_LABELS", () => {
     const leaked = parseLabels(`k=svc_wk_${"A".repeat(36)}`, "linux", "x64") as OfferConfigError
     expect(leaked.message).toMatch(/^SVC_WORKFLOW_LABELS holds what is shaped as an svc secret/)
     expect(leaked.message).not.toContain("A".repeat(36))
+  })
+})
+
+describe("SVC_WORKFLOW_LABELS the owner would refuse", () => {
+  it("are refused at start: too long, with a control character, or too many (every advertisement refused, the worker said hello again and again)", () => {
+    const message = (raw: string) => (parseLabels(raw, "linux", "x64") as OfferConfigError).message
+    expect(parseLabels(`k=${"x".repeat(198)}`, "linux", "x64")).toContain(`k=${"x".repeat(198)}`)
+    expect(message(`k=${"x".repeat(299)}`)).toBe(`SVC_WORKFLOW_LABELS holds "k=${"x".repeat(58)}…", which is 301 characters long: a label is at most 200`)
+    for (const raw of ["k=v\u001b[31m", "k=a\u0000b", "k=a\u009bb", "k=\u007f"]) expect(message(raw), JSON.stringify(raw)).toBe(`SVC_WORKFLOW_LABELS holds ${JSON.stringify(raw)}, which is not ${LABEL_RULE}`)
+    expect(parseLabels("zone=zürich", "linux", "x64")).toContain("zone=zürich")
+    const many = (n: number) => Array.from({ length: n }, (_, i) => `k${i}=v`).join(",")
+    expect(parseLabels(many(98), "linux", "x64")).toHaveLength(100)
+    expect(message(many(99))).toBe("SVC_WORKFLOW_LABELS sets 99 labels; with os and arch a worker advertises at most 100")
+  })
+})
+
+describe("an advertisement's artifacts", () => {
+  const artifact = (i: number, name = "job") => ({ address: `bag${String(i).padStart(4, "0")}:${name}@1.0.0`, digest: `sha256:${"0".repeat(64)}` })
+  const rest = { capacity: 4, labels: ["arch=x64", "os=linux"], capabilities: ["node"] }
+
+  it("are all offered when they fit, in address order", () => {
+    const { offered, left } = fitArtifacts([artifact(2), artifact(1)], rest)
+    expect(offered).toEqual([artifact(1), artifact(2)])
+    expect(left).toEqual([])
+  })
+
+  it("are at most 1,000 and fit in the 64 KiB body the owner takes: the rest are left out, not the whole advertisement refused", () => {
+    // ~110 bytes each: 1,000 do not fit in 64 KiB.
+    const many = Array.from({ length: 1_200 }, (_, i) => artifact(i))
+    const { offered, left } = fitArtifacts(many, rest)
+    expect(offered.length + left.length).toBe(1_200)
+    expect(offered).toEqual(many.slice(0, offered.length))
+    const body = JSON.stringify({ kind: "advertise", fence: Number.MAX_SAFE_INTEGER, ...rest, artifacts: offered, busy: 100 })
+    expect(Buffer.byteLength(body)).toBeLessThanOrEqual(MAX_BODY_BYTES)
+    expect(Buffer.byteLength(body)).toBeGreaterThan(MAX_BODY_BYTES - 2_000)
+    // Short addresses: the count is the bound.
+    const short = Array.from({ length: 1_200 }, (_, i) => ({ address: `b:j${i}@1`, digest: "sha256:x" }))
+    expect(fitArtifacts(short, rest).offered).toHaveLength(MAX_ARTIFACTS)
+    // One too large for any advertisement is left out alone.
+    const huge = { address: `big:j@${"a".repeat(70_000)}`, digest: "sha256:x" }
+    expect(fitArtifacts([huge, artifact(1)], rest)).toEqual({ offered: [artifact(1)], left: [huge] })
   })
 })
 

@@ -123,6 +123,11 @@ describe("jobs", () => {
     { name: "a version that is a list", yaml: job("version: [1]"), path: "jobs.build.version", line: 6, message: "a version string or number" },
     { name: "a label that is not KEY=VALUE", yaml: job("requires: {labels: [gpu]}"), path: "jobs.build.requires.labels[0]", line: 6, message: "must be a KEY=VALUE label" },
     { name: "a label with a comma", yaml: job("requires: {labels: ['os=mac,linux']}"), path: "jobs.build.requires.labels[0]", line: 6, message: "no commas" },
+    // Parts of the address a worker advertises, and labels it is judged by: bounded as the route bounds them.
+    { name: "a version over 64 characters", yaml: job(`version: ${"1".repeat(65)}a`), path: "jobs.build.version", line: 6, message: "64 characters at most" },
+    { name: "a job name over 100 characters", yaml: doc("jobs:", `  ${"b".repeat(101)}:`, "    runs: {using: process, command: [make]}"), path: `jobs.${"b".repeat(101)}`, line: 4, message: "100 characters at most" },
+    { name: "a label over 200 characters", yaml: job(`requires: {labels: ['k=${"v".repeat(199)}']}`), path: "jobs.build.requires.labels[0]", line: 6, message: "it is 201 characters long" },
+    { name: "a label with a control character", yaml: job('requires: {labels: ["k=v\\e[31m"]}'), path: "jobs.build.requires.labels[0]", line: 6, message: "control characters" },
     { name: "an unknown requires key", yaml: job("requires: {memory: 4G}"), path: "jobs.build.requires.memory", line: 6, message: 'unknown key "memory"' },
     { name: "bounds as a string", yaml: job("bounds: sandbox"), path: "jobs.build.bounds", line: 6, message: "must be a list" },
     { name: "a job that is not a map", yaml: doc("jobs:", "  build: make"), path: "jobs.build", line: 4, message: "must be a map" }

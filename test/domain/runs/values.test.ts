@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest"
 import { canonicalJson, depthOf, depthProblem, idempotencyKeyProblem, MAX_KEY_LENGTH, MAX_VALUE_DEPTH, preferenceProblem } from "../../../src/domain/runs/Values.js"
+import { LABEL_RULE } from "../../../src/domain/manifest/Formats.js"
 
 const nested = (levels: number): unknown => JSON.parse("[".repeat(levels) + "]".repeat(levels))
 
@@ -23,7 +24,11 @@ describe("how deep a run's input or result nests", () => {
 describe("a run's stated preference", () => {
   it("takes KEY=VALUE labels, and refuses one shaped as a secret (it would be journaled with the run)", () => {
     expect(preferenceProblem(["zone=lab"])).toBeUndefined()
-    expect(preferenceProblem(["nokv"])).toBe('--prefer takes KEY=VALUE labels; "nokv" is not one')
+    expect(preferenceProblem(["nokv"])).toBe(`--prefer takes KEY=VALUE labels; "nokv" is not ${LABEL_RULE}`)
+    // Journaled with the run and shown: no control character, no 100 KB label (quoted cut short).
+    expect(preferenceProblem(["a=b\u0001c"])).toBe(`--prefer takes KEY=VALUE labels; "a=b\\u0001c" is not ${LABEL_RULE}`)
+    expect(preferenceProblem([`a=${"x".repeat(100_000)}`])).toBe(`--prefer takes KEY=VALUE labels; "a=${"x".repeat(58)}…" is 100002 characters long: a label is at most 200`)
+    expect(preferenceProblem([`a=${"x".repeat(198)}`])).toBeUndefined()
     const said = preferenceProblem([`pool=svc_wk_${"A".repeat(36)}`])
     expect(said).toMatch(/^--prefer holds what is shaped as an svc secret/)
     expect(said).not.toContain("A".repeat(36))

@@ -4,9 +4,11 @@ import { BagPath, durationAtMost, EnvLiteral, KebabName, Label, VARIABLE_NAME } 
 import { byKind, choose, forbidden, isMap, matching, nonEmptyList, NonEmpty, oneOfValues, opt, Str, StrList } from "../internal/schemaKit.js"
 
 /** A job's own version, part of its address `BAG:JOB@VERSION`, so it may not hold `:` or `@`. */
-export const JOB_VERSION = /^[A-Za-z0-9][A-Za-z0-9._+-]*$/
+// At most 64 characters: part of the address workers advertise (a 70,000-character version passed
+// the check, and every advertisement of the worker holding it was refused as too large).
+export const JOB_VERSION = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$/
 export const JobVersion = byKind("a version string or number", {
-  string: matching(JOB_VERSION, "must be a version such as 1.0.0 (letters, digits, '.', '_', '+', '-'; no ':' or '@')"),
+  string: matching(JOB_VERSION, "must be a version such as 1.0.0 (letters, digits, '.', '_', '+', '-'; no ':' or '@'; 64 characters at most)"),
   number: Schema.Number.pipe(Schema.filter((n) => (Number.isFinite(n) && n >= 0) || "must be a non-negative number"))
 })
 
