@@ -53,11 +53,19 @@ export const admin = (method: "GET" | "POST", path: string, body?: unknown, opti
     const within = options.answerWithin ?? ANSWER_WITHIN
     // A request sent cannot be taken back: a runtime stopped (SIGSTOP) carries it out when it resumes.
     const keyed = path === "/runs/submit" && typeof (body as { readonly key?: unknown } | undefined)?.key === "string"
-    const sent = !CHANGING.has(path)
-      ? ""
-      : keyed
-        ? `; the request was sent and may still be carried out when it runs again: sending it again with the same --idempotency-key answers that run if it was made, and makes it if not`
-        : `; the request was sent and may still be carried out when it runs again: look (svc runs list, svc workers status) before sending it again`
+    const caveat = (what: string) =>
+      !CHANGING.has(path)
+        ? ""
+        : keyed
+          ? `; the request was sent and ${what}: sending it again with the same --idempotency-key answers that run if it was made, and makes it if not`
+          : `; the request was sent and ${what}: look (svc runs list, svc workers status) before sending it again`
+    const sent = caveat("may still be carried out when it runs again")
+    // The connection lost once the request was on its way (the runtime killed, say): it may have
+    // been recorded before the runtime went, and a retry would then do it twice.
+    const lost = (e: unknown) => {
+      const code = (e as { code?: unknown }).code
+      return code === "EACCES" || code === "EPERM" || code === "ENOENT" || code === "ECONNREFUSED" ? "" : caveat("may have been carried out (in part, for a stop of several runs) before the runtime went")
+    }
     const call = Effect.tryPromise({
       // Interrupted (Ctrl-C, or no answer in time), the call is aborted (its connection closed), not left to run out.
       try: (signal) => adminCall(home.path, method, path, body, signal),
@@ -66,7 +74,7 @@ export const admin = (method: "GET" | "POST", path: string, body?: unknown, opti
           ? unreachable(`${e.message}: start it with svc serve`)
           : e instanceof SocketPathTooLong || e instanceof ForeignSocket
             ? setupProblem(e.message)
-            : unreachable(notAnswering(e))
+            : unreachable(`${notAnswering(e)}${lost(e)}`)
     }).pipe(
       Effect.timeoutFail({
         duration: within,

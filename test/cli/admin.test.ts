@@ -46,6 +46,18 @@ const silentRuntime = Effect.acquireRelease(
     })
 )
 
+/** An admin socket that reads a request, then drops the connection unanswered, as a runtime killed while it handled the call. */
+const dyingRuntime = Effect.acquireRelease(
+  Effect.async<{ readonly home: string; readonly server: Server }>((resume) => {
+    const home = tempDir("svc-admin-dying-")
+    const server = createServer((socket) => {
+      socket.once("data", () => socket.destroy())
+    })
+    server.listen(join(home, "admin.sock"), () => resume(Effect.succeed({ home, server })))
+  }),
+  ({ server }) => Effect.async<void>((resume) => void server.close(() => resume(Effect.void)))
+)
+
 /** Lets the real socket I/O that the test clock does not drive happen (up to 5 s of real time). */
 const ioSettles = (done: () => boolean) =>
   Effect.promise(async () => {
@@ -94,6 +106,22 @@ describe("an admin call to a runtime that does not answer", () => {
           )
         )
       )
+    })
+  )
+
+  it.scoped("whose connection is lost once sent says, when it changes something, that it may have been carried out (exit 2 all the same)", () =>
+    Effect.gen(function* () {
+      const { home } = yield* dyingRuntime
+      const failure = (path: string, body: unknown) => Effect.flip(admin("POST", path, body).pipe(Effect.provide(layerAt(home))))
+      const submitted = yield* failure("/runs/submit", { address: "a:b@1.0.0", input: {}, prefer: [] })
+      expect(submitted.exitCode).toBe(2)
+      expect(submitted.message).toMatch(
+        /^the runtime did not answer: (socket hang up|read ECONNRESET); the request was sent and may have been carried out \(in part, for a stop of several runs\) before the runtime went: look \(svc runs list, svc workers status\) before sending it again$/
+      )
+      const keyed = yield* failure("/runs/submit", { address: "a:b@1.0.0", input: {}, prefer: [], key: "k1" })
+      expect(keyed.message).toMatch(/before the runtime went: sending it again with the same --idempotency-key answers that run if it was made, and makes it if not$/)
+      // A question changes nothing: nothing more to say.
+      expect((yield* failure("/runs/list", { limit: 1 })).message).toMatch(/^the runtime did not answer: (socket hang up|read ECONNRESET)$/)
     })
   )
 
