@@ -38,6 +38,23 @@ export const parseManifest = (text: string): ParsedManifest => {
     const path = e.code === "DUPLICATE_KEY" ? (keyPathAt(doc.contents, e.pos[0]) ?? []) : []
     return { ...error(path, yamlMessage(e.code, e.message), path.length > 0 ? "key" : "value"), line: start.line, column: start.col }
   })
+  // A `%YAML 1.1` directive would read the file by YAML 1.1's rules (merge keys, `off` a boolean,
+  // `010` octal, `1:30` sexagesimal): bag.yaml is YAML 1.2, whatever it says.
+  const directive = doc.directives?.yaml
+  if (directive !== undefined && directive.explicit === true && directive.version !== "1.2") {
+    const offset = Math.max(0, text.indexOf("%YAML"))
+    yamlProblems.push({ ...error([], `YAML syntax: a %YAML ${directive.version} directive: bag.yaml is read as YAML 1.2 (its merge keys, yes/no/on/off booleans, octal 010 and 1:30 as a number are not taken); remove the directive`), ...at(offset) })
+  }
+  // A tag the YAML 1.2 core schema does not know (`!!js/function`, `!foo`) was dropped without a word, its value kept as a string.
+  for (const w of doc.warnings) {
+    if (w.code !== "TAG_RESOLVE_FAILED") continue
+    // The value tagged begins after the tag and the spaces that follow it.
+    let value = w.pos[1]
+    while (value < text.length && (text[value] === " " || text[value] === "\t")) value++
+    const path = keyPathAt(doc.contents, value) ?? []
+    const tag = /Unresolved tag: (\S+)/.exec(w.message)?.[1] ?? "?"
+    yamlProblems.push({ ...error(path, `YAML tag ${tag.replace(/^tag:yaml\.org,2002:/, "!!")} is not one bag.yaml takes (it holds plain values: leave the tag out)`), ...at(w.pos[0]) })
+  }
   if (yamlProblems.length > 0) return { value: undefined, problems: yamlProblems, locate }
   try {
     return { value: doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT }), problems: [], locate }

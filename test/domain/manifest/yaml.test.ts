@@ -63,6 +63,24 @@ describe("duplicate keys", () => {
   })
 })
 
+describe("YAML 1.2, whatever the file says", () => {
+  it("refuses a %YAML 1.1 directive, which read 010 as 8, 1:30 as 90 and off as false, and took merge keys", () => {
+    const text = `%YAML 1.1\n---\n${doc("jobs:", "  echo:", "    version: 010", "    runs: {using: process, command: [x]}")}`
+    oneProblem(text, "(root)", 1, "YAML syntax: a %YAML 1.1 directive: bag.yaml is read as YAML 1.2 (its merge keys, yes/no/on/off booleans, octal 010 and 1:30 as a number are not taken); remove the directive")
+    // Saying 1.2 changes nothing.
+    expect(check(`%YAML 1.2\n---\n${doc("jobs:", "  echo:", "    version: '010'", "    runs: {using: process, command: [x]}")}`).errors).toEqual([])
+  })
+
+  it("refuses a tag it does not know, at its key (it was dropped without a word), and takes the core schema's", () => {
+    const r = check(doc("jobs:", "  echo:", "    description: !!js/function 'x'", "    runs: {using: process, command: [!foo x]}"))
+    expect(r.errors).toEqual([
+      { path: "jobs.echo.description", line: 5, column: 18, message: "YAML tag !!js/function is not one bag.yaml takes (it holds plain values: leave the tag out)" },
+      { path: "jobs.echo.runs.command[0]", line: 6, column: 38, message: "YAML tag !foo is not one bag.yaml takes (it holds plain values: leave the tag out)" }
+    ])
+    expect(check(doc("jobs:", "  echo:", "    version: !!str 1.0", "    runs: {using: process, command: [x]}")).errors).toEqual([])
+  })
+})
+
 describe("aliases", () => {
   it("says a merge key is not taken, naming it as YAML's", () => {
     const r = check(doc("constants: {base: &b {x: 1}}", "cli:", "  <<: *b"))
