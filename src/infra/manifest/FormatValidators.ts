@@ -2,6 +2,7 @@
  * The format validators the manifest check is given (domain `FormatValidators`), backed by
  * well-kept libraries: croner for cron expressions, Intl for IANA zones, ajv for JSON Schema.
  */
+import * as vm from "node:vm"
 import type { ErrorObject, ValidateFunction } from "ajv"
 import { Cron } from "croner"
 import type { FormatValidators } from "../../domain/manifest/Environment.js"
@@ -33,7 +34,36 @@ export const cronProblem = (expression: string): string | undefined => {
   }
 }
 
-type Compiled = { readonly ok: true; readonly validate: ValidateFunction } | { readonly ok: false; readonly problems: readonly [SchemaProblem, ...Array<SchemaProblem>] }
+type Compiled =
+  | { readonly ok: true; readonly validate: ValidateFunction; readonly patterns: boolean }
+  | { readonly ok: false; readonly problems: readonly [SchemaProblem, ...Array<SchemaProblem>] }
+
+/**
+ * How long checking one value against a schema with a `pattern` (or `patternProperties`) may
+ * take. A pattern that backtracks (`^(a+)+$`) took 18 s on 31 characters, hours on 40, and the
+ * owner, whose event loop checks a run's input and a worker's result, answered nothing meanwhile.
+ * The check runs under a watchdog (node:vm's timeout, which stops a regular expression mid-match)
+ * and a value it stops is refused, saying why.
+ */
+export const PATTERN_CHECK_MS = 1_000
+export const PATTERN_STOPPED = `checking it against the schema was stopped after ${PATTERN_CHECK_MS / 1000} s: a pattern of the schema backtracks too much on this value (nested repetition such as (a+)+ can take hours); rewrite the pattern`
+
+const sandbox = vm.createContext({ validate: undefined as unknown, value: undefined as unknown })
+const callValidate = new vm.Script("validate(value)")
+/** `validate(value)`, stopped after PATTERN_CHECK_MS: undefined when stopped. */
+const watched = (validate: ValidateFunction, value: unknown): boolean | undefined => {
+  sandbox["validate"] = validate
+  sandbox["value"] = value
+  try {
+    return callValidate.runInContext(sandbox, { timeout: PATTERN_CHECK_MS }) === true
+  } catch (e) {
+    if ((e as { code?: unknown }).code === "ERR_SCRIPT_EXECUTION_TIMEOUT") return undefined
+    throw e
+  } finally {
+    sandbox["validate"] = undefined
+    sandbox["value"] = undefined
+  }
+}
 
 const compiled = new Map<string, Compiled>()
 
@@ -79,7 +109,7 @@ const compile = (schema: unknown): Compiled => {
         const validate = ajv.compile(schema as object)
         // ajv answers a schema that says `$async: true` with a promise, which rejects: svc checks a
         // value where it arrives, at once, and a rejection nobody awaited stopped the owner.
-        result = (validate as { readonly $async?: unknown }).$async === true ? { ok: false, problems: [{ why: ASYNC, path: ["$async"] }] } : { ok: true, validate }
+        result = (validate as { readonly $async?: unknown }).$async === true ? { ok: false, problems: [{ why: ASYNC, path: ["$async"] }] } : { ok: true, validate, patterns: /"pattern(Properties)?":/.test(key) }
       } catch (e) {
         // What ajv threw is its first problem: every one that can be named is said, at its key;
         // ajv's own text only when none can be.
@@ -107,7 +137,9 @@ export const formatValidators: FormatValidators = {
   validate: (schema, value) => {
     const result = compile(schema)
     if (!result.ok) return result.problems.map((p) => p.why).join("; ")
-    if (result.validate(value)) return undefined
+    const valid = result.patterns ? watched(result.validate, value) : result.validate(value)
+    if (valid === undefined) return PATTERN_STOPPED
+    if (valid) return undefined
     return describeErrors(result.validate.errors ?? [], "inputs")
   }
 }

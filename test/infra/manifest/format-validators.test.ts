@@ -5,7 +5,7 @@ import { Ajv2020 } from "ajv/dist/2020.js"
 import addFormatsModule from "ajv-formats"
 import fc from "fast-check"
 import { depthOf } from "../../../src/domain/runs/Values.js"
-import { formatValidators, MAX_SCHEMA_DEPTH } from "../../../src/infra/manifest/FormatValidators.js"
+import { formatValidators, MAX_SCHEMA_DEPTH, PATTERN_CHECK_MS, PATTERN_STOPPED } from "../../../src/infra/manifest/FormatValidators.js"
 import { MAX_SCHEMA_PROBLEMS, unknownWordsIn } from "../../../src/infra/manifest/SchemaProblems.js"
 
 const schema = {
@@ -160,6 +160,21 @@ describe("what is said of a schema's problems", () => {
       expect(formatValidators.jsonSchema({ ...dialect, type: "object", properties: { $async: { type: "string" } } })).toEqual([])
       expect(formatValidators.validate({ ...dialect, type: "object", properties: { $async: { type: "string" } } }, { $async: 1 })).toMatch(/\$async/)
     }
+  })
+
+  it("stops a pattern that backtracks without end, after a second, and refuses the value saying why (it held the owner for hours)", () => {
+    const schema = { type: "object", properties: { s: { type: "string", pattern: "^(a+)+$" } } }
+    expect(formatValidators.validate(schema, { s: "aaaa" })).toBeUndefined()
+    expect(formatValidators.validate(schema, { s: "b" })).toMatch(/^inputs\.s must match pattern/)
+    const started = performance.now()
+    expect(formatValidators.validate(schema, { s: `${"a".repeat(40)}!` })).toBe(PATTERN_STOPPED)
+    // Hours without the watchdog; a little over its second with it (a generous bound for a busy machine).
+    expect(performance.now() - started).toBeLessThan(PATTERN_CHECK_MS * 10)
+    // The same under patternProperties; and the next value is checked as usual.
+    const keyed = { type: "object", patternProperties: { "^(x+)+$": { type: "number" } } }
+    expect(formatValidators.validate(keyed, { [`${"x".repeat(40)}!`]: 1 })).toBe(PATTERN_STOPPED)
+    expect(formatValidators.validate(keyed, { xx: "one" })).toMatch(/must be number/)
+    expect(formatValidators.validate(schema, { s: "aa" })).toBeUndefined()
   })
 
   it(`says at most ${MAX_SCHEMA_PROBLEMS} problems of one schema, then how many more (a generated schema printed 48,000 lines)`, () => {
