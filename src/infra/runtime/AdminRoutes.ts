@@ -68,7 +68,7 @@ export const adminRoutes = (
   runtime: Runtime.Runtime<Owner | Projections | Dispatcher>,
   options: {
     readonly actor: string
-    readonly links: () => Promise<ReadonlyArray<unknown>>
+    readonly links: () => Promise<{ readonly links: ReadonlyArray<unknown>; readonly unreadable: ReadonlyArray<unknown> }>
     readonly activeLinks: () => Promise<ReadonlyArray<string>>
     /** `svc bag install|remove` changed this machine's bags: its links advertise at once (the owner's round is asked for here). */
     readonly bagsChanged?: () => void
@@ -152,7 +152,7 @@ export const adminRoutes = (
           )
         )
     },
-    { method: "GET", path: "/links", handle: async () => [200, { links: await options.links(), active: await options.activeLinks() }] as const },
+    { method: "GET", path: "/links", handle: async () => [200, { ...(await options.links()), active: await options.activeLinks() }] as const },
     {
       // This machine's bags changed (`svc bag install|remove`): the owner looks at its pending runs
       // again (one it declined for its bag removed may run now: nothing else asked for a round),

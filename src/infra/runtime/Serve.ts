@@ -58,7 +58,7 @@ import { layerAt as svcHomeAt } from "../SvcHome.js"
 import { certificateValidity, loadOrCreate } from "../tls/OwnerCertificate.js"
 import { noteServed } from "../tls/Succession.js"
 import { carriedNote, makeSteadyClock, type SteadyClock } from "./SteadyClock.js"
-import { linkKeys, linksDir, readLinks, rewriteLink } from "../workers/LinkStore.js"
+import { linkKeys, linksDir, readLinkFiles, rewriteLink, unreadableLinkText } from "../workers/LinkStore.js"
 import * as NodeEntropy from "../workers/NodeEntropy.js"
 import { followingCaller } from "../workers/OwnerClient.js"
 import { sessionMemoryAt } from "../workers/SessionMemory.js"
@@ -310,6 +310,7 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }, clock:
     for (const key of yield* wrap("reading work", () => fs.readdir(nodePath.join(options.home, "work")).catch(() => [] as Array<string>))) {
       if (!linked.has(key)) yield* Effect.ignore(wrap("removing work", () => fs.rm(workDir(key), { recursive: true, force: true })))
     }
+    const unreadableSaid = new Map<string, string>()
     const startLinks = Effect.gen(function* () {
       // A link whose file was removed ends (the attempts it runs are stopped), with its output.
       const present = new Set(yield* wrap("reading links", () => linkKeys(options.home)))
@@ -328,7 +329,16 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }, clock:
         })
         yield* Effect.ignore(wrap("removing work", () => fs.rm(workDir(key), { recursive: true, force: true })))
       }
-      for (const { key, link } of yield* wrap("reading links", () => readLinks(options.home))) {
+      const files = yield* wrap("reading links", () => readLinkFiles(options.home))
+      // A link file that cannot be used is said, once per change of what is wrong with it (it was
+      // skipped without a word, and the machine silently stopped working for that owner).
+      for (const u of files.unreadable) {
+        if (unreadableSaid.get(u.key) === u.problem) continue
+        unreadableSaid.set(u.key, u.problem)
+        yield* Effect.logWarning(unreadableLinkText(u))
+      }
+      for (const key of [...unreadableSaid.keys()]) if (!files.unreadable.some((u) => u.key === key)) unreadableSaid.delete(key)
+      for (const { key, link } of files.links) {
         const current = running.get(key)
         if (current !== undefined && current.workerId === link.workerId) continue
         // `svc workers join` again (after a revocation, say) wrote a new identity: the old link,
@@ -391,7 +401,7 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }, clock:
       actor: `operator ${os.userInfo().username}`,
       journalFile: storePath(options.home),
       links: async () => {
-        const links = await readLinks(options.home)
+        const { links, unreadable } = await readLinkFiles(options.home)
         const status = await Effect.runPromise(Ref.get(statuses))
         // Times as ISO strings, as every --json output gives them.
         // What each link does now, all read at this one moment (not each as of its last advertisement).
@@ -400,7 +410,10 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }, clock:
           const { live, ...rest } = s
           return { ...rest, ...(live === undefined ? {} : live()), lastAdvertisedAt: s.lastAdvertisedAt === null ? null : new Date(s.lastAdvertisedAt).toISOString() }
         }
-        return links.map(({ key, link }) => ({ key, url: link.url, workerId: link.workerId, name: link.name, status: shown(status.get(key)) }))
+        return {
+          links: links.map(({ key, link }) => ({ key, url: link.url, workerId: link.workerId, name: link.name, status: shown(status.get(key)) })),
+          unreadable
+        }
       },
       // The links whose work may still run here: a link removed (svc workers leave) is out of it
       // once its work has stopped, which the CLI waits for before it tells the owner so.

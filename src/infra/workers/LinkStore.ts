@@ -64,19 +64,75 @@ export const rewriteLink = async (home: string, key: string, workerId: string, c
 export const linkKeys = async (home: string): Promise<ReadonlyArray<string>> =>
   (await fs.readdir(linksDir(home)).catch(() => [] as Array<string>)).filter((n) => n.endsWith(".json")).map((n) => n.slice(0, -5))
 
-export const readLinks = async (home: string): Promise<ReadonlyArray<{ readonly key: string; readonly link: StoredLink }>> => {
+/** A link file that cannot be used: its key, its path and what is wrong with it (never what it holds: a credential). */
+export interface UnreadableLink {
+  readonly key: string
+  readonly file: string
+  readonly problem: string
+}
+
+const FIELDS = ["url", "fingerprint", "certificate", "workerId", "name", "credential"] as const
+
+/** What is wrong with a link file's parsed content, or undefined. */
+const linkProblem = (value: unknown): string | undefined => {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return "it does not hold a JSON object"
+  const o = value as Record<string, unknown>
+  const missing = FIELDS.filter((f) => typeof o[f] !== "string" || o[f] === "")
+  if (missing.length > 0) return `it lacks ${missing.join(", ")} (each a text)`
+  let url: URL | undefined
+  try {
+    url = new URL(o["url"] as string)
+  } catch {
+    url = undefined
+  }
+  if (url === undefined || url.protocol !== "https:") return `its url, ${JSON.stringify((o["url"] as string).slice(0, 100))}, is not an https:// address`
+  if (!/^[0-9a-f]{64}$/.test(o["fingerprint"] as string)) return "its fingerprint is not a SHA-256 (64 hex digits)"
+  return undefined
+}
+
+/**
+ * Every link file: those that can be used, and those that cannot (not JSON, a field missing or
+ * wrong), each with what is wrong. An unreadable file was skipped without a word: the machine
+ * silently stopped working for that owner.
+ */
+export const readLinkFiles = async (home: string): Promise<{ readonly links: ReadonlyArray<{ readonly key: string; readonly link: StoredLink }>; readonly unreadable: ReadonlyArray<UnreadableLink> }> => {
   const dir = linksDir(home)
   const names = await fs.readdir(dir).catch(() => [] as Array<string>)
-  const out: Array<{ key: string; link: StoredLink }> = []
+  const links: Array<{ key: string; link: StoredLink }> = []
+  const unreadable: Array<UnreadableLink> = []
   for (const name of names.filter((n) => n.endsWith(".json")).sort()) {
+    const key = name.slice(0, -5)
+    const file = nodePath.join(dir, name)
+    let text: string
     try {
-      out.push({ key: name.slice(0, -5), link: JSON.parse(await fs.readFile(nodePath.join(dir, name), "utf8")) as StoredLink })
-    } catch {
-      // An unreadable link file is skipped; `svc workers status` shows only what it can read.
+      text = await fs.readFile(file, "utf8")
+    } catch (e) {
+      // Removed between the listing and the read (svc workers leave): not a problem.
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") continue
+      unreadable.push({ key, file, problem: `it cannot be read (${(e as NodeJS.ErrnoException).code ?? String(e)})` })
+      continue
     }
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(text)
+    } catch {
+      // Not JSON.parse's message: it quotes the text, which holds the credential.
+      unreadable.push({ key, file, problem: text.trim() === "" ? "it is empty" : `it is not valid JSON (${Buffer.byteLength(text)} bytes: cut short or overwritten?)` })
+      continue
+    }
+    const problem = linkProblem(parsed)
+    if (problem !== undefined) unreadable.push({ key, file, problem })
+    else links.push({ key, link: parsed as StoredLink })
   }
-  return out
+  return { links, unreadable }
 }
+
+/** The link files that can be used (readLinkFiles says what is wrong with the others). */
+export const readLinks = async (home: string): Promise<ReadonlyArray<{ readonly key: string; readonly link: StoredLink }>> => (await readLinkFiles(home)).links
+
+/** What an operator is told of a link file that cannot be used. */
+export const unreadableLinkText = (u: UnreadableLink): string =>
+  `${u.file} cannot be used: ${u.problem}; this machine does not work for that owner until the file is mended, or removed and the machine joined again (svc workers join TOKEN)`
 
 /** Removes a link's file: a running `svc serve` ends that link within 2 s (docs/protocol.md, "Leaving an owner"). */
 export const removeLink = async (home: string, key: string): Promise<void> => {

@@ -18,7 +18,7 @@ describe("the admin routes", () => {
       Layer.succeed(Dispatcher, {} as Dispatcher["Type"])
     )
     const runtime = await Effect.runPromise(Effect.scoped(Layer.toRuntime(services)))
-    const routes = adminRoutes(runtime, { actor: "operator test", links: async () => [], activeLinks: async () => [], journalFile: "/home/op/.svc/svc.sqlite" })
+    const routes = adminRoutes(runtime, { actor: "operator test", links: async () => ({ links: [], unreadable: [] }), activeLinks: async () => [], journalFile: "/home/op/.svc/svc.sqlite" })
     const invite = routes.find((r) => r.path === "/invite")!
     expect(await invite.handle({})).toEqual([
       409,
@@ -35,7 +35,7 @@ describe("the admin routes", () => {
       Layer.succeed(Dispatcher, { kick: Effect.sync(() => void kicks++) } as unknown as Dispatcher["Type"])
     )
     const runtime = await Effect.runPromise(Effect.scoped(Layer.toRuntime(services)))
-    const routes = adminRoutes(runtime, { actor: "operator test", links: async () => [], activeLinks: async () => [], bagsChanged: () => void told++ })
+    const routes = adminRoutes(runtime, { actor: "operator test", links: async () => ({ links: [], unreadable: [] }), activeLinks: async () => [], bagsChanged: () => void told++ })
     const changed = routes.find((r) => r.path === "/bags/changed")!
     expect(changed.method).toBe("POST")
     expect(await changed.handle({})).toEqual([200, {}])

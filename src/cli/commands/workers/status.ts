@@ -12,7 +12,7 @@ import type { PendingInvite, WorkerStatus } from "../../../app/workers/Owner.js"
 import { neverWritten } from "../../../infra/journal/JournalReader.js"
 import { storePath } from "../../../infra/journal/StoreFile.js"
 import { SvcHome } from "../../../infra/SvcHome.js"
-import { readLinks } from "../../../infra/workers/LinkStore.js"
+import { readLinkFiles, unreadableLinkText, type UnreadableLink } from "../../../infra/workers/LinkStore.js"
 import { pendingJoins, type PendingJoinView } from "../../../infra/workers/PendingJoin.js"
 import { admin } from "../../admin.js"
 import { exitQuietly } from "../../CliFailure.js"
@@ -140,9 +140,12 @@ export const status = Command.make("status", { json, all }, ({ json, all }) =>
     const workers = running._tag === "Right" ? (running.right["workers"] as ReadonlyArray<WorkerStatus>) : []
     const invites = running._tag === "Right" ? ((running.right["invites"] as ReadonlyArray<PendingInvite> | undefined) ?? []) : []
     const linksAnswer = running._tag === "Right" ? yield* admin("GET", "/links") : undefined
+    const files = linksAnswer === undefined ? yield* Effect.promise(() => readLinkFiles(home)) : undefined
     const links = linksAnswer !== undefined
       ? (linksAnswer["links"] as ReadonlyArray<Record<string, unknown>>)
-      : (yield* Effect.promise(() => readLinks(home))).map(({ key, link }) => ({ key, url: link.url, workerId: link.workerId, name: link.name, status: null }))
+      : files!.links.map(({ key, link }) => ({ key, url: link.url, workerId: link.workerId, name: link.name, status: null }))
+    // Link files that cannot be used (an owner from before this answer does not say: none).
+    const unreadable = linksAnswer !== undefined ? ((linksAnswer["unreadable"] as ReadonlyArray<UnreadableLink> | undefined) ?? []) : files!.unreadable
     // Joins whose answer never came here (their keys are kept): run again, each is answered again.
     const pending = yield* Effect.promise(() => pendingJoins(home))
     // Asking the live runtime is the point: when it is not running, show what the files say, then exit 2.
@@ -150,7 +153,7 @@ export const status = Command.make("status", { json, all }, ({ json, all }) =>
     if (json) {
       // Not running: its workers and invites are not known here (null), not none ([] read as an empty fleet).
       const known = running._tag === "Right"
-      yield* printJson({ runtime: known ? "running" : "not running", workers: known ? workers : null, invites: known ? invites : null, owners: links, pendingJoins: pending })
+      yield* printJson({ runtime: known ? "running" : "not running", workers: known ? workers : null, invites: known ? invites : null, owners: links, unreadableLinks: unreadable, pendingJoins: pending })
       if (notRunning !== undefined) return yield* notRunning
       return
     }
@@ -159,12 +162,12 @@ export const status = Command.make("status", { json, all }, ({ json, all }) =>
       const owned = hasJournal(home)
       const more = [
         ...(owned ? ["its workers and invites are shown when it runs (svc audit lists from the journal who was invited, joined and revoked meanwhile)"] : []),
-        links.length > 0 ? "the links below are read from $SVC_HOME" : owned ? "this machine works for no owner" : "and this machine works for no owner (svc workers join TOKEN links it to one)"
+        links.length > 0 || unreadable.length > 0 ? "the links below are read from $SVC_HOME" : owned ? "this machine works for no owner" : "and this machine works for no owner (svc workers join TOKEN links it to one)"
       ]
       yield* Console.error(`svc: ${running.left.message}; ${more.join("; ")}`)
     }
     // A machine that only works for others has no workers of its own: say nothing about them.
-    if (workers.length > 0 || (running._tag === "Right" && links.length === 0)) {
+    if (workers.length > 0 || (running._tag === "Right" && links.length === 0 && unreadable.length === 0)) {
       // Every installation is an owner, and may work for others: with neither, both ways out.
       yield* Console.log(
         workers.length === 0
@@ -202,6 +205,7 @@ export const status = Command.make("status", { json, all }, ({ json, all }) =>
         yield* printLines(servedLines(String(l["url"]), String(l["name"]), String(l["workerId"]), l["status"] as ServedStatus | null))
       }
     }
+    for (const u of unreadable) yield* Console.log(`link file ${unreadableLinkText(u)}`)
     if (pending.length > 0) yield* printLines(pendingLines(pending))
     if (notRunning !== undefined) return yield* notRunning
   })
