@@ -200,7 +200,7 @@ describe("the bag store", () => {
     rmSync(join(home, "bags"), { recursive: true })
     writeFileSync(join(home, "bags"), "")
     const blocked = await run("bag", "install", "hasher")
-    expect({ code: blocked.code, stderr: blocked.stderr }).toEqual({ code: 1, stderr: `svc: installing bag hasher: EEXIST: file already exists, mkdir '${join(home, "bags")}'\n` })
+    expect({ code: blocked.code, stderr: blocked.stderr }).toEqual({ code: 1, stderr: `svc: making the bag store: EEXIST: file already exists, mkdir '${join(home, "bags")}'\n` })
   })
 
   it("gives the same digest for the same content anywhere, and another for changed content or mode", async () => {
@@ -214,6 +214,25 @@ describe("the bag store", () => {
     chmodSync(join(otherCwd, "a", "jobs", "checksum.mjs"), 0o755)
     const third = tempDir("svc-home3-")
     expect(JSON.parse((await svc(["bag", "install", "a", "--json"], { cwd: otherCwd, home: third })).stdout).digest).not.toBe(first)
+  })
+
+  it("installs of one bag at the same moment take turns: one installs, the other is refused as changing an address (both said they had installed it)", async () => {
+    await run("new", "hasher")
+    // The same bag with other content: another digest for hasher:checksum@1.0.0.
+    const other = tempDir("svc-cwd-other-")
+    await svc(["new", "hasher"], { cwd: other, home })
+    appendFileSync(join(other, "hasher", "jobs", "checksum.mjs"), "// changed\n")
+    for (let round = 0; round < 3; round++) {
+      if (round > 0) expect((await run("bag", "remove", "hasher")).code).toBe(0)
+      const [a, b] = await Promise.all([run("bag", "install", "hasher", "--json"), svc(["bag", "install", join(other, "hasher"), "--json"], { cwd, home })])
+      const answers = [a, b]
+      expect(answers.map((r) => r.code).sort(), `${a.stderr}${b.stderr}`).toEqual([0, 1])
+      const won = answers.find((r) => r.code === 0)!
+      const lost = answers.find((r) => r.code === 1)!
+      expect(JSON.parse(lost.stdout)).toMatchObject({ error: { message: expect.stringMatching(/^hasher:checksum@1\.0\.0 is already installed with digest/) } })
+      // What the one that said it installed installed is what is installed.
+      expect(JSON.parse((await run("bag", "show", "hasher", "--json")).stdout).digest).toBe(JSON.parse(won.stdout).digest)
+    }
   })
 
   it("refuses to change what an installed BAG:JOB@VERSION means, and accepts a bumped version", async () => {

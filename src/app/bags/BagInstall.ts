@@ -85,12 +85,15 @@ export class CompositionProblem extends Data.TaggedError("CompositionProblem")<{
  * them installed, children first.
  */
 export const installBag = (dir: string): Effect.Effect<TreeOutcome, BagInvalid | AddressTaken | CompositionProblem | BagDirectoryError | BagStoreError, BagStore | BagDirectory | ManifestSource> =>
-  Effect.gen(function* () {
-    const store = yield* BagStore
-    const installed = yield* store.list
-    const plan = yield* planTree(dir, [], new Map(), installed)
-    return yield* applyPlan(plan)
-  })
+  Effect.flatMap(BagStore, (store) =>
+    store.exclusive(
+      Effect.gen(function* () {
+        const installed = yield* store.list
+        const plan = yield* planTree(dir, [], new Map(), installed)
+        return yield* applyPlan(plan)
+      })
+    )
+  )
 
 /**
  * `svc bag check DIR` for a bag that composes children from a `path`: the bag judged alone
@@ -296,12 +299,15 @@ const applyPlan = (plan: Planned): Effect.Effect<TreeOutcome, BagStoreError, Bag
   })
 
 export const removeBag = (name: string) =>
-  Effect.gen(function* () {
-    const store = yield* BagStore
-    const current = yield* store.get(name)
-    if (current === undefined) {
-      return yield* new BagStoreError({ reason: "NotInstalled", message: `no bag named ${JSON.stringify(name)} is installed` })
-    }
-    yield* store.remove(name)
-    return current
-  })
+  Effect.flatMap(BagStore, (store) =>
+    store.exclusive(
+      Effect.gen(function* () {
+        const current = yield* store.get(name)
+        if (current === undefined) {
+          return yield* new BagStoreError({ reason: "NotInstalled", message: `no bag named ${JSON.stringify(name)} is installed` })
+        }
+        yield* store.remove(name)
+        return current
+      })
+    )
+  )

@@ -45,6 +45,12 @@ export class BagStore extends Context.Tag("svc/BagStore")<
     /** Copies the snapshot's files and records it; replaces an installed bag of that name atomically. */
     readonly put: (snapshot: BagSnapshot, record: Omit<InstalledBag, "path">) => Effect.Effect<InstalledBag, BagStoreError>
     readonly remove: (name: string) => Effect.Effect<void, BagStoreError>
+    /**
+     * Runs `effect` (an install or a removal: what it reads and what it changes) with this store
+     * to itself: another process's install or removal waits until it ends (two installs of one
+     * bag at a time both said they had installed it, and one was wrong).
+     */
+    readonly exclusive: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | BagStoreError, R>
   }
 >() {}
 

@@ -12,6 +12,7 @@ import * as Schema from "effect/Schema"
 import { BagStore, BagStoreError, type InstalledBag } from "../../app/bags/BagStore.js"
 import { SvcHome } from "../SvcHome.js"
 import { makeDirectory } from "../MakeDirectory.js"
+import { holdLock, releaseLock } from "../FileLock.js"
 
 const Record = Schema.Struct({
   name: Schema.String,
@@ -68,6 +69,15 @@ const unlessAbsent = <A>(e: unknown, absent: A): A => {
   throw e
 }
 
+/**
+ * The store's lock file (a lock the kernel keeps on the open file, gone with its process however
+ * it ends: ../FileLock.ts), held by each install and removal; never removed, as join.lock is not.
+ * A dot file: the listing skips names starting with a dot.
+ */
+export const LOCK_FILE = ".lock"
+/** How long an install or removal waits for another one's (copying a large bag takes a while). */
+const LOCK_WAIT_MS = 60_000
+
 export const make = (home: string) => {
   const root = nodePath.join(home, "bags")
   const read = async (dir: string): Promise<InstalledBag | undefined> => {
@@ -85,6 +95,22 @@ export const make = (home: string) => {
     Effect.tryPromise({ try: f, catch: (e) => (e instanceof BagStoreError ? e : io(what)(e)) })
 
   return BagStore.of({
+    exclusive: (effect) =>
+      Effect.acquireUseRelease(
+        Effect.flatMap(
+          wrap("making the bag store", () => makeDirectory(root, 0o700)),
+          () =>
+            holdLock(nodePath.join(root, LOCK_FILE), LOCK_WAIT_MS).pipe(
+              Effect.mapError((p) =>
+                p.busy
+                  ? new BagStoreError({ reason: "Io", message: `another svc bag install or remove has held this SVC_HOME's bag store for ${LOCK_WAIT_MS / 1000} s: wait for it to end, then run this again` })
+                  : new BagStoreError({ reason: "Io", message: `the bag store's lock (${nodePath.join(root, LOCK_FILE)}) cannot be taken: ${p.message}` })
+              )
+            )
+        ),
+        () => effect,
+        (lock) => Effect.sync(() => releaseLock(lock))
+      ),
     list: wrap("reading the bag store", async () => {
       // A listing shows what it can read: a store or a bag it cannot read now (too many open files,
       // a directory another user made) is left out, not the whole listing refused (one unreadable
