@@ -84,16 +84,37 @@ export class CompositionProblem extends Data.TaggedError("CompositionProblem")<{
  * constants its children will have once installed), and only when none is refused is any of
  * them installed, children first.
  */
-export const installBag = (dir: string): Effect.Effect<TreeOutcome, BagInvalid | AddressTaken | CompositionProblem | BagDirectoryError | BagStoreError, BagStore | BagDirectory | ManifestSource> =>
+export const installBag = (
+  dir: string,
+  inUse: InUseGuard = noneInUse
+): Effect.Effect<TreeOutcome, BagInvalid | AddressTaken | CompositionProblem | BagDirectoryError | BagStoreError | BagInUse, BagStore | BagDirectory | ManifestSource> =>
   Effect.flatMap(BagStore, (store) =>
     store.exclusive(
       Effect.gen(function* () {
         const installed = yield* store.list
         const plan = yield* planTree(dir, [], new Map(), installed)
+        // Nothing is replaced when one copy of the tree is in use: every one is asked first.
+        yield* guardPlan(plan, inUse)
         return yield* applyPlan(plan)
       })
     )
   )
+
+/**
+ * Jobs running on this machine run from an installed bag's copy: replacing it swaps their code as
+ * they run (what they load later comes from the new version, and their result is recorded under
+ * the digest they started with), and removing it fails them. So an install or removal asks first
+ * (the CLI asks the runtime, GET /bags/in-use) and is refused while a copy it would change is used.
+ */
+export class BagInUse extends Data.TaggedError("BagInUse")<{ readonly message: string }> {}
+export type InUseGuard = (bag: InstalledBag, change: "replace" | "remove") => Effect.Effect<void, BagInUse>
+const noneInUse: InUseGuard = () => Effect.void
+
+const guardPlan = (plan: Planned, inUse: InUseGuard): Effect.Effect<void, BagInUse> =>
+  Effect.gen(function* () {
+    for (const child of plan.children) yield* guardPlan(child, inUse)
+    if (plan.current !== undefined && plan.status !== "unchanged") yield* inUse(plan.current, "replace")
+  })
 
 /**
  * `svc bag check DIR` for a bag that composes children from a `path`: the bag judged alone
@@ -298,7 +319,7 @@ const applyPlan = (plan: Planned): Effect.Effect<TreeOutcome, BagStoreError, Bag
     return { status: plan.status === "unchanged" ? "installed" : plan.status, bag, children, notes: plan.notes }
   })
 
-export const removeBag = (name: string) =>
+export const removeBag = (name: string, inUse: InUseGuard = noneInUse) =>
   Effect.flatMap(BagStore, (store) =>
     store.exclusive(
       Effect.gen(function* () {
@@ -306,6 +327,7 @@ export const removeBag = (name: string) =>
         if (current === undefined) {
           return yield* new BagStoreError({ reason: "NotInstalled", message: `no bag named ${JSON.stringify(name)} is installed` })
         }
+        yield* inUse(current, "remove")
         yield* store.remove(name)
         return current
       })

@@ -6,11 +6,11 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import { type CheckReport } from "../../app/bags/BagCheck.js"
 import type { BagDirectoryError } from "../../app/bags/BagDirectory.js"
-import { checkBagWhole, installBag, removeBag, type TreeOutcome } from "../../app/bags/BagInstall.js"
+import { BagInUse, checkBagWhole, installBag, removeBag, type InUseGuard, type TreeOutcome } from "../../app/bags/BagInstall.js"
 import { dependentsOf, doctorAll, doctorBag, showBag, type DoctorReport, type Finding } from "../../app/bags/BagReport.js"
 import { BagStore, type BagStoreError } from "../../app/bags/BagStore.js"
 import { shortDigest } from "../../domain/bags/Digest.js"
-import { adminCall } from "../../infra/http/AdminApi.js"
+import { adminCall, RuntimeNotRunning } from "../../infra/http/AdminApi.js"
 import { SvcHome } from "../../infra/SvcHome.js"
 import { exitQuietly, refused, usage } from "../CliFailure.js"
 import { json, printJson, printLines, table } from "../output.js"
@@ -84,11 +84,43 @@ const tellRuntime = Effect.flatMap(SvcHome, (home) =>
   ))
 )
 
+/**
+ * Asks the runtime running for this home, if one does, whether jobs run from `bag`'s installed
+ * copy now, and refuses to change it while they do (BagInUse). A runtime that does not answer
+ * within 2 s is taken to run none (it runs no job it cannot answer about while stopped... or it
+ * is stuck: said so, so that the operator knows the check was not made).
+ */
+const inUseIn =
+  (home: string): InUseGuard =>
+  (bag, change) =>
+    Effect.flatMap(
+      Effect.promise(() =>
+        adminCall(home, "GET", "/bags/in-use", undefined, AbortSignal.timeout(2_000)).then(
+          (r) => (r.status === 200 ? ((r.body as { readonly inUse?: ReadonlyArray<{ readonly dir: string; readonly attempts: number }> }).inUse ?? []) : []),
+          (e: unknown) => (e instanceof RuntimeNotRunning ? [] : undefined)
+        )
+      ),
+      (used) => {
+        if (used === undefined) return Console.error(`note: svc serve for ${home} did not say within 2 s whether jobs run from ${bag.name} now (stopped or stuck?): not checked`)
+        const attempts = used.filter((u) => u.dir === bag.path).reduce((n, u) => n + u.attempts, 0)
+        if (attempts === 0) return Effect.void
+        const doing =
+          change === "replace"
+            ? "replacing it now would change their code as they run (what they load later would come from the new copy, and their results be recorded under the digest they started with)"
+            : "removing it now would fail them"
+        return Effect.fail(
+          new BagInUse({
+            message: `${attempts} ${attempts === 1 ? "job runs" : "jobs run"} on this machine from the installed copy of ${bag.name} (${shortDigest(bag.digest)}): ${doing}; wait until ${attempts === 1 ? "it ends" : "they end"} (svc workers status, svc runs list), then run this again`
+          })
+        )
+      }
+    )
+
 const install = Command.make(
   "install",
   { dir: Args.directory({ name: "DIR", exists: "either" }).pipe(Args.withDescription("the bag's directory, holding bag.yaml")), json },
   ({ dir, json }) =>
-    installBag(dir).pipe(
+    Effect.flatMap(SvcHome, (home) => installBag(dir, inUseIn(home.path))).pipe(
       Effect.tap(() => tellRuntime),
       Effect.flatMap((outcome) =>
         json
@@ -108,6 +140,7 @@ const install = Command.make(
           )
         },
         AddressTaken: (e) => Effect.fail(refused(e.message)),
+        BagInUse: (e) => Effect.fail(refused(e.message)),
         CompositionProblem: (e) => Effect.fail(refused(e.message)),
         BagStoreError: (e) => Effect.fail(storeFailure(e))
       })
@@ -166,7 +199,7 @@ const doctor = Command.make(
 ).pipe(Command.withDescription("Check what installed bags need on this machine (programs on PATH, required bags)"))
 
 const remove = Command.make("remove", { name: Args.text({ name: "NAME" }).pipe(Args.withDescription("an installed bag's name")), json }, ({ json, name }) =>
-  removeBag(name).pipe(
+  Effect.flatMap(SvcHome, (home) => removeBag(name, inUseIn(home.path))).pipe(
     Effect.tap(() => tellRuntime),
     Effect.flatMap((bag) =>
       Effect.gen(function* () {
@@ -180,7 +213,7 @@ const remove = Command.make("remove", { name: Args.text({ name: "NAME" }).pipe(A
         }
       })
     ),
-    Effect.catchTag("BagStoreError", (e) => Effect.fail(storeFailure(e)))
+    Effect.catchTags({ BagStoreError: (e) => Effect.fail(storeFailure(e)), BagInUse: (e) => Effect.fail(refused(e.message)) })
   )
 ).pipe(Command.withDescription("Remove an installed bag"))
 

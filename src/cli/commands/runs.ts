@@ -13,6 +13,8 @@ import { progressOf, type RunDetail, type RunList, type RunView } from "../../ap
 import { sharedNames } from "../../domain/placement/Placement.js"
 import { RUN_STATES, TERMINAL } from "../../domain/runs/Runs.js"
 import { depthProblem, idempotencyKeyProblem, inputSecretProblem, jobAddressProblem, preferenceProblem } from "../../domain/runs/Values.js"
+import { withoutSecrets } from "../../domain/workers/Secrets.js"
+import { duplicateKeyIn } from "../../domain/workers/StrictJson.js"
 import { admin } from "../admin.js"
 import { exitCodeOf, stopLatch } from "../ctrlC.js"
 import type { SvcHome } from "../../infra/SvcHome.js"
@@ -23,6 +25,9 @@ import { json, printJson, printLines, table } from "../output.js"
 const hostText = (r: RunView): string | null => (r.host !== null && r.hostNameShared === true && typeof r.hostId === "string" ? `${r.host} (${r.hostId})` : r.host)
 
 
+/** Control characters as \uXXXX escapes: a message is printed to a terminal. */
+const printable = (text: string): string => text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
+
 /** `--input '{"a":1}'` or `--input @file.json`. */
 const readInput = (raw: Option.Option<string>) =>
   Effect.gen(function* () {
@@ -31,11 +36,16 @@ const readInput = (raw: Option.Option<string>) =>
       ? yield* Effect.tryPromise({ try: () => fs.readFile(raw.value.slice(1), "utf8"), catch: (e) => usage(`--input ${raw.value}: cannot read the file: ${e instanceof Error ? e.message : String(e)}`) })
       : raw.value
     const given = `--input${raw.value.startsWith("@") ? ` ${raw.value}` : ""}`
+    // A byte order mark before the JSON (an editor's UTF-8 "with BOM") is not part of it (RFC 8259, 8.1).
+    const json = text.replace(/^\uFEFF/, "")
     const value = yield* Effect.try({
-      // A byte order mark before the JSON (an editor's UTF-8 "with BOM") is not part of it (RFC 8259, 8.1).
-      try: () => JSON.parse(text.replace(/^\uFEFF/, "")) as unknown,
-      catch: (e) => usage(`${given} is not JSON: ${e instanceof Error ? e.message : String(e)}`)
+      try: () => JSON.parse(json) as unknown,
+      // JSON.parse's message quotes the text: a secret in it cut to its prefix, control characters (a binary file's) escaped.
+      catch: (e) => usage(`${given} is not JSON: ${printable(withoutSecrets(e instanceof Error ? e.message : String(e)))}`)
     })
+    // The last of a key given twice would win without a word (the worker route refuses it too).
+    const twice = duplicateKeyIn(json)
+    if (twice !== undefined) return yield* usage(`${given} names ${twice} twice: a key may appear once in an object`)
     // Refused here, before it is sent: too deep to be written as JSON again.
     const tooDeep = depthProblem(value, given)
     if (tooDeep !== undefined) return yield* usage(tooDeep)

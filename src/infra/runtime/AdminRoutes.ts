@@ -72,6 +72,8 @@ export const adminRoutes = (
     readonly activeLinks: () => Promise<ReadonlyArray<string>>
     /** `svc bag install|remove` changed this machine's bags: its links advertise at once (the owner's round is asked for here). */
     readonly bagsChanged?: () => void
+    /** The bag directories jobs running here run from, with how many attempts each (svc bag install|remove ask). */
+    readonly bagsInUse?: () => ReadonlyArray<{ readonly dir: string; readonly attempts: number }>
     /** The journal's file, named in a refusal the journal caused (a full disk: which disk). */
     readonly journalFile?: string
   }
@@ -164,6 +166,7 @@ export const adminRoutes = (
         return answer(Effect.as(Effect.flatMap(Dispatcher, (d) => d.kick), {}))
       }
     },
+    { method: "GET", path: "/bags/in-use", handle: async () => [200, { inUse: options.bagsInUse?.() ?? [] }] as const },
     {
       method: "POST",
       path: "/runs/submit",

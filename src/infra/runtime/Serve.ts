@@ -36,7 +36,7 @@ import { layerWithRuns as ownerLayer, Owner, OwnerAddress } from "../../app/work
 import * as Presence from "../../app/workers/Presence.js"
 import { HostPrograms } from "../../app/bags/BagStore.js"
 import * as HostProgramsLive from "../bags/HostPrograms.js"
-import { Executor } from "../../app/runs/Executor.js"
+import { Executor, type ExecutorService } from "../../app/runs/Executor.js"
 import * as ChildExecutor from "../runs/ChildExecutor.js"
 import * as FileRunFiles from "../runs/FileRunFiles.js"
 import * as NodeBagDirectory from "../bags/NodeBagDirectory.js"
@@ -65,6 +65,21 @@ import { sessionMemoryAt } from "../workers/SessionMemory.js"
 import { killAllNow } from "../runs/Child.js"
 import { reap } from "../runs/Leftovers.js"
 import { reasonText } from "../../app/FailureText.js"
+
+/** `executor` counting, in `inUse`, the attempts running from each bag directory while they run. */
+const inUseTracked = (executor: ExecutorService, inUse: Map<string, number>): ExecutorService => ({
+  run: (spec) =>
+    Effect.acquireUseRelease(
+      Effect.sync(() => void inUse.set(spec.bagDir, (inUse.get(spec.bagDir) ?? 0) + 1)),
+      () => executor.run(spec),
+      () =>
+        Effect.sync(() => {
+          const left = (inUse.get(spec.bagDir) ?? 1) - 1
+          if (left > 0) inUse.set(spec.bagDir, left)
+          else inUse.delete(spec.bagDir)
+        })
+    )
+})
 
 /** Where the jobs' secrets are kept on this machine: one file per name (docs/executors.md, "Secrets"). */
 export const secretsDir = (home: string) => nodePath.join(home, "secrets")
@@ -199,7 +214,10 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }, clock:
     // One arbiter of this machine's slots: its own runs and the work it does for other owners.
     const slots = yield* makeSlots(firstOffer.capacity)
     const resolve = (address: string) => resolveJob(address).pipe(Effect.provide(bagLayers))
-    const executor = ChildExecutor.make({ secretsDir: secretsDir(options.home), childrenDir: childrenDir(options.home), outputLimit })
+    // Which installed copies of bags the jobs running here run from (their bag directory, with how
+    // many attempts): `svc bag install|remove` will not replace or remove a copy in use (BagInUse).
+    const inUse = new Map<string, number>()
+    const executor = inUseTracked(ChildExecutor.make({ secretsDir: secretsDir(options.home), childrenDir: childrenDir(options.home), outputLimit }), inUse)
     const ownerHost = Layer.succeed(OwnerHost, {
       capacity: firstOffer.capacity,
       labels: firstOffer.labels,
@@ -418,7 +436,8 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }, clock:
       // The links whose work may still run here: a link removed (svc workers leave) is out of it
       // once its work has stopped, which the CLI waits for before it tells the owner so.
       activeLinks: async () => [...running.keys()],
-      bagsChanged: sayBagsChanged
+      bagsChanged: sayBagsChanged,
+      bagsInUse: () => [...inUse].map(([dir, attempts]) => ({ dir, attempts }))
     })
     const admin = yield* wrap("opening the admin socket", () => serveAdmin(options.home, routes))
     const socket = nodePath.join(options.home, "admin.sock")
