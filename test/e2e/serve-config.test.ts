@@ -437,6 +437,15 @@ describe("svc serve configuration", () => {
       code: 2,
       stderr: "svc run: --input nests more than 512 levels deep (arrays and objects within each other); at most 512 are taken (svc run --help)\n"
     })
+    // A key given twice (the last would win without a word; the worker route refuses it too); JSON that
+    // does not parse quoted without a secret it holds nor a control character.
+    const twice = await svc(["run", "a:b@1.0.0", "--input", '{"secs":1,"secs":2}'], { cwd: home, home })
+    expect({ code: twice.code, stderr: twice.stderr }).toEqual({ code: 2, stderr: "svc run: --input names secs twice: a key may appear once in an object (svc run --help)\n" })
+    const broken = await svc(["run", "a:b@1.0.0", "--input", `{"k":"svc_wk_${"Q".repeat(36)}" \u0001}`], { cwd: home, home })
+    expect(broken.code).toBe(2)
+    expect(broken.stderr).toMatch(/^svc run: --input is not JSON: /)
+    expect(broken.stderr).not.toContain("QQQQ")
+    expect(broken.stderr).not.toContain("\u0001")
     // An input holding a credential is refused before it is sent (the journal keeps an input for ever), and not repeated.
     const secretInput = await svc(["run", "a:b@1.0.0", "--input", `{"k":"svc_jt_${"b".repeat(40)}"}`], { cwd: home, home })
     expect({ code: secretInput.code, stderr: secretInput.stderr }).toEqual({
