@@ -29,6 +29,8 @@ import { strictGuard } from "../schema/Guard.js"
 import { pathOf, SuccessionRequest, type SuccessionAnswer, type SuccessionStep } from "../tls/Succession.js"
 
 export const ROUTE = "/api/worker"
+/** The kinds of call the route takes (docs/protocol.md, "Messages"). */
+const REQUEST_KINDS = ["join", "hello", "advertise", "heartbeat", "claim", "decline", "report", "bye", "leave"] as const
 export { MAX_BODY_BYTES }
 
 const decodeRequest = ParseResult.decodeUnknownEither(WorkerRequest, { errors: "all", onExcessProperty: "error" })
@@ -203,6 +205,10 @@ export const makeHandler = (runtime: Runtime.Runtime<Owner>, succession?: { read
         json = JSON.parse(text)
       } catch (e) {
         return refuse(res, "bad-request", `the body is not valid JSON: ${e instanceof Error ? e.message : String(e)}`)
+      }
+      // Not an object at all: said in a sentence (the decoder's message spelt out every message's type, 1.9 KB).
+      if (typeof json !== "object" || json === null || Array.isArray(json)) {
+        return refuse(res, "bad-request", `the body is not a worker message: it must be a JSON object with a kind (${REQUEST_KINDS.join(", ")}), not ${json === null ? "null" : Array.isArray(json) ? "a list" : `a ${typeof json}`}`)
       }
       const problem = bodyProblem(text, json)
       if (problem !== undefined) return refuse(res, "bad-request", problem)

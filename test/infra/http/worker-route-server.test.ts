@@ -122,6 +122,13 @@ describe("bodies no check foresaw", () => {
       const answer = await route.post(JSON.stringify({ kind }))
       expect(answer, kind).toMatchObject({ status: 400, body: { code: "bad-request", message: expect.stringMatching(/^the body is not a worker message: kind: Expected "join" \| "hello"/) } })
     }
+    // Not an object: one sentence (the decoder's message spelt out every message's type, 1.9 KB).
+    for (const [body, what] of [["null", "null"], ["1", "a number"], ['"claim"', "a string"], ["[]", "a list"]] as const) {
+      expect(await route.post(body), body).toEqual({
+        status: 400,
+        body: { code: "bad-request", message: `the body is not a worker message: it must be a JSON object with a kind (join, hello, advertise, heartbeat, claim, decline, report, bye, leave), not ${what}` }
+      })
+    }
     // The body itself is one level: a name nested n deep makes a body n + 1 deep.
     const deep = (n: number) => `{"kind":"join","name":${"[".repeat(n)}${"]".repeat(n)}}`
     const deepest = await route.post(deep(MAX_BODY_DEPTH - 1))
