@@ -114,7 +114,7 @@ export const workerStatuses = (
       const successor = replacedBy.get(w.id)
       const heard = heardAt(f)
       const by = w.revokedAt === null ? null : (revokedBy.get(w.id) ?? null)
-      const display =
+      const said =
         successor !== undefined
           ? { ...shown, reason: `${shown.reason}; its installation joined again as ${successor}` }
           : by === leftActor(w.id)
@@ -122,6 +122,11 @@ export const workerStatuses = (
             : by !== null
               ? { ...shown, reason: `revoked by ${by}: its calls are refused` }
               : shown
+      // Slots a revoked identity still holds stay held until its machine says what it runs (a hello
+      // after joining again); the way to free them by hand is said where they show (audit: nothing did).
+      const display = w.revokedAt !== null && ours > 0 && successor === undefined
+        ? { ...said, reason: `${said.reason}; its ${ours} held slot${ours === 1 ? "" : "s"} stay${ours === 1 ? "s" : ""} held until its machine joins again, or svc workers release ${w.id} frees ${ours === 1 ? "it" : "them"} once its jobs are known to have stopped` }
+        : said
       // A revoked worker offers nothing, whatever it last advertised.
       const capacity = offering && w.advertisement !== null ? w.advertisement.capacity : 0
       // Offering nothing (revoked, Offline), it holds what its attempts held: all shown as used.

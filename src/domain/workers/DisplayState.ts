@@ -97,6 +97,11 @@ export const displayState = (w: WorkerRecord, f: Freshness | undefined, used: nu
   if (silence === "ended") {
     const heard = heardAt(f)
     const ago = heard === null ? "" : ` ${Math.round((now - heard) / 1000)} s ago`
+    // Its goodbye said it leaves (svc workers leave), and the leave itself did not arrive (this
+    // owner did not answer then): it will not come back under this identity.
+    if (f?.leaving === true) {
+      return { state: "Offline", reason: `its installation left this owner${ago} (svc workers leave on its machine; its goodbye arrived, not its leave): it will not call again; revoke it (svc workers revoke ${w.id})` }
+    }
     return { state: "Offline", reason: `its svc serve stopped cleanly${ago} (it said so): back when it says hello again` }
   }
   if (silence === "hello") {

@@ -2009,9 +2009,14 @@ describe("revocation", () => {
       expect(replaced).toMatchObject({ state: "pending", host: null, attempts: 1, placement: { outcome: "blocked" } })
       expect(replaced.placement!.explanation).toBe("blocked; excluded: owner (eligibility: lacks label gpu=true), worker 'lab-1' (eligibility: revoked)")
       expect(yield* reserved(w.workerId)).toBe(1)
-      expect((yield* owner.status).find((s) => s.id === w.workerId)).toMatchObject({ used: 1 })
+      // Where the held slot shows, the way to free it is said.
+      expect((yield* owner.status).find((s) => s.id === w.workerId)).toMatchObject({
+        used: 1,
+        reason: `revoked by operator: its calls are refused; its 1 held slot stays held until its machine joins again, or svc workers release ${w.workerId} frees it once its jobs are known to have stopped`
+      })
       expect(yield* dispatcher.stopsFor(w.workerId)).toEqual([id])
       expect(yield* dispatcher.release(w.workerId, "operator")).toBe(1)
+      expect((yield* owner.status).find((s) => s.id === w.workerId)).toMatchObject({ used: 0, reason: "revoked by operator: its calls are refused" })
       expect(attempt(yield* show(runId), 1)).toMatchObject({ state: "ceased", holdsSlot: false, reason: "its worker was revoked" })
       expect(yield* reserved(w.workerId)).toBe(0)
       expect(yield* dispatcher.release(w.workerId, "operator")).toBe(0)

@@ -56,6 +56,15 @@ describe("a silent worker, told the same way by workers status and by a placemen
     expect(shown.reason).toBe("its svc serve stopped cleanly 2 s ago (it said so): back when it says hello again")
   })
 
+  it("a worker whose goodbye said it leaves (its leave call never arrived) is not said to come back: revoke it", () => {
+    const { silence, shown } = said({ lastAdvertisedAt: null, lastSeenAt: 18_000, busy: 0, sessionEnded: true, leaving: true })
+    expect(silence).toBe("ended")
+    expect(shown).toEqual({
+      state: "Offline",
+      reason: `its installation left this owner 2 s ago (svc workers leave on its machine; its goodbye arrived, not its leave): it will not call again; revoke it (svc workers revoke ${worker.id})`
+    })
+  })
+
   it("nothing heard since the owner started; never advertised; or simply lapsed", () => {
     expect(said(undefined)).toEqual({ silence: "unheard", shown: { state: "Offline", reason: "no advertisement since the owner started" } })
     expect(said({ lastAdvertisedAt: null, lastSeenAt: 19_000, busy: 0 }).silence).toBe("unheard")
