@@ -122,6 +122,12 @@ describe("svc new and svc bag check", () => {
     const asJson = await run("bag", "check", "empty", "--json")
     expect(asJson.code).toBe(1)
     expect(JSON.parse(asJson.stdout)).toEqual({ valid: false, problems: [{ path: "(root)", line: 1, column: 1, message: "empty has no bag.yaml", severity: "error" }] })
+    // A bag.yaml that is not a regular file: a FIFO was read for ever, a directory said EISDIR of the bag.
+    mkdirSync(join(cwd, "piped"))
+    spawnSync("mkfifo", [join(cwd, "piped", "bag.yaml")])
+    expect(await run("bag", "check", "piped")).toMatchObject({ code: 1, stdout: `bag.yaml:1:1: (root): ${join("piped", "bag.yaml")} is not a regular file (a FIFO)\n` })
+    mkdirSync(join(cwd, "dirred", "bag.yaml"), { recursive: true })
+    expect(await run("bag", "check", "dirred")).toMatchObject({ code: 1, stdout: `bag.yaml:1:1: (root): ${join("dirred", "bag.yaml")} is not a regular file (a directory)\n` })
   })
 
   it("answers a usage error with exit 2 and lists every command in --help, without colour in a pipe", async () => {

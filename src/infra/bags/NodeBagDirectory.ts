@@ -62,7 +62,14 @@ export const make = BagDirectory.of({
         const abs = nodePath.resolve(dir)
         const stat = await fs.stat(abs)
         if (!stat.isDirectory()) throw new BagDirectoryError({ reason: "NotADirectory", message: `${dir} is not a directory` })
-        const manifestText = await fs.readFile(nodePath.join(abs, "bag.yaml"), "utf8").catch((e: NodeJS.ErrnoException) => {
+        const manifest = nodePath.join(abs, "bag.yaml")
+        // A regular file only: reading a FIFO (or a device) waited for ever, and a directory said EISDIR of the bag.
+        const kind = await fs.stat(manifest).catch((e: NodeJS.ErrnoException) => {
+          if (e.code === "ENOENT") throw new BagDirectoryError({ reason: "NoManifest", message: `${dir} has no bag.yaml` })
+          throw e
+        })
+        if (!kind.isFile()) throw new BagDirectoryError({ reason: "NoManifest", message: `${nodePath.join(dir, "bag.yaml")} is not a regular file (${kind.isDirectory() ? "a directory" : kind.isFIFO() ? "a FIFO" : "a device or socket"})` })
+        const manifestText = await fs.readFile(manifest, "utf8").catch((e: NodeJS.ErrnoException) => {
           if (e.code === "ENOENT") throw new BagDirectoryError({ reason: "NoManifest", message: `${dir} has no bag.yaml` })
           throw e
         })
