@@ -50,12 +50,21 @@ const fileEnv = async (file: string): Promise<{ readonly vars: Record<string, st
     } catch (e) {
       throw new ConfigFileError(`${file} is not valid YAML: ${e instanceof Error ? e.message.split("\n")[0] : String(e)}`)
     }
+    // The file itself is a map (or empty): a list or a word at its top was taken as no settings.
+    if (doc !== null && doc !== undefined && (typeof doc !== "object" || Array.isArray(doc))) {
+      throw new ConfigFileError(`${file} must be a map (svc reads its settings under ${SECTION.join(".")}), not ${Array.isArray(doc) ? "a list" : `a ${typeof doc}`}`)
+    }
     misspelt = misspeltSection(doc)
     const section = (doc as { services?: { workflows?: { runtime?: { env?: unknown } } } } | null)?.services?.workflows?.runtime?.env
     if (section !== undefined && section !== null) {
       if (typeof section !== "object" || Array.isArray(section)) throw new ConfigFileError(`${file}: services.workflows.runtime.env must be a map of variables`)
       // `KEY:` with nothing after it is unset, as an empty value is (it read as "null").
-      for (const [k, v] of Object.entries(section)) if (v !== null && v !== undefined) fromFile[k] = String(v)
+      for (const [k, v] of Object.entries(section)) {
+        if (v === null || v === undefined) continue
+        // A list or a map is no setting's value (`[8]` was read as "8", `{a: 9}` as "[object Object]").
+        if (typeof v === "object") throw new ConfigFileError(`${file}: services.workflows.runtime.env.${k} must be a word or a number, not ${Array.isArray(v) ? "a list" : "a map"}`)
+        fromFile[k] = String(v)
+      }
     }
   }
   return misspelt === undefined ? { vars: fromFile } : { vars: fromFile, misspelt }

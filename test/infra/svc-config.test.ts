@@ -19,6 +19,20 @@ describe("runtimeEnv", () => {
     expect(await runtimeEnv(home, { SVC_WORKFLOW_OUTPUT_LIMIT: "", SVC_WORKFLOW_CAPACITY: "  " })).toEqual({ SVC_WORKFLOW_OUTPUT_LIMIT: "2KiB", SVC_WORKFLOW_CAPACITY: "3" })
   })
 
+  it("refuses a file that is no map, and a setting that is a list or a map (taken as no settings, as \"8\", as \"[object Object]\")", async () => {
+    for (const [yaml, what] of [["- a\n- b\n", "a list"], ["just words\n", "a string"], ["42\n", "a number"]] as const) {
+      const home = homeWith(yaml)
+      await expect(runtimeEnv(home, {})).rejects.toThrow(`${join(home, "svc.yaml")} must be a map (svc reads its settings under services.workflows.runtime.env), not ${what}`)
+    }
+    for (const [value, what] of [["[8]", "a list"], ["{a: 9}", "a map"]] as const) {
+      const home = homeWith(env([`SVC_WORKFLOW_CAPACITY: ${value}`]))
+      await expect(runtimeEnv(home, {})).rejects.toThrow(`${join(home, "svc.yaml")}: services.workflows.runtime.env.SVC_WORKFLOW_CAPACITY must be a word or a number, not ${what}`)
+    }
+    // An empty file, or one of comments, sets nothing.
+    expect(await runtimeEnv(homeWith(""), {})).toEqual({})
+    expect(await runtimeEnv(homeWith("# nothing yet\n"), {})).toEqual({})
+  })
+
   it("reads a key of the file with nothing after it as unset (it read as the text null)", async () => {
     const home = homeWith(env(["SVC_WORKFLOW_OUTPUT_LIMIT:", "SVC_WORKFLOW_CAPACITY: 3"]))
     expect(await runtimeEnv(home, {})).toEqual({ SVC_WORKFLOW_CAPACITY: "3" })
