@@ -26,20 +26,20 @@ export const fingerprintOf = (pem: string): string => hexFingerprint(new X509Cer
  * The operator's certificate and key, checked before anything listens: each a PEM of its kind,
  * and the key the certificate's. Answers the certificate's fingerprint.
  */
-const checkedPair = (cert: string, key: string, given: { readonly certFile: string; readonly keyFile: string }): string => {
+const checkedPair = (cert: string, key: string, given: { readonly certFile: string; readonly keyFile: string }, named: { readonly cert: string; readonly key: string } = { cert: "--tls-cert ", key: "--tls-key " }): string => {
   let certificate: X509Certificate
   try {
     certificate = new X509Certificate(cert)
   } catch {
-    throw new Error(`--tls-cert ${given.certFile} is not a PEM certificate`)
+    throw new Error(`${named.cert}${given.certFile} is not a PEM certificate`)
   }
   let privateKey: KeyObject
   try {
     privateKey = createPrivateKey(key)
   } catch {
-    throw new Error(`--tls-key ${given.keyFile} is not a PEM private key`)
+    throw new Error(`${named.key}${given.keyFile} is not a PEM private key`)
   }
-  if (!certificate.checkPrivateKey(privateKey)) throw new Error(`--tls-key ${given.keyFile} is not the key of the certificate in --tls-cert ${given.certFile}`)
+  if (!certificate.checkPrivateKey(privateKey)) throw new Error(`${named.key}${given.keyFile} is not the key of the certificate in ${named.cert}${given.certFile}`)
   return hexFingerprint(certificate)
 }
 
@@ -100,7 +100,8 @@ export const loadOrCreate = async (home: string, given?: { readonly certFile: st
   const keyFile = nodePath.join(dir, "owner.key")
   if ((await exists(certFile)) && (await exists(keyFile))) {
     const [cert, key] = await Promise.all([fs.readFile(certFile, "utf8"), fs.readFile(keyFile, "utf8")])
-    return { cert, key, fingerprint: fingerprintOf(cert) }
+    // Checked as a given pair is, each file named: a cut one said only OpenSSL's words ("bad end line").
+    return { cert, key, fingerprint: checkedPair(cert, key, { certFile, keyFile }, { cert: "", key: "" }) }
   }
   await makeDirectory(dir, 0o700)
   const host = os.hostname()

@@ -26,6 +26,20 @@ describe("the owner's certificate", () => {
     expect(Date.now() - validFrom).toBeLessThan(24.5 * 3600_000)
   }, 30_000)
 
+  it("kept in the home but cut short or emptied, is refused naming the file (OpenSSL's words alone were said), not made anew", async () => {
+    const home = temp()
+    const made = await loadOrCreate(home)
+    const crt = join(home, "tls", "owner.crt")
+    const key = join(home, "tls", "owner.key")
+    writeFileSync(crt, made.cert.slice(0, 200))
+    await expect(loadOrCreate(home)).rejects.toThrow(`${crt} is not a PEM certificate`)
+    writeFileSync(crt, made.cert)
+    writeFileSync(key, "")
+    await expect(loadOrCreate(home)).rejects.toThrow(`${key} is not a PEM private key`)
+    writeFileSync(key, made.key)
+    expect((await loadOrCreate(home)).fingerprint).toBe(made.fingerprint)
+  }, 30_000)
+
   it("takes the operator's pair, and refuses one that is not a certificate, not a key, or not its key, naming the file", async () => {
     const [one, other] = [temp(), temp()]
     await Promise.all([loadOrCreate(one), loadOrCreate(other)])
