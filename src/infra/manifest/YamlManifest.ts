@@ -32,12 +32,15 @@ export const parseManifest = (text: string): ParsedManifest => {
     return { line, column: col }
   }
   const locate = (path: KeyPath, where: "key" | "value") => locateIn(doc, path, where, at)
-  const yamlProblems: Array<LocatedProblem> = doc.errors.map((e) => {
+  const reported: Array<LocatedProblem> = doc.errors.map((e) => {
     const [start] = e.linePos ?? [{ line: 1, col: 1 }]
     // A duplicate key names its own key path, like every other problem.
     const path = e.code === "DUPLICATE_KEY" ? (keyPathAt(doc.contents, e.pos[0]) ?? []) : []
     return { ...error(path, yamlMessage(e.code, e.message), path.length > 0 ? "key" : "value"), line: start.line, column: start.col }
   })
+  // Too deep to read: said once (the reader reported its overflow at every level it gave up at).
+  const tooDeep = reported.find((p) => p.message === TOO_DEEP)
+  const yamlProblems: Array<LocatedProblem> = tooDeep === undefined ? reported : [tooDeep]
   // A `%YAML 1.1` directive would read the file by YAML 1.1's rules (merge keys, `off` a boolean,
   // `010` octal, `1:30` sexagesimal): bag.yaml is YAML 1.2, whatever it says.
   const directive = doc.directives?.yaml
@@ -80,12 +83,16 @@ export const parseManifest = (text: string): ParsedManifest => {
       const message = `YAML alias *${source} has no anchor &${source} before it`
       return { value: undefined, problems: [{ ...error(keyPathAt(doc.contents, offset) ?? [], message), ...at(offset) }], locate }
     }
-    const message = `YAML could not be read: ${e instanceof Error ? e.message : String(e)}`
+    const message = e instanceof RangeError && /Maximum call stack size exceeded/.test(e.message) ? TOO_DEEP : `YAML could not be read: ${e instanceof Error ? e.message : String(e)}`
     return { value: undefined, problems: [{ ...error([], message), line: 1, column: 1 }], locate }
   }
 }
 
+/** What the YAML reader's own stack overflow means: a document nested past what it reads by recursion. */
+const TOO_DEEP = "bag.yaml nests too deep to be read (maps and lists within each other, a thousand levels or so; a manifest nests a few)"
+
 const yamlMessage = (code: string, message: string): string => {
+  if (/Maximum call stack size exceeded/.test(message)) return TOO_DEEP
   const first = message.split("\n")[0]!.replace(/ at line \d+, column \d+:?$/, "")
   switch (code) {
     case "DUPLICATE_KEY":

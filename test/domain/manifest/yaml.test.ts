@@ -81,6 +81,16 @@ describe("YAML 1.2, whatever the file says", () => {
   })
 })
 
+describe("a document nested too deep for the reader", () => {
+  it("is said as such, once, not as a YAML syntax error of 'Maximum call stack size exceeded'", () => {
+    for (const text of [doc(`constants: {x: ${"[".repeat(3_000)}${"]".repeat(3_000)}}`), doc("constants:", ...Array.from({ length: 1_500 }, (_, i) => `${"  ".repeat(i + 1)}k${i}:`))]) {
+      const r = check(text)
+      expect(r.manifest).toBeUndefined()
+      expect(r.errors.map((e) => e.message)).toEqual(["bag.yaml nests too deep to be read (maps and lists within each other, a thousand levels or so; a manifest nests a few)"])
+    }
+  })
+})
+
 describe("aliases", () => {
   it("says a merge key is not taken, naming it as YAML's", () => {
     const r = check(doc("constants: {base: &b {x: 1}}", "cli:", "  <<: *b"))
