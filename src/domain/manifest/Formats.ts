@@ -40,8 +40,9 @@ export const LocalName = Schema.String.pipe(Schema.filter((s) => LOCAL_NAME.test
 export const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
 /** Non-secret `KEY=VALUE` literal (service, script, job and schedule `env`). */
-export const ENV_LITERAL = /^[A-Za-z_][A-Za-z0-9_]*=/
-export const EnvLiteral = matching(ENV_LITERAL, "must be a KEY=VALUE literal with KEY a variable name (letters, digits and underscores, not starting with a digit)")
+// No NUL in the value: an environment cannot hold one (such a job passed the check and failed at every run).
+export const ENV_LITERAL = /^[A-Za-z_][A-Za-z0-9_]*=[^\u0000]*$/
+export const EnvLiteral = matching(ENV_LITERAL, "must be a KEY=VALUE literal with KEY a variable name (letters, digits and underscores, not starting with a digit), and no NUL character")
 
 /**
  * A worker label `KEY=VALUE`. Labels travel comma-separated in `SVC_WORKFLOW_LABELS`, so

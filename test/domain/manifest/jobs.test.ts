@@ -113,6 +113,8 @@ describe("jobs", () => {
     { name: "secrets on an action job", yaml: doc("jobs:", "  build:", "    runs: {using: action, action: x, secrets: [A]}"), path: "jobs.build.runs.secrets", line: 5, message: "does not apply to action jobs" },
     { name: "env on an action job", yaml: doc("jobs:", "  build:", "    runs: {using: action, action: x, env: [A=1]}"), path: "jobs.build.runs.env", line: 5, message: "does not apply to action jobs" },
     { name: "working-directory on an action job", yaml: doc("jobs:", "  build:", "    runs: {using: action, action: x, working-directory: w}"), path: "jobs.build.runs.working-directory", line: 5, message: "does not apply to action jobs" },
+    { name: "a command argument with a NUL (it failed at every run)", yaml: doc("jobs:", "  build:", '    runs: {using: process, command: [make, "a\\0b"]}'), path: "jobs.build.runs.command[1]", line: 5, message: "holds a NUL character" },
+    { name: "an env value with a NUL", yaml: doc("jobs:", "  build:", '    runs: {using: node, main: a.js, env: ["K=a\\0b"]}'), path: "jobs.build.runs.env[0]", line: 5, message: "no NUL character" },
     { name: "an env item that is not KEY=VALUE", yaml: doc("jobs:", "  build:", "    runs: {using: node, main: a.js, env: ['=x']}"), path: "jobs.build.runs.env[0]", line: 5, message: "must be a KEY=VALUE literal" },
     { name: "a main outside the bag", yaml: doc("jobs:", "  build:", "    runs: {using: node, main: ../a.js}"), path: "jobs.build.runs.main", line: 5, message: "must be a relative path inside the bag" },
     { name: "an unknown runs key", yaml: doc("jobs:", "  build:", "    runs:", "      using: node", "      main: a.js", "      shell: bash"), path: "jobs.build.runs.shell", line: 8, message: 'unknown key "shell"' },

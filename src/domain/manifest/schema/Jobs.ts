@@ -45,11 +45,13 @@ export const ProcessRuns = Schema.Struct({
   // The program must be named; an argument is any string, " " and "" too (`tr " " _`, `-N ""`):
   // with no shell between, each reaches the program as written (executors.md).
   command: Schema.Array(Schema.String).pipe(
-    Schema.filter((c) =>
-      c.length === 0
-        ? "must be a non-empty list: the program, then its arguments (no shell)"
-        : c[0]!.trim().length > 0 || { path: [0], message: "must name the program (then its arguments): it is empty" }
-    )
+    Schema.filter((c) => {
+      if (c.length === 0) return "must be a non-empty list: the program, then its arguments (no shell)"
+      if (c[0]!.trim().length === 0) return { path: [0], message: "must name the program (then its arguments): it is empty" }
+      // A program's name and arguments cannot hold one: such a job passed the check and failed at every run.
+      const nul = c.findIndex((a) => a.includes("\u0000"))
+      return nul < 0 || { path: [nul], message: "holds a NUL character, which no program's name or argument can" }
+    })
   ),
   main: opt(forbidden("applies only to node jobs (using: node)")),
   action: opt(forbidden("applies only to action jobs (using: action)")),
