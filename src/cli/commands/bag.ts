@@ -86,9 +86,9 @@ const tellRuntime = Effect.flatMap(SvcHome, (home) =>
 
 /**
  * Asks the runtime running for this home, if one does, whether jobs run from `bag`'s installed
- * copy now, and refuses to change it while they do (BagInUse). A runtime that does not answer
- * within 2 s is taken to run none (it runs no job it cannot answer about while stopped... or it
- * is stuck: said so, so that the operator knows the check was not made).
+ * copy now, and refuses to change it while they do (BagInUse). None running: no job runs here. A
+ * runtime that does not answer within 2 s (stopped, stuck) is not waited for: the command says
+ * that the check was not made, and goes on.
  */
 const inUseIn =
   (home: string): InUseGuard =>
