@@ -61,6 +61,12 @@ const at = (doc: unknown, path: ReadonlyArray<string>): unknown =>
  * only the deepest keys are said, each with the first of its errors, so that every problem is
  * said at once (the docs audit fixed one, checked again, and found the next).
  */
+/** A value as a problem quotes it: a number YAML read as Infinity (`1e400`) is said so, not as JSON's `null`. */
+const shown = (value: unknown): string => {
+  if (typeof value !== "number" || Number.isFinite(value)) return JSON.stringify(value)
+  return Number.isNaN(value) ? "NaN" : `${value} (a number beyond what JSON holds, about 1.8e308)`
+}
+
 const metaProblems = (ajv: Ajv | Ajv2020, schema: unknown): ReadonlyArray<SchemaProblem> => {
   if (ajv.validateSchema(schema as object) === true) return []
   const errors = ajv.errors ?? []
@@ -85,7 +91,7 @@ const metaProblems = (ajv: Ajv | Ajv2020, schema: unknown): ReadonlyArray<Schema
     const said = (e.message ?? "is not valid").replace(/^must be ([a-z]+(?:,[a-z]+)+)$/, (_, list: string) => `must be ${list.split(",").join(" or ")}`)
     // A list of schemas at `items` in 2020-12 is the draft-07 form (the attack's finding).
     const listAtItems = ajv === draft2020 && path[path.length - 1] === "items" && Array.isArray(value) ? ` (a list of schemas is draft-07's items; in 2020-12 it is prefixItems)` : ""
-    const why = allowed !== undefined ? `must be one of ${allowed.map((v) => JSON.stringify(v)).join(", ")}, not ${JSON.stringify(value)}` : `${said}, not ${JSON.stringify(value)}${listAtItems}`
+    const why = allowed !== undefined ? `must be one of ${allowed.map((v) => JSON.stringify(v)).join(", ")}, not ${shown(value)}` : `${said}, not ${shown(value)}${listAtItems}`
     out.push({ why, path: keyPathIn(schema, path) })
   }
   return out

@@ -274,6 +274,7 @@ describe("input_schema and output_schema", () => {
       line: 11,
       message: 'is not a format svc knows ("nope")'
     },
+    { name: "a schema number YAML reads as Infinity, said as such (it was said as null)", yaml: job("input_schema: {type: number, maximum: 1e400}"), path: "jobs.build.input_schema.maximum", line: 6, message: "must be number, not Infinity (a number beyond what JSON holds, about 1.8e308)" },
     { name: "an output_schema with a misspelt keyword, at its key (it was said at the schema)", yaml: job("output_schema: {tpye: object}"), path: "jobs.build.output_schema.tpye", line: 6, message: 'is not a JSON Schema keyword; did you mean "type"? (JSON Schema)' },
     { name: "an input_schema whose $ref leads nowhere, in ajv's words", yaml: job("input_schema: {$ref: '#/definitions/nope'}"), path: "jobs.build.input_schema", line: 6, message: "is not a valid JSON Schema: can't resolve reference #/definitions/nope" },
     { name: "an input_schema that is a string", yaml: job("input_schema: object"), path: "jobs.build.input_schema", line: 6, message: "a JSON Schema object" },
