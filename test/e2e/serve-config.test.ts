@@ -123,7 +123,7 @@ describe("svc serve configuration", () => {
       `svc: svc serve is not running for ${home} (no ${home}/admin.sock): start it with svc serve; its workers and invites are shown when it runs (svc audit lists from the journal who was invited, joined and revoked meanwhile); this machine works for no owner\n`
     )
     const stoppedDoc = await svcIn(transcript, home, ["workers", "status", "--json"])
-    expect(JSON.parse(stoppedDoc.stdout)).toEqual({ runtime: "not running", workers: null, invites: null, owners: [], pendingJoins: [] })
+    expect(JSON.parse(stoppedDoc.stdout)).toEqual({ runtime: "not running", workers: null, invites: null, owners: [], unreadableLinks: [], pendingJoins: [] })
     // Stopped (its clean stop wrote a checkpoint): replay reads the setting from svc.yaml.
     const stopped = JSON.parse((await svcIn(transcript, home, ["journal", "replay", "--json"])).stdout)
     expect(stopped).toMatchObject({ retained: 2, checkpoint: { matches: true }, divergences: [] })
