@@ -76,7 +76,9 @@ export const auditPlacements = Effect.gen(function* () {
 /**
  * The form of the projections a checkpoint digests, written before the digest: a checkpoint of
  * another form (an earlier svc kept other fields) cannot be compared, and is reported so, not
- * as a divergence. Bumped whenever `canonicalState` changes shape or content. 5: a reported
+ * as a divergence. Bumped whenever `canonicalState` changes shape or content. 6: a run's
+ * explanation names revoked identities after the other candidates (Placement.ts, `explainTable`);
+ * 5: a reported
  * attempt keeps whether its job succeeded (`ok`; a run stopped before its report came said
  * nothing of it), and a run's decision key holds its exclusions' texts (Runs.ts, `placementKey`);
  * 4: a run's
@@ -85,7 +87,7 @@ export const auditPlacements = Effect.gen(function* () {
  * two generations and then forgotten (docs/runs.md, "Runs kept in memory"); 2: a run's placement
  * keeps a hashed key and a bounded explanation (sixth session); 1 (no prefix): the first form.
  */
-export const PROJECTION_FORM = "p5"
+export const PROJECTION_FORM = "p6"
 
 /**
  * The form a checkpoint's digest says it is of: `pN:<64 hex>` is form N, a bare 64-hex digest

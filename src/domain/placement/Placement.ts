@@ -251,20 +251,32 @@ export const explainTable = (outcome: RecordedOutcome["outcome"], host: string |
   const words = (i: number) => hostWords(t.candidate(i), t.name(i), shared?.has(t.name(i)) === true)
   const named: Array<string> = []
   let excluded = 0
+  let revokedLeft = 0
   let hostWordsOf: string | undefined
+  const name = (i: number, n: number) => {
+    const texts: Array<string> = []
+    for (let j = 0; j < n; j++) texts.push(t.exclusion(i, j).text)
+    named.push(`${words(i)} (${t.exclusion(i, 0).layer}: ${texts.join("; ")})`)
+  }
+  // Revoked identities are named after the others (since projection form 6): a day of revocations
+  // and joins again filled a bounded explanation with them, and a live worker was only counted.
+  const revoked: Array<number> = []
   for (let i = 0; i < t.size; i++) {
     if (hostWordsOf === undefined && t.candidate(i) === host) hostWordsOf = words(i)
     const n = t.exclusionCount(i)
     if (n === 0) continue
     excluded++
-    if (named.length >= limit) continue
-    const texts: Array<string> = []
-    for (let j = 0; j < n; j++) texts.push(t.exclusion(i, j).text)
-    named.push(`${words(i)} (${t.exclusion(i, 0).layer}: ${texts.join("; ")})`)
+    if (t.exclusion(i, 0).code === "revoked") revoked.push(i)
+    else if (named.length < limit) name(i, n)
+  }
+  for (const i of revoked) {
+    if (named.length < limit) name(i, t.exclusionCount(i))
+    else revokedLeft++
   }
   const more = excluded - named.length
   const placedOn = outcome === "placed" ? host : null
   const head = placedOn === null ? outcome : `placed on ${hostWordsOf ?? hostWords(placedOn, placedOn)}`
   if (excluded === 0) return head
-  return `${head}; excluded: ${named.join(", ")}${more === 0 ? "" : `, and ${more} more host${more === 1 ? "" : "s"} (every verdict: svc journal export)`}`
+  const ofThem = revokedLeft === 0 ? "" : revokedLeft === more ? `, all revoked` : `, ${revokedLeft} of them revoked`
+  return `${head}; excluded: ${named.join(", ")}${more === 0 ? "" : `, and ${more} more host${more === 1 ? "" : "s"}${ofThem} (every verdict: svc journal export)`}`
 }

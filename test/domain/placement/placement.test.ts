@@ -150,12 +150,25 @@ describe("the outcome", () => {
     expect(explain(o, 4)).toBe(explain(o))
   })
 
+  it("names revoked identities after the others, so that a bounded explanation names the live ones (a day of joins again hid them)", () => {
+    const gone = (id: string) => worker(id, { revoked: true })
+    const o = place({ ...activity, requiredLabels: ["gpu=true"] }, [owner, gone("w0a"), gone("w0b"), gone("w0c"), worker("w9")], free)
+    expect(explain(o, 2)).toBe(
+      "blocked; excluded: owner (eligibility: lacks label gpu=true), worker 'lab-w9' (eligibility: lacks label gpu=true), and 3 more hosts, all revoked (every verdict: svc journal export)"
+    )
+    expect(explain(o, 3)).toBe(
+      "blocked; excluded: owner (eligibility: lacks label gpu=true), worker 'lab-w9' (eligibility: lacks label gpu=true), worker 'lab-w0a' (eligibility: revoked; lacks label gpu=true), and 2 more hosts, all revoked (every verdict: svc journal export)"
+    )
+    const mixed = place({ ...activity, requiredLabels: ["gpu=true"] }, [owner, gone("w0a"), worker("w8"), worker("w9")], free)
+    expect(explain(mixed, 1)).toBe("blocked; excluded: owner (eligibility: lacks label gpu=true), and 3 more hosts, 1 of them revoked (every verdict: svc journal export)")
+  })
+
   it("names a worker with its id when another candidate carries its name (a machine that joined again)", () => {
     const busyOwner = { ...owner, slots: { capacity: 1, used: 1 } }
     const old = worker("wOld", { name: "lab-1", revoked: true })
     const again = worker("wNew", { name: "lab-1" })
     expect(explain(place(activity, [busyOwner, old, again, worker("w2", { labels: ["gpu=true"], artifacts: [] })], free))).toBe(
-      "placed on worker 'lab-1' (wNew); excluded: owner (capacity: slots: 1 of 1 in use), worker 'lab-1' (wOld) (eligibility: revoked), worker 'lab-w2' (eligibility: it does not hold hasher:checksum@1.0.0)"
+      "placed on worker 'lab-1' (wNew); excluded: owner (capacity: slots: 1 of 1 in use), worker 'lab-w2' (eligibility: it does not hold hasher:checksum@1.0.0), worker 'lab-1' (wOld) (eligibility: revoked)"
     )
     // Names unique: no ids.
     expect(explain(place(activity, [busyOwner, again], free))).toBe("placed on worker 'lab-1'; excluded: owner (capacity: slots: 1 of 1 in use)")
