@@ -9,8 +9,11 @@
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
 import * as Random from "effect/Random"
 import * as Ref from "effect/Ref"
 import { revisionOf, type Refusal, type WorkerRequest, type WorkerResponse } from "./Protocol.js"
@@ -163,6 +166,22 @@ export interface SessionMemory {
  * Runs one link until it ends (fenced, revoked, refused); network trouble never ends it.
  * `offer` is read before each advertisement, so bags installed meanwhile are advertised.
  */
+/**
+ * A bell for changes of this machine's offer: `changes` takes a wait for the next ring from now on
+ * (what `runLink` takes as `offerChanges`), `ring` ends every wait taken so far.
+ */
+export const offerChangeBell = () => {
+  let next = Deferred.unsafeMake<void>(FiberId.none)
+  return {
+    changes: Effect.sync(() => Deferred.await(next)),
+    ring: () => {
+      const rung = next
+      next = Deferred.unsafeMake<void>(FiberId.none)
+      Deferred.unsafeDone(rung, Exit.void)
+    }
+  }
+}
+
 export const runLink = (
   link: LinkRecord,
   transport: OwnerTransport,

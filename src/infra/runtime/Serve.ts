@@ -12,8 +12,6 @@ import * as Cause from "effect/Cause"
 import * as Console from "effect/Console"
 import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
-import * as Exit from "effect/Exit"
-import * as FiberId from "effect/FiberId"
 import * as Duration from "effect/Duration"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -27,7 +25,7 @@ import { layerFrom as projectionsFrom, Projections } from "../../app/journal/Pro
 import { OUTPUT_LIMIT_VARIABLE, parseOutputLimit } from "../../app/runs/OutputLimit.js"
 import { parseRetainedRuns, RETAINED_RUNS_VARIABLE } from "../../app/runs/Retention.js"
 import { initialStateRetaining } from "../../domain/journal/OwnerState.js"
-import { CredentialNotSaved, credentialTransport, runLink, type LinkStatus } from "../../app/workers/Link.js"
+import { CredentialNotSaved, credentialTransport, offerChangeBell, runLink, type LinkStatus } from "../../app/workers/Link.js"
 import { computeOffer, type Offer } from "../../app/workers/Offer.js"
 import { makeSlots } from "../../app/workers/Slots.js"
 import { OwnerHost } from "../../app/runs/Dispatcher.js"
@@ -310,13 +308,7 @@ const start = (options: ServeOptions, taken: { readonly value: boolean }, clock:
 
     // Completed, and made anew, when `svc bag install|remove` says this machine's bags changed
     // (the admin socket's /bags/changed): every link advertises at once.
-    let bagsChanged = Deferred.unsafeMake<void>(FiberId.none)
-    const offerChanges = Effect.sync(() => Deferred.await(bagsChanged))
-    const sayBagsChanged = () => {
-      const changed = bagsChanged
-      bagsChanged = Deferred.unsafeMake<void>(FiberId.none)
-      Deferred.unsafeDone(changed, Exit.void)
-    }
+    const { changes: offerChanges, ring: sayBagsChanged } = offerChangeBell()
     // Worker side: one link per owner this machine works for; new links are picked up.
     const statuses = yield* Ref.make<ReadonlyMap<string, LinkStatus>>(new Map())
     const running = new Map<string, { readonly workerId: string; readonly url: string; readonly name: string; readonly fiber: Fiber.RuntimeFiber<unknown, unknown> }>()

@@ -5,14 +5,12 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Clock from "effect/Clock"
-import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
-import * as FiberId from "effect/FiberId"
 import * as Ref from "effect/Ref"
 import * as TestClock from "effect/TestClock"
-import { BYE_WITHIN, CredentialNotSaved, credentialTransport, runLink, Unreachable, type LinkStatus, type OwnerTransport } from "../../../src/app/workers/Link.js"
+import { BYE_WITHIN, CredentialNotSaved, credentialTransport, offerChangeBell, runLink, Unreachable, type LinkStatus, type OwnerTransport } from "../../../src/app/workers/Link.js"
 import type { Offer } from "../../../src/app/workers/Offer.js"
 import { PROTOCOL_REVISION, Refusal, type WorkerRequest, type WorkerResponse } from "../../../src/app/workers/Protocol.js"
 import { makeSlots } from "../../../src/app/workers/Slots.js"
@@ -71,14 +69,12 @@ describe("the worker's link", () => {
   it.effect("advertises at once when this machine's offer may have changed (svc bag install|remove), then every 4 s again", () =>
     Effect.gen(function* () {
       const s = yield* scripted((r) => Effect.succeed(r.kind === "hello" ? welcome() : ack()))
-      let changed = Deferred.unsafeMake<void>(FiberId.none)
-      const fiber = yield* Effect.fork(runLink(link, s.transport, Effect.succeed(offer), s.status, undefined, undefined, undefined, Effect.sync(() => Deferred.await(changed))))
+      const bell = offerChangeBell()
+      const fiber = yield* Effect.fork(runLink(link, s.transport, Effect.succeed(offer), s.status, undefined, undefined, undefined, bell.changes))
       yield* TestClock.adjust("1 second")
       const ads = () => s.calls.filter((c) => c.kind === "advertise").map((c) => c.at)
       expect(ads()).toEqual([0])
-      const told = changed
-      changed = Deferred.unsafeMake<void>(FiberId.none)
-      yield* Deferred.succeed(told, undefined)
+      bell.ring()
       yield* TestClock.adjust("1 millis")
       expect(ads()).toEqual([0, 1_000])
       yield* TestClock.adjust("4 seconds")
@@ -91,15 +87,13 @@ describe("the worker's link", () => {
     Effect.gen(function* () {
       // Each advertisement is answered 500 ms after it is sent.
       const s = yield* scripted((r) => (r.kind === "hello" ? Effect.succeed(welcome()) : Effect.as(Effect.sleep("500 millis"), ack())))
-      let changed = Deferred.unsafeMake<void>(FiberId.none)
-      const fiber = yield* Effect.fork(runLink(link, s.transport, Effect.succeed(offer), s.status, undefined, undefined, undefined, Effect.sync(() => Deferred.await(changed))))
+      const bell = offerChangeBell()
+      const fiber = yield* Effect.fork(runLink(link, s.transport, Effect.succeed(offer), s.status, undefined, undefined, undefined, bell.changes))
       yield* TestClock.adjust("100 millis")
       const ads = () => s.calls.filter((c) => c.kind === "advertise").map((c) => c.at)
       expect(ads()).toEqual([0])
       // Bags installed while it is on its way.
-      const told = changed
-      changed = Deferred.unsafeMake<void>(FiberId.none)
-      yield* Deferred.succeed(told, undefined)
+      bell.ring()
       yield* TestClock.adjust("500 millis")
       expect(ads()).toEqual([0, 500])
       yield* Fiber.interrupt(fiber)
