@@ -17,7 +17,7 @@ import { BagDirectory } from "../bags/BagDirectory.js"
 import { checkSnapshot } from "../bags/BagCheck.js"
 import { pinnedResolver } from "../bags/BagConstants.js"
 import { BagStore, HostPrograms } from "../bags/BagStore.js"
-import { MAX_ARTIFACTS, MAX_BODY_BYTES, MAX_LABELS } from "./Protocol.js"
+import { jsonBytes, MAX_ARTIFACTS, MAX_BODY_BYTES, MAX_LABELS } from "./Protocol.js"
 
 export const DEFAULT_CAPACITY = 4
 export const MAX_CAPACITY = 100
@@ -117,13 +117,13 @@ export const fitArtifacts = (
   rest: { readonly capacity: number; readonly labels: ReadonlyArray<string>; readonly capabilities: ReadonlyArray<string> }
 ): { readonly offered: ReadonlyArray<HeldArtifact>; readonly left: ReadonlyArray<HeldArtifact> } => {
   // The rest of the body at its largest (fence and busy as long as they can be), and room to spare.
-  const others = Buffer.byteLength(JSON.stringify({ kind: "advertise", fence: Number.MAX_SAFE_INTEGER, capacity: rest.capacity, labels: rest.labels, capabilities: rest.capabilities, artifacts: [], busy: 100 }))
+  const others = jsonBytes({ kind: "advertise", fence: Number.MAX_SAFE_INTEGER, capacity: rest.capacity, labels: rest.labels, capabilities: rest.capabilities, artifacts: [], busy: 100 })
   let room = MAX_BODY_BYTES - others - 1024
   const sorted = [...artifacts].sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0))
   const offered: Array<HeldArtifact> = []
   const left: Array<HeldArtifact> = []
   for (const a of sorted) {
-    const size = Buffer.byteLength(JSON.stringify(a)) + 1
+    const size = jsonBytes(a) + 1
     if (offered.length < MAX_ARTIFACTS && size <= room) {
       offered.push(a)
       room -= size
